@@ -1,0 +1,6 @@
+from django.apps import AppConfig
+
+
+class GemConfig(AppConfig):
+    name = "gem"
+    verbose_name = "Gem — knowledge"

@@ -1,0 +1,225 @@
+"""The Gem: curated knowledge (fragments and their graph), working memory, identities, state.
+
+Cross-store references (``event_id``) are plain integers: events live in another database.
+"""
+
+from django.conf import settings
+from django.core.validators import RegexValidator
+from django.db import models
+from django.utils import timezone
+
+KEY_VALIDATOR = RegexValidator(
+    r"^[\w][\w'-]*$",
+    "A key is one word: letters, digits, hyphens, underscores or apostrophes, no spaces.",
+)
+COLOR_VALIDATOR = RegexValidator(r"^#[0-9a-fA-F]{6}$", "A colour is written #rrggbb.")
+
+
+class WorkingMemoryType(models.TextChoices):
+    FEELING = "feeling"
+    THOUGHT = "thought"
+    PATTERN = "pattern"
+    DESC = "desc"
+    PLAN = "plan"
+    PIN = "pin"
+    SECRET = "secret"
+
+
+class WorkingMemoryStatus(models.TextChoices):
+    ACTIVE = "active"
+    RESOLVED = "resolved"
+    DROPPED = "dropped"
+    DECAYED = "decayed"
+    SUPERSEDED = "superseded"
+
+
+class WorkingMemory(models.Model):
+    """Short-lived, decaying knowledge: what is lingering."""
+
+    event_id = models.PositiveBigIntegerField(
+        null=True, blank=True, db_index=True, help_text="Id of the source event (events store)."
+    )
+    type = models.CharField(max_length=8, choices=WorkingMemoryType)
+    content = models.TextField()
+    subject = models.CharField(max_length=200, blank=True, db_index=True)
+    actor = models.CharField(max_length=64, blank=True)
+    status = models.CharField(max_length=10, choices=WorkingMemoryStatus, default=WorkingMemoryStatus.ACTIVE, db_index=True)
+    due = models.DateTimeField(null=True, blank=True)
+    turn = models.PositiveIntegerField(null=True, blank=True, help_text="Turn counter at creation.")
+    created_at = models.DateTimeField(default=timezone.now)
+    refreshed_at = models.DateTimeField(default=timezone.now, help_text="Decay anchor; a retag resets it.")
+    resolved_at = models.DateTimeField(null=True, blank=True)
+    fragments = models.ManyToManyField(
+        "Fragment", through="WorkingMemoryRef", related_name="working_memory", blank=True
+    )
+
+    class Meta:
+        verbose_name = "working memory item"
+        verbose_name_plural = "working memory"
+        ordering = ["-refreshed_at", "-id"]
+        indexes = [models.Index(fields=["status", "type"], name="gem_wm_status_type")]
+        constraints = [
+            models.CheckConstraint(
+                condition=models.Q(type__in=WorkingMemoryType.values),
+                name="gem_workingmemory_type_valid",
+            ),
+            models.CheckConstraint(
+                condition=models.Q(status__in=WorkingMemoryStatus.values),
+                name="gem_workingmemory_status_valid",
+            ),
+        ]
+
+    def __str__(self):
+        return f"{self.type}: {self.content[:60]}"
+
+
+class Fragment(models.Model):
+    """Crystallised knowledge in three tiers; the key is the exact lookup word."""
+
+    key = models.CharField(max_length=100, primary_key=True, validators=[KEY_VALIDATOR])
+    ambient = models.TextField(blank=True, help_text="Always known: register-level, one or two lines.")
+    recognition = models.TextField(blank=True, help_text="Story-level detail (shallow recall).")
+    inventory = models.TextField(blank=True, help_text="Full detail (deep recall).")
+    created_at = models.DateTimeField(default=timezone.now)
+    updated_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        ordering = ["key"]
+
+    def __str__(self):
+        return self.key
+
+
+class WorkingMemoryRef(models.Model):
+    """A working-memory item that names a fragment key."""
+
+    wm = models.ForeignKey(WorkingMemory, on_delete=models.CASCADE, related_name="refs")
+    fragment = models.ForeignKey(Fragment, on_delete=models.CASCADE, related_name="wm_refs")
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(fields=["wm", "fragment"], name="gem_wmref_unique_wm_fragment"),
+        ]
+
+    def __str__(self):
+        return f"wm {self.wm_id} → {self.fragment_id}"
+
+
+class FragmentEdge(models.Model):
+    """An authored connection between two fragments."""
+
+    source = models.ForeignKey(Fragment, on_delete=models.CASCADE, related_name="edges_out")
+    target = models.ForeignKey(Fragment, on_delete=models.CASCADE, related_name="edges_in")
+    relation = models.CharField(max_length=100, blank=True)
+
+    class Meta:
+        ordering = ["source", "target"]
+        constraints = [
+            models.UniqueConstraint(fields=["source", "target"], name="gem_edge_unique_source_target"),
+            models.CheckConstraint(
+                condition=~models.Q(source=models.F("target")), name="gem_edge_not_a_loop"
+            ),
+        ]
+
+    def __str__(self):
+        return f"{self.source_id} —{self.relation or ''}→ {self.target_id}"
+
+
+class FragmentSource(models.Model):
+    """An event a fragment was compiled from (traceability)."""
+
+    fragment = models.ForeignKey(Fragment, on_delete=models.CASCADE, related_name="sources")
+    event_id = models.PositiveBigIntegerField(help_text="Id of the event (events store).")
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(
+                fields=["fragment", "event_id"], name="gem_source_unique_fragment_event"
+            ),
+        ]
+
+    def __str__(self):
+        return f"{self.fragment_id} ← event {self.event_id}"
+
+
+class AmbientProse(models.Model):
+    """One saved version of the authored ambient prose; the newest is in use."""
+
+    content = models.TextField(blank=True)
+    created_at = models.DateTimeField(default=timezone.now, db_index=True)
+    author = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.SET_NULL, null=True, blank=True
+    )
+
+    class Meta:
+        verbose_name = "ambient prose version"
+        ordering = ["-created_at", "-id"]
+
+    def __str__(self):
+        return f"ambient prose of {self.created_at:%Y-%m-%d %H:%M}"
+
+
+class WakeTextKind(models.TextChoices):
+    WAKE = "wake", "wake context"
+    IMAGE = "image", "image context"
+
+
+class WakeText(models.Model):
+    """One saved version of a wake text (the wake context or the image context)."""
+
+    kind = models.CharField(max_length=8, choices=WakeTextKind)
+    content = models.TextField(blank=True)
+    created_at = models.DateTimeField(default=timezone.now, db_index=True)
+    author = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.SET_NULL, null=True, blank=True
+    )
+
+    class Meta:
+        ordering = ["kind", "-created_at", "-id"]
+        constraints = [
+            models.CheckConstraint(
+                condition=models.Q(kind__in=WakeTextKind.values), name="gem_waketext_kind_valid"
+            ),
+        ]
+
+    def __str__(self):
+        return f"{self.get_kind_display()} of {self.created_at:%Y-%m-%d %H:%M}"
+
+
+class IdentitySide(models.TextChoices):
+    USER = "user"
+    COMPANION = "companion"
+
+
+class Identity(models.Model):
+    """Who speaks: one of the person's identities or one of the companion's."""
+
+    name = models.CharField(max_length=40, unique=True, validators=[KEY_VALIDATOR])
+    side = models.CharField(max_length=9, choices=IdentitySide)
+    color = models.CharField(max_length=7, validators=[COLOR_VALIDATOR])
+
+    class Meta:
+        verbose_name_plural = "identities"
+        ordering = ["side", "id"]
+        constraints = [
+            models.CheckConstraint(
+                condition=models.Q(side__in=IdentitySide.values), name="gem_identity_side_valid"
+            ),
+        ]
+
+    def __str__(self):
+        return self.name
+
+
+class State(models.Model):
+    """Small named values the system keeps between turns (turn counter, pending recall)."""
+
+    key = models.CharField(max_length=100, primary_key=True)
+    value = models.TextField()
+    updated_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        ordering = ["key"]
+
+    def __str__(self):
+        return self.key

@@ -1,0 +1,213 @@
+"""Silentstar settings: every value comes from the environment (see README, .env.example)."""
+
+from pathlib import Path
+
+from django.core.exceptions import ImproperlyConfigured
+
+from silentstar.env import (
+    database_from_url,
+    env_bool,
+    env_float,
+    env_int,
+    env_list,
+    env_str,
+    env_time_zone,
+)
+
+BASE_DIR = Path(__file__).resolve().parent.parent
+DATA_DIR = Path(env_str("SILENTSTAR_DATA_DIR", str(BASE_DIR / "data"))).resolve()
+
+INSECURE_DEV_KEY = "django-insecure-silentstar-local-development-only"
+
+DEBUG = env_bool("SILENTSTAR_DEBUG", True)
+SECRET_KEY = env_str("SILENTSTAR_SECRET_KEY", INSECURE_DEV_KEY)
+if not DEBUG and SECRET_KEY == INSECURE_DEV_KEY:
+    raise ImproperlyConfigured(
+        "SILENTSTAR_SECRET_KEY must be set when SILENTSTAR_DEBUG is off "
+        "(python -c 'import secrets; print(secrets.token_urlsafe(50))')"
+    )
+ALLOWED_HOSTS = env_list("SILENTSTAR_ALLOWED_HOSTS", ["localhost", "127.0.0.1", "[::1]"])
+CSRF_TRUSTED_ORIGINS = env_list("SILENTSTAR_CSRF_TRUSTED_ORIGINS", [])
+
+INSTALLED_APPS = [
+    "django.contrib.admin",
+    "django.contrib.auth",
+    "django.contrib.contenttypes",
+    "django.contrib.sessions",
+    "django.contrib.messages",
+    "whitenoise.runserver_nostatic",
+    "django.contrib.staticfiles",
+    "django_htmx",
+    "django_q",
+    "heart",
+    "gem",
+    "mirror",
+    "lens",
+]
+
+MIDDLEWARE = [
+    "django.middleware.security.SecurityMiddleware",
+    "whitenoise.middleware.WhiteNoiseMiddleware",
+    "django.contrib.sessions.middleware.SessionMiddleware",
+    "django.middleware.common.CommonMiddleware",
+    "django.middleware.csrf.CsrfViewMiddleware",
+    "django.contrib.auth.middleware.AuthenticationMiddleware",
+    "django.contrib.auth.middleware.LoginRequiredMiddleware",
+    "django.contrib.messages.middleware.MessageMiddleware",
+    "django.middleware.clickjacking.XFrameOptionsMiddleware",
+    "django_htmx.middleware.HtmxMiddleware",
+]
+
+ROOT_URLCONF = "silentstar.urls"
+WSGI_APPLICATION = "silentstar.wsgi.application"
+
+TEMPLATES = [
+    {
+        "BACKEND": "django.template.backends.django.DjangoTemplates",
+        "DIRS": [BASE_DIR / "templates"],
+        "APP_DIRS": True,
+        "OPTIONS": {
+            "context_processors": [
+                "django.template.context_processors.request",
+                "django.contrib.auth.context_processors.auth",
+                "django.contrib.messages.context_processors.messages",
+            ],
+        },
+    },
+]
+
+# --- Storage: the four stores of schema v5 -------------------------------------------
+# Each store is its own SQLite file by default; with DATABASE_URL set they live in
+# PostgreSQL, all in one database unless a store has its own URL.
+STORE_ALIASES = ("default", "events", "summaries", "snapshots")
+SQLITE_FILES = {
+    "default": "silentstar.sqlite3",
+    "events": "events.sqlite3",
+    "summaries": "summaries.sqlite3",
+    "snapshots": "snapshots.sqlite3",
+}
+SQLITE_BUSY_TIMEOUT_MS = env_int("SILENTSTAR_SQLITE_BUSY_TIMEOUT_MS", 5000, minimum=0)
+
+
+def _sqlite_store(alias: str) -> dict:
+    return {
+        "ENGINE": "django.db.backends.sqlite3",
+        "NAME": DATA_DIR / SQLITE_FILES[alias],
+        "OPTIONS": {
+            "init_command": (
+                "PRAGMA journal_mode=WAL;"
+                "PRAGMA synchronous=NORMAL;"
+                f"PRAGMA busy_timeout={SQLITE_BUSY_TIMEOUT_MS};"
+            ),
+            "transaction_mode": "IMMEDIATE",
+            "timeout": SQLITE_BUSY_TIMEOUT_MS / 1000,
+        },
+    }
+
+
+DATABASE_URL = env_str("DATABASE_URL", "")
+DATABASES = {}
+# Where each alias really lives: aliases with the same location share one database,
+# and the router migrates a model wherever its home store physically is.
+STORE_LOCATIONS = {}
+for _alias in STORE_ALIASES:
+    _url_name = "DATABASE_URL" if _alias == "default" else f"{_alias.upper()}_DATABASE_URL"
+    _url = env_str(_url_name, DATABASE_URL)
+    if _url:
+        DATABASES[_alias] = database_from_url(_url_name, _url)
+        DATABASES[_alias]["CONN_MAX_AGE"] = env_int("SILENTSTAR_CONN_MAX_AGE", 60, minimum=0)
+        DATABASES[_alias]["CONN_HEALTH_CHECKS"] = True
+        _db = DATABASES[_alias]
+        STORE_LOCATIONS[_alias] = f"postgresql://{_db['HOST']}:{_db['PORT']}/{_db['NAME']}"
+    else:
+        DATABASES[_alias] = _sqlite_store(_alias)
+        STORE_LOCATIONS[_alias] = f"sqlite:{DATABASES[_alias]['NAME']}"
+
+DATABASE_ROUTERS = ["silentstar.router.StoreRouter"]
+DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
+
+# --- Auth ------------------------------------------------------------------------------
+AUTH_PASSWORD_VALIDATORS = [
+    {"NAME": "django.contrib.auth.password_validation.UserAttributeSimilarityValidator"},
+    {"NAME": "django.contrib.auth.password_validation.MinimumLengthValidator"},
+    {"NAME": "django.contrib.auth.password_validation.CommonPasswordValidator"},
+    {"NAME": "django.contrib.auth.password_validation.NumericPasswordValidator"},
+]
+LOGIN_URL = "login"
+LOGIN_REDIRECT_URL = "/"
+LOGOUT_REDIRECT_URL = "login"
+OWNER_USERNAME = env_str("SILENTSTAR_OWNER_USERNAME", "owner")
+
+# --- HTTPS and cookies (production) ----------------------------------------------------
+HTTPS = env_bool("SILENTSTAR_HTTPS", False)
+SESSION_COOKIE_HTTPONLY = True
+SESSION_COOKIE_SAMESITE = "Lax"
+CSRF_COOKIE_SAMESITE = "Lax"
+SESSION_COOKIE_SECURE = HTTPS
+CSRF_COOKIE_SECURE = HTTPS
+SECURE_SSL_REDIRECT = HTTPS
+SECURE_HSTS_SECONDS = env_int("SILENTSTAR_HSTS_SECONDS", 31536000 if HTTPS else 0, minimum=0)
+SECURE_HSTS_INCLUDE_SUBDOMAINS = HTTPS
+SECURE_HSTS_PRELOAD = HTTPS
+SECURE_CONTENT_TYPE_NOSNIFF = True
+SECURE_REFERRER_POLICY = "same-origin"
+X_FRAME_OPTIONS = "DENY"
+if env_bool("SILENTSTAR_BEHIND_PROXY", False):
+    SECURE_PROXY_SSL_HEADER = ("HTTP_X_FORWARDED_PROTO", "https")
+
+# --- Time -------------------------------------------------------------------------------
+LANGUAGE_CODE = "en-gb"
+TIME_ZONE = env_time_zone("SILENTSTAR_TIME_ZONE", "UTC")
+USE_I18N = True
+USE_TZ = True
+
+# --- Static and uploaded files -----------------------------------------------------------
+STATIC_URL = "static/"
+STATICFILES_DIRS = [BASE_DIR / "static"]
+STATIC_ROOT = BASE_DIR / "staticfiles"
+MEDIA_URL = "media/"
+MEDIA_ROOT = DATA_DIR / "media"
+STORAGES = {
+    "default": {"BACKEND": "django.core.files.storage.FileSystemStorage"},
+    "staticfiles": {"BACKEND": "whitenoise.storage.CompressedStaticFilesStorage"},
+}
+# Serve straight from the source folders so the app runs without a collectstatic step.
+WHITENOISE_USE_FINDERS = True
+
+# --- Background work (django-q2) ----------------------------------------------------------
+REDIS_URL = env_str("REDIS_URL", "")
+Q_TIMEOUT = env_int("SILENTSTAR_Q_TIMEOUT", 600, minimum=1)
+Q_RETRY = env_int("SILENTSTAR_Q_RETRY", 660, minimum=2)
+if Q_RETRY <= Q_TIMEOUT:
+    raise ImproperlyConfigured(
+        f"SILENTSTAR_Q_RETRY ({Q_RETRY}) must be larger than SILENTSTAR_Q_TIMEOUT ({Q_TIMEOUT}), "
+        "or a task still running would be handed to a second worker"
+    )
+Q_CLUSTER = {
+    "name": "silentstar",
+    "workers": env_int("SILENTSTAR_Q_WORKERS", 2, minimum=1),
+    "timeout": Q_TIMEOUT,
+    "retry": Q_RETRY,
+    "max_attempts": env_int("SILENTSTAR_Q_MAX_ATTEMPTS", 3, minimum=1),
+    # The ORM broker polls: 0.05 s keeps pickup around 40 ms on SQLite.
+    "poll": env_float("SILENTSTAR_Q_POLL", 0.05, minimum=0.01),
+    "catch_up": False,
+    "ack_failures": True,
+    "save_limit": 1000,
+    "label": "Background tasks",
+    "sync": env_bool("SILENTSTAR_Q_SYNC", False),
+}
+if REDIS_URL:
+    Q_CLUSTER["redis"] = REDIS_URL
+else:
+    Q_CLUSTER["orm"] = "default"
+
+# --- Logging ---------------------------------------------------------------------------------
+LOGGING = {
+    "version": 1,
+    "disable_existing_loggers": False,
+    "formatters": {"plain": {"format": "%(asctime)s %(levelname)s %(name)s: %(message)s"}},
+    "handlers": {"console": {"class": "logging.StreamHandler", "formatter": "plain"}},
+    "root": {"handlers": ["console"], "level": env_str("SILENTSTAR_LOG_LEVEL", "INFO")},
+    "loggers": {"django_q": {"level": env_str("SILENTSTAR_Q_LOG_LEVEL", "WARNING")}},
+}
