@@ -137,6 +137,7 @@ LOGIN_URL = "login"
 LOGIN_REDIRECT_URL = "/"
 LOGOUT_REDIRECT_URL = "login"
 OWNER_USERNAME = env_str("SILENTSTAR_OWNER_USERNAME", "owner")
+OWNER_PASSWORD = env_str("SILENTSTAR_OWNER_PASSWORD", "")
 
 # --- HTTPS and cookies (production) ----------------------------------------------------
 HTTPS = env_bool("SILENTSTAR_HTTPS", False)
