@@ -43,11 +43,18 @@ class WorkingMemory(models.Model):
     content = models.TextField()
     subject = models.CharField(max_length=200, blank=True, db_index=True)
     actor = models.CharField(max_length=64, blank=True)
-    status = models.CharField(max_length=10, choices=WorkingMemoryStatus, default=WorkingMemoryStatus.ACTIVE, db_index=True)
+    status = models.CharField(
+        max_length=10,
+        choices=WorkingMemoryStatus,
+        default=WorkingMemoryStatus.ACTIVE,
+        db_index=True,
+    )
     due = models.DateTimeField(null=True, blank=True)
     turn = models.PositiveIntegerField(null=True, blank=True, help_text="Turn counter at creation.")
     created_at = models.DateTimeField(default=timezone.now)
-    refreshed_at = models.DateTimeField(default=timezone.now, help_text="Decay anchor; a retag resets it.")
+    refreshed_at = models.DateTimeField(
+        default=timezone.now, help_text="Decay anchor; a retag resets it."
+    )
     resolved_at = models.DateTimeField(null=True, blank=True)
     fragments = models.ManyToManyField(
         "Fragment", through="WorkingMemoryRef", related_name="working_memory", blank=True
@@ -77,7 +84,9 @@ class Fragment(models.Model):
     """Crystallised knowledge in three tiers; the key is the exact lookup word."""
 
     key = models.CharField(max_length=100, primary_key=True, validators=[KEY_VALIDATOR])
-    ambient = models.TextField(blank=True, help_text="Always known: register-level, one or two lines.")
+    ambient = models.TextField(
+        blank=True, help_text="Always known: register-level, one or two lines."
+    )
     recognition = models.TextField(blank=True, help_text="Story-level detail (shallow recall).")
     inventory = models.TextField(blank=True, help_text="Full detail (deep recall).")
     created_at = models.DateTimeField(default=timezone.now)
@@ -115,7 +124,9 @@ class FragmentEdge(models.Model):
     class Meta:
         ordering = ["source", "target"]
         constraints = [
-            models.UniqueConstraint(fields=["source", "target"], name="gem_edge_unique_source_target"),
+            models.UniqueConstraint(
+                fields=["source", "target"], name="gem_edge_unique_source_target"
+            ),
             models.CheckConstraint(
                 condition=~models.Q(source=models.F("target")), name="gem_edge_not_a_loop"
             ),

@@ -67,7 +67,9 @@ class EventTag(AppendOnlyModel):
 
     class Meta:
         constraints = [
-            models.UniqueConstraint(fields=["event", "tag"], name="heart_eventtag_unique_event_tag"),
+            models.UniqueConstraint(
+                fields=["event", "tag"], name="heart_eventtag_unique_event_tag"
+            ),
         ]
 
     def __str__(self):
@@ -85,12 +87,16 @@ class Turn(models.Model):
     """One job of the Heart: answering one user event."""
 
     event = models.OneToOneField(Event, on_delete=models.PROTECT, related_name="turn")
-    status = models.CharField(max_length=8, choices=TurnStatus, default=TurnStatus.QUEUED, db_index=True)
+    status = models.CharField(
+        max_length=8, choices=TurnStatus, default=TurnStatus.QUEUED, db_index=True
+    )
     reply_event = models.OneToOneField(
         Event, on_delete=models.PROTECT, null=True, blank=True, related_name="reply_to_turn"
     )
     number = models.PositiveIntegerField(help_text="The turn counter when this message arrived.")
-    partial_text = models.TextField(blank=True, help_text="Reply text received so far while streaming.")
+    partial_text = models.TextField(
+        blank=True, help_text="Reply text received so far while streaming."
+    )
     error = models.TextField(blank=True)
     attempts = models.PositiveSmallIntegerField(default=0)
     model = models.CharField(max_length=100, blank=True)

@@ -9,7 +9,6 @@ from django.utils import timezone
 from gem.models import WorkingMemoryType
 
 
-
 class SummaryLevel(models.TextChoices):
     L0 = "L0", "L0 — one chunk"
     L1 = "L1", "L1 — three L0"
@@ -59,7 +58,9 @@ class TagSuggestion(models.Model):
     type = models.CharField(max_length=8, choices=WorkingMemoryType)
     content = models.TextField()
     subject = models.CharField(max_length=200, blank=True)
-    status = models.CharField(max_length=8, choices=SuggestionStatus, default=SuggestionStatus.PENDING, db_index=True)
+    status = models.CharField(
+        max_length=8, choices=SuggestionStatus, default=SuggestionStatus.PENDING, db_index=True
+    )
     promoted_wm_id = models.PositiveBigIntegerField(
         null=True, blank=True, help_text="Id of the working-memory item it became (default store)."
     )
@@ -70,7 +71,8 @@ class TagSuggestion(models.Model):
         ordering = ["-created_at", "-id"]
         constraints = [
             models.CheckConstraint(
-                condition=models.Q(type__in=WorkingMemoryType.values), name="mirror_suggestion_type_valid"
+                condition=models.Q(type__in=WorkingMemoryType.values),
+                name="mirror_suggestion_type_valid",
             ),
             models.CheckConstraint(
                 condition=models.Q(status__in=SuggestionStatus.values),

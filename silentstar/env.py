@@ -97,7 +97,9 @@ def database_from_url(name: str, url: str) -> dict:
         )
     database = unquote(parts.path.lstrip("/"))
     if not database:
-        raise ImproperlyConfigured(f"{name} must name a database after the host, e.g. .../silentstar")
+        raise ImproperlyConfigured(
+            f"{name} must name a database after the host, e.g. .../silentstar"
+        )
     try:
         port = parts.port
     except ValueError:

@@ -23,6 +23,8 @@ class Command(BaseCommand):
                 )
             )
         elif password:
-            self.stdout.write(f"Owner account '{username}' is ready (password from the environment).")
+            self.stdout.write(
+                f"Owner account '{username}' is ready (password from the environment)."
+            )
         else:
             self.stdout.write(f"Owner account '{username}' already exists.")
