@@ -120,6 +120,7 @@ for _alias in STORE_ALIASES:
         _db = DATABASES[_alias]
         STORE_LOCATIONS[_alias] = f"postgresql://{_db['HOST']}:{_db['PORT']}/{_db['NAME']}"
     else:
+        DATA_DIR.mkdir(parents=True, exist_ok=True)
         DATABASES[_alias] = _sqlite_store(_alias)
         STORE_LOCATIONS[_alias] = f"sqlite:{DATABASES[_alias]['NAME']}"
 
@@ -174,6 +175,7 @@ STORAGES = {
 }
 # Serve straight from the source folders so the app runs without a collectstatic step.
 WHITENOISE_USE_FINDERS = True
+STATIC_ROOT.mkdir(exist_ok=True)  # whitenoise warns on every start while it is missing
 
 # --- Background work (django-q2) ----------------------------------------------------------
 REDIS_URL = env_str("REDIS_URL", "")

@@ -1,0 +1,215 @@
+"""Working-memory decay: scores and curves.
+
+Pure: standard library only, no Django and no project imports, so it can be
+unit- and property-tested without a database. Every function takes
+keyword-only arguments and timezone-aware datetimes.
+
+Ordinary types decay exponentially in wall-clock hours and in conversation
+turns, the two combined multiplicatively::
+
+    score = 0.5 ** (hours / time_half_life) * 0.5 ** (turns / turn_half_life)
+
+Secrets never decay (1.0). Untimed plans stay at 1.0. Timed plans follow the
+submersion curve (`plan_curve`), anchored on ``refreshed_at`` and ``due``.
+Items scoring under `FLOOR_THRESHOLD` are left out of context.
+"""
+
+import math
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+from typing import Final
+
+
+@dataclass(frozen=True, slots=True)
+class HalfLife:
+    """How long until an item's score halves: in hours, and in turns."""
+
+    hours: float
+    turns: float
+
+
+# The SPEC's table. Secrets and plans are not here: they do not decay exponentially.
+HALF_LIVES: Final[dict[str, HalfLife]] = {
+    "feeling": HalfLife(hours=2, turns=3),
+    "thought": HalfLife(hours=12, turns=8),
+    "pattern": HalfLife(hours=168, turns=60),
+    "desc": HalfLife(hours=72, turns=40),
+    "pin": HalfLife(hours=336, turns=100),
+}
+SECRET: Final = "secret"  # never decays: always 1.0
+PLAN: Final = "plan"  # untimed: 1.0; timed: the submersion curve
+TYPES: Final[frozenset[str]] = frozenset({*HALF_LIVES, SECRET, PLAN})
+
+FLOOR_THRESHOLD: Final = 0.01  # items scoring under this are left out of context
+PLAN_FLOOR: Final = 0.08  # a submerged plan: barely visible, never gone
+
+# Plan submersion curve, in hours.
+PLAN_SPIKE_HOURS: Final = 4.0  # phase 1: 1.0 at the refresh down to the floor
+PLAN_RESURFACE_HOURS: Final = 48.0  # phase 3: the rise from the floor to 1.0 before due
+PLAN_GRACE_HOURS: Final = 24.0  # phase 4: 1.0 down to PLAN_GRACE_END after due
+PLAN_GRACE_END: Final = 0.5
+PLAN_OVERDUE_HALF_LIFE_HOURS: Final = 24.0  # phase 5: halves every day after the grace
+
+_HOUR: Final = timedelta(hours=1)
+
+
+def score(
+    *,
+    type: str,
+    refreshed_at: datetime,
+    now: datetime,
+    created_turn: int | None,
+    current_turn: int,
+    due: datetime | None = None,
+    pressure: float = 0.0,
+) -> float:
+    """The decay score, in [0, 1], of a working-memory item at ``now``/``current_turn``.
+
+    ``pressure`` (the working-memory fill) shortens both half-lives of the
+    exponential types by ``1 / (1 + pressure)``: 0 has no effect, 1 halves
+    them. It does not touch secrets or plans, which have no half-lives.
+    Turns are ignored for plans, whose curve is anchored on the clock.
+
+    Elapsed time and turns are clamped at 0 (clock skew, a ``now`` before
+    ``refreshed_at``; a ``created_turn`` of None counts as no turns elapsed).
+    An unknown type, a naive datetime or a negative or non-finite pressure is
+    a programming error and raises ValueError.
+    """
+    _check_type(type)
+    _check_aware(refreshed_at=refreshed_at, now=now, due=due)
+    _check_pressure(pressure)
+    if type == SECRET:
+        return 1.0
+    if type == PLAN:
+        if due is None:
+            return 1.0
+        return plan_curve(refreshed_at=refreshed_at, now=now, due=due)
+    half_life = HALF_LIVES[type]
+    hours = _hours_between(refreshed_at, now)
+    turns = max(0, current_turn - created_turn) if created_turn is not None else 0
+    shrink = 1.0 + pressure
+    return 0.5 ** (hours * shrink / half_life.hours) * 0.5 ** (turns * shrink / half_life.turns)
+
+
+def plan_curve(*, refreshed_at: datetime, now: datetime, due: datetime) -> float:
+    """The submersion curve of a timed plan at ``now``, in [0, 1].
+
+    With ``t`` hours since the refresh and ``d`` hours until due (negative once past):
+
+    1. Creation spike, 0 <= t <= 4: ``PLAN_FLOOR ** (t / 4)`` -- exponential
+       from 1.0 at the refresh, exactly the floor 0.08 at 4 h (a half-life of
+       4·ln 2 / ln 12.5 ≈ 1.1 h).
+    2. Submerged: 0.08 from 4 h after the refresh until 48 h before due.
+    3. Resurfacing, 0 <= d <= 48: cosine ease from the floor to 1.0,
+       ``0.08 + 0.92 * (1 + cos(pi * d / 48)) / 2`` -- flat at both ends.
+    4. Grace, 0 <= a <= 24 with ``a = -d`` hours past due: cosine ease 1.0 -> 0.5,
+       ``0.75 + 0.25 * cos(pi * a / 24)`` -- flat at due, so the top joins
+       phase 3 smoothly and the first hours past due stay near 1.0.
+    5. Overdue, a > 24: ``0.5 * 0.5 ** ((a - 24) / 24)``, halving every
+       `PLAN_OVERDUE_HALF_LIFE_HOURS`; it falls under `FLOOR_THRESHOLD` about
+       5.6 days after the grace ends.
+
+    Every phase boundary is continuous. When phases overlap (due sooner than
+    4 h + 48 h after the refresh) the score is the larger of the spike and the
+    due curve, so a plan made 10 hours before due is never buried. A plan
+    refreshed at or after its due (created overdue) gets no spike: phases 4 and
+    5 apply, counted from due. A ``now`` before the refresh counts as the refresh.
+    """
+    _check_aware(refreshed_at=refreshed_at, now=now, due=due)
+    now = max(now, refreshed_at)
+    toward_due = _due_curve(hours_to_due=(due - now) / _HOUR)
+    if refreshed_at >= due:
+        return toward_due
+    return max(_spike(hours=_hours_between(refreshed_at, now)), toward_due)
+
+
+def is_surfacing(score: float) -> bool:
+    """Whether an item with this score makes it into context."""
+    return score >= FLOOR_THRESHOLD
+
+
+def is_gone_for_good(
+    *,
+    type: str,
+    refreshed_at: datetime,
+    now: datetime,
+    created_turn: int | None,
+    current_turn: int,
+    due: datetime | None = None,
+    pressure: float = 0.0,
+) -> bool:
+    """Whether the sweep may mark the item ``decayed``: under the threshold, never to return.
+
+    Never for secrets (always 1.0), untimed plans (always 1.0) or plans whose
+    due is still ahead (they resurface). For every exponential type the score
+    is monotone non-increasing in time and in turns (both only move forward,
+    and each factor ``0.5 ** (x / hl)`` only falls as ``x`` grows), so once
+    under the threshold it stays under. Likewise a plan past due: the spike
+    and phases 4-5 only fall. A retag refreshes ``refreshed_at`` -- a new
+    anchor, not the item coming back on its own.
+
+    The decision is taken at pressure 0 whatever ``pressure`` is passed (it is
+    validated and accepted for symmetry with `score`): pressure is the
+    working-memory fill and can fall again, and a score at pressure 0 is the
+    highest the item could have at any pressure. Only when even that is under
+    the threshold is the item gone for good.
+    """
+    _check_type(type)
+    _check_aware(refreshed_at=refreshed_at, now=now, due=due)
+    _check_pressure(pressure)
+    if type == SECRET:
+        return False
+    if type == PLAN and (due is None or due > now):
+        return False
+    best = score(
+        type=type,
+        refreshed_at=refreshed_at,
+        now=now,
+        created_turn=created_turn,
+        current_turn=current_turn,
+        due=due,
+    )
+    return not is_surfacing(best)
+
+
+def _spike(*, hours: float) -> float:
+    """Phase 1 alone; over after 4 h (the floor from then on is phase 2, `_due_curve`'s)."""
+    if hours >= PLAN_SPIKE_HOURS:
+        return 0.0
+    return PLAN_FLOOR ** (hours / PLAN_SPIKE_HOURS)
+
+
+def _due_curve(*, hours_to_due: float) -> float:
+    """Phases 2-5 as a function of the hours until due (negative once past)."""
+    if hours_to_due >= PLAN_RESURFACE_HOURS:
+        return PLAN_FLOOR
+    if hours_to_due >= 0:
+        ease = (1 + math.cos(math.pi * hours_to_due / PLAN_RESURFACE_HOURS)) / 2
+        return PLAN_FLOOR + (1.0 - PLAN_FLOOR) * ease
+    past = -hours_to_due
+    if past <= PLAN_GRACE_HOURS:
+        ease = (1 + math.cos(math.pi * past / PLAN_GRACE_HOURS)) / 2
+        return PLAN_GRACE_END + (1.0 - PLAN_GRACE_END) * ease
+    return PLAN_GRACE_END * 0.5 ** ((past - PLAN_GRACE_HOURS) / PLAN_OVERDUE_HALF_LIFE_HOURS)
+
+
+def _hours_between(start: datetime, end: datetime) -> float:
+    return max(0.0, (end - start) / _HOUR)
+
+
+def _check_type(type: str) -> None:
+    if type not in TYPES:
+        raise ValueError(
+            f"Unknown working-memory type {type!r}; expected one of {', '.join(sorted(TYPES))}."
+        )
+
+
+def _check_aware(**moments: datetime | None) -> None:
+    for name, moment in moments.items():
+        if moment is not None and (moment.tzinfo is None or moment.utcoffset() is None):
+            raise ValueError(f"{name} must be a timezone-aware datetime, got naive {moment!r}.")
+
+
+def _check_pressure(pressure: float) -> None:
+    if not (math.isfinite(pressure) and pressure >= 0):
+        raise ValueError(f"pressure must be a finite number >= 0, got {pressure!r}.")

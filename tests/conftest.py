@@ -1,0 +1,38 @@
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from django_q.conf import Conf
+
+REPO = Path(__file__).resolve().parent.parent
+
+# Tasks run in the caller during tests: django-q2 reads Q_CLUSTER once at import, so
+# its sync switch is flipped here rather than through override_settings.
+Conf.SYNC = True
+
+
+@pytest.fixture
+def manage(tmp_path):
+    """Run ``manage.py`` in a fresh process with extra environment, on a throwaway data folder."""
+
+    def run(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess:
+        full_env = {**os.environ, "SILENTSTAR_DATA_DIR": str(tmp_path / "data"), **(env or {})}
+        full_env = {key: value for key, value in full_env.items() if value is not None}
+        return subprocess.run(
+            [sys.executable, "manage.py", *args],
+            cwd=REPO,
+            env=full_env,
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
+
+    return run
+
+
+@pytest.fixture(autouse=True)
+def fast_password_hashing(settings):
+    """Real hashing costs a third of a second per login; tests do not need its strength."""
+    settings.PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]

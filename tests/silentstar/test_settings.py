@@ -1,0 +1,114 @@
+import secrets
+import sqlite3
+
+import pytest
+from django.conf import settings
+from django.core.management import call_command
+
+PRODUCTION = {
+    "SILENTSTAR_DEBUG": "false",
+    "SILENTSTAR_SECRET_KEY": secrets.token_urlsafe(50),
+    "SILENTSTAR_ALLOWED_HOSTS": "silentstar.example",
+    "SILENTSTAR_HTTPS": "true",
+}
+
+
+def test_it_passes_the_deployment_checks_with_production_values(manage):
+    result = manage("check", "--deploy", "--fail-level", "WARNING", env=PRODUCTION)
+    assert result.returncode == 0, result.stderr
+    assert "System check identified no issues (0 silenced)." in result.stdout
+
+
+def test_it_warns_about_development_values_in_the_deployment_checks(manage):
+    result = manage(
+        "check", "--deploy", "--fail-level", "WARNING", env={"SILENTSTAR_DEBUG": "true"}
+    )
+    assert result.returncode != 0
+    assert "security.W018" in result.stderr  # DEBUG on
+
+
+def test_it_refuses_to_start_without_a_secret_key_when_debug_is_off(manage):
+    result = manage("check", env={"SILENTSTAR_DEBUG": "false", "SILENTSTAR_SECRET_KEY": ""})
+    assert result.returncode != 0
+    assert "SILENTSTAR_SECRET_KEY must be set when SILENTSTAR_DEBUG is off" in result.stderr
+
+
+def test_it_names_the_variable_when_a_value_is_bad(manage):
+    result = manage("check", env={"SILENTSTAR_Q_WORKERS": "two"})
+    assert result.returncode != 0
+    assert "SILENTSTAR_Q_WORKERS must be a whole number, got 'two'" in result.stderr
+
+
+def test_it_refuses_a_task_retry_that_is_not_longer_than_the_timeout(manage):
+    result = manage("check", env={"SILENTSTAR_Q_TIMEOUT": "300", "SILENTSTAR_Q_RETRY": "300"})
+    assert result.returncode != 0
+    assert (
+        "SILENTSTAR_Q_RETRY (300) must be larger than SILENTSTAR_Q_TIMEOUT (300)" in result.stderr
+    )
+
+
+def test_it_refuses_an_unknown_time_zone(manage):
+    result = manage("check", env={"SILENTSTAR_TIME_ZONE": "Europe/Atlantis"})
+    assert result.returncode != 0
+    assert "SILENTSTAR_TIME_ZONE must be an IANA time zone" in result.stderr
+
+
+def test_it_bounds_background_tasks():
+    cluster = settings.Q_CLUSTER
+    assert cluster["timeout"] < cluster["retry"]
+    assert cluster["max_attempts"] >= 1
+    assert cluster["catch_up"] is False
+    assert cluster["poll"] <= 0.1
+
+
+def test_it_uses_the_orm_broker_by_default_and_redis_when_configured(manage):
+    show = (
+        "from django.conf import settings; "
+        "print(settings.Q_CLUSTER.get('orm'), settings.Q_CLUSTER.get('redis'))"
+    )
+    assert manage("shell", "--no-imports", "-c", show, env={"REDIS_URL": ""}).stdout.split() == [
+        "default",
+        "None",
+    ]
+    with_redis = manage(
+        "shell", "--no-imports", "-c", show, env={"REDIS_URL": "redis://127.0.0.1:6399/0"}
+    )
+    assert with_redis.stdout.split() == ["None", "redis://127.0.0.1:6399/0"]
+
+
+def test_it_keeps_the_sqlite_stores_in_wal_mode_with_immediate_transactions(manage, tmp_path):
+    """Each alias migrates into its own file, in WAL mode, with the event log's triggers."""
+    sqlite_only = {
+        "DATABASE_URL": "",
+        **{f"{a}_DATABASE_URL": "" for a in ("EVENTS", "SUMMARIES", "SNAPSHOTS")},
+    }
+    for alias in ("default", "events", "summaries", "snapshots"):
+        result = manage("migrate", "--database", alias, env=sqlite_only)
+        assert result.returncode == 0, result.stderr
+
+    def objects(name):
+        with sqlite3.connect(tmp_path / "data" / name) as db:
+            assert db.execute("PRAGMA journal_mode").fetchone() == ("wal",)
+            return {row[0] for row in db.execute("SELECT name FROM sqlite_master")}
+
+    events = objects("events.sqlite3")
+    assert {"heart_event", "heart_eventtag", "heart_turn", "heart_event_no_update"} <= events
+    assert "gem_fragment" not in events
+    assert "heart_contextsnapshot" in objects("snapshots.sqlite3")
+    assert "mirror_summary" in objects("summaries.sqlite3")
+    gem = objects("silentstar.sqlite3")
+    assert {"gem_fragment", "gem_workingmemory", "django_q_ormq", "auth_user"} <= gem
+    assert "heart_event" not in gem
+
+    show = (
+        "from django.db import connections; "
+        "print(connections['events'].settings_dict['OPTIONS']['transaction_mode'])"
+    )
+    assert (
+        manage("shell", "--no-imports", "-c", show, env=sqlite_only).stdout.strip() == "IMMEDIATE"
+    )
+
+
+@pytest.mark.django_db(databases="__all__")
+def test_it_has_migrations_for_every_model_change():
+    call_command("makemigrations", check=True, dry_run=True, verbosity=0)
