@@ -214,3 +214,29 @@ LOGGING = {
     "root": {"handlers": ["console"], "level": env_str("SILENTSTAR_LOG_LEVEL", "INFO")},
     "loggers": {"django_q": {"level": env_str("SILENTSTAR_Q_LOG_LEVEL", "WARNING")}},
 }
+
+# --- The companion (Claude) ----------------------------------------------------------------
+# Without an API key an offline companion answers, so the whole loop works on a laptop.
+# ANTHROPIC_BASE_URL is read by the SDK itself: any endpoint speaking the Messages API works.
+ANTHROPIC_API_KEY = env_str("ANTHROPIC_API_KEY", "")
+COMPANION_OFFLINE = not ANTHROPIC_API_KEY
+HEART_MODEL = env_str("SILENTSTAR_HEART_MODEL", "claude-opus-5-5")
+HEART_MAX_TOKENS = env_int("SILENTSTAR_HEART_MAX_TOKENS", 4096, minimum=1)
+CLAUDE_TIMEOUT_SECONDS = env_float("SILENTSTAR_CLAUDE_TIMEOUT", 300.0, minimum=1.0)
+CLAUDE_MAX_RETRIES = env_int("SILENTSTAR_CLAUDE_MAX_RETRIES", 4, minimum=0)
+if Q_TIMEOUT <= CLAUDE_TIMEOUT_SECONDS:
+    raise ImproperlyConfigured(
+        f"SILENTSTAR_Q_TIMEOUT ({Q_TIMEOUT}) must be longer than SILENTSTAR_CLAUDE_TIMEOUT "
+        f"({CLAUDE_TIMEOUT_SECONDS:g}), or a turn waiting on Claude would be cut off"
+    )
+
+# --- What Claude wakes up to: budgets in tokens (estimated as characters / 4) ----------------
+BUDGET_WORKING_MEMORY = env_int("SILENTSTAR_BUDGET_WORKING_MEMORY", 1500, minimum=0)
+BUDGET_RECALL = env_int("SILENTSTAR_BUDGET_RECALL", 1000, minimum=0)
+BUDGET_SUMMARIES = env_int("SILENTSTAR_BUDGET_SUMMARIES", 800, minimum=0)
+BUDGET_POOL_USER = env_int("SILENTSTAR_BUDGET_POOL_USER", 1500, minimum=0)
+BUDGET_POOL_SAY = env_int("SILENTSTAR_BUDGET_POOL_SAY", 1500, minimum=0)
+BUDGET_POOL_DO = env_int("SILENTSTAR_BUDGET_POOL_DO", 1000, minimum=0)
+BUDGET_POOL_FLEX = env_int("SILENTSTAR_BUDGET_POOL_FLEX", 1000, minimum=0)
+DECAY_PRESSURE = env_float("SILENTSTAR_DECAY_PRESSURE", 0.0, minimum=0.0)
+SNAPSHOT_RETENTION_DAYS = env_int("SILENTSTAR_SNAPSHOT_RETENTION_DAYS", 30, minimum=1)
