@@ -8,6 +8,7 @@ from gem.models import (
     FragmentEdge,
     FragmentSource,
     Identity,
+    IngestRecord,
     State,
     WakeText,
     WorkingMemory,
@@ -134,3 +135,13 @@ class StateAdmin(admin.ModelAdmin):
     @admin.display(description="value")
     def value_excerpt(self, state):
         return state.value[:120]
+
+
+@admin.register(IngestRecord)
+class IngestRecordAdmin(admin.ModelAdmin):
+    list_display = ["event_id", "ingested_at", "changes"]
+    list_filter = ["ingested_at"]
+    search_fields = ["event_id"]
+
+    def has_change_permission(self, request, obj=None):
+        return False

@@ -234,3 +234,17 @@ class State(models.Model):
 
     def __str__(self):
         return self.key
+
+
+class IngestRecord(models.Model):
+    """What ingesting one event did to working memory; its presence makes ingest run once."""
+
+    event_id = models.PositiveBigIntegerField(primary_key=True, help_text="Id of the event.")
+    ingested_at = models.DateTimeField(default=timezone.now)
+    changes = models.JSONField(default=dict)
+
+    class Meta:
+        ordering = ["-event_id"]
+
+    def __str__(self):
+        return f"ingest of event {self.event_id}"

@@ -1,0 +1,49 @@
+"""Reads of the Gem shared by the Heart, the Lens and the Anvil."""
+
+from datetime import datetime
+
+from django.conf import settings
+
+from gem import decay
+from gem.models import AmbientProse, Identity, WakeText, WorkingMemory
+
+
+def wake_text_current(kind: str) -> str:
+    """The newest version of a wake text ("wake" or "image")."""
+    latest = WakeText.objects.filter(kind=kind).order_by("-created_at", "-id").first()
+    return latest.content if latest else ""
+
+
+def ambient_prose_current() -> str:
+    latest = AmbientProse.objects.order_by("-created_at", "-id").first()
+    return latest.content if latest else ""
+
+
+def companion_default_name() -> str:
+    first = Identity.objects.filter(side="companion").order_by("id").first()
+    return first.name if first else "claude"
+
+
+def companion_names() -> set[str]:
+    return set(Identity.objects.filter(side="companion").values_list("name", flat=True))
+
+
+def working_memory_scored(*, now: datetime, current_turn: int) -> list[tuple[WorkingMemory, float]]:
+    """Active working memory with its live decay score, strongest first."""
+    scored = [
+        (
+            item,
+            decay.score(
+                type=item.type,
+                refreshed_at=item.refreshed_at,
+                now=now,
+                created_turn=item.turn,
+                current_turn=current_turn,
+                due=item.due,
+                pressure=settings.DECAY_PRESSURE,
+            ),
+        )
+        for item in WorkingMemory.objects.filter(status="active")
+    ]
+    scored.sort(key=lambda pair: (-pair[1], pair[0].pk))
+    return scored

@@ -1,0 +1,38 @@
+"""Small named values kept between turns, stored as JSON in ``State`` rows."""
+
+import json
+from typing import Any
+
+from django.db import transaction
+
+from gem.models import State
+
+TURN_COUNTER = "turn_counter"
+PENDING_RECALL = "pending_recall"
+
+
+def state_get(key: str, default: Any = None) -> Any:
+    row = State.objects.filter(key=key).first()
+    return default if row is None else json.loads(row.value)
+
+
+def state_set(key: str, value: Any) -> None:
+    State.objects.update_or_create(key=key, defaults={"value": json.dumps(value)})
+
+
+def turn_counter_current() -> int:
+    return state_get(TURN_COUNTER, 0)
+
+
+def turn_counter_advance() -> int:
+    """Add one to the turn counter (user messages only) and return the new value."""
+    # FOR UPDATE serialises this on PostgreSQL; SQLite ignores it, but its IMMEDIATE
+    # transactions already hold the write lock from the start.
+    with transaction.atomic():
+        row, _ = State.objects.select_for_update().get_or_create(
+            key=TURN_COUNTER, defaults={"value": "0"}
+        )
+        number = json.loads(row.value) + 1
+        row.value = json.dumps(number)
+        row.save(update_fields=["value", "updated_at"])
+    return number

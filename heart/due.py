@@ -1,0 +1,57 @@
+"""Due dates for plans, read from the plan's own words when it is written.
+
+What a phrase means (relative to the message's time, in the owner's time zone):
+- "friday at 5pm" → the coming Friday at 17:00; "in 3 days" → three days on, same time;
+  "tomorrow morning" → tomorrow 09:00.
+- "tuesday", "this tuesday" and "next tuesday" all mean the coming Tuesday — the first one
+  after today (on a Tuesday, "next tuesday" is a week on). A weekday or a date without a time
+  is due at the start of that day, so the plan has fully resurfaced when the day begins and is
+  in its grace period through the day.
+- A phrase only counts if it has a digit or a clear time word (a weekday's full name, today,
+  tonight, tomorrow, week, weekend, month, morning, afternoon, evening, noon, midnight): words
+  like "may" or "sun" on their own are not dates.
+"""
+
+import re
+from datetime import datetime, timedelta
+from zoneinfo import ZoneInfo
+
+TIME_WORDS = re.compile(
+    r"\d|\b(monday|tuesday|wednesday|thursday|friday|saturday|sunday|today|tonight|tomorrow"
+    r"|week|weekend|month|morning|afternoon|evening|noon|midnight)\b",
+    re.IGNORECASE,
+)
+WEEKDAY = re.compile(r"\b(monday|tuesday|wednesday|thursday|friday|saturday|sunday)\b", re.I)
+CLOCK_TIME = re.compile(r"\d|noon|midnight|morning|afternoon|evening", re.IGNORECASE)
+WEEKDAYS = ["monday", "tuesday", "wednesday", "thursday", "friday", "saturday", "sunday"]
+
+
+def due_from_text(text: str, *, written_at: datetime, time_zone: str) -> datetime | None:
+    """The due moment a plan's text names, or None for an open-ended plan."""
+    from dateparser.search import search_dates  # costs a quarter second: only when needed
+
+    local = written_at.astimezone(ZoneInfo(time_zone))
+    found = search_dates(
+        text,
+        languages=["en"],
+        settings={
+            "PREFER_DATES_FROM": "future",
+            "RELATIVE_BASE": local.replace(tzinfo=None),
+            "TIMEZONE": time_zone,
+            "RETURN_AS_TIMEZONE_AWARE": True,
+        },
+    )
+    for phrase, moment in found or ():
+        if not TIME_WORDS.search(phrase):
+            continue
+        weekday = WEEKDAY.search(phrase)
+        if weekday and not CLOCK_TIME.search(phrase):
+            return _coming_weekday(local, WEEKDAYS.index(weekday.group(1).lower()))
+        return moment
+    return None
+
+
+def _coming_weekday(local: datetime, weekday: int) -> datetime:
+    days_ahead = (weekday - local.weekday()) % 7 or 7
+    start_of_day = local.replace(hour=0, minute=0, second=0, microsecond=0)
+    return start_of_day + timedelta(days=days_ahead)

@@ -1,0 +1,147 @@
+"""From a message to memory: the event log first, then working memory by the creation policy.
+
+Who may create what (SPEC "Tag language"): the person (chat page buttons) creates plans and
+pins; the companion creates feelings, thoughts and descs. Either may resolve or cancel a plan
+and drop a pin. Any other tag stays an inert event tag. A tag that repeats an active item word
+for word refreshes it (the retag that resets its decay) instead of adding a copy.
+"""
+
+import logging
+import re
+from dataclasses import asdict, dataclass, field
+from datetime import datetime
+
+from django.conf import settings
+from django.db import transaction
+
+from gem.models import Fragment, Identity, IngestRecord, WorkingMemory, WorkingMemoryRef
+from heart.due import due_from_text
+from heart.models import Event, EventTag
+from heart.parse import CANCEL, DROP, RESOLVE, KnowledgeItem, ParsedMessage, best_match, parse
+
+logger = logging.getLogger(__name__)
+
+USER, COMPANION = "user", "companion"
+CREATORS = {USER: {"plan", "pin"}, COMPANION: {"feeling", "thought", "desc"}}
+FEELING_WORD_CAP = 15
+KEY_CANDIDATE = re.compile(r"[\w][\w'-]*")
+
+
+@dataclass
+class IngestResult:
+    created: list[int] = field(default_factory=list)
+    refreshed: list[int] = field(default_factory=list)
+    resolved: list[int] = field(default_factory=list)
+    superseded: list[int] = field(default_factory=list)
+    ignored: list[str] = field(default_factory=list)  # tags kept only as event tags, and why
+
+
+def identity_names() -> list[str]:
+    return list(Identity.objects.values_list("name", flat=True))
+
+
+def event_record(
+    *, text: str, actor: str, ts: datetime, image: str = ""
+) -> tuple[Event, ParsedMessage]:
+    """Write a message to the log with its tags, exactly as written. Nothing runs before this."""
+    parsed = parse(text, identities=identity_names())
+    with transaction.atomic(using="events"):
+        event = Event.objects.create(ts=ts, content=text, actor=actor, image=image)
+        EventTag.objects.bulk_create(
+            [EventTag(event=event, tag=tag) for tag in sorted(parsed.tags)]
+        )
+    return event, parsed
+
+
+def working_memory_ingest(
+    *, parsed: ParsedMessage, event: Event, side: str, turn: int
+) -> IngestResult:
+    """Apply a message's knowledge tags to working memory, once per event (retries are safe)."""
+    result = IngestResult()
+    with transaction.atomic():
+        _, first_time = IngestRecord.objects.select_for_update().get_or_create(event_id=event.pk)
+        if not first_time:
+            return result
+        for item in parsed.knowledge:
+            _ingest_item(item, event=event, side=side, turn=turn, result=result)
+        IngestRecord.objects.filter(event_id=event.pk).update(changes=asdict(result))
+    return result
+
+
+def _ingest_item(item: KnowledgeItem, *, event: Event, side: str, turn: int, result) -> None:
+    if item.lifecycle:
+        _apply_lifecycle(item, event=event, result=result)
+        return
+    if item.kind not in CREATORS.get(side, set()):
+        result.ignored.append(f"{item.kind}: the {side} side does not create {item.kind} items")
+        return
+    content = item.text
+    if item.kind == "feeling":
+        content = " ".join(content.split()[:FEELING_WORD_CAP])
+    existing = WorkingMemory.objects.filter(
+        status="active", type=item.kind, content=content, subject=item.subject
+    ).first()
+    if existing:
+        existing.refreshed_at = event.ts
+        existing.turn = turn
+        existing.save(update_fields=["refreshed_at", "turn"])
+        result.refreshed.append(existing.pk)
+        return
+    if item.kind == "feeling":
+        result.superseded.extend(_supersede(type="feeling", at=event.ts))
+    elif item.kind == "desc" and item.subject:
+        result.superseded.extend(
+            _supersede(type="desc", at=event.ts, subject__iexact=item.subject)
+        )
+    due = None
+    if item.kind == "plan":
+        due = due_from_text(content, written_at=event.ts, time_zone=settings.TIME_ZONE)
+    created = WorkingMemory.objects.create(
+        event_id=event.pk,
+        type=item.kind,
+        content=content,
+        subject=item.subject,
+        actor=event.actor,
+        due=due,
+        turn=turn,
+        created_at=event.ts,
+        refreshed_at=event.ts,
+    )
+    _link_fragments(created)
+    result.created.append(created.pk)
+
+
+def _supersede(*, type: str, at: datetime, **match) -> list[int]:
+    ids = list(
+        WorkingMemory.objects.filter(status="active", type=type, **match).values_list(
+            "pk", flat=True
+        )
+    )
+    WorkingMemory.objects.filter(pk__in=ids).update(status="superseded", resolved_at=at)
+    return ids
+
+
+LIFECYCLE_STATUS = {RESOLVE: "resolved", CANCEL: "dropped", DROP: "dropped"}
+
+
+def _apply_lifecycle(item: KnowledgeItem, *, event: Event, result) -> None:
+    candidates = WorkingMemory.objects.filter(status="active", type=item.kind).values_list(
+        "pk", "content"
+    )
+    match = best_match(item.text, list(candidates))
+    if match is None:
+        result.ignored.append(f"{item.kind} {item.lifecycle}: no active {item.kind} matches")
+        return
+    WorkingMemory.objects.filter(pk=match).update(
+        status=LIFECYCLE_STATUS[item.lifecycle], resolved_at=event.ts
+    )
+    result.resolved.append(match)
+
+
+def _link_fragments(item: WorkingMemory) -> None:
+    """Link the item to every fragment whose key it names (a word equal to the key)."""
+    words = {w.lower() for w in KEY_CANDIDATE.findall(f"{item.subject} {item.content}")}
+    keys = Fragment.objects.filter(key__in=words).values_list("key", flat=True)
+    WorkingMemoryRef.objects.bulk_create(
+        [WorkingMemoryRef(wm=item, fragment_id=key) for key in keys], ignore_conflicts=True
+    )
