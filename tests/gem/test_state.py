@@ -1,0 +1,17 @@
+import pytest
+
+from gem.state import state_get, state_set, turn_counter_advance, turn_counter_current
+
+pytestmark = pytest.mark.django_db
+
+
+def test_it_keeps_json_values_by_key():
+    assert state_get("pending_recall", []) == []
+    state_set("pending_recall", [{"key": "fairy", "deep": True}])
+    assert state_get("pending_recall") == [{"key": "fairy", "deep": True}]
+
+
+def test_it_counts_turns_from_one():
+    assert turn_counter_current() == 0
+    assert [turn_counter_advance() for _ in range(3)] == [1, 2, 3]
+    assert turn_counter_current() == 3
