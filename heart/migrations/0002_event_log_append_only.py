@@ -46,7 +46,7 @@ def install(apps, schema_editor):
     if vendor == "sqlite":
         _execute_for_each_table(schema_editor, SQLITE_CREATE)
     elif vendor == "postgresql":
-        schema_editor.execute(POSTGRES_FUNCTION)
+        schema_editor.execute(POSTGRES_FUNCTION, params=None)
         _execute_for_each_table(schema_editor, POSTGRES_CREATE)
     else:
         raise RuntimeError(f"No append-only triggers for the {vendor} backend")
