@@ -179,8 +179,8 @@ STATIC_ROOT.mkdir(exist_ok=True)  # whitenoise warns on every start while it is 
 
 # --- Background work (django-q2) ----------------------------------------------------------
 REDIS_URL = env_str("REDIS_URL", "")
-Q_TIMEOUT = env_int("SILENTSTAR_Q_TIMEOUT", 600, minimum=1)
-Q_RETRY = env_int("SILENTSTAR_Q_RETRY", 660, minimum=2)
+Q_TIMEOUT = env_int("SILENTSTAR_Q_TIMEOUT", 900, minimum=1)
+Q_RETRY = env_int("SILENTSTAR_Q_RETRY", 960, minimum=2)
 if Q_RETRY <= Q_TIMEOUT:
     raise ImproperlyConfigured(
         f"SILENTSTAR_Q_RETRY ({Q_RETRY}) must be larger than SILENTSTAR_Q_TIMEOUT ({Q_TIMEOUT}), "
@@ -222,12 +222,13 @@ ANTHROPIC_API_KEY = env_str("ANTHROPIC_API_KEY", "")
 COMPANION_OFFLINE = not ANTHROPIC_API_KEY
 HEART_MODEL = env_str("SILENTSTAR_HEART_MODEL", "claude-opus-5-5")
 HEART_MAX_TOKENS = env_int("SILENTSTAR_HEART_MAX_TOKENS", 4096, minimum=1)
-CLAUDE_TIMEOUT_SECONDS = env_float("SILENTSTAR_CLAUDE_TIMEOUT", 300.0, minimum=1.0)
+CLAUDE_TIMEOUT_SECONDS = env_float("SILENTSTAR_CLAUDE_TIMEOUT", 120.0, minimum=1.0)
 CLAUDE_MAX_RETRIES = env_int("SILENTSTAR_CLAUDE_MAX_RETRIES", 4, minimum=0)
-if Q_TIMEOUT <= CLAUDE_TIMEOUT_SECONDS:
+if Q_TIMEOUT <= CLAUDE_TIMEOUT_SECONDS * (CLAUDE_MAX_RETRIES + 1):
     raise ImproperlyConfigured(
         f"SILENTSTAR_Q_TIMEOUT ({Q_TIMEOUT}) must be longer than SILENTSTAR_CLAUDE_TIMEOUT "
-        f"({CLAUDE_TIMEOUT_SECONDS:g}), or a turn waiting on Claude would be cut off"
+        f"({CLAUDE_TIMEOUT_SECONDS:g}) times its {CLAUDE_MAX_RETRIES + 1} attempts, or a turn "
+        "still waiting on Claude would be cut off by the worker"
     )
 
 # --- What Claude wakes up to: budgets in tokens (estimated as characters / 4) ----------------

@@ -36,3 +36,23 @@ def manage(tmp_path):
 def fast_password_hashing(settings):
     """Real hashing costs a third of a second per login; tests do not need its strength."""
     settings.PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
+
+
+@pytest.fixture
+def fake_api(settings, monkeypatch):
+    """A local fake Messages API that the real SDK talks to, with the companion online.
+
+    Script it with ``fake_api.push(FakeReply(...), FakeError(...))`` (``tests.fakeapi``);
+    ``fake_api.requests`` holds what was sent. Waits between retries are next to nothing.
+    """
+    from silentstar import claude
+    from tests.fakeapi import FakeMessagesAPI
+
+    with FakeMessagesAPI() as api:
+        monkeypatch.setenv("ANTHROPIC_BASE_URL", api.url)
+        no_proxy = ",".join(filter(None, [os.environ.get("NO_PROXY"), "127.0.0.1", "localhost"]))
+        monkeypatch.setenv("NO_PROXY", no_proxy)
+        settings.ANTHROPIC_API_KEY = "test-key"
+        settings.COMPANION_OFFLINE = False
+        monkeypatch.setattr(claude, "RETRY_BASE_DELAY", 0.001)
+        yield api

@@ -1,0 +1,338 @@
+"""The one door to Claude: every call to the Messages API goes through ``complete``.
+
+``complete`` streams a reply, hands the text so far to ``on_text`` as it grows, and returns the
+final text with the token usage the API reported. Failures come back as ``ClaudeError``, with a
+message written for people and a ``retryable`` flag.
+
+Retries are done here, not in the SDK (the client is built with ``max_retries=0``), so the
+policy is in one readable place: on 408, 429, any 5xx (529 is "overloaded"), the same errors
+arriving as an ``error`` event in the middle of a stream, connection failures and timeouts,
+``complete`` waits and tries again, up to ``settings.CLAUDE_MAX_RETRIES`` more times. The wait
+doubles from ``RETRY_BASE_DELAY`` (times a random factor between 0.5 and 1, capped at
+``RETRY_MAX_DELAY``); a ``retry-after`` header lengthens it (capped at ``RETRY_AFTER_MAX``).
+Any other error (400, 401, 403, 404, 413, …) is raised at once. A retry after text has already
+streamed starts the text again: ``on_text("")`` clears it, then the new attempt's text grows.
+
+With ``settings.COMPANION_OFFLINE`` (no API key) nothing touches the network: the offline
+companion (``heart.offline``) answers, streamed through ``on_text`` the same way.
+
+The SDK is imported inside the functions that use it: the import takes over a second, and
+Django start-up should not pay it. A client is built per call, so ``ANTHROPIC_BASE_URL`` (read
+by the SDK when a client is built) can point the whole project at another endpoint, such as the
+fake Messages API the tests run.
+"""
+
+import base64
+import logging
+import math
+import random
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from django.conf import settings
+
+logger = logging.getLogger(__name__)
+
+IMAGE_MAX_BYTES = 3_932_160  # raw bytes: the API's 5 MB limit on the base64 text
+IMAGE_MEDIA_TYPES = ("image/jpeg", "image/png", "image/gif", "image/webp")
+
+RETRY_BASE_DELAY = 1.0  # seconds before the first retry; doubles each time
+RETRY_MAX_DELAY = 30.0  # the longest backoff between two attempts
+RETRY_AFTER_MAX = 60.0  # the longest the API's retry-after is honoured
+OFFLINE_CHUNKS = 4  # pieces the offline reply is streamed in
+
+# The time.sleep used between attempts; tests replace it to record the waits.
+sleep: Callable[[float], None] = time.sleep
+
+_RETRYABLE_STATUSES = frozenset({408, 429})  # and every 5xx
+_STATUS_OF_ERROR_TYPE = {  # for errors that arrive as an SSE event, inside a 200 response
+    "invalid_request_error": 400,
+    "authentication_error": 401,
+    "billing_error": 402,
+    "permission_error": 403,
+    "not_found_error": 404,
+    "request_too_large": 413,
+    "rate_limit_error": 429,
+    "api_error": 500,
+    "timeout_error": 504,
+    "overloaded_error": 529,
+}
+_WHAT_WENT_WRONG = {
+    400: "Claude's API rejected the request",
+    401: "Claude's API did not accept the API key",
+    402: "Claude's API refused the request for billing reasons",
+    403: "Claude's API refused permission",
+    404: "Claude's API did not find what was asked for (is the model name right?)",
+    408: "Claude's API timed out the request",
+    413: "The request is too large for Claude's API",
+    429: "Claude's rate limit was reached",
+    500: "Claude's API had an internal error",
+    529: "Claude is overloaded",
+}
+
+
+@dataclass(frozen=True)
+class Usage:
+    input_tokens: int
+    output_tokens: int
+    cache_read_tokens: int
+    cache_write_tokens: int
+
+
+@dataclass(frozen=True)
+class Reply:
+    text: str
+    usage: Usage
+    model: str
+    stop_reason: str | None
+    offline: bool
+
+
+class ClaudeError(Exception):
+    """A call to Claude failed; ``str(error)`` says why, for people.
+
+    ``retryable`` is true when trying again later may work (overload, rate limit, outage,
+    network); ``status`` is the HTTP status when the API answered; ``attempts`` counts the
+    requests made.
+    """
+
+    def __init__(
+        self, message: str, *, retryable: bool, status: int | None = None, attempts: int = 1
+    ):
+        super().__init__(message)
+        self.retryable = retryable
+        self.status = status
+        self.attempts = attempts
+
+
+def complete(
+    *,
+    system: list[dict],
+    messages: list[dict],
+    model: str | None = None,
+    max_tokens: int | None = None,
+    on_text: Callable[[str], None] | None = None,
+) -> Reply:
+    """Stream Claude's reply to ``messages``, retrying what is worth retrying.
+
+    ``system`` is a list of text blocks (``cache_control`` passes through untouched),
+    ``messages`` the Messages API list. ``on_text`` receives the whole text so far each time it
+    grows. Raises ``ClaudeError``.
+    """
+    if settings.COMPANION_OFFLINE:
+        return _complete_offline(system=system, messages=messages, on_text=on_text)
+    if not settings.ANTHROPIC_API_KEY:
+        raise ClaudeError(
+            "No Anthropic API key is set (ANTHROPIC_API_KEY), so Claude cannot be called",
+            retryable=False,
+        )
+
+    import anthropic
+
+    request = {
+        "model": model or settings.HEART_MODEL,
+        "max_tokens": max_tokens or settings.HEART_MAX_TOKENS,
+        "messages": messages,
+    }
+    if system:
+        request["system"] = system
+    attempts = settings.CLAUDE_MAX_RETRIES + 1
+    shown = [""]  # the text on_text was last given
+
+    def grow(text: str) -> None:
+        shown[0] = text
+        if on_text is not None:
+            on_text(text)
+
+    with anthropic.Anthropic(
+        api_key=settings.ANTHROPIC_API_KEY,
+        timeout=settings.CLAUDE_TIMEOUT_SECONDS,
+        max_retries=0,
+    ) as client:
+        for attempt in range(1, attempts + 1):
+            try:
+                return _stream_once(client, request, grow)
+            except Exception as exc:
+                error = _as_claude_error(exc, attempts=attempt)
+                if error is None:
+                    raise
+                if not error.retryable or attempt == attempts:
+                    raise error from exc
+                delay = retry_delay(retry=attempt, retry_after=_retry_after(exc))
+                logger.warning(
+                    "Claude call failed (%s); retry %d of %d in %.1f s",
+                    error,
+                    attempt,
+                    attempts - 1,
+                    delay,
+                )
+                if shown[0]:
+                    grow("")  # the next attempt starts the text again
+                sleep(delay)
+    raise AssertionError("unreachable")  # pragma: no cover
+
+
+def image_block(*, data: bytes, media_type: str) -> dict:
+    """A base64 image content block for a user message; ValueError if Claude would refuse it."""
+    media_type = (media_type or "").strip().lower()
+    if media_type not in IMAGE_MEDIA_TYPES:
+        given = repr(media_type) if media_type else "an image of unknown type"
+        raise ValueError(f"Claude accepts JPEG, PNG, GIF or WebP images, not {given}")
+    if not data:
+        raise ValueError("The image is empty")
+    if len(data) > IMAGE_MAX_BYTES:
+        raise ValueError(
+            f"The image is {len(data) / 2**20:.1f} MB; Claude accepts at most "
+            f"{IMAGE_MAX_BYTES / 2**20:.2f} MB ({IMAGE_MAX_BYTES:,} bytes) per image"
+        )
+    return {
+        "type": "image",
+        "source": {
+            "type": "base64",
+            "media_type": media_type,
+            "data": base64.b64encode(data).decode("ascii"),
+        },
+    }
+
+
+def retry_delay(*, retry: int, retry_after: float | None = None) -> float:
+    """Seconds to wait before retry number ``retry`` (1, 2, …): backoff with jitter, or longer."""
+    backoff = min(RETRY_MAX_DELAY, RETRY_BASE_DELAY * 2 ** (retry - 1))
+    backoff *= random.uniform(0.5, 1.0)
+    if retry_after is not None:
+        return max(backoff, min(retry_after, RETRY_AFTER_MAX))
+    return backoff
+
+
+# --- internals ---------------------------------------------------------------------------------
+
+
+def _stream_once(client, request: dict, grow: Callable[[str], None]) -> Reply:
+    text = ""
+    with client.messages.stream(**request) as stream:
+        for event in stream:
+            if event.type == "content_block_delta" and event.delta.type == "text_delta":
+                text += event.delta.text
+                grow(text)
+        message = stream.get_final_message()
+    if message.stop_reason is None:  # the API always sends one: the stream was cut short
+        raise _CutShort
+    usage = message.usage
+    return Reply(
+        text="".join(block.text for block in message.content if block.type == "text"),
+        usage=Usage(
+            input_tokens=usage.input_tokens or 0,
+            output_tokens=usage.output_tokens or 0,
+            cache_read_tokens=usage.cache_read_input_tokens or 0,
+            cache_write_tokens=usage.cache_creation_input_tokens or 0,
+        ),
+        model=message.model,
+        stop_reason=message.stop_reason,
+        offline=False,
+    )
+
+
+class _CutShort(Exception):
+    """The stream ended without the message's end."""
+
+
+def _as_claude_error(exc: Exception, *, attempts: int) -> ClaudeError | None:
+    """The ClaudeError for a failure of the SDK or the network, or None for anything else."""
+    import anthropic
+    import httpx2
+
+    tried = f" — tried {attempts} time{'s' if attempts != 1 else ''}"
+    if isinstance(exc, _CutShort):
+        return ClaudeError(
+            f"Claude's reply stopped before it was finished{tried}",
+            retryable=True,
+            attempts=attempts,
+        )
+    if isinstance(exc, anthropic.APITimeoutError | httpx2.TimeoutException):
+        return ClaudeError(
+            f"Claude's API timed out (nothing for {settings.CLAUDE_TIMEOUT_SECONDS:g} s){tried}",
+            retryable=True,
+            attempts=attempts,
+        )
+    if isinstance(exc, anthropic.APIConnectionError | httpx2.TransportError):
+        cause = (exc.__cause__ or exc.__context__) if isinstance(exc, anthropic.APIError) else exc
+        detail = f" ({cause})" if cause and str(cause) else ""
+        return ClaudeError(
+            f"Could not reach Claude's API{detail}{tried}", retryable=True, attempts=attempts
+        )
+    if isinstance(exc, anthropic.APIStatusError):
+        status = exc.status_code
+        if status < 400:  # an error event inside a streamed 200 response
+            status = _STATUS_OF_ERROR_TYPE.get(exc.type or "", 500 if exc.type else 400)
+        retryable = status in _RETRYABLE_STATUSES or status >= 500
+        what = _WHAT_WENT_WRONG.get(status) or (
+            "Claude's API failed" if status >= 500 else "Claude's API refused the request"
+        )
+        code = f"{status} {exc.type}" if exc.type else str(status)
+        reason = exc.api_message or ""
+        if exc.status_code < 400:
+            code += ", mid-stream"
+        message = f"{what} ({code})"
+        if retryable:
+            message += tried
+        if reason:
+            message += f": {reason}"
+        return ClaudeError(message, retryable=retryable, status=status, attempts=attempts)
+    if isinstance(exc, anthropic.APIError):
+        return ClaudeError(f"Claude's API failed: {exc}", retryable=False, attempts=attempts)
+    return None
+
+
+def _retry_after(exc: Exception) -> float | None:
+    """The API's ``retry-after`` (or ``retry-after-ms``) in seconds, if it sent one."""
+    response = getattr(exc, "response", None)
+    headers = getattr(response, "headers", None)
+    if not headers:
+        return None
+    for name, scale in (("retry-after-ms", 0.001), ("retry-after", 1.0)):
+        value = headers.get(name)
+        if value is None:
+            continue
+        try:
+            seconds = float(value) * scale
+        except ValueError:
+            continue  # an HTTP date: rare from this API; the backoff covers it
+        if seconds >= 0:
+            return seconds
+    return None
+
+
+def _complete_offline(
+    *, system: list[dict], messages: list[dict], on_text: Callable[[str], None] | None
+) -> Reply:
+    from heart import offline
+
+    text = offline.reply(system=system, messages=messages)
+    if on_text is not None:
+        step = max(1, -(-len(text) // OFFLINE_CHUNKS))
+        for end in range(step, len(text) + step, step):
+            on_text(text[: min(end, len(text))])
+    sent = "".join(_texts(system)) + "".join(
+        "".join(_texts(m.get("content"))) for m in messages if isinstance(m, dict)
+    )
+    return Reply(
+        text=text,
+        usage=Usage(
+            input_tokens=math.ceil(len(sent) / 4),
+            output_tokens=math.ceil(len(text) / 4),
+            cache_read_tokens=0,
+            cache_write_tokens=0,
+        ),
+        model="offline",
+        stop_reason="end_turn",
+        offline=True,
+    )
+
+
+def _texts(content: object) -> list[str]:
+    if isinstance(content, str):
+        return [content]
+    if isinstance(content, list):
+        return [str(block.get("text", "")) for block in content if isinstance(block, dict)]
+    return []

@@ -1,0 +1,301 @@
+"""A local fake of the Messages API, good enough for the real anthropic SDK.
+
+Tests point the SDK at it with ``ANTHROPIC_BASE_URL`` (the ``fake_api`` fixture does that) and
+script what it answers, one response per request, in order::
+
+    fake_api.push(FakeError(529), FakeReply("<say>hello</say>", chunks=3))
+
+``POST /v1/messages`` answers with server-sent events when the body has ``"stream": true``
+(message_start with usage including the cache fields, content_block_start, one text_delta per
+chunk, content_block_stop, message_delta with the stop reason and output tokens, message_stop)
+and with a JSON message otherwise. ``POST /v1/messages/count_tokens`` answers an estimate
+(characters / 4). Requests need an API key (``x-api-key`` or ``Authorization: Bearer …``).
+With nothing scripted, the answer is ``DEFAULT_REPLY``. Every request is recorded: ``.requests``
+holds the parsed JSON bodies, ``.recorded`` the path and headers too.
+"""
+
+import json
+import threading
+import time
+from collections import deque
+from dataclasses import dataclass, field
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+DEFAULT_REPLY = "<thought>fake reply</thought><say>Hello from the fake Messages API.</say>"
+
+ERROR_TYPES = {
+    400: "invalid_request_error",
+    401: "authentication_error",
+    403: "permission_error",
+    404: "not_found_error",
+    413: "request_too_large",
+    429: "rate_limit_error",
+    500: "api_error",
+    529: "overloaded_error",
+}
+
+
+@dataclass(frozen=True)
+class FakeReply:
+    """A reply: streamed in ``chunks`` pieces, waiting ``delay`` seconds before each.
+
+    With ``fail_after`` set, the stream stops after that many chunks with an SSE ``error``
+    event of ``error_type`` (what the API does when it overloads mid-reply), or, when
+    ``error_type`` is None, the connection just closes there (a reply cut short).
+    """
+
+    text: str = DEFAULT_REPLY
+    chunks: int = 4
+    delay: float = 0.0
+    stop_reason: str = "end_turn"
+    input_tokens: int | None = None  # None: estimated from the request
+    output_tokens: int | None = None  # None: estimated from the text
+    cache_read_input_tokens: int = 0
+    cache_creation_input_tokens: int = 0
+    fail_after: int | None = None
+    error_type: str | None = "overloaded_error"
+
+
+@dataclass(frozen=True)
+class FakeError:
+    """An error response with an Anthropic-shaped JSON body."""
+
+    status: int
+    message: str = ""
+    error_type: str | None = None  # None: the usual type for the status
+    retry_after: str | float | None = None
+
+
+@dataclass(frozen=True)
+class Recorded:
+    path: str
+    headers: dict[str, str]
+    body: dict = field(default_factory=dict)
+
+
+class FakeMessagesAPI:
+    """The fake server, on 127.0.0.1 and a free port, in a background thread."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._script: deque[FakeReply | FakeError] = deque()
+        self._recorded: list[Recorded] = []
+        self._server: ThreadingHTTPServer | None = None
+        self._thread: threading.Thread | None = None
+
+    # --- lifecycle ---------------------------------------------------------------------------
+
+    def start(self) -> "FakeMessagesAPI":
+        handler = type("Handler", (_Handler,), {"api": self})
+        self._server = ThreadingHTTPServer(("127.0.0.1", 0), handler)
+        self._server.daemon_threads = True
+        self._thread = threading.Thread(
+            target=self._server.serve_forever, kwargs={"poll_interval": 0.01}, daemon=True
+        )
+        self._thread.start()
+        return self
+
+    def stop(self) -> None:
+        if self._server is not None:
+            self._server.shutdown()
+            self._server.server_close()
+            self._server = None
+        if self._thread is not None:
+            self._thread.join(timeout=5)
+            self._thread = None
+
+    def __enter__(self) -> "FakeMessagesAPI":
+        return self.start()
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.stop()
+
+    @property
+    def url(self) -> str:
+        assert self._server is not None, "the fake Messages API is not running"
+        host, port = self._server.server_address[:2]
+        return f"http://{host}:{port}"
+
+    # --- scripting and inspection ------------------------------------------------------------
+
+    def push(self, *responses: FakeReply | FakeError) -> None:
+        """Queue responses; each request takes the next one."""
+        with self._lock:
+            self._script.extend(responses)
+
+    @property
+    def requests(self) -> list[dict]:
+        """The JSON bodies received, oldest first."""
+        with self._lock:
+            return [recorded.body for recorded in self._recorded]
+
+    @property
+    def recorded(self) -> list[Recorded]:
+        with self._lock:
+            return list(self._recorded)
+
+    def _take(self, recorded: Recorded) -> FakeReply | FakeError:
+        with self._lock:
+            self._recorded.append(recorded)
+            return self._script.popleft() if self._script else FakeReply()
+
+
+class _Handler(BaseHTTPRequestHandler):
+    api: FakeMessagesAPI
+    protocol_version = "HTTP/1.0"  # one request per connection; a stream ends when it closes
+
+    def log_message(self, format: str, *args: object) -> None:  # quiet
+        pass
+
+    def do_POST(self) -> None:
+        length = int(self.headers.get("content-length") or 0)
+        raw = self.rfile.read(length) if length else b""
+        try:
+            body = json.loads(raw or b"{}")
+        except ValueError:
+            self._error(FakeError(400, "the body is not JSON"))
+            return
+        path = self.path.split("?", 1)[0]
+        headers = {name.lower(): value for name, value in self.headers.items()}
+        if not (headers.get("x-api-key") or headers.get("authorization", "").startswith("Bearer ")):
+            self._error(FakeError(401, "no API key"))
+            return
+        if path == "/v1/messages/count_tokens":
+            self._json(200, {"input_tokens": _estimate(body)})
+            return
+        if path != "/v1/messages":
+            self._error(FakeError(404, f"no route for {path}"))
+            return
+        response = self.api._take(Recorded(path=path, headers=headers, body=body))
+        if isinstance(response, FakeError):
+            self._error(response)
+        elif body.get("stream"):
+            self._stream(body, response)
+        else:
+            self._message(body, response)
+
+    def do_GET(self) -> None:
+        self._error(FakeError(404, f"no route for {self.path}"))
+
+    # --- responses ---------------------------------------------------------------------------
+
+    def _json(self, status: int, payload: dict, headers: dict[str, str] | None = None) -> None:
+        data = json.dumps(payload).encode()
+        self.send_response(status)
+        self.send_header("content-type", "application/json")
+        self.send_header("content-length", str(len(data)))
+        self.send_header("request-id", "req_fake")
+        for name, value in (headers or {}).items():
+            self.send_header(name, value)
+        self.end_headers()
+        self.wfile.write(data)
+
+    def _error(self, error: FakeError) -> None:
+        error_type = error.error_type or ERROR_TYPES.get(error.status, "api_error")
+        message = error.message or f"fake {error_type}"
+        headers = {} if error.retry_after is None else {"retry-after": str(error.retry_after)}
+        payload = {"type": "error", "error": {"type": error_type, "message": message}}
+        self._json(error.status, payload, headers)
+
+    def _message(self, body: dict, reply: FakeReply) -> None:
+        self._json(
+            200,
+            {
+                **_message_shell(body, reply),
+                "content": [{"type": "text", "text": reply.text}],
+                "stop_reason": reply.stop_reason,
+                "usage": {**_usage(body, reply), "output_tokens": _output_tokens(reply)},
+            },
+        )
+
+    def _stream(self, body: dict, reply: FakeReply) -> None:
+        self.send_response(200)
+        self.send_header("content-type", "text/event-stream")
+        self.send_header("cache-control", "no-cache")
+        self.send_header("request-id", "req_fake")
+        self.end_headers()
+        try:
+            self._event(
+                "message_start",
+                {
+                    "message": {
+                        **_message_shell(body, reply),
+                        "content": [],
+                        "stop_reason": None,
+                        "usage": {**_usage(body, reply), "output_tokens": 1},
+                    }
+                },
+            )
+            self._event(
+                "content_block_start",
+                {"index": 0, "content_block": {"type": "text", "text": ""}},
+            )
+            self._event("ping", {})
+            for number, chunk in enumerate(_chunks(reply.text, reply.chunks)):
+                if reply.fail_after is not None and number >= reply.fail_after:
+                    if reply.error_type is None:
+                        return
+                    self._event(
+                        "error",
+                        {
+                            "error": {
+                                "type": reply.error_type,
+                                "message": f"fake {reply.error_type}",
+                            }
+                        },
+                    )
+                    return
+                if reply.delay:
+                    time.sleep(reply.delay)
+                self._event(
+                    "content_block_delta",
+                    {"index": 0, "delta": {"type": "text_delta", "text": chunk}},
+                )
+            self._event("content_block_stop", {"index": 0})
+            self._event(
+                "message_delta",
+                {
+                    "delta": {"stop_reason": reply.stop_reason, "stop_sequence": None},
+                    "usage": {"output_tokens": _output_tokens(reply)},
+                },
+            )
+            self._event("message_stop", {})
+        except (BrokenPipeError, ConnectionResetError):
+            pass  # the client gave up (a timeout in a test): nothing to do
+
+    def _event(self, name: str, data: dict) -> None:
+        self.wfile.write(f"event: {name}\ndata: {json.dumps({'type': name, **data})}\n\n".encode())
+        self.wfile.flush()
+
+
+def _message_shell(body: dict, reply: FakeReply) -> dict:
+    return {
+        "id": "msg_fake",
+        "type": "message",
+        "role": "assistant",
+        "model": body.get("model", "claude-fake"),
+        "stop_sequence": None,
+    }
+
+
+def _usage(body: dict, reply: FakeReply) -> dict:
+    return {
+        "input_tokens": _estimate(body) if reply.input_tokens is None else reply.input_tokens,
+        "cache_creation_input_tokens": reply.cache_creation_input_tokens,
+        "cache_read_input_tokens": reply.cache_read_input_tokens,
+    }
+
+
+def _output_tokens(reply: FakeReply) -> int:
+    return max(1, len(reply.text) // 4) if reply.output_tokens is None else reply.output_tokens
+
+
+def _estimate(body: dict) -> int:
+    sent = json.dumps([body.get("system", ""), body.get("messages", [])])
+    return max(1, len(sent) // 4)
+
+
+def _chunks(text: str, count: int) -> list[str]:
+    count = max(1, min(count, len(text) or 1))
+    size = -(-len(text) // count) or 1
+    return [text[start : start + size] for start in range(0, len(text), size)] or [""]
