@@ -1,0 +1,624 @@
+"""Assembly: what Claude wakes up to, under hard token budgets, given plain data.
+
+Pure: standard library only, no ORM, no settings, no clock. The caller gathers the data
+(``heart/context.py``) and passes the budgets in; the same input always gives the same output.
+
+Tokens
+    ``estimate_tokens(text)`` is ``ceil(len(text) / 4)`` (0 for empty text), the one estimator of
+    the project. A section's size is the estimate of its text exactly as sent, heading included.
+    Every budget is a hard cap on that: ``estimate_tokens(section) <= budget``, always.
+
+System prompt (static, cacheable)
+    The wake text, the image text (only when ``image_text`` is not None, i.e. with an image) and
+    the ambient prose, in that order, each stripped, one text block each, separated by a blank
+    line (the separator opens the following block). Empty ones are left out. No budgets here.
+
+User message (dynamic): Markdown sections, each a level-2 heading on its own line::
+
+    ## Lingering     working memory          (budget ``working_memory``)
+    ## Summaries     Mirror output           (budget ``summaries``)
+    ## Recalled      last turn's recalls     (budget ``recall``)
+    ## Recent        the conversation        (budget: the sum of the four pools)
+    ## Now           the time in words
+    ## Message       the person's message, verbatim, always last
+
+    Sections are separated by a blank line. One with nothing in it is left out, except Now and
+    Message, which are always there. Text inside a section never looks like a heading: a content
+    line starting with ``#`` gets a backslash in front (Markdown's escape), and the continuation
+    lines of a Lingering item or a Recent line are indented by two spaces.
+
+``## Lingering``
+    One line per working-memory item: ``- [feeling] protective``, ``- [desc: hasuki] …``,
+    ``- [plan, due Friday 27 November 2026, 5 pm] call the pharmacy`` (the subject after a colon
+    when there is one, the due date in words in ``now``'s time zone). Items scoring under 0.01
+    are never included. Chosen highest score first (ties: lower id first); an item that does not
+    fit in what is left is skipped and smaller ones below it still get their chance. Printed by
+    type in the order feeling, thought, pattern, desc, plan, pin, secret (other types after,
+    alphabetically), then by id: no score is printed and the order does not follow the score, so
+    the section stays byte-identical from turn to turn while its items do not change, and the
+    prompt cache holds.
+
+``## Summaries``
+    ``### L1, events 120-180`` then the summary's text, one entry per summary, blank lines between.
+    Chosen newest first (by last event, then first event, then id); the first one that does not
+    fit ends the choice (so does one that had to be cut), so the summaries reach back without gaps
+    from the recent window. Printed oldest first.
+
+``## Recalled``
+    ``### {key} ({tier})`` then the tier's text, one entry per item, blank lines between, in the
+    order given (the asked-for fragments, then their neighbours). An item that does not fit in
+    what is left is skipped; later ones still get their chance. The caller's trimming is not
+    trusted: the budget is enforced here too.
+
+``## Recent``
+    One line per display segment, oldest first: ``luna: hello`` for a person,
+    ``claude (say): …`` and ``claude (do): …`` for the companion (``do`` covers narrate too).
+    The lines of one event are adjacent; events are separated by a blank line.
+    FIFO pools: user, say, do (+ narrate), and flex, a shared overflow. Lines are walked newest
+    first; a line is charged to its own pool if it fits there, else to flex if it fits there,
+    else it is dropped and its pool is closed: every older line of that pool is dropped too, so
+    each pool's window is contiguous (newest kept, oldest dropped). A line costs the estimate of
+    its rendered text with the line break(s) that follow it; on top, the whole section, heading
+    included, never exceeds the sum of the pools (so the heading's 3 tokens come out of whatever
+    the pools leave over; with every pool filled to the brim, the oldest line gives way).
+
+``## Now``
+    ``It is Sunday 22 November 2026, 5:40 in the morning. Last message 3 hours ago.``
+    Morning 5:00-11:59, afternoon 12:00-17:59, evening 18:00-21:59, night 22:00-4:59; exactly
+    12:00 is "noon" and 0:00 "midnight". Time since the last message: "moments ago" (under a
+    minute), minutes, hours, days (under two weeks), weeks (under 60 days), months (30 days,
+    under a year), years. "This is the first message." when there was none before.
+
+``## Message``
+    The actor's name and a colon on a line of their own, then the message byte for byte: the
+    user message ends with it exactly.
+
+Too big to fit
+    An item that could never fit, bigger on its own than its whole (empty) section or, for a
+    Recent line, than both its whole pool and the whole flex pool, is not dropped but cut at a
+    word boundary (mid-word only if not even its first word fits) and ends with " …", to fit what
+    is left; if nothing of it fits, it is left out. Its id is listed under ``truncated``.
+
+Prompt caching
+    Claude's cache works on prefixes and ``cache_control`` marks where one ends; at most four
+    breakpoints are allowed. We use up to three, all ``{"type": "ephemeral"}``:
+
+    1. the wake block, when other system blocks follow it: turns with an image put the image text
+       between wake and ambient (the SPEC's order), so without this breakpoint a turn with an
+       image and one without would share nothing; with it they share the wake text;
+    2. the last system block: the whole system prompt, identical from turn to turn;
+    3. the first user block, which holds exactly Lingering and Summaries (when there are any):
+       both change only when an item comes, goes or a Mirror run writes, while everything after
+       them (recall results, the conversation, the time, the message) changes every turn and
+       sits in the second user block, which has no breakpoint.
+
+    There is no fourth on the conversation: once the pools are full, every turn drops the oldest
+    lines and the Recent section changes from its start, so a breakpoint there would pay for a
+    cache write each turn and never be read. The caller should put an image block after these text
+    blocks, so it never sits inside the cached prefix.
+
+``Assembly``
+    ``system`` and ``user``: lists of Messages API text blocks. ``system_text`` and ``user_text``:
+    the blocks' texts joined with nothing in between, exactly what was sent.
+    ``token_counts``: the estimate of each part as sent (wake, image, ambient and each section
+    with its heading; 0 when left out); ``total`` is the estimate of ``system_text`` plus that of
+    ``user_text``. ``items_included`` (JSON-ready, for the ContextSnapshot)::
+
+    lingering      ids, as printed            summaries    ids, as printed
+    recalled       keys, as printed           recent       {pool: event ids, oldest first}
+    recent_flex    event ids of lines carried by flex
+    pool_tokens    {user, say, do, flex: tokens charged}
+    truncated      {section: ids (keys for recalled, event ids for recent) of cut items}
+    dropped        {lingering: over budget, lingering_faded: under 0.01, summaries, recalled,
+                    recent: {pool: lines dropped}}
+"""
+
+from collections.abc import Callable, Sequence
+from contextlib import suppress
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+
+LINGER_THRESHOLD = 0.01  # working memory scoring under this is never included
+USER, SAY, DO, FLEX = "user", "say", "do", "flex"
+POOLS = (USER, SAY, DO)
+TYPE_ORDER = ("feeling", "thought", "pattern", "desc", "plan", "pin", "secret")
+
+LINGERING, SUMMARIES, RECALLED = "## Lingering", "## Summaries", "## Recalled"
+RECENT, NOW, MESSAGE = "## Recent", "## Now", "## Message"
+SECTION_GAP = "\n\n"
+ELLIPSIS = " …"
+UNKNOWN_ACTOR = "unknown"
+
+WEEKDAYS = ("Monday", "Tuesday", "Wednesday", "Thursday", "Friday", "Saturday", "Sunday")
+MONTHS = (
+    "January",
+    "February",
+    "March",
+    "April",
+    "May",
+    "June",
+    "July",
+    "August",
+    "September",
+    "October",
+    "November",
+    "December",
+)
+
+
+def estimate_tokens(text: str) -> int:
+    """The project's token estimate: a token per four characters, rounded up."""
+    return (len(text) + 3) // 4
+
+
+@dataclass(frozen=True, slots=True)
+class Budgets:
+    """Hard caps, in estimated tokens."""
+
+    working_memory: int = 1500
+    recall: int = 1000
+    summaries: int = 800
+    pool_user: int = 1500
+    pool_say: int = 1500
+    pool_do: int = 1000
+    pool_flex: int = 1000
+
+
+@dataclass(frozen=True, slots=True)
+class LingeringItem:
+    id: int
+    type: str
+    content: str
+    subject: str
+    score: float
+    due: datetime | None
+
+
+@dataclass(frozen=True, slots=True)
+class SummaryItem:
+    id: int
+    level: str
+    first_event_id: int
+    last_event_id: int
+    content: str
+
+
+@dataclass(frozen=True, slots=True)
+class RecalledItem:
+    key: str
+    tier: str  # inventory | recognition | ambient (neighbours too) | whatever the caller says
+    text: str
+
+
+@dataclass(frozen=True, slots=True)
+class ConversationLine:
+    """One display segment of one event; ``pool`` "narrate" is read as "do"."""
+
+    event_id: int
+    ts: datetime
+    actor: str
+    pool: str  # user | say | do
+    text: str
+
+    def __post_init__(self):
+        if self.pool == "narrate":
+            object.__setattr__(self, "pool", DO)
+        elif self.pool not in POOLS:
+            raise ValueError(f"Unknown conversation pool {self.pool!r}; expected one of {POOLS}.")
+
+
+@dataclass(frozen=True, slots=True)
+class Assembly:
+    system: list[dict]
+    user: list[dict]
+    system_text: str
+    user_text: str
+    token_counts: dict[str, int]
+    items_included: dict
+
+
+def assemble(
+    *,
+    wake: str,
+    image_text: str | None,
+    ambient: str,
+    lingering: Sequence[LingeringItem],
+    summaries: Sequence[SummaryItem],
+    recalled: Sequence[RecalledItem],
+    conversation: Sequence[ConversationLine],
+    now: datetime,
+    last_message_at: datetime | None,
+    message: str,
+    actor: str,
+    budgets: Budgets,
+) -> Assembly:
+    """Everything Claude receives for one turn; see the module docstring for the rules."""
+    system_parts = {
+        "wake": wake.strip(),
+        "image": image_text.strip() if image_text is not None else "",
+        "ambient": ambient.strip(),
+    }
+    system_blocks = [text for text in system_parts.values() if text]
+    # The wake block (when there is one) and the last system block; see "Prompt caching".
+    system_breakpoints = (
+        {0, len(system_blocks) - 1} if system_parts["wake"] else {len(system_blocks) - 1}
+    )
+
+    truncated: dict[str, list] = {}
+    lingering_text, lingering_ids, lingering_out, faded = _lingering(
+        lingering, now, budgets.working_memory, truncated
+    )
+    summaries_text, summary_ids = _summaries(summaries, budgets.summaries, truncated)
+    recalled_text, recalled_keys = _recalled(recalled, budgets.recall, truncated)
+    recent = _recent(conversation, budgets, truncated)
+    now_text = f"{NOW}\n{now_in_words(now, last_message_at)}"
+    message_text = f"{MESSAGE}\n{_one_line(actor) or UNKNOWN_ACTOR}:\n{message}"
+
+    stable = [text for text in (lingering_text, summaries_text) if text]
+    moving = [text for text in (recalled_text, recent.text, now_text) if text] + [message_text]
+    user_blocks = [SECTION_GAP.join(stable)] if stable else []
+    user_blocks.append(SECTION_GAP.join(moving))
+
+    system = _blocks(system_blocks, breakpoints=system_breakpoints)
+    user = _blocks(user_blocks, breakpoints={0} if stable else set())
+    system_text = "".join(block["text"] for block in system)
+    user_text = "".join(block["text"] for block in user)
+
+    token_counts = {name: estimate_tokens(text) for name, text in system_parts.items()}
+    token_counts |= {
+        "lingering": estimate_tokens(lingering_text),
+        "summaries": estimate_tokens(summaries_text),
+        "recalled": estimate_tokens(recalled_text),
+        "recent": estimate_tokens(recent.text),
+        "now": estimate_tokens(now_text),
+        "message": estimate_tokens(message_text),
+        "total": estimate_tokens(system_text) + estimate_tokens(user_text),
+    }
+    items_included = {
+        "lingering": lingering_ids,
+        "summaries": summary_ids,
+        "recalled": recalled_keys,
+        "recent": recent.event_ids,
+        "recent_flex": recent.flex_event_ids,
+        "pool_tokens": recent.pool_tokens,
+        "truncated": truncated,
+        "dropped": {
+            "lingering": lingering_out,
+            "lingering_faded": faded,
+            "summaries": len(summaries) - len(summary_ids),
+            "recalled": len(recalled) - len(recalled_keys),
+            "recent": recent.dropped,
+        },
+    }
+    return Assembly(
+        system=system,
+        user=user,
+        system_text=system_text,
+        user_text=user_text,
+        token_counts=token_counts,
+        items_included=items_included,
+    )
+
+
+def now_in_words(now: datetime, last_message_at: datetime | None) -> str:
+    """``It is Sunday 22 November 2026, 5:40 in the morning. Last message 3 hours ago.``"""
+    if now.hour == 0 and now.minute == 0:
+        clock = "midnight"
+    elif now.hour == 12 and now.minute == 0:
+        clock = "noon"
+    else:
+        clock = f"{now.hour % 12 or 12}:{now.minute:02d} {_part_of_day(now.hour)}"
+    it_is = f"It is {_date_in_words(now)}, {clock}."
+    if last_message_at is None:
+        return f"{it_is} This is the first message."
+    if (now.tzinfo is None) != (last_message_at.tzinfo is None):
+        last_message_at = last_message_at.replace(tzinfo=now.tzinfo)  # read in now's zone
+    return f"{it_is} Last message {ago_in_words(now - last_message_at)}."
+
+
+def ago_in_words(elapsed: timedelta) -> str:
+    """``moments ago``, ``12 minutes ago``, ``3 hours ago``, ``2 days ago``…"""
+    seconds = max(int(elapsed.total_seconds()), 0)
+    days = seconds // 86400
+    if seconds < 60:
+        return "moments ago"
+    if seconds < 3600:
+        return _count(seconds // 60, "minute") + " ago"
+    if days < 1:
+        return _count(seconds // 3600, "hour") + " ago"
+    if days < 14:
+        return _count(days, "day") + " ago"
+    if days < 60:
+        return _count(days // 7, "week") + " ago"
+    if days < 365:
+        return _count(days // 30, "month") + " ago"
+    return _count(days // 365, "year") + " ago"
+
+
+def due_in_words(due: datetime, now: datetime) -> str:
+    """``Friday 27 November 2026, 5 pm``, in ``now``'s time zone when both are aware."""
+    if due.tzinfo is not None and now.tzinfo is not None:
+        # At the very ends of the calendar the conversion overflows: its own wall clock will do.
+        with suppress(OverflowError, ValueError):
+            due = due.astimezone(now.tzinfo)
+    if due.hour == 0 and due.minute == 0:
+        clock = "midnight"
+    elif due.hour == 12 and due.minute == 0:
+        clock = "noon"
+    else:
+        minutes = f":{due.minute:02d}" if due.minute else ""
+        clock = f"{due.hour % 12 or 12}{minutes} {'am' if due.hour < 12 else 'pm'}"
+    return f"{_date_in_words(due)}, {clock}"
+
+
+# --- sections ----------------------------------------------------------------------------------
+
+
+class _Section:
+    """A section being filled: its heading, its items and its size in characters."""
+
+    def __init__(self, heading: str, budget: int, separator: str):
+        self.heading = heading
+        self.limit = 4 * max(budget, 0)  # estimate_tokens(text) <= budget <=> len(text) <= this
+        self.separator = separator
+        self.used = len(heading)
+        self.count = 0
+
+    def room(self) -> int:
+        """Characters left for one more item."""
+        return self.limit - self.used - (len(self.separator) if self.count else 1)
+
+    def whole(self) -> int:
+        """Characters an item may have in the section when it is alone."""
+        return self.limit - len(self.heading) - 1
+
+    def add(self, text: str) -> None:
+        self.used += (len(self.separator) if self.count else 1) + len(text)
+        self.count += 1
+
+    def place(self, render: Callable[[str], str], content: str) -> tuple[str | None, bool]:
+        """The item's text if it goes in (cut when it could never fit whole), and if it was cut."""
+        text = render(content)
+        if len(text) <= self.room():
+            return text, False
+        if len(text) > self.whole():
+            text = _cut(render, content, self.room())
+            return text, text is not None
+        return None, False
+
+    def text(self, items: list[str]) -> str:
+        return f"{self.heading}\n{self.separator.join(items)}" if items else ""
+
+
+def _lingering(
+    items: Sequence[LingeringItem], now: datetime, budget: int, truncated: dict
+) -> tuple[str, list[int], int, int]:
+    eligible = [item for item in items if item.score >= LINGER_THRESHOLD]  # NaN is left out too
+    section = _Section(LINGERING, budget, "\n")
+    chosen: list[tuple[LingeringItem, str]] = []
+    for item in sorted(eligible, key=lambda item: (-item.score, item.id)):
+        text, cut = section.place(_lingering_render(item, now), _clean(item.content))
+        if text is None:
+            continue
+        section.add(text)
+        chosen.append((item, text))
+        if cut:
+            truncated.setdefault("lingering", []).append(item.id)
+    chosen.sort(key=lambda pair: (*_type_rank(pair[0].type), pair[0].id))
+    ids = [item.id for item, _ in chosen]
+    text = section.text([text for _, text in chosen])
+    return text, ids, len(eligible) - len(chosen), len(items) - len(eligible)
+
+
+def _lingering_render(item: LingeringItem, now: datetime) -> Callable[[str], str]:
+    label = _one_line(item.type) or "item"
+    if subject := _one_line(item.subject):
+        label += f": {subject}"
+    if item.due is not None:
+        label += f", due {due_in_words(item.due, now)}"
+    return lambda content: _guard(_hang(f"- [{label}] ", content))
+
+
+def _type_rank(type_: str) -> tuple[int, str]:
+    return (TYPE_ORDER.index(type_), "") if type_ in TYPE_ORDER else (len(TYPE_ORDER), type_)
+
+
+def _summaries(items: Sequence[SummaryItem], budget: int, truncated: dict) -> tuple[str, list[int]]:
+    section = _Section(SUMMARIES, budget, SECTION_GAP)
+    chosen: list[tuple[SummaryItem, str]] = []
+    newest_first = sorted(
+        items, key=lambda s: (s.last_event_id, s.first_event_id, s.id), reverse=True
+    )
+    for summary in newest_first:
+        span = f"events {summary.first_event_id}-{summary.last_event_id}"
+        title = f"### {_one_line(summary.level)}, {span}"
+        text, cut = section.place(_entry_render(title), _clean(summary.content))
+        if text is None:
+            break  # never leave a gap: older summaries do not jump over one that did not fit
+        section.add(text)
+        chosen.append((summary, text))
+        if cut:
+            truncated.setdefault("summaries", []).append(summary.id)
+            break  # it took what was left
+    chosen.sort(key=lambda pair: (pair[0].first_event_id, pair[0].last_event_id, pair[0].id))
+    return section.text([text for _, text in chosen]), [summary.id for summary, _ in chosen]
+
+
+def _recalled(items: Sequence[RecalledItem], budget: int, truncated: dict) -> tuple[str, list[str]]:
+    section = _Section(RECALLED, budget, SECTION_GAP)
+    texts: list[str] = []
+    keys: list[str] = []
+    for item in items:
+        title = f"### {_one_line(item.key)} ({_one_line(item.tier)})"
+        text, cut = section.place(_entry_render(title), _clean(item.text))
+        if text is None:
+            continue
+        section.add(text)
+        texts.append(text)
+        keys.append(item.key)
+        if cut:
+            truncated.setdefault("recalled", []).append(item.key)
+    return section.text(texts), keys
+
+
+def _entry_render(title: str) -> Callable[[str], str]:
+    return lambda content: f"{title}\n{_guard(content)}" if content else title
+
+
+@dataclass
+class _Recent:
+    text: str
+    event_ids: dict[str, list[int]]
+    flex_event_ids: list[int]
+    pool_tokens: dict[str, int]
+    dropped: dict[str, int]
+
+
+def _recent(lines: Sequence[ConversationLine], budgets: Budgets, truncated: dict) -> _Recent:
+    caps = {
+        USER: max(budgets.pool_user, 0),
+        SAY: max(budgets.pool_say, 0),
+        DO: max(budgets.pool_do, 0),
+        FLEX: max(budgets.pool_flex, 0),
+    }
+    left = dict(caps)
+    limit = 4 * sum(caps.values())  # the whole section, in characters
+    used = len(RECENT)
+    closed: set[str] = set()
+    kept: list[tuple[ConversationLine, str, str]] = []  # newest first: line, text, pool charged
+    dropped = dict.fromkeys(POOLS, 0)
+    for line in reversed(lines):
+        pool = line.pool
+        if pool in closed:
+            dropped[pool] += 1
+            continue
+        label = _one_line(line.actor) or UNKNOWN_ACTOR
+        label += ": " if pool == USER else f" ({pool}): "
+
+        def render(content: str, label: str = label) -> str:
+            return _guard(_hang(label, content))
+
+        content = _clean(line.text)
+        text = render(content)
+        # A line pays for its text and for the line break(s) after it (after the heading, for the
+        # newest line), so the pools account for every character of the section but its heading.
+        joint = 1 if not kept or kept[-1][0].event_id == line.event_id else 2
+        room = limit - used - joint
+        charged = None
+        if len(text) <= room:
+            cost = (joint + len(text) + 3) // 4
+            charged = next((p for p in (pool, FLEX) if cost <= left[p]), None)
+        whole = min(4 * max(caps[pool], caps[FLEX]) - joint, limit - len(RECENT) - 1)
+        if charged is None and len(text) > whole:  # it could never fit: cut it to what is left
+            charged = pool if left[pool] >= left[FLEX] else FLEX
+            text = _cut(render, content, min(room, 4 * left[charged] - joint))
+            if text is not None:
+                truncated.setdefault("recent", []).append(line.event_id)
+        if charged is None or text is None:
+            closed.add(pool)
+            dropped[pool] += 1
+            continue
+        left[charged] -= (joint + len(text) + 3) // 4
+        used += joint + len(text)
+        kept.append((line, text, charged))
+
+    kept.reverse()
+    parts: list[str] = []
+    for index, (line, text, _) in enumerate(kept):
+        if index:
+            parts.append("\n" if kept[index - 1][0].event_id == line.event_id else "\n\n")
+        parts.append(text)
+    event_ids = {
+        pool: list(dict.fromkeys(line.event_id for line, _, _ in kept if line.pool == pool))
+        for pool in POOLS
+    }
+    flex_ids = list(dict.fromkeys(line.event_id for line, _, charged in kept if charged == FLEX))
+    return _Recent(
+        text=f"{RECENT}\n{''.join(parts)}" if kept else "",
+        event_ids=event_ids,
+        flex_event_ids=flex_ids,
+        pool_tokens={pool: caps[pool] - left[pool] for pool in (*POOLS, FLEX)},
+        dropped=dropped,
+    )
+
+
+# --- text helpers ------------------------------------------------------------------------------
+
+
+def _blocks(texts: list[str], *, breakpoints: set[int]) -> list[dict]:
+    """Text blocks; every block after the first opens with the blank line that separates it."""
+    blocks = []
+    for index, text in enumerate(texts):
+        block: dict = {"type": "text", "text": SECTION_GAP + text if index else text}
+        if index in breakpoints:
+            block["cache_control"] = {"type": "ephemeral"}
+        blocks.append(block)
+    return blocks
+
+
+def _clean(text: str) -> str:
+    """Stripped, every kind of line break made ``\\n``, trailing spaces of lines removed."""
+    return "\n".join(line.rstrip() for line in text.strip().splitlines())
+
+
+def _one_line(text: str) -> str:
+    return " ".join(text.split())
+
+
+def _hang(label: str, content: str) -> str:
+    """``label`` then the content, its continuation lines indented by two spaces."""
+    first, *rest = content.split("\n")
+    return "\n".join([f"{label}{first}".rstrip(), *(f"  {line}" if line else "" for line in rest)])
+
+
+def _guard(text: str) -> str:
+    """A backslash before the ``#`` that opens a line, so no content line reads as a heading."""
+    lines = text.split("\n")
+    for index, line in enumerate(lines):
+        stripped = line.lstrip(" \t")
+        if stripped.startswith("#"):
+            lines[index] = f"{line[: len(line) - len(stripped)]}\\{stripped}"
+    return "\n".join(lines)
+
+
+def _cut(render: Callable[[str], str], content: str, room: int) -> str | None:
+    """The longest rendering of the content's start, plus " …", in ``room`` characters.
+
+    Cut at a word boundary; mid-word only when not even the first word fits. None when nothing
+    fits. Relies on the rendered length never shrinking as the content grows.
+    """
+
+    def at(end: int) -> str:
+        return render(content[:end].rstrip() + ELLIPSIS)
+
+    if len(content) < 2 or len(at(1)) > room:
+        return None
+    low, high = 1, len(content) - 1
+    while low < high:
+        middle = (low + high + 1) // 2
+        if len(at(middle)) <= room:
+            low = middle
+        else:
+            high = middle - 1
+    end = low
+    while end > 0 and not content[end].isspace():
+        end -= 1
+    return at(end if end > 0 else low)
+
+
+def _date_in_words(moment: datetime) -> str:
+    return f"{WEEKDAYS[moment.weekday()]} {moment.day} {MONTHS[moment.month - 1]} {moment.year}"
+
+
+def _part_of_day(hour: int) -> str:
+    if 5 <= hour < 12:
+        return "in the morning"
+    if 12 <= hour < 18:
+        return "in the afternoon"
+    if 18 <= hour < 22:
+        return "in the evening"
+    return "at night"
+
+
+def _count(number: int, unit: str) -> str:
+    return f"{number} {unit}" if number == 1 else f"{number} {unit}s"

@@ -1,0 +1,674 @@
+"""Assembly: budgets and pools over plain data, no database."""
+
+import re
+from datetime import UTC, datetime, timedelta
+from zoneinfo import ZoneInfo
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from heart.assemble import (
+    Budgets,
+    ConversationLine,
+    LingeringItem,
+    RecalledItem,
+    SummaryItem,
+    ago_in_words,
+    assemble,
+    estimate_tokens,
+    now_in_words,
+)
+
+NOW = datetime(2026, 11, 22, 5, 40, tzinfo=UTC)
+HEADINGS = ("Lingering", "Summaries", "Recalled", "Recent", "Now", "Message")
+EPHEMERAL = {"type": "ephemeral"}
+
+
+def wm(id, score, content="item", type="thought", subject="", due=None):
+    return LingeringItem(id, type, content, subject, score, due)
+
+
+def line(event_id, pool, text, actor=None):
+    actor = actor or ("luna" if pool == "user" else "claude")
+    return ConversationLine(event_id, NOW - timedelta(minutes=100 - event_id), actor, pool, text)
+
+
+def build(**overrides):
+    arguments = {
+        "wake": "You are Claude.",
+        "image_text": None,
+        "ambient": "What you know: [fairy].",
+        "lingering": [],
+        "summaries": [],
+        "recalled": [],
+        "conversation": [],
+        "now": NOW,
+        "last_message_at": None,
+        "message": "hello",
+        "actor": "luna",
+        "budgets": Budgets(),
+    }
+    return assemble(**{**arguments, **overrides})
+
+
+def sections(user_text):
+    """Heading → body of each ``## `` section of the user message."""
+    found = list(re.finditer(r"^## (.+)$", user_text, re.MULTILINE))
+    return {
+        heading[1]: user_text[
+            heading.end() + 1 : found[i + 1].start() if i + 1 < len(found) else None
+        ].rstrip("\n")
+        for i, heading in enumerate(found)
+    }
+
+
+def section_text(user_text, name):
+    """The section exactly as sent, heading included."""
+    match = re.search(rf"^## {name}\n(?:.*\n)*?(?=\n## |\Z)", user_text + "\n", re.MULTILINE)
+    return match[0].rstrip("\n") if match else ""
+
+
+def breakpoints(blocks):
+    return [index for index, block in enumerate(blocks) if "cache_control" in block]
+
+
+def full():
+    return build(
+        image_text="About images.",
+        lingering=[wm(1, 0.9, "protective", type="feeling")],
+        summaries=[SummaryItem(7, "L0", 1, 40, "They talked about the garden.")],
+        recalled=[RecalledItem("fairy", "inventory", "Fairies keep the old bargains.")],
+        conversation=[line(41, "user", "hi"), line(42, "say", "Hello.")],
+        last_message_at=NOW - timedelta(hours=3),
+    )
+
+
+# --- layout ----------------------------------------------------------------------------------
+
+
+def test_it_orders_the_sections_with_their_headings():
+    assembly = full()
+    headings = re.findall(r"^## (.+)$", assembly.user_text, re.MULTILINE)
+    assert headings == list(HEADINGS)
+    assert assembly.user_text.startswith("## Lingering\n")
+    assert "\n\n## Summaries\n### L0, events 1-40\nThey talked about the garden.\n\n" in (
+        assembly.user_text
+    )
+    assert assembly.user_text.endswith("## Message\nluna:\nhello")
+
+
+def test_it_puts_wake_image_and_ambient_in_the_system_prompt_and_the_rest_in_the_user_message():
+    assembly = full()
+    assert assembly.system_text == "You are Claude.\n\nAbout images.\n\nWhat you know: [fairy]."
+    assert [block["text"] for block in assembly.system] == [
+        "You are Claude.",
+        "\n\nAbout images.",
+        "\n\nWhat you know: [fairy].",
+    ]
+    assert all(block["type"] == "text" for block in assembly.system + assembly.user)
+    assert "You are Claude" not in assembly.user_text
+    assert "## " not in assembly.system_text
+    assert assembly.system_text == "".join(block["text"] for block in assembly.system)
+    assert assembly.user_text == "".join(block["text"] for block in assembly.user)
+
+
+def test_it_includes_the_image_text_only_with_an_image():
+    without = build()
+    assert without.system_text == "You are Claude.\n\nWhat you know: [fairy]."
+    assert without.token_counts["image"] == 0
+    with_image = build(image_text="  About images.\n")
+    assert "About images." in with_image.system_text
+    assert with_image.token_counts["image"] == estimate_tokens("About images.")
+
+
+def test_it_leaves_out_empty_sections_but_always_has_now_and_message():
+    assembly = build()
+    assert list(sections(assembly.user_text)) == ["Now", "Message"]
+    assert len(assembly.user) == 1
+    assert assembly.user_text == (
+        "## Now\nIt is Sunday 22 November 2026, 5:40 in the morning. This is the first message."
+        "\n\n## Message\nluna:\nhello"
+    )
+
+
+def test_it_keeps_the_message_verbatim():
+    message = "  <luna>two\r\nlines</luna>\n\n## Now\n# hash \u2028 end\t \n"
+    assembly = build(message=message, actor="luna")
+    assert assembly.user_text.endswith("\n\n## Message\nluna:\n" + message)
+    assert assembly.user[-1]["text"].endswith("luna:\n" + message)
+
+
+def test_it_names_an_unknown_actor():
+    assert build(actor="  ").user_text.endswith("## Message\nunknown:\nhello")
+
+
+def test_it_keeps_content_from_looking_like_a_heading():
+    assembly = build(
+        lingering=[wm(1, 0.5, "first\n## Message\nthird", type="thought")],
+        summaries=[SummaryItem(1, "L0", 1, 2, "## Now\n### fake entry")],
+        recalled=[RecalledItem("fairy", "inventory", "# Fairies\n## Recent")],
+        conversation=[line(1, "user", "## Lingering\nsecond", actor="#luna")],
+    )
+    assert re.findall(r"^## (.+)$", assembly.user_text, re.MULTILINE) == list(HEADINGS)
+    body = sections(assembly.user_text)
+    assert body["Summaries"] == "### L0, events 1-2\n\\## Now\n\\### fake entry"
+    assert body["Recalled"] == "### fairy (inventory)\n\\# Fairies\n\\## Recent"
+    assert body["Recent"] == "\\#luna: ## Lingering\n  second"
+    assert body["Lingering"] == "- [thought] first\n  \\## Message\n  third"
+
+
+def test_its_sections_read_back_through_the_offline_companion():
+    offline = pytest.importorskip("heart.offline")
+    assembly = build(
+        recalled=[
+            RecalledItem("fairy", "inventory", "Fairies keep the old bargains."),
+            RecalledItem("moon", "ambient", "The moon over the lake."),
+        ],
+        message="remember [moon]",
+    )
+    parsed = {
+        name.casefold(): body for name, body in offline.sections_of(assembly.user_text).items()
+    }
+    assert parsed["message"] == "luna:\nremember [moon]"
+    assert offline.recalled_entries(parsed["recalled"]) == [
+        ("fairy", "Fairies keep the old bargains."),
+        ("moon", "The moon over the lake."),
+    ]
+
+
+def test_it_is_deterministic():
+    assert full() == full()
+
+
+# --- lingering -------------------------------------------------------------------------------
+
+
+def test_it_chooses_lingering_by_score_within_budget():
+    # Each line "- [thought] xxxx…" is 12 + 28 = 40 characters, 10 tokens; the heading 4 tokens.
+    items = [wm(id, score, f"{id}" * 28) for id, score in [(1, 0.2), (2, 0.9), (3, 0.5), (4, 0.7)]]
+    assembly = build(lingering=items, budgets=Budgets(working_memory=35))
+    assert assembly.items_included["lingering"] == [2, 3, 4]  # printed by id
+    assert assembly.items_included["dropped"]["lingering"] == 1
+    assert assembly.token_counts["lingering"] <= 35
+
+
+def test_it_lets_a_smaller_item_take_room_a_bigger_one_could_not():
+    items = [wm(1, 0.9, "a" * 60), wm(2, 0.8, "b" * 60), wm(3, 0.1, "small")]
+    assembly = build(lingering=items, budgets=Budgets(working_memory=30))
+    assert assembly.items_included["lingering"] == [1, 3]
+
+
+def test_it_never_includes_lingering_under_the_threshold():
+    items = [wm(1, 0.0099), wm(2, 0.01), wm(3, float("nan")), wm(4, 0.0)]
+    assembly = build(lingering=items)
+    assert assembly.items_included["lingering"] == [2]
+    assert assembly.items_included["dropped"]["lingering_faded"] == 3
+    assert assembly.items_included["dropped"]["lingering"] == 0
+
+
+def test_it_writes_lingering_lines_without_scores():
+    paris = ZoneInfo("Europe/Paris")
+    items = [
+        wm(5, 0.3, "call the pharmacy", type="plan", due=datetime(2026, 11, 27, 16, 0, tzinfo=UTC)),
+        wm(2, 0.9, "quiet today", type="desc", subject="hasuki"),
+        wm(9, 0.99, "protective", type="feeling"),
+        wm(3, 1.0, "the garden key", type="secret"),
+        wm(4, 1.0, "buy bread", type="plan", due=datetime(2026, 11, 28, 0, 0, tzinfo=paris)),
+        wm(6, 1.0, "noon walk", type="plan", due=datetime(2026, 11, 28, 12, 30, tzinfo=paris)),
+        wm(1, 0.5, "two\nlines", type="thought"),
+    ]
+    body = sections(build(lingering=items, now=NOW.astimezone(paris)).user_text)["Lingering"]
+    assert body.split("\n") == [
+        "- [feeling] protective",
+        "- [thought] two",
+        "  lines",
+        "- [desc: hasuki] quiet today",
+        "- [plan, due Saturday 28 November 2026, midnight] buy bread",
+        "- [plan, due Friday 27 November 2026, 5 pm] call the pharmacy",
+        "- [plan, due Saturday 28 November 2026, 12:30 pm] noon walk",
+        "- [secret] the garden key",
+    ]
+    assert "0." not in body
+
+
+def test_it_prints_lingering_in_the_same_order_whatever_the_scores():
+    first = build(lingering=[wm(1, 0.9, "a"), wm(2, 0.2, "b"), wm(3, 0.5, "c")])
+    second = build(lingering=[wm(1, 0.1, "a"), wm(2, 0.8, "b"), wm(3, 0.3, "c")])
+    assert first.user[0] == second.user[0]
+
+
+# --- summaries and recalled ------------------------------------------------------------------
+
+
+def test_it_chooses_the_newest_summaries_and_prints_them_oldest_first():
+    # Each entry "### L0, events a-b\n" + 40 characters is about 15 tokens.
+    items = [SummaryItem(id, "L0", id * 10, id * 10 + 9, f"{id}" * 40) for id in (3, 1, 4, 2)]
+    assembly = build(summaries=items, budgets=Budgets(summaries=40))
+    assert assembly.items_included["summaries"] == [3, 4]
+    assert assembly.items_included["dropped"]["summaries"] == 2
+    body = sections(assembly.user_text)["Summaries"]
+    assert body.index("events 30-39") < body.index("events 40-49")
+    assert assembly.token_counts["summaries"] <= 40
+
+
+def test_it_leaves_no_gap_in_the_summaries():
+    items = [
+        SummaryItem(1, "L0", 1, 10, "old and short"),
+        SummaryItem(2, "L0", 11, 20, "x" * 190),  # fits alone, but not after the newest
+        SummaryItem(3, "L0", 21, 30, "newest"),
+    ]
+    assembly = build(summaries=items, budgets=Budgets(summaries=60))
+    assert assembly.items_included["summaries"] == [3]
+
+
+def test_it_keeps_recalled_within_budget_in_the_given_order():
+    items = [
+        RecalledItem("fairy", "inventory", "f" * 100),
+        RecalledItem("moon", "ambient", "m" * 150),  # fits alone, but not after fairy
+        RecalledItem("lake", "ambient", "l" * 40),
+    ]
+    assembly = build(recalled=items, budgets=Budgets(recall=60))
+    assert assembly.items_included["recalled"] == ["fairy", "lake"]
+    assert assembly.items_included["dropped"]["recalled"] == 1
+    body = sections(assembly.user_text)["Recalled"]
+    assert body == f"### fairy (inventory)\n{'f' * 100}\n\n### lake (ambient)\n{'l' * 40}"
+    assert assembly.token_counts["recalled"] <= 60
+
+
+def test_it_cuts_an_item_too_big_for_its_whole_budget_at_a_word():
+    text = " ".join(f"word{n}" for n in range(400))
+    assembly = build(
+        lingering=[wm(1, 0.5, text)],
+        summaries=[SummaryItem(2, "L1", 1, 9, text)],
+        recalled=[RecalledItem("fairy", "inventory", text)],
+        budgets=Budgets(working_memory=50, summaries=50, recall=50),
+    )
+    body = sections(assembly.user_text)
+    for name, budget in [("Lingering", 50), ("Summaries", 50), ("Recalled", 50)]:
+        assert body[name].endswith(" …")
+        assert re.search(r"word\d+ …$", body[name])
+        assert estimate_tokens(section_text(assembly.user_text, name)) <= budget
+        assert estimate_tokens(section_text(assembly.user_text, name)) >= budget - 3
+    assert assembly.items_included["truncated"] == {
+        "lingering": [1],
+        "summaries": [2],
+        "recalled": ["fairy"],
+    }
+
+
+def test_it_cuts_mid_word_only_when_the_first_word_is_too_long():
+    assembly = build(
+        recalled=[RecalledItem("k", "inventory", "x" * 500)], budgets=Budgets(recall=20)
+    )
+    assert sections(assembly.user_text)["Recalled"] == "### k (inventory)\n" + "x" * 48 + " …"
+    tiny = build(recalled=[RecalledItem("k", "inventory", "x" * 500)], budgets=Budgets(recall=5))
+    assert "Recalled" not in sections(tiny.user_text)
+
+
+# --- recent: the pools -----------------------------------------------------------------------
+
+NO_POOLS = {"pool_user": 0, "pool_say": 0, "pool_do": 0, "pool_flex": 0}
+
+
+def pools(**sizes):
+    return Budgets(**{**NO_POOLS, **sizes})
+
+
+def test_it_renders_recent_lines_grouped_per_event():
+    conversation = [
+        line(1, "user", "hello"),
+        line(2, "say", "Hi."),
+        line(2, "narrate", "She waves."),
+        line(2, "say", "What's up?"),
+        line(3, "user", "not much", actor="renki"),
+    ]
+    assembly = build(conversation=conversation)
+    assert sections(assembly.user_text)["Recent"] == (
+        "luna: hello\n\n"
+        "claude (say): Hi.\nclaude (do): She waves.\nclaude (say): What's up?\n\n"
+        "renki: not much"
+    )
+    assert assembly.items_included["recent"] == {"user": [1, 3], "say": [2], "do": [2]}
+
+
+def test_it_caps_each_pool():
+    # A line pays for its text and the blank line after it: "luna: " + 12 characters + 2 = 20
+    # characters, 5 tokens; "claude (say): " + 4 characters + 2 too. Flex (3) holds no line,
+    # only the heading's share of the section.
+    conversation = [line(n, "user", f"{n:02d}" * 6) for n in range(10)]
+    conversation += [line(n, "say", f"{n:02d}" * 2) for n in range(10, 20)]
+    assembly = build(
+        conversation=conversation, budgets=pools(pool_user=15, pool_say=10, pool_flex=3)
+    )
+    included = assembly.items_included
+    assert included["recent"]["user"] == [7, 8, 9]
+    assert included["recent"]["say"] == [18, 19]
+    assert included["pool_tokens"] == {"user": 15, "say": 10, "do": 0, "flex": 0}
+    assert included["dropped"]["recent"] == {"user": 7, "say": 8, "do": 0}
+
+
+def test_it_overflows_into_flex():
+    conversation = [line(n, "user", f"{n:02d}" * 6) for n in range(10)]
+    budgets = pools(pool_user=10, pool_flex=10, pool_say=3)
+    included = build(conversation=conversation, budgets=budgets).items_included
+    assert included["recent"]["user"] == [6, 7, 8, 9]
+    assert included["recent_flex"] == [6, 7]
+    assert included["pool_tokens"] == {"user": 10, "say": 0, "do": 0, "flex": 10}
+
+
+def test_it_shares_flex_between_pools_newest_first():
+    conversation = []
+    for n in range(0, 12, 2):
+        conversation += [line(n, "user", f"{n:02d}" * 6), line(n + 1, "say", f"{n + 1:02d}" * 2)]
+    budgets = pools(pool_user=5, pool_say=5, pool_flex=10, pool_do=3)
+    included = build(conversation=conversation, budgets=budgets).items_included
+    # Newest first: say 11 → say pool, user 10 → user pool, say 9 → flex, user 8 → flex; then
+    # both pools and flex are full.
+    assert included["recent"] == {"user": [8, 10], "say": [9, 11], "do": []}
+    assert included["recent_flex"] == [8, 9]
+
+
+def test_it_drops_the_oldest_and_keeps_each_pool_contiguous():
+    conversation = [
+        line(1, "user", "a"),  # 3 tokens: would fit what is left, but it is older than a drop
+        line(2, "user", "x" * 30),  # 36 + 2 characters, 10 tokens: does not fit what is left
+        line(3, "user", "y" * 26),  # 32 + 2 characters, 9 tokens
+        line(4, "say", "s" * 10),
+    ]
+    budgets = pools(pool_user=12, pool_say=10, pool_do=3)
+    assembly = build(conversation=conversation, budgets=budgets)
+    included = assembly.items_included
+    assert included["recent"]["user"] == [3]
+    assert included["recent"]["say"] == [4]
+    assert included["pool_tokens"]["user"] == 9
+    assert included["dropped"]["recent"] == {"user": 2, "say": 0, "do": 0}
+    assert "luna: a" not in assembly.user_text
+
+
+def test_it_cuts_a_line_too_big_for_its_whole_pool():
+    long = " ".join(["word"] * 2000)
+    conversation = [line(1, "user", "before"), line(2, "user", long), line(3, "say", "Oh.")]
+    assembly = build(conversation=conversation, budgets=pools(pool_user=100, pool_say=100))
+    body = sections(assembly.user_text)["Recent"]
+    assert body.startswith("luna: word word") and "word …\n\nclaude (say): Oh." in body
+    assert assembly.items_included["truncated"] == {"recent": [2]}
+    assert assembly.items_included["recent"]["user"] == [2]  # it took the whole pool
+    assert estimate_tokens(body.split("\n\n")[0]) <= 100
+
+
+def test_it_keeps_recent_within_the_sum_of_the_pools():
+    conversation = [line(n, ("user", "say", "do")[n % 3], "w " * 40) for n in range(300)]
+    budgets = Budgets()
+    assembly = build(conversation=conversation, budgets=budgets)
+    pool_sum = budgets.pool_user + budgets.pool_say + budgets.pool_do + budgets.pool_flex
+    assert pool_sum - 150 <= assembly.token_counts["recent"] <= pool_sum  # lines of 25 tokens
+    for pool, used in assembly.items_included["pool_tokens"].items():
+        assert used <= getattr(budgets, f"pool_{pool}")
+
+
+def test_it_reads_narrate_as_do_and_refuses_an_unknown_pool():
+    assert ConversationLine(1, NOW, "claude", "narrate", "x").pool == "do"
+    with pytest.raises(ValueError):
+        ConversationLine(1, NOW, "claude", "shout", "x")
+
+
+# --- time ------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("moment", "words"),
+    [
+        (datetime(2026, 11, 22, 5, 40), "It is Sunday 22 November 2026, 5:40 in the morning."),
+        (datetime(2026, 11, 23, 11, 59), "It is Monday 23 November 2026, 11:59 in the morning."),
+        (datetime(2026, 2, 12, 12, 0), "It is Thursday 12 February 2026, noon."),
+        (datetime(2026, 2, 12, 12, 5), "It is Thursday 12 February 2026, 12:05 in the afternoon."),
+        (datetime(2026, 2, 12, 17, 30), "It is Thursday 12 February 2026, 5:30 in the afternoon."),
+        (datetime(2026, 2, 12, 18, 0), "It is Thursday 12 February 2026, 6:00 in the evening."),
+        (datetime(2026, 2, 12, 22, 15), "It is Thursday 12 February 2026, 10:15 at night."),
+        (datetime(2026, 2, 13, 0, 0), "It is Friday 13 February 2026, midnight."),
+        (datetime(2026, 2, 13, 0, 30), "It is Friday 13 February 2026, 12:30 at night."),
+        (datetime(2026, 2, 13, 4, 59), "It is Friday 13 February 2026, 4:59 at night."),
+    ],
+)
+def test_it_says_the_time_in_words(moment, words):
+    moment = moment.replace(tzinfo=ZoneInfo("Europe/Berlin"))
+    assert now_in_words(moment, None) == f"{words} This is the first message."
+
+
+@pytest.mark.parametrize(
+    ("elapsed", "words"),
+    [
+        (timedelta(seconds=-5), "moments ago"),
+        (timedelta(seconds=59), "moments ago"),
+        (timedelta(minutes=1), "1 minute ago"),
+        (timedelta(minutes=12, seconds=40), "12 minutes ago"),
+        (timedelta(minutes=59, seconds=59), "59 minutes ago"),
+        (timedelta(hours=1), "1 hour ago"),
+        (timedelta(hours=3, minutes=50), "3 hours ago"),
+        (timedelta(hours=23, minutes=59), "23 hours ago"),
+        (timedelta(days=1), "1 day ago"),
+        (timedelta(days=2, hours=5), "2 days ago"),
+        (timedelta(days=13), "13 days ago"),
+        (timedelta(days=15), "2 weeks ago"),
+        (timedelta(days=59), "8 weeks ago"),
+        (timedelta(days=90), "3 months ago"),
+        (timedelta(days=800), "2 years ago"),
+    ],
+)
+def test_it_says_how_long_since_the_last_message(elapsed, words):
+    assert ago_in_words(elapsed) == words
+
+
+def test_it_puts_the_time_and_the_last_message_in_the_now_section():
+    assembly = build(last_message_at=NOW - timedelta(hours=3, minutes=5))
+    assert sections(assembly.user_text)["Now"] == (
+        "It is Sunday 22 November 2026, 5:40 in the morning. Last message 3 hours ago."
+    )
+    naive_last = build(last_message_at=datetime(2026, 11, 22, 5, 28))
+    assert "Last message 12 minutes ago." in naive_last.user_text
+
+
+# --- prompt caching --------------------------------------------------------------------------
+
+
+def test_it_puts_cache_breakpoints_on_wake_system_end_and_the_stable_user_prefix():
+    with_image = full()
+    assert breakpoints(with_image.system) == [0, 2]
+    assert breakpoints(with_image.user) == [0]
+    assert with_image.user[0]["text"].startswith("## Lingering")
+    assert with_image.user[0]["text"].endswith("They talked about the garden.")
+    assert with_image.user[1]["text"].startswith("\n\n## Recalled")
+    blocks = with_image.system + with_image.user
+    assert all(block["cache_control"] == EPHEMERAL for block in blocks if "cache_control" in block)
+    assert len(breakpoints(blocks)) <= 4
+
+    without_image = build(lingering=[wm(1, 0.5)])
+    assert breakpoints(without_image.system) == [0, 1]
+    assert breakpoints(without_image.user) == [0]
+    only_wake = build(ambient="", lingering=[], summaries=[])
+    assert breakpoints(only_wake.system) == [0]
+    assert breakpoints(only_wake.user) == []
+    no_wake = build(wake="", image_text="About images.")
+    assert breakpoints(no_wake.system) == [1]
+
+
+def test_it_shares_the_cached_prefix_between_consecutive_turns():
+    shared = {
+        "image_text": None,
+        "lingering": [wm(1, 0.9, "protective", type="feeling"), wm(2, 0.4, "the garden")],
+        "summaries": [SummaryItem(7, "L0", 1, 40, "They talked about the garden.")],
+    }
+    conversation = [line(41, "user", "hi"), line(42, "say", "Hello.")]
+    first = build(**shared, conversation=conversation, message="how are you?")
+    shared["lingering"] = [wm(1, 0.7, "protective", type="feeling"), wm(2, 0.39, "the garden")]
+    second = build(
+        **shared,
+        conversation=[*conversation, line(43, "user", "how are you?"), line(44, "say", "Well.")],
+        now=NOW + timedelta(minutes=2),
+        last_message_at=NOW,
+        message="good",
+    )
+    assert first.system == second.system
+    assert first.user[0] == second.user[0]
+    assert second.user_text.startswith(first.user[0]["text"])
+    assert first.user[1] != second.user[1]
+
+
+def test_it_shares_the_wake_prefix_with_and_without_an_image():
+    without_image, with_image = build(), build(image_text="About images.")
+    assert without_image.system[0] == with_image.system[0]
+    assert "cache_control" in with_image.system[0]
+
+
+# --- bookkeeping -----------------------------------------------------------------------------
+
+
+def test_it_counts_tokens_and_lists_what_it_included():
+    assembly = full()
+    counts = assembly.token_counts
+    assert counts["wake"] == estimate_tokens("You are Claude.")
+    assert counts["image"] == estimate_tokens("About images.")
+    assert counts["ambient"] == estimate_tokens("What you know: [fairy].")
+    for name in HEADINGS:
+        assert counts[name.lower()] == estimate_tokens(section_text(assembly.user_text, name))
+    assert counts["total"] == estimate_tokens(assembly.system_text) + estimate_tokens(
+        assembly.user_text
+    )
+    assert assembly.items_included == {
+        "lingering": [1],
+        "summaries": [7],
+        "recalled": ["fairy"],
+        "recent": {"user": [41], "say": [42], "do": []},
+        "recent_flex": [],
+        "pool_tokens": {
+            "user": estimate_tokens("luna: hi\n\n"),
+            "say": estimate_tokens("claude (say): Hello.\n"),
+            "do": 0,
+            "flex": 0,
+        },
+        "truncated": {},
+        "dropped": {
+            "lingering": 0,
+            "lingering_faded": 0,
+            "summaries": 0,
+            "recalled": 0,
+            "recent": {"user": 0, "say": 0, "do": 0},
+        },
+    }
+
+
+@pytest.mark.parametrize(("text", "tokens"), [("", 0), ("a", 1), ("abcd", 1), ("abcde", 2)])
+def test_it_estimates_a_token_per_four_characters(text, tokens):
+    assert estimate_tokens(text) == tokens
+
+
+# --- properties ------------------------------------------------------------------------------
+
+texts = st.text(alphabet=st.sampled_from("ab c#\n\r\u2028 …é-:[]()"), max_size=120) | st.text(
+    max_size=40
+)
+budget = st.integers(min_value=0, max_value=50) | st.integers(min_value=0, max_value=400)
+moments = st.datetimes(
+    min_value=datetime(2000, 1, 1), max_value=datetime(2100, 1, 1), timezones=st.just(UTC)
+)
+lingering_items = st.builds(
+    LingeringItem,
+    id=st.integers(1, 50),
+    type=st.sampled_from(["feeling", "thought", "desc", "plan", "pin", "pattern", "secret", "x"]),
+    content=texts,
+    subject=texts,
+    score=st.floats(allow_nan=True) | st.floats(0, 1),
+    due=st.none() | moments,
+)
+summary_items = st.builds(
+    SummaryItem,
+    id=st.integers(1, 50),
+    level=st.sampled_from(["L0", "L1", "L2"]),
+    first_event_id=st.integers(1, 100),
+    last_event_id=st.integers(1, 100),
+    content=texts,
+)
+recalled_items = st.builds(
+    RecalledItem,
+    key=texts,
+    tier=st.sampled_from(["inventory", "recognition", "ambient", "missing"]),
+    text=texts,
+)
+conversation_lines = st.lists(
+    st.tuples(
+        st.integers(0, 2),
+        st.sampled_from(["user", "say", "do", "narrate"]),
+        texts,
+        st.sampled_from(["luna", "claude", "", "#x"]),
+    ),
+    max_size=25,
+).map(
+    lambda rows: [
+        ConversationLine(index + step, NOW, actor, pool, text)
+        for index, (step, pool, text, actor) in enumerate(rows)
+    ]
+)
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    lingering=st.lists(lingering_items, max_size=8),
+    summaries=st.lists(summary_items, max_size=5),
+    recalled=st.lists(recalled_items, max_size=5),
+    conversation=conversation_lines,
+    budgets=st.builds(
+        Budgets,
+        working_memory=budget,
+        recall=budget,
+        summaries=budget,
+        pool_user=budget,
+        pool_say=budget,
+        pool_do=budget,
+        pool_flex=budget,
+    ),
+    now=moments,
+    last=st.none() | moments,
+    message=texts,
+    image=st.none() | texts,
+)
+def test_it_keeps_every_section_within_its_budget(
+    lingering, summaries, recalled, conversation, budgets, now, last, message, image
+):
+    assembly = assemble(
+        wake="wake",
+        image_text=image,
+        ambient="ambient",
+        lingering=lingering,
+        summaries=summaries,
+        recalled=recalled,
+        conversation=conversation,
+        now=now,
+        last_message_at=last,
+        message=message,
+        actor="luna",
+        budgets=budgets,
+    )
+    counts = assembly.token_counts
+    assert counts["lingering"] <= budgets.working_memory
+    assert counts["summaries"] <= budgets.summaries
+    assert counts["recalled"] <= budgets.recall
+    pool_sum = budgets.pool_user + budgets.pool_say + budgets.pool_do + budgets.pool_flex
+    assert counts["recent"] <= pool_sum
+    for pool, used in assembly.items_included["pool_tokens"].items():
+        assert used <= getattr(budgets, f"pool_{pool}")
+
+    assert assembly.user_text == "".join(block["text"] for block in assembly.user)
+    assert assembly.system_text == "".join(block["text"] for block in assembly.system)
+    assert assembly.user_text.endswith("## Message\nluna:\n" + message)
+    assert len(breakpoints(assembly.system + assembly.user)) <= 4
+    assert all(block["text"].strip() for block in assembly.system + assembly.user)
+    before_message = assembly.user_text[: len(assembly.user_text) - len(message)]
+    headings = re.findall(r"^## (.+)$", before_message, re.MULTILINE)
+    assert headings == sorted(set(headings), key=HEADINGS.index)
+    assert headings[-2:] == ["Now", "Message"]
+    for heading in ("Lingering", "Summaries", "Recalled", "Recent"):
+        key = heading.lower()
+        assert counts[key] == estimate_tokens(section_text(before_message, heading))
+    included = assembly.items_included
+    assert set(included["lingering"]) <= {item.id for item in lingering if item.score >= 0.01}
