@@ -90,9 +90,7 @@ def _ingest_item(item: KnowledgeItem, *, event: Event, side: str, turn: int, res
     if item.kind == "feeling":
         result.superseded.extend(_supersede(type="feeling", at=event.ts))
     elif item.kind == "desc" and item.subject:
-        result.superseded.extend(
-            _supersede(type="desc", at=event.ts, subject__iexact=item.subject)
-        )
+        result.superseded.extend(_supersede(type="desc", at=event.ts, subject__iexact=item.subject))
     due = None
     if item.kind == "plan":
         due = due_from_text(content, written_at=event.ts, time_zone=settings.TIME_ZONE)

@@ -1,8 +1,28 @@
 """Writes of the Heart that touch several models or the outside world."""
 
+import logging
+import mimetypes
 import secrets
+import time
+from datetime import datetime, timedelta
 
+from django.conf import settings
 from django.contrib.auth import get_user_model
+from django.db import connections, transaction
+from django.db.models import F
+from django.utils import timezone
+from django_q.tasks import async_task
+
+from gem.selectors import companion_default_name
+from gem.state import PENDING_RECALL, state_set, turn_counter_advance
+from heart.context import context_for_event
+from heart.ingest import COMPANION, USER, event_record, identity_names, working_memory_ingest
+from heart.models import ContextSnapshot, Event, Turn, TurnStatus
+from heart.parse import parse
+from silentstar import claude
+from silentstar.claude import ClaudeError
+
+logger = logging.getLogger(__name__)
 
 
 def owner_ensure(*, username: str, password: str | None) -> str | None:
@@ -21,3 +41,200 @@ def owner_ensure(*, username: str, password: str | None) -> str | None:
     generated = None if password else secrets.token_urlsafe(12)
     user_model.objects.create_superuser(username=username, email="", password=password or generated)
     return generated
+
+
+# --- Turns -------------------------------------------------------------------------------
+
+
+class TurnOrderError(ValueError):
+    """A turn was asked to happen before one that is already in the log."""
+
+
+def user_text_compose(*, message: str, identity: str | None, knowledge_tags: list[str]) -> str:
+    """The tagged text the chat page and the terminal send: knowledge tags, then the identity."""
+    text = message
+    for tag in reversed(knowledge_tags):
+        text = f"<{tag}>{text}</{tag}>"
+    return f"<{identity}>{text}</{identity}>" if identity else text
+
+
+def turn_submit(
+    *, text: str, actor: str, image: str = "", at: datetime | None = None, enqueue: bool = True
+) -> Turn:
+    """Store the person's message, ingest their plans and pins, and queue the companion's turn.
+
+    The event is written first, before anything that can fail. ``at`` runs the turn as if at
+    that moment (replays, demos of decay over days). No turn comes before the last event in the
+    log, so a log that was run ahead with ``at`` takes further turns only from there on.
+    """
+    ts = at or timezone.now()
+    last = Event.objects.order_by("-ts").values_list("ts", flat=True).first()
+    if last and ts < last:
+        raise TurnOrderError(
+            f"A turn at {ts.isoformat()} would come before the last event in the log "
+            f"({last.isoformat()}); turns happen in order."
+        )
+    event, parsed = event_record(text=text, actor=actor, ts=ts, image=image)
+    number = turn_counter_advance()
+    working_memory_ingest(parsed=parsed, event=event, side=USER, turn=number)
+    turn = Turn.objects.create(event=event, number=number)
+    if enqueue:
+        transaction.on_commit(
+            lambda: async_task("heart.tasks.run_turns_task", turn.pk, group="turns"),
+            using="events",
+        )
+    return turn
+
+
+def turn_claim_next() -> Turn | None:
+    """Claim the oldest queued turn, unless a turn is already running (one at a time)."""
+    with transaction.atomic(using="events"):
+        connection = connections["events"]
+        if connection.vendor == "postgresql":
+            with connection.cursor() as cursor:  # serialise claims across workers
+                cursor.execute("SELECT pg_advisory_xact_lock(%s)", [TURN_CLAIM_LOCK])
+        if Turn.objects.filter(status=TurnStatus.RUNNING).exists():
+            return None
+        turn = Turn.objects.filter(status=TurnStatus.QUEUED).order_by("queued_at", "pk").first()
+        if turn is None:
+            return None
+        Turn.objects.filter(pk=turn.pk, status=TurnStatus.QUEUED).update(
+            status=TurnStatus.RUNNING,
+            started_at=timezone.now(),
+            attempts=F("attempts") + 1,
+            error="",
+        )
+    return Turn.objects.select_related("event").get(pk=turn.pk)
+
+
+TURN_CLAIM_LOCK = 7_351_001  # any constant: the advisory lock's name on PostgreSQL
+PARTIAL_SAVE_INTERVAL = 0.1  # seconds between saves of the streamed text
+
+
+def turn_run(*, turn: Turn) -> Turn:
+    """Answer a claimed turn: assemble, call Claude, log and ingest the reply, snapshot."""
+    event = turn.event
+    # A turn submitted with --at keeps its distance from real time, so decay and the reply's
+    # time stay consistent with the moment it is said to happen.
+    offset = event.ts - turn.queued_at
+
+    def clock() -> datetime:
+        return timezone.now() + offset
+
+    identities = identity_names()
+    try:
+        assembly = context_for_event(
+            event=event, now=clock(), current_turn=turn.number, identities=identities
+        )
+        reply_event = turn.reply_event
+        if reply_event is None:
+            reply = _reply_stream(turn=turn, assembly=assembly, event=event)
+            reply_event = _reply_record(turn=turn, text=reply.text, ts=clock())
+            Turn.objects.filter(pk=turn.pk).update(
+                model=reply.model,
+                input_tokens=reply.usage.input_tokens,
+                output_tokens=reply.usage.output_tokens,
+                cache_read_tokens=reply.usage.cache_read_tokens,
+                cache_write_tokens=reply.usage.cache_write_tokens,
+            )
+        parsed = parse(reply_event.content, identities=identities)
+        working_memory_ingest(parsed=parsed, event=reply_event, side=COMPANION, turn=turn.number)
+        state_set(PENDING_RECALL, [{"key": r.key, "deep": r.deep} for r in parsed.recalls])
+        ContextSnapshot.objects.create(
+            turn=turn.pk,
+            ts=clock(),
+            assembled_system=assembly.system_text,
+            assembled_user=assembly.user_text,
+            token_counts=assembly.token_counts,
+            items_included=assembly.items_included,
+        )
+        Turn.objects.filter(pk=turn.pk).update(
+            status=TurnStatus.DONE, partial_text=parsed.display_text, finished_at=timezone.now()
+        )
+    except ClaudeError as error:
+        _turn_fail(turn, str(error))
+    except Exception as error:
+        logger.exception("Turn %s failed", turn.pk)
+        _turn_fail(turn, f"Something went wrong while answering: {type(error).__name__}: {error}")
+    return Turn.objects.get(pk=turn.pk)
+
+
+def _reply_stream(*, turn: Turn, assembly, event: Event) -> claude.Reply:
+    last_save = 0.0
+    identities = identity_names()
+
+    def on_text(text_so_far: str) -> None:
+        nonlocal last_save
+        if time.monotonic() - last_save < PARTIAL_SAVE_INTERVAL:
+            return
+        last_save = time.monotonic()
+        shown = parse(text_so_far, identities=identities, partial=True).display_text
+        Turn.objects.filter(pk=turn.pk).update(partial_text=shown)
+        Turn.objects.filter(pk=turn.pk, first_token_at__isnull=True).update(
+            first_token_at=timezone.now()
+        )
+
+    content = list(assembly.user)
+    if event.image:
+        with event.image.open("rb") as image_file:
+            data = image_file.read()
+        media_type = mimetypes.guess_type(event.image.name)[0] or "image/jpeg"
+        content.insert(len(content) - 1, claude.image_block(data=data, media_type=media_type))
+    return claude.complete(
+        system=assembly.system,
+        messages=[{"role": "user", "content": content}],
+        on_text=on_text,
+    )
+
+
+def _reply_record(*, turn: Turn, text: str, ts: datetime) -> Event:
+    parsed = parse(text, identities=identity_names())
+    with transaction.atomic(using="events"):
+        reply_event, _ = event_record(
+            text=text, actor=parsed.identity or companion_default_name(), ts=ts
+        )
+        Turn.objects.filter(pk=turn.pk).update(reply_event=reply_event)
+    return reply_event
+
+
+def _turn_fail(turn: Turn, reason: str) -> None:
+    Turn.objects.filter(pk=turn.pk).update(
+        status=TurnStatus.ERROR, error=reason, finished_at=timezone.now()
+    )
+
+
+def turn_retry(*, turn_id: int, enqueue: bool = True) -> Turn:
+    """Queue a failed turn again. Its reply, if it was already logged, is not written twice."""
+    updated = Turn.objects.filter(pk=turn_id, status=TurnStatus.ERROR).update(
+        status=TurnStatus.QUEUED, error="", finished_at=None
+    )
+    if not updated:
+        raise ValueError(f"Turn {turn_id} has not failed, so there is nothing to retry")
+    if enqueue:
+        async_task("heart.tasks.run_turns_task", turn_id, group="turns")
+    return Turn.objects.get(pk=turn_id)
+
+
+def turns_recover(*, stale_after: timedelta) -> list[int]:
+    """Requeue turns left ``running`` by a worker that died; give up after the attempt limit."""
+    cutoff = timezone.now() - stale_after
+    stale = list(Turn.objects.filter(status=TurnStatus.RUNNING, started_at__lt=cutoff))
+    requeued = []
+    for turn in stale:
+        if turn.attempts >= settings.Q_CLUSTER["max_attempts"]:
+            Turn.objects.filter(pk=turn.pk, status=TurnStatus.RUNNING).update(
+                status=TurnStatus.ERROR,
+                error=f"The worker stopped while answering, {turn.attempts} times; retry by hand.",
+                finished_at=timezone.now(),
+            )
+        elif Turn.objects.filter(pk=turn.pk, status=TurnStatus.RUNNING).update(
+            status=TurnStatus.QUEUED
+        ):
+            requeued.append(turn.pk)
+    return requeued
+
+
+def snapshots_prune(*, older_than: datetime) -> int:
+    """Delete context snapshots taken before ``older_than``; return how many went."""
+    deleted, _ = ContextSnapshot.objects.filter(ts__lt=older_than).delete()
+    return deleted

@@ -34,7 +34,9 @@ def test_it_takes_next_weekday_on_that_weekday_as_a_week_on():
     assert due("this tuesday", at=TUESDAY_NOON) == datetime(2026, 12, 1, tzinfo=LONDON)
 
 
-@pytest.mark.parametrize("text", ["finish the scarf", "may the force be with us", "sun at the park"])
+@pytest.mark.parametrize(
+    "text", ["finish the scarf", "may the force be with us", "sun at the park"]
+)
 def test_it_leaves_plans_without_a_clear_time_open_ended(text):
     assert due(text) is None
 

@@ -67,7 +67,9 @@ REFUSED_SQL = [
 if "postgresql" in settings.DATABASES["events"]["ENGINE"]:
     # Deferred foreign-key checks of this test's inserts would block TRUNCATE before the
     # trigger could refuse it, so they are run first.
-    REFUSED_SQL.append("SET CONSTRAINTS ALL IMMEDIATE; TRUNCATE heart_eventtag, heart_event CASCADE")
+    REFUSED_SQL.append(
+        "SET CONSTRAINTS ALL IMMEDIATE; TRUNCATE heart_eventtag, heart_event CASCADE"
+    )
 
 
 @pytest.mark.parametrize("sql", REFUSED_SQL)

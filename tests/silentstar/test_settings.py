@@ -50,7 +50,9 @@ def test_it_refuses_a_task_retry_that_is_not_longer_than_the_timeout(manage):
 def test_it_refuses_a_task_timeout_shorter_than_claudes_attempts(manage):
     result = manage("check", env={"SILENTSTAR_Q_TIMEOUT": "500", "SILENTSTAR_Q_RETRY": "560"})
     assert result.returncode != 0
-    assert "SILENTSTAR_Q_TIMEOUT (500) must be longer than SILENTSTAR_CLAUDE_TIMEOUT" in result.stderr
+    assert (
+        "SILENTSTAR_Q_TIMEOUT (500) must be longer than SILENTSTAR_CLAUDE_TIMEOUT" in result.stderr
+    )
 
 
 def test_it_refuses_an_unknown_time_zone(manage):

@@ -1,0 +1,24 @@
+"""The recurring background work, declared once and kept in step by ``ensure_schedules``."""
+
+from django_q.models import Schedule
+
+SCHEDULES = {
+    "heart: recover turns left running": ("heart.tasks.recover_turns_task", 1),
+    "heart: prune old context snapshots": ("heart.tasks.prune_snapshots_task", 24 * 60),
+    "gem: decay sweep": ("gem.tasks.sweep_decay_task", 60),
+}
+
+
+def schedules_ensure() -> list[str]:
+    """Create or update every schedule by name (idempotent); return their names."""
+    for name, (func, minutes) in SCHEDULES.items():
+        Schedule.objects.update_or_create(
+            name=name,
+            defaults={
+                "func": func,
+                "schedule_type": Schedule.MINUTES,
+                "minutes": minutes,
+                "repeats": -1,
+            },
+        )
+    return list(SCHEDULES)

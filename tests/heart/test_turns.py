@@ -1,0 +1,250 @@
+"""A full turn of the Heart through the real SDK against the local fake Messages API."""
+
+from datetime import timedelta
+
+import pytest
+from django.core.files.base import ContentFile
+from django.core.files.storage import default_storage
+from django.db import connections
+from django.test.utils import CaptureQueriesContext
+from django.utils import timezone
+
+from gem.models import Fragment, FragmentEdge, WorkingMemory
+from gem.state import PENDING_RECALL, state_get, turn_counter_current
+from heart import services
+from heart.models import ContextSnapshot, Event, EventTag, Turn
+from heart.services import (
+    TurnOrderError,
+    snapshots_prune,
+    turn_claim_next,
+    turn_retry,
+    turn_submit,
+    turns_recover,
+)
+from heart.tasks import run_turns_task
+from tests.fakeapi import FakeError, FakeReply
+
+pytestmark = pytest.mark.django_db(databases="__all__")
+
+MESSAGE = "<luna><plan>call the pharmacy friday at 5pm</plan> and how are you?</luna>"
+
+
+def submit(text=MESSAGE, **kwargs):
+    return turn_submit(text=text, actor="luna", enqueue=False, **kwargs)
+
+
+def test_it_stores_the_message_and_its_plan_before_the_turn_runs():
+    turn = submit()
+    event = Event.objects.get(pk=turn.event_id)
+    assert event.content == MESSAGE
+    assert set(EventTag.objects.filter(event=event).values_list("tag", flat=True)) == {
+        "luna",
+        "plan",
+    }
+    assert turn.status == "queued" and turn.number == 1 == turn_counter_current()
+    plan = WorkingMemory.objects.get(type="plan")
+    assert plan.due is not None and plan.event_id == event.pk
+
+
+def test_it_enqueues_the_turn_for_the_worker_after_the_request_commits(
+    django_capture_on_commit_callbacks, fake_api
+):
+    fake_api.push(FakeReply("<say>hi luna</say>"))
+    with django_capture_on_commit_callbacks(execute=True, using="events"):
+        turn = turn_submit(text="<luna>hi</luna>", actor="luna")
+    turn.refresh_from_db()
+    assert turn.status == "done"
+    assert turn.partial_text == "hi luna"
+
+
+def test_it_answers_a_turn_and_records_everything(fake_api):
+    fake_api.push(
+        FakeReply(
+            "<claude><say>I'm **here**.</say><do>leans in</do>"
+            "<feeling>quietly proud</feeling> recall(fairy)</claude>",
+            input_tokens=1200,
+            output_tokens=40,
+            cache_read_input_tokens=900,
+            cache_creation_input_tokens=300,
+        )
+    )
+    turn = submit()
+    assert run_turns_task(turn.pk) == [turn.pk]
+    turn.refresh_from_db()
+    assert turn.status == "done" and turn.attempts == 1 and turn.error == ""
+    assert turn.partial_text == "I'm **here**.\nleans in"
+    assert (turn.input_tokens, turn.output_tokens) == (1200, 40)
+    assert (turn.cache_read_tokens, turn.cache_write_tokens) == (900, 300)
+    assert turn.started_at <= turn.finished_at
+    reply = turn.reply_event
+    assert reply.actor == "claude" and "recall(fairy)" in reply.content
+    assert WorkingMemory.objects.get(type="feeling").content == "quietly proud"
+    assert state_get(PENDING_RECALL) == [{"key": "fairy", "deep": True}]
+    snapshot = ContextSnapshot.objects.get(turn=turn.pk)
+    assert MESSAGE in snapshot.assembled_user
+    assert snapshot.token_counts["total"] > 0
+    sent = fake_api.requests[-1]
+    assert sent["system"][-1]["cache_control"] == {"type": "ephemeral"}
+    assert "## Message" in sent["messages"][0]["content"][-1]["text"]
+
+
+def test_it_delivers_recall_results_on_the_next_turn(fake_api):
+    fairy = Fragment.objects.create(
+        key="fairy", ambient="White softness.", inventory="Grey crocheted crewneck."
+    )
+    wardrobe = Fragment.objects.create(key="wardrobe", ambient="All the clothes.")
+    FragmentEdge.objects.create(source=wardrobe, target=fairy, relation="domain-inventory")
+    fake_api.push(FakeReply("<say>let me look</say> recall(fairy)"), FakeReply("<say>ok</say>"))
+    run_turns_task(submit("<luna>what should I wear?</luna>").pk)
+    first_user_text = fake_api.requests[0]["messages"][0]["content"][-1]["text"]
+    assert "## Recalled" not in first_user_text
+    run_turns_task(submit("<luna>well?</luna>").pk)
+    second = "".join(b["text"] for b in fake_api.requests[1]["messages"][0]["content"])
+    assert "### fairy (inventory)\nGrey crocheted crewneck." in second
+    assert "### wardrobe (ambient)\nAll the clothes." in second
+    assert state_get(PENDING_RECALL) == []
+
+
+def test_it_saves_the_reply_as_it_streams(fake_api, monkeypatch):
+    monkeypatch.setattr(services, "PARTIAL_SAVE_INTERVAL", 0)
+    fake_api.push(FakeReply("<say>one two three four five six</say>", chunks=6))
+    turn = submit()
+    with CaptureQueriesContext(connections["events"]) as queries:
+        run_turns_task(turn.pk)
+    partial_saves = [q["sql"] for q in queries if '"partial_text" =' in q["sql"]]
+    assert len(partial_saves) >= 3
+    turn.refresh_from_db()
+    assert turn.first_token_at is not None
+    assert turn.partial_text == "one two three four five six"
+
+
+def test_it_shows_nothing_for_a_secret_reply(fake_api):
+    fake_api.push(FakeReply("<thought>she needs quiet, say nothing</thought>"))
+    turn = submit()
+    run_turns_task(turn.pk)
+    turn.refresh_from_db()
+    assert turn.status == "done" and turn.partial_text == ""
+    assert turn.reply_event.content == "<thought>she needs quiet, say nothing</thought>"
+
+
+def test_it_keeps_a_readable_reason_and_retries_without_duplicating(fake_api):
+    fake_api.push(FakeError(400, "messages: text content blocks must be non-empty"))
+    turn = submit()
+    run_turns_task(turn.pk)
+    turn.refresh_from_db()
+    assert turn.status == "error"
+    assert "400" in turn.error and "must be non-empty" in turn.error
+    assert Event.objects.count() == 1
+
+    fake_api.push(FakeReply("<say>sorry, here now</say>"))
+    turn_retry(turn_id=turn.pk, enqueue=False)
+    run_turns_task(turn.pk)
+    turn.refresh_from_db()
+    assert (turn.status, turn.attempts, turn.partial_text) == ("done", 2, "sorry, here now")
+    assert Event.objects.count() == 2
+
+
+def test_it_does_not_call_claude_again_when_the_reply_was_already_logged(fake_api, monkeypatch):
+    fake_api.push(FakeReply("<say>hello</say><thought>noted</thought>"))
+    real_ingest = services.working_memory_ingest
+
+    def crash_on_companion(**kwargs):
+        if kwargs["side"] == "companion":
+            raise RuntimeError("disk full")
+        return real_ingest(**kwargs)
+
+    monkeypatch.setattr(services, "working_memory_ingest", crash_on_companion)
+    turn = submit()
+    run_turns_task(turn.pk)
+    turn.refresh_from_db()
+    assert turn.status == "error" and "disk full" in turn.error
+
+    monkeypatch.setattr(services, "working_memory_ingest", real_ingest)
+    turn_retry(turn_id=turn.pk, enqueue=False)
+    run_turns_task(turn.pk)
+    turn.refresh_from_db()
+    assert turn.status == "done"
+    assert len(fake_api.requests) == 1
+    assert Event.objects.count() == 2
+    assert WorkingMemory.objects.filter(type="thought").count() == 1
+
+
+def test_it_refuses_to_retry_a_turn_that_did_not_fail():
+    turn = submit()
+    with pytest.raises(ValueError, match="has not failed"):
+        turn_retry(turn_id=turn.pk, enqueue=False)
+
+
+def test_it_runs_one_turn_at_a_time_oldest_first(fake_api):
+    first, second = submit("<luna>one</luna>"), submit("<luna>two</luna>")
+    claimed = turn_claim_next()
+    assert claimed.pk == first.pk
+    assert turn_claim_next() is None  # the first is still running
+    fake_api.push(FakeReply("<say>a</say>"), FakeReply("<say>b</say>"))
+    Turn.objects.filter(pk=first.pk).update(status="queued")
+    assert run_turns_task(second.pk) == [first.pk, second.pk]
+
+
+def test_it_requeues_a_turn_left_running_by_a_dead_worker():
+    turn = submit()
+    Turn.objects.filter(pk=turn.pk).update(
+        status="running", started_at=timezone.now() - timedelta(hours=1), attempts=1
+    )
+    assert turns_recover(stale_after=timedelta(minutes=20)) == [turn.pk]
+    assert Turn.objects.get(pk=turn.pk).status == "queued"
+
+
+def test_it_gives_up_on_a_turn_that_killed_the_worker_too_often(settings):
+    turn = submit()
+    Turn.objects.filter(pk=turn.pk).update(
+        status="running",
+        started_at=timezone.now() - timedelta(hours=1),
+        attempts=settings.Q_CLUSTER["max_attempts"],
+    )
+    assert turns_recover(stale_after=timedelta(minutes=20)) == []
+    turn.refresh_from_db()
+    assert turn.status == "error" and "worker stopped" in turn.error
+
+
+def test_it_sends_an_image_with_the_image_context(fake_api, settings, tmp_path):
+    settings.MEDIA_ROOT = tmp_path
+    png = (
+        b"\x89PNG\r\n\x1a\n\x00\x00\x00\rIHDR\x00\x00\x00\x01\x00\x00\x00\x01\x08\x06\x00\x00"
+        b"\x00\x1f\x15\xc4\x89\x00\x00\x00\rIDATx\x9cc\xf8\x0f\x00\x00\x01\x01\x00\x05\x18\xd8N"
+        b"\x00\x00\x00\x00IEND\xaeB`\x82"
+    )
+    name = default_storage.save("images/dress.png", ContentFile(png))
+    fake_api.push(FakeReply("<say>lovely</say><desc>dress: white, soft</desc>"))
+    run_turns_task(submit("<luna>look</luna>", image=name).pk)
+    sent = fake_api.requests[-1]
+    images = [b for b in sent["messages"][0]["content"] if b["type"] == "image"]
+    assert images[0]["source"]["media_type"] == "image/png"
+    assert "# An image" in "".join(block["text"] for block in sent["system"])
+    assert WorkingMemory.objects.get(type="desc").subject == "dress"
+
+
+def test_it_refuses_a_turn_before_the_last_event():
+    submit(at=timezone.now() + timedelta(days=2))
+    with pytest.raises(TurnOrderError, match="would come before the last event"):
+        submit(at=timezone.now() + timedelta(days=1))
+    assert Event.objects.count() == 1
+
+
+def test_it_runs_a_turn_at_a_given_moment_with_decay_in_that_time(fake_api):
+    start = timezone.now() + timedelta(days=1)
+    fake_api.push(FakeReply("<say>hm</say><feeling>restless</feeling>"), FakeReply("<say>x</say>"))
+    run_turns_task(submit("<luna>hi</luna>", at=start).pk)
+    assert Event.objects.order_by("pk").last().ts >= start
+    run_turns_task(submit("<luna>later</luna>", at=start + timedelta(hours=14)).pk)
+    later_text = "".join(b["text"] for b in fake_api.requests[1]["messages"][0]["content"])
+    assert "restless" not in later_text  # a feeling 14 h old (7 half-lives) has faded
+    assert "Last message 13 hours ago."  # the reply came just after "hi" in later_text
+
+
+def test_it_prunes_old_snapshots():
+    ContextSnapshot.objects.create(
+        turn=1, ts=timezone.now() - timedelta(days=40), assembled_system="", assembled_user=""
+    )
+    kept = ContextSnapshot.objects.create(turn=2, assembled_system="", assembled_user="")
+    assert snapshots_prune(older_than=timezone.now() - timedelta(days=30)) == 1
+    assert list(ContextSnapshot.objects.values_list("pk", flat=True)) == [kept.pk]
