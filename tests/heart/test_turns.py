@@ -1,12 +1,11 @@
 """A full turn of the Heart through the real SDK against the local fake Messages API."""
 
+import itertools
 from datetime import timedelta
 
 import pytest
 from django.core.files.base import ContentFile
 from django.core.files.storage import default_storage
-from django.db import connections
-from django.test.utils import CaptureQueriesContext
 from django.utils import timezone
 
 from gem.models import Fragment, FragmentEdge, WorkingMemory
@@ -22,6 +21,7 @@ from heart.services import (
     turns_recover,
 )
 from heart.tasks import run_turns_task
+from silentstar import claude
 from tests.fakeapi import FakeError, FakeReply
 
 pytestmark = pytest.mark.django_db(databases="__all__")
@@ -105,17 +105,70 @@ def test_it_delivers_recall_results_on_the_next_turn(fake_api):
     assert state_get(PENDING_RECALL) == []
 
 
-def test_it_saves_the_reply_as_it_streams(fake_api, monkeypatch):
+def test_it_makes_the_reply_visible_while_it_streams(fake_api, monkeypatch):
+    """What the page polls (the turn's partial text) grows while the stream is still open."""
     monkeypatch.setattr(services, "PARTIAL_SAVE_INTERVAL", 0)
-    fake_api.push(FakeReply("<say>one two three four five six</say>", chunks=6))
+    fake_api.push(FakeReply("<say>one two three four five six</say>", chunks=6, delay=0.01))
     turn = submit()
-    with CaptureQueriesContext(connections["events"]) as queries:
-        run_turns_task(turn.pk)
-    partial_saves = [q["sql"] for q in queries if '"partial_text" =' in q["sql"]]
-    assert len(partial_saves) >= 3
+    seen = []
+    real_complete = claude.complete
+
+    def complete_watching_the_page(**kwargs):
+        def on_text(text_so_far):
+            kwargs["on_text"](text_so_far)
+            seen.append(Turn.objects.get(pk=turn.pk).partial_text)
+
+        return real_complete(**{**kwargs, "on_text": on_text})
+
+    monkeypatch.setattr(services.claude, "complete", complete_watching_the_page)
+    run_turns_task(turn.pk)
+    shown = [text for before, text in itertools.pairwise(["", *seen]) if text != before]
+    assert len(shown) >= 3
+    assert all(later.startswith(earlier) for earlier, later in itertools.pairwise(shown))
+    assert shown[0] != "one two three four five six"
     turn.refresh_from_db()
     assert turn.first_token_at is not None
     assert turn.partial_text == "one two three four five six"
+
+
+def test_it_rides_out_an_overloaded_api(fake_api):
+    fake_api.push(FakeError(529, "Overloaded"), FakeReply("<say>there you are</say>"))
+    turn = submit()
+    run_turns_task(turn.pk)
+    turn.refresh_from_db()
+    assert (turn.status, turn.partial_text) == ("done", "there you are")
+    assert len(fake_api.requests) == 2
+    assert Event.objects.count() == 2
+
+
+def test_it_fails_a_turn_that_times_out_and_retries_it_without_duplicates(fake_api, settings):
+    settings.CLAUDE_TIMEOUT_SECONDS = 0.2
+    settings.CLAUDE_MAX_RETRIES = 0
+    fake_api.push(FakeReply("<say>too late</say>", chunks=2, delay=0.6))
+    turn = submit()
+    run_turns_task(turn.pk)
+    turn.refresh_from_db()
+    assert turn.status == "error" and "timed out" in turn.error
+    assert Event.objects.count() == 1
+
+    fake_api.push(FakeReply("<say>in time</say>"))
+    turn_retry(turn_id=turn.pk, enqueue=False)
+    run_turns_task(turn.pk)
+    turn.refresh_from_db()
+    assert (turn.status, turn.partial_text) == ("done", "in time")
+    assert Event.objects.count() == 2
+    assert list(Event.objects.values_list("actor", flat=True)) == ["luna", "claude"]
+
+
+def test_it_survives_a_malformed_reply(fake_api):
+    malformed = "<say>unclosed <do>waves</say> <feeling>half <narrate>the rain</narrate"
+    fake_api.push(FakeReply(malformed))
+    turn = submit()
+    run_turns_task(turn.pk)
+    turn.refresh_from_db()
+    assert turn.status == "done"
+    assert turn.reply_event.content == malformed
+    assert turn.partial_text == "unclosed waves"
 
 
 def test_it_shows_nothing_for_a_secret_reply(fake_api):
