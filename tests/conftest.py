@@ -4,6 +4,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from django.db import connections
 from django_q.conf import Conf
 
 REPO = Path(__file__).resolve().parent.parent
@@ -30,6 +31,18 @@ def manage(tmp_path):
         )
 
     return run
+
+
+@pytest.fixture(scope="session")
+def django_db_setup(django_db_setup, django_db_blocker):
+    """Close every alias's connection before the test databases go.
+
+    On PostgreSQL all four aliases share one test database; the mirrors' open connections
+    would otherwise keep it from being dropped.
+    """
+    yield
+    with django_db_blocker.unblock():
+        connections.close_all()
 
 
 @pytest.fixture(autouse=True)
