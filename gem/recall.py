@@ -19,6 +19,8 @@ MISSING = "missing"
 
 
 def recall_items(requests: Sequence[Recall]) -> list[RecalledItem]:
+    if not requests:
+        return []
     keys = [request.key for request in requests]
     fragments = Fragment.objects.in_bulk(keys)
     asked, neighbours = [], []

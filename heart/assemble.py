@@ -390,6 +390,9 @@ class _Section:
         return f"{self.heading}\n{self.separator.join(items)}" if items else ""
 
 
+SMALLEST_LINE = len("- [pin] x")
+
+
 def _lingering(
     items: Sequence[LingeringItem], now: datetime, budget: int, truncated: dict
 ) -> tuple[str, list[int], int, int]:
@@ -397,6 +400,8 @@ def _lingering(
     section = _Section(LINGERING, budget, "\n")
     chosen: list[tuple[LingeringItem, str]] = []
     for item in sorted(eligible, key=lambda item: (-item.score, item.id)):
+        if section.room() < SMALLEST_LINE:
+            break  # full: nothing more can fit
         text, cut = section.place(_lingering_render(item, now), _clean(item.content))
         if text is None:
             continue

@@ -1,6 +1,7 @@
 """Gathering what Claude wakes up to for one turn, from the stores, for the pure assembler."""
 
 from datetime import datetime
+from functools import lru_cache
 from zoneinfo import ZoneInfo
 
 from django.conf import settings
@@ -25,9 +26,11 @@ from heart.models import Event
 from heart.parse import MARKUP, Recall, parse
 from mirror.models import Summary
 
-# Enough history for the conversation pools (5,000 tokens) even of very short messages.
-RECENT_EVENTS_READ = 400
 POOL_OF = {"say": "say", "do": "do", "narrate": "do"}
+# Events are read newest first in pages until their text is twice what the pools can hold
+# (so the assembler has enough to choose from), and never more than the cap.
+RECENT_PAGE = 100
+RECENT_CAP = 1_000
 
 
 def budgets_from_settings() -> Budgets:
@@ -42,32 +45,61 @@ def budgets_from_settings() -> Budgets:
     )
 
 
-def conversation_lines(events: list[Event], *, identities: list[str]) -> list[ConversationLine]:
-    """Display text of events, oldest first: a person's whole message, the companion's segments."""
-    companions = companion_names()
-    lines = []
-    for event in events:
-        parsed = parse(event.content, identities=identities)
-        if event.actor in companions:
-            lines.extend(
-                ConversationLine(event.pk, event.ts, event.actor, POOL_OF[s.kind], s.text)
-                for s in parsed.segments
-            )
-        else:
-            said = " ".join("".join(s.text for s in parsed.spans if s.role != MARKUP).split())
-            if said:
-                lines.append(ConversationLine(event.pk, event.ts, event.actor, "user", said))
-    return lines
+def conversation_lines(
+    events: list[tuple[int, datetime, str, str]], *, identities: list[str]
+) -> list[ConversationLine]:
+    """Display text of ``(id, ts, actor, content)`` events, oldest first."""
+    companions = frozenset(companion_names())
+    key = (tuple(identities), companions)
+    return [line for event in events for line in _event_lines(*event, key)]
+
+
+@lru_cache(maxsize=4 * RECENT_CAP)
+def _event_lines(
+    event_id: int, ts: datetime, actor: str, content: str, key: tuple
+) -> tuple[ConversationLine, ...]:
+    """An event's lines: a person's whole message, or the companion's display segments.
+
+    Cached: events never change (the log is append-only), so each is parsed once per process
+    for a given set of identities.
+    """
+    identities, companions = key
+    parsed = parse(content, identities=identities)
+    if actor in companions:
+        return tuple(
+            ConversationLine(event_id, ts, actor, POOL_OF[s.kind], s.text) for s in parsed.segments
+        )
+    said = " ".join("".join(s.text for s in parsed.spans if s.role != MARKUP).split())
+    return (ConversationLine(event_id, ts, actor, "user", said),) if said else ()
+
+
+def _recent_events(*, before: int, chars_wanted: int) -> list[tuple[int, datetime, str, str]]:
+    """The newest events before an id, oldest first, enough to fill the pools twice over."""
+    events, chars, upper = [], 0, before
+    while chars < chars_wanted and len(events) < RECENT_CAP:
+        page = list(
+            Event.objects.filter(pk__lt=upper)
+            .order_by("-pk")
+            .values_list("pk", "ts", "actor", "content")[:RECENT_PAGE]
+        )
+        if not page:
+            break
+        events.extend(page)
+        chars += sum(len(content) for *_, content in page)
+        upper = page[-1][0]
+    return events[::-1]
 
 
 def context_for_event(
     *, event: Event, now: datetime, current_turn: int, identities: list[str]
 ) -> Assembly:
     """The assembled context for answering ``event`` at ``now``."""
-    earlier = list(Event.objects.filter(pk__lt=event.pk).order_by("-pk")[:RECENT_EVENTS_READ])[::-1]
+    budgets = budgets_from_settings()
+    pools = budgets.pool_user + budgets.pool_say + budgets.pool_do + budgets.pool_flex
+    earlier = _recent_events(before=event.pk, chars_wanted=2 * 4 * pools)
     lingering = [
-        LingeringItem(item.pk, item.type, item.content, item.subject, score, item.due)
-        for item, score in working_memory_scored(now=now, current_turn=current_turn)
+        LingeringItem(row.id, row.type, row.content, row.subject, score, row.due)
+        for row, score in working_memory_scored(now=now, current_turn=current_turn)
     ]
     summaries = [
         SummaryItem(s.pk, s.level, s.first_event_id, s.last_event_id, s.content)
@@ -86,8 +118,8 @@ def context_for_event(
         recalled=recall_items(pending),
         conversation=conversation_lines(earlier, identities=identities),
         now=local_now,
-        last_message_at=earlier[-1].ts.astimezone(local_now.tzinfo) if earlier else None,
+        last_message_at=earlier[-1][1].astimezone(local_now.tzinfo) if earlier else None,
         message=event.content,
         actor=event.actor,
-        budgets=budgets_from_settings(),
+        budgets=budgets,
     )

@@ -41,10 +41,10 @@ def identity_names() -> list[str]:
 
 
 def event_record(
-    *, text: str, actor: str, ts: datetime, image: str = ""
+    *, text: str, actor: str, ts: datetime, image: str = "", identities: list[str] | None = None
 ) -> tuple[Event, ParsedMessage]:
     """Write a message to the log with its tags, exactly as written. Nothing runs before this."""
-    parsed = parse(text, identities=identity_names())
+    parsed = parse(text, identities=identity_names() if identities is None else identities)
     with transaction.atomic(using="events"):
         event = Event.objects.create(ts=ts, content=text, actor=actor, image=image)
         EventTag.objects.bulk_create(

@@ -15,6 +15,7 @@ from django_q.tasks import async_task
 
 from gem.selectors import companion_default_name
 from gem.state import PENDING_RECALL, state_set, turn_counter_advance
+from heart.assemble import Assembly
 from heart.context import context_for_event
 from heart.ingest import COMPANION, USER, event_record, identity_names, working_memory_ingest
 from heart.models import ContextSnapshot, Event, Turn, TurnStatus
@@ -128,8 +129,10 @@ def turn_run(*, turn: Turn) -> Turn:
         )
         reply_event = turn.reply_event
         if reply_event is None:
-            reply = _reply_stream(turn=turn, assembly=assembly, event=event)
-            reply_event = _reply_record(turn=turn, text=reply.text, ts=clock())
+            reply = _reply_stream(turn=turn, assembly=assembly, identities=identities)
+            reply_event = _reply_record(
+                turn=turn, text=reply.text, ts=clock(), identities=identities
+            )
             Turn.objects.filter(pk=turn.pk).update(
                 model=reply.model,
                 input_tokens=reply.usage.input_tokens,
@@ -159,9 +162,9 @@ def turn_run(*, turn: Turn) -> Turn:
     return Turn.objects.get(pk=turn.pk)
 
 
-def _reply_stream(*, turn: Turn, assembly, event: Event) -> claude.Reply:
+def _reply_stream(*, turn: Turn, assembly: Assembly, identities: list[str]) -> claude.Reply:
+    event = turn.event
     last_save = 0.0
-    identities = identity_names()
 
     def on_text(text_so_far: str) -> None:
         nonlocal last_save
@@ -187,11 +190,14 @@ def _reply_stream(*, turn: Turn, assembly, event: Event) -> claude.Reply:
     )
 
 
-def _reply_record(*, turn: Turn, text: str, ts: datetime) -> Event:
-    parsed = parse(text, identities=identity_names())
+def _reply_record(*, turn: Turn, text: str, ts: datetime, identities: list[str]) -> Event:
+    parsed = parse(text, identities=identities)
     with transaction.atomic(using="events"):
         reply_event, _ = event_record(
-            text=text, actor=parsed.identity or companion_default_name(), ts=ts
+            text=text,
+            actor=parsed.identity or companion_default_name(),
+            ts=ts,
+            identities=identities,
         )
         Turn.objects.filter(pk=turn.pk).update(reply_event=reply_event)
     return reply_event

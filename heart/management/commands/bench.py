@@ -1,0 +1,97 @@
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import time
+
+from django.conf import settings
+from django.core.management import call_command
+from django.core.management.base import BaseCommand, CommandError
+
+from heart.bench import synthetic_gem_build, turns_measure
+
+SIZES = {"10k": 10_000, "1M": 1_000_000}
+STORE_URLS = [
+    "DATABASE_URL",
+    "EVENTS_DATABASE_URL",
+    "SUMMARIES_DATABASE_URL",
+    "SNAPSHOTS_DATABASE_URL",
+]
+
+
+class Command(BaseCommand):
+    help = (
+        "Benchmarks. `bench turns`: build synthetic Gems (10k and 1M events, 5k fragments, 20k "
+        "edges, 100k working-memory rows of which 1k active) in throwaway SQLite stores, run "
+        "turns with the offline companion and print the turn's own overhead (all but the model)."
+    )
+
+    def add_arguments(self, parser):
+        parser.add_argument("what", choices=["turns"])
+        parser.add_argument("--sizes", nargs="+", choices=list(SIZES), default=list(SIZES))
+        parser.add_argument("--turns", type=int, default=200)
+        parser.add_argument("--size", type=int, help=argparse_hidden())
+        parser.add_argument("--inside", action="store_true", help=argparse_hidden())
+
+    def handle(self, *args, what, sizes, turns, size, inside, **options):
+        if inside:
+            self._measure_here(events=size, turns=turns)
+            return
+        results = {}
+        for label in sizes:
+            self.stderr.write(f"[{label}] building a synthetic Gem of {SIZES[label]:,} events...")
+            results[label] = self._measure_in_throwaway_stores(events=SIZES[label], turns=turns)
+        self.stdout.write(
+            f"\n{'size':>5} {'events':>10} {'build s':>8} {'p50 ms':>8} {'p95 ms':>8}"
+        )
+        for label, result in results.items():
+            self.stdout.write(
+                f"{label:>5} {result['events']:>10,} {result['build_s']:>8.1f} "
+                f"{result['p50_ms']:>8.1f} {result['p95_ms']:>8.1f}"
+            )
+        if {"10k", "1M"} <= results.keys():
+            ratio = results["1M"]["p50_ms"] / results["10k"]["p50_ms"]
+            self.stdout.write(f"p50 ratio 1M / 10k: {ratio:.2f} ({turns} turns each)")
+
+    def _measure_in_throwaway_stores(self, *, events: int, turns: int) -> dict:
+        with tempfile.TemporaryDirectory(prefix="silentstar-bench-") as data_dir:
+            env = {
+                **os.environ,
+                **dict.fromkeys(STORE_URLS, ""),
+                "SILENTSTAR_DATA_DIR": data_dir,
+                "ANTHROPIC_API_KEY": "",
+                "SILENTSTAR_LOG_LEVEL": "WARNING",
+            }
+            command = [sys.executable, "manage.py", "bench", "turns", "--inside"]
+            command += ["--size", str(events), "--turns", str(turns)]
+            done = subprocess.run(
+                command, cwd=settings.BASE_DIR, env=env, stdout=subprocess.PIPE, text=True
+            )
+            if done.returncode != 0:
+                raise CommandError(f"the benchmark of {events:,} events failed")
+            return json.loads(done.stdout.strip().splitlines()[-1])
+
+    def _measure_here(self, *, events: int, turns: int) -> None:
+        if not settings.COMPANION_OFFLINE or "sqlite" not in settings.DATABASES["events"]["ENGINE"]:
+            raise CommandError("--inside runs only in throwaway SQLite stores, offline")
+        for alias in ("default", "events", "summaries", "snapshots"):
+            call_command("migrate", database=alias, verbosity=0)
+        began = time.perf_counter()
+        synthetic_gem_build(
+            events=events,
+            fragments=5_000,
+            edges=20_000,
+            working_memory=100_000,
+            active=1_000,
+            progress=lambda line: self.stderr.write(f"  {line}"),
+        )
+        build_seconds = time.perf_counter() - began
+        result = turns_measure(turns=turns, progress=lambda line: self.stderr.write(f"  {line}"))
+        self.stdout.write(json.dumps({"events": events, "build_s": build_seconds, **result}))
+
+
+def argparse_hidden():
+    import argparse
+
+    return argparse.SUPPRESS
