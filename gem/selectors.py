@@ -39,6 +39,7 @@ def working_memory_scored(*, now: datetime, current_turn: int) -> list[tuple[Any
     item, and plain rows cost a fraction of model instances.
     """
     rows = WorkingMemory.objects.filter(status="active").values_list(*LINGERING_FIELDS, named=True)
+    pressure = settings.DECAY_PRESSURE
     scored = [
         (
             row,
@@ -49,7 +50,7 @@ def working_memory_scored(*, now: datetime, current_turn: int) -> list[tuple[Any
                 created_turn=row.turn,
                 current_turn=current_turn,
                 due=row.due,
-                pressure=settings.DECAY_PRESSURE,
+                pressure=pressure,
             ),
         )
         for row in rows

@@ -6,6 +6,7 @@ from zoneinfo import ZoneInfo
 
 from django.conf import settings
 
+from gem import decay
 from gem.recall import recall_items
 from gem.selectors import (
     ambient_prose_current,
@@ -100,6 +101,7 @@ def context_for_event(
     lingering = [
         LingeringItem(row.id, row.type, row.content, row.subject, score, row.due)
         for row, score in working_memory_scored(now=now, current_turn=current_turn)
+        if decay.is_surfacing(score)
     ]
     summaries = [
         SummaryItem(s.pk, s.level, s.first_event_id, s.last_event_id, s.content)
