@@ -9,7 +9,7 @@ from django.conf import settings
 from django.core.management import call_command
 from django.core.management.base import BaseCommand, CommandError
 
-from heart.bench import synthetic_gem_build, turns_measure
+from heart.bench import queue_pickup_measure, synthetic_gem_build, turns_measure
 
 SIZES = {"10k": 10_000, "1M": 1_000_000}
 STORE_URLS = [
@@ -28,13 +28,16 @@ class Command(BaseCommand):
     )
 
     def add_arguments(self, parser):
-        parser.add_argument("what", choices=["turns"])
+        parser.add_argument("what", choices=["turns", "queue"])
         parser.add_argument("--sizes", nargs="+", choices=list(SIZES), default=list(SIZES))
-        parser.add_argument("--turns", type=int, default=200)
+        parser.add_argument("--turns", type=int, default=200, help="turns (or queue tasks) to run")
         parser.add_argument("--size", type=int, help=argparse_hidden())
         parser.add_argument("--inside", action="store_true", help=argparse_hidden())
 
     def handle(self, *args, what, sizes, turns, size, inside, **options):
+        if what == "queue":
+            self._queue(inside=inside, tasks=turns)
+            return
         if inside:
             self._measure_here(events=size, turns=turns)
             return
@@ -54,7 +57,39 @@ class Command(BaseCommand):
             ratio = results["1M"]["p50_ms"] / results["10k"]["p50_ms"]
             self.stdout.write(f"p50 ratio 1M / 10k: {ratio:.2f} ({turns} turns each)")
 
+    def _queue(self, *, inside: bool, tasks: int) -> None:
+        """django-q2 pickup: enqueue → a running cluster has run the task and stored its result."""
+        if not inside:
+            result = self._run_inside(["queue", "--turns", str(tasks)])
+            broker = "Redis" if settings.REDIS_URL else "ORM (default store)"
+            self.stdout.write(
+                f"queue pickup over {result['tasks']} tasks, {broker} broker, "
+                f"poll {settings.Q_CLUSTER['poll']} s: "
+                f"p50 {result['p50_ms']:.0f} ms, p95 {result['p95_ms']:.0f} ms"
+            )
+            return
+        self._migrate_throwaway_stores()
+        cluster = subprocess.Popen(
+            [sys.executable, "manage.py", "qcluster"],
+            cwd=settings.BASE_DIR,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+        )
+        try:
+            time.sleep(3)  # the cluster's start-up
+            result = queue_pickup_measure(
+                tasks=tasks, progress=lambda line: self.stderr.write(f"  {line}")
+            )
+        finally:
+            cluster.terminate()
+            cluster.wait(timeout=30)
+        self.stdout.write(json.dumps(result))
+
     def _measure_in_throwaway_stores(self, *, events: int, turns: int) -> dict:
+        return self._run_inside(["turns", "--size", str(events), "--turns", str(turns)])
+
+    def _run_inside(self, arguments: list[str]) -> dict:
+        """Run this command again, with --inside, in a new process on throwaway SQLite stores."""
         with tempfile.TemporaryDirectory(prefix="silentstar-bench-") as data_dir:
             env = {
                 **os.environ,
@@ -63,20 +98,22 @@ class Command(BaseCommand):
                 "ANTHROPIC_API_KEY": "",
                 "SILENTSTAR_LOG_LEVEL": "WARNING",
             }
-            command = [sys.executable, "manage.py", "bench", "turns", "--inside"]
-            command += ["--size", str(events), "--turns", str(turns)]
+            command = [sys.executable, "manage.py", "bench", *arguments, "--inside"]
             done = subprocess.run(
                 command, cwd=settings.BASE_DIR, env=env, stdout=subprocess.PIPE, text=True
             )
             if done.returncode != 0:
-                raise CommandError(f"the benchmark of {events:,} events failed")
+                raise CommandError(f"the benchmark ({' '.join(arguments)}) failed")
             return json.loads(done.stdout.strip().splitlines()[-1])
 
-    def _measure_here(self, *, events: int, turns: int) -> None:
+    def _migrate_throwaway_stores(self) -> None:
         if not settings.COMPANION_OFFLINE or "sqlite" not in settings.DATABASES["events"]["ENGINE"]:
             raise CommandError("--inside runs only in throwaway SQLite stores, offline")
         for alias in ("default", "events", "summaries", "snapshots"):
             call_command("migrate", database=alias, verbosity=0)
+
+    def _measure_here(self, *, events: int, turns: int) -> None:
+        self._migrate_throwaway_stores()
         began = time.perf_counter()
         synthetic_gem_build(
             events=events,
