@@ -33,11 +33,16 @@ def recall_items(requests: Sequence[Recall]) -> list[RecalledItem]:
         tier = next((t for t in tiers if getattr(fragment, t).strip()), tiers[-1])
         asked.append(RecalledItem(fragment.key, tier, getattr(fragment, tier).strip()))
     seen = set(keys)
-    edges = FragmentEdge.objects.filter(source__in=fragments).select_related("target")
-    incoming = FragmentEdge.objects.filter(target__in=fragments).select_related("source")
-    for other in [edge.target for edge in edges] + [edge.source for edge in incoming]:
-        if other.key in seen or not other.ambient.strip():
+    found = list(fragments)
+    outgoing = FragmentEdge.objects.filter(source__in=found).values_list(
+        "target", "target__ambient"
+    )
+    incoming = FragmentEdge.objects.filter(target__in=found).values_list(
+        "source", "source__ambient"
+    )
+    for key, ambient in [*outgoing, *incoming]:
+        if key in seen or not ambient.strip():
             continue
-        seen.add(other.key)
-        neighbours.append(RecalledItem(other.key, "ambient", other.ambient.strip()))
+        seen.add(key)
+        neighbours.append(RecalledItem(key, "ambient", ambient.strip()))
     return asked + neighbours

@@ -1,5 +1,6 @@
 """Reads of the Gem shared by the Heart, the Lens and the Anvil."""
 
+from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
@@ -20,13 +21,25 @@ def ambient_prose_current() -> str:
     return latest.content if latest else ""
 
 
-def companion_default_name() -> str:
-    first = Identity.objects.filter(side="companion").order_by("id").first()
-    return first.name if first else "claude"
+@dataclass(frozen=True)
+class Identities:
+    """Who can speak, read in one query: the parser needs the names, the Heart the sides."""
+
+    names: list[str]
+    companions: frozenset[str]
+
+    @property
+    def default_companion(self) -> str:
+        """The companion a reply without an identity tag is from: the first one listed."""
+        return next((n for n in self.names if n in self.companions), "claude")
 
 
-def companion_names() -> set[str]:
-    return set(Identity.objects.filter(side="companion").values_list("name", flat=True))
+def identities_current() -> Identities:
+    rows = list(Identity.objects.order_by("id").values_list("name", "side"))
+    return Identities(
+        names=[name for name, _ in rows],
+        companions=frozenset(name for name, side in rows if side == "companion"),
+    )
 
 
 LINGERING_FIELDS = ("id", "type", "content", "subject", "due", "turn", "refreshed_at")

@@ -4,6 +4,7 @@ import json
 from typing import Any
 
 from django.db import transaction
+from django.utils import timezone
 
 from gem.models import State
 
@@ -17,7 +18,10 @@ def state_get(key: str, default: Any = None) -> Any:
 
 
 def state_set(key: str, value: Any) -> None:
-    State.objects.update_or_create(key=key, defaults={"value": json.dumps(value)})
+    encoded = json.dumps(value)
+    with transaction.atomic():
+        if not State.objects.filter(key=key).update(value=encoded, updated_at=timezone.now()):
+            State.objects.create(key=key, value=encoded)
 
 
 def turn_counter_current() -> int:

@@ -116,7 +116,8 @@ Prompt caching
 from collections.abc import Callable, Sequence
 from contextlib import suppress
 from dataclasses import dataclass
-from datetime import datetime, timedelta
+from datetime import datetime, timedelta, tzinfo
+from functools import lru_cache
 
 LINGER_THRESHOLD = 0.01  # working memory scoring under this is never included
 USER, SAY, DO, FLEX = "user", "say", "do", "flex"
@@ -376,9 +377,14 @@ class _Section:
         self.used += (len(self.separator) if self.count else 1) + len(text)
         self.count += 1
 
-    def place(self, render: Callable[[str], str], content: str) -> tuple[str | None, bool]:
-        """The item's text if it goes in (cut when it could never fit whole), and if it was cut."""
-        text = render(content)
+    def place(
+        self, render: Callable[[str], str], content: str, rendered: str | None = None
+    ) -> tuple[str | None, bool]:
+        """The item's text if it goes in (cut when it could never fit whole), and if it was cut.
+
+        ``rendered`` is ``render(content)`` when the caller already has it.
+        """
+        text = render(content) if rendered is None else rendered
         if len(text) <= self.room():
             return text, False
         if len(text) > self.whole():
@@ -402,7 +408,12 @@ def _lingering(
     for item in sorted(eligible, key=lambda item: (-item.score, item.id)):
         if section.room() < SMALLEST_LINE:
             break  # full: nothing more can fit
-        text, cut = section.place(_lingering_render(item, now), _clean(item.content))
+        line = _lingering_line(item, now.tzinfo)
+        if len(line) <= section.room():
+            text, cut = line, False
+        else:
+            render = _lingering_render(item, now)
+            text, cut = section.place(render, _clean(item.content), line)
         if text is None:
             continue
         section.add(text)
@@ -413,6 +424,23 @@ def _lingering(
     ids = [item.id for item, _ in chosen]
     text = section.text([text for _, text in chosen])
     return text, ids, len(eligible) - len(chosen), len(items) - len(eligible)
+
+
+@lru_cache(maxsize=8_192)
+def _lingering_line_cached(
+    type: str, subject: str, content: str, due: datetime | None, zone: tzinfo | None
+) -> str:
+    item = LingeringItem(0, type, content, subject, 1.0, due)
+    return _lingering_render(item, _ZONE_CLOCK.replace(tzinfo=zone))(_clean(content))
+
+
+def _lingering_line(item: LingeringItem, zone: tzinfo | None) -> str:
+    """An item's whole line. Cached: working memory repeats turn after turn, and its line
+    depends only on the item and the time zone (due dates are written as calendar dates)."""
+    return _lingering_line_cached(item.type, item.subject, item.content, item.due, zone)
+
+
+_ZONE_CLOCK = datetime(2000, 1, 1)
 
 
 def _lingering_render(item: LingeringItem, now: datetime) -> Callable[[str], str]:

@@ -9,8 +9,8 @@ from django.conf import settings
 from gem import decay
 from gem.recall import recall_items
 from gem.selectors import (
+    Identities,
     ambient_prose_current,
-    companion_names,
     wake_text_current,
     working_memory_scored,
 )
@@ -47,11 +47,10 @@ def budgets_from_settings() -> Budgets:
 
 
 def conversation_lines(
-    events: list[tuple[int, datetime, str, str]], *, identities: list[str]
+    events: list[tuple[int, datetime, str, str]], *, who: Identities
 ) -> list[ConversationLine]:
     """Display text of ``(id, ts, actor, content)`` events, oldest first."""
-    companions = frozenset(companion_names())
-    key = (tuple(identities), companions)
+    key = (tuple(who.names), who.companions)
     return [line for event in events for line in _event_lines(*event, key)]
 
 
@@ -92,7 +91,7 @@ def _recent_events(*, before: int, chars_wanted: int) -> list[tuple[int, datetim
 
 
 def context_for_event(
-    *, event: Event, now: datetime, current_turn: int, identities: list[str]
+    *, event: Event, now: datetime, current_turn: int, who: Identities
 ) -> Assembly:
     """The assembled context for answering ``event`` at ``now``."""
     budgets = budgets_from_settings()
@@ -118,7 +117,7 @@ def context_for_event(
         lingering=lingering,
         summaries=summaries,
         recalled=recall_items(pending),
-        conversation=conversation_lines(earlier, identities=identities),
+        conversation=conversation_lines(earlier, who=who),
         now=local_now,
         last_message_at=earlier[-1][1].astimezone(local_now.tzinfo) if earlier else None,
         message=event.content,

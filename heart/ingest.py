@@ -14,7 +14,8 @@ from datetime import datetime
 from django.conf import settings
 from django.db import transaction
 
-from gem.models import Fragment, Identity, IngestRecord, WorkingMemory, WorkingMemoryRef
+from gem.models import Fragment, IngestRecord, WorkingMemory, WorkingMemoryRef
+from gem.selectors import identities_current
 from heart.due import due_from_text
 from heart.models import Event, EventTag
 from heart.parse import CANCEL, DROP, RESOLVE, KnowledgeItem, ParsedMessage, best_match, parse
@@ -37,7 +38,7 @@ class IngestResult:
 
 
 def identity_names() -> list[str]:
-    return list(Identity.objects.values_list("name", flat=True))
+    return identities_current().names
 
 
 def event_record(
@@ -58,13 +59,16 @@ def working_memory_ingest(
 ) -> IngestResult:
     """Apply a message's knowledge tags to working memory, once per event (retries are safe)."""
     result = IngestResult()
+    if not parsed.knowledge:
+        return result  # nothing to ingest, nothing to record
     with transaction.atomic():
-        _, first_time = IngestRecord.objects.select_for_update().get_or_create(event_id=event.pk)
-        if not first_time:
+        # SQLite's IMMEDIATE transaction (PostgreSQL: the one turn running at a time) keeps
+        # two ingests of one event from passing this check together.
+        if IngestRecord.objects.filter(event_id=event.pk).exists():
             return result
         for item in parsed.knowledge:
             _ingest_item(item, event=event, side=side, turn=turn, result=result)
-        IngestRecord.objects.filter(event_id=event.pk).update(changes=asdict(result))
+        IngestRecord.objects.create(event_id=event.pk, changes=asdict(result))
     return result
 
 

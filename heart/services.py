@@ -9,15 +9,14 @@ from datetime import datetime, timedelta
 from django.conf import settings
 from django.contrib.auth import get_user_model
 from django.db import connections, transaction
-from django.db.models import F
 from django.utils import timezone
 from django_q.tasks import async_task
 
-from gem.selectors import companion_default_name
+from gem.selectors import Identities, identities_current
 from gem.state import PENDING_RECALL, state_set, turn_counter_advance
 from heart.assemble import Assembly
 from heart.context import context_for_event
-from heart.ingest import COMPANION, USER, event_record, identity_names, working_memory_ingest
+from heart.ingest import COMPANION, USER, event_record, working_memory_ingest
 from heart.models import ContextSnapshot, Event, Turn, TurnStatus
 from heart.parse import parse
 from silentstar import claude
@@ -96,16 +95,20 @@ def turn_claim_next() -> Turn | None:
                 cursor.execute("SELECT pg_advisory_xact_lock(%s)", [TURN_CLAIM_LOCK])
         if Turn.objects.filter(status=TurnStatus.RUNNING).exists():
             return None
-        turn = Turn.objects.filter(status=TurnStatus.QUEUED).order_by("queued_at", "pk").first()
+        turn = (
+            Turn.objects.filter(status=TurnStatus.QUEUED)
+            .select_related("event")
+            .order_by("queued_at", "pk")
+            .first()
+        )
         if turn is None:
             return None
+        turn.status, turn.started_at, turn.error = TurnStatus.RUNNING, timezone.now(), ""
+        turn.attempts += 1
         Turn.objects.filter(pk=turn.pk, status=TurnStatus.QUEUED).update(
-            status=TurnStatus.RUNNING,
-            started_at=timezone.now(),
-            attempts=F("attempts") + 1,
-            error="",
+            status=turn.status, started_at=turn.started_at, attempts=turn.attempts, error=""
         )
-    return Turn.objects.select_related("event").get(pk=turn.pk)
+    return turn
 
 
 TURN_CLAIM_LOCK = 7_351_001  # any constant: the advisory lock's name on PostgreSQL
@@ -122,25 +125,16 @@ def turn_run(*, turn: Turn) -> Turn:
     def clock() -> datetime:
         return timezone.now() + offset
 
-    identities = identity_names()
+    who = identities_current()
     try:
-        assembly = context_for_event(
-            event=event, now=clock(), current_turn=turn.number, identities=identities
-        )
+        assembly = context_for_event(event=event, now=clock(), current_turn=turn.number, who=who)
         reply_event = turn.reply_event
         if reply_event is None:
-            reply = _reply_stream(turn=turn, assembly=assembly, identities=identities)
+            reply = _reply_stream(turn=turn, assembly=assembly, identities=who.names)
             reply_event = _reply_record(
-                turn=turn, text=reply.text, ts=clock(), identities=identities
+                turn=turn, text=reply.text, ts=clock(), who=who, usage=reply
             )
-            Turn.objects.filter(pk=turn.pk).update(
-                model=reply.model,
-                input_tokens=reply.usage.input_tokens,
-                output_tokens=reply.usage.output_tokens,
-                cache_read_tokens=reply.usage.cache_read_tokens,
-                cache_write_tokens=reply.usage.cache_write_tokens,
-            )
-        parsed = parse(reply_event.content, identities=identities)
+        parsed = parse(reply_event.content, identities=who.names)
         working_memory_ingest(parsed=parsed, event=reply_event, side=COMPANION, turn=turn.number)
         state_set(PENDING_RECALL, [{"key": r.key, "deep": r.deep} for r in parsed.recalls])
         ContextSnapshot.objects.create(
@@ -190,16 +184,26 @@ def _reply_stream(*, turn: Turn, assembly: Assembly, identities: list[str]) -> c
     )
 
 
-def _reply_record(*, turn: Turn, text: str, ts: datetime, identities: list[str]) -> Event:
-    parsed = parse(text, identities=identities)
+def _reply_record(
+    *, turn: Turn, text: str, ts: datetime, who: Identities, usage: claude.Reply
+) -> Event:
+    """Log the reply and link it to the turn in one transaction, with what the API reported."""
+    parsed = parse(text, identities=who.names)
     with transaction.atomic(using="events"):
         reply_event, _ = event_record(
             text=text,
-            actor=parsed.identity or companion_default_name(),
+            actor=parsed.identity or who.default_companion,
             ts=ts,
-            identities=identities,
+            identities=who.names,
         )
-        Turn.objects.filter(pk=turn.pk).update(reply_event=reply_event)
+        Turn.objects.filter(pk=turn.pk).update(
+            reply_event=reply_event,
+            model=usage.model,
+            input_tokens=usage.usage.input_tokens,
+            output_tokens=usage.usage.output_tokens,
+            cache_read_tokens=usage.usage.cache_read_tokens,
+            cache_write_tokens=usage.usage.cache_write_tokens,
+        )
     return reply_event
 
 
