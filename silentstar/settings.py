@@ -241,3 +241,28 @@ BUDGET_POOL_DO = env_int("SILENTSTAR_BUDGET_POOL_DO", 1000, minimum=0)
 BUDGET_POOL_FLEX = env_int("SILENTSTAR_BUDGET_POOL_FLEX", 1000, minimum=0)
 DECAY_PRESSURE = env_float("SILENTSTAR_DECAY_PRESSURE", 0.0, minimum=0.0)
 SNAPSHOT_RETENTION_DAYS = env_int("SILENTSTAR_SNAPSHOT_RETENTION_DAYS", 30, minimum=1)
+
+# --- Chat page ---------------------------------------------------------------------------------
+# A cache every process shares: the sign-in limit counts failures in it, and django-q2's
+# database broker keeps its cluster status there, which the page's worker dot reads.
+if REDIS_URL:
+    CACHES = {
+        "default": {
+            "BACKEND": "django.core.cache.backends.redis.RedisCache",
+            "LOCATION": REDIS_URL,
+            "KEY_PREFIX": "silentstar",
+        }
+    }
+else:
+    CACHES = {
+        "default": {
+            "BACKEND": "django.core.cache.backends.filebased.FileBasedCache",
+            "LOCATION": DATA_DIR / "cache",
+        }
+    }
+LOGIN_FAILURE_LIMIT = env_int("SILENTSTAR_LOGIN_FAILURE_LIMIT", 5, minimum=1)
+LOGIN_FAILURE_WINDOW_MINUTES = env_int("SILENTSTAR_LOGIN_FAILURE_WINDOW_MINUTES", 15, minimum=1)
+LOGIN_BEHIND_PROXY = env_bool("SILENTSTAR_BEHIND_PROXY", False)
+# Uploaded images: the byte limit is capped at what the Messages API accepts (3,932,160).
+IMAGE_MAX_BYTES = env_int("SILENTSTAR_IMAGE_MAX_BYTES", 3_932_160, minimum=1)
+IMAGE_MAX_PIXELS = env_int("SILENTSTAR_IMAGE_MAX_PIXELS", 50_000_000, minimum=1)

@@ -1,13 +1,22 @@
 from django.contrib import admin
+from django.contrib.auth.decorators import login_not_required
 from django.urls import include, path
 from django.views.generic import RedirectView
+
+from heart.auth import ThrottledLoginView
 
 admin.site.site_header = "Silentstar — the Anvil"
 admin.site.site_title = "Silentstar Anvil"
 admin.site.index_title = "Curation"
 
 urlpatterns = [
-    path("", RedirectView.as_view(pattern_name="admin:index"), name="home"),
+    # One sign-in page, with its limit on failed attempts; the admin's own sends people there.
+    path("accounts/login/", ThrottledLoginView.as_view(), name="login"),
     path("accounts/", include("django.contrib.auth.urls")),
+    path(
+        "admin/login/",
+        login_not_required(RedirectView.as_view(pattern_name="login", query_string=True)),
+    ),
     path("admin/", admin.site.urls),
+    path("", include("heart.urls")),
 ]

@@ -1,0 +1,121 @@
+"""Forms of the chat page: what a message post and a history request may contain."""
+
+from django import forms
+from django.conf import settings
+from PIL import Image
+
+from silentstar import claude
+
+MESSAGE_MAX_CHARS = 20_000
+IMAGE_FORMATS = {"JPEG": "jpg", "PNG": "png", "GIF": "gif", "WEBP": "webp"}  # Pillow name → ext
+IMAGE_KINDS = "JPEG, PNG, GIF or WebP"
+
+
+def image_max_bytes() -> int:
+    """The upload limit: the setting, never above what the API accepts."""
+    return min(settings.IMAGE_MAX_BYTES, claude.IMAGE_MAX_BYTES)
+
+
+class MessageForm(forms.Form):
+    """A message from the composer: tagged text without the identity, who speaks, an image.
+
+    ``identities`` are the names of the person's identities; ``identity`` must be one of them
+    or empty. After validation ``image_extension`` holds the file extension that matches the
+    image's real format (not its name).
+    """
+
+    message = forms.CharField(
+        required=False,
+        strip=False,
+        max_length=MESSAGE_MAX_CHARS,
+        error_messages={
+            "max_length": "The message is too long: at most %(limit_value)s characters "
+            "(it has %(show_value)s)."
+        },
+    )
+    identity = forms.ChoiceField(required=False)
+    image = forms.FileField(required=False)
+
+    def __init__(self, *args, identities: list[str], **kwargs):
+        super().__init__(*args, **kwargs)
+        self.fields["identity"].choices = [("", "nobody in particular")] + [
+            (name, name) for name in identities
+        ]
+        self.fields["identity"].error_messages["invalid_choice"] = (
+            "“%(value)s” is not one of your identities."
+        )
+        self.image_extension = ""
+
+    def clean_image(self):
+        upload = self.cleaned_data.get("image")
+        if not upload:
+            return None
+        limit = image_max_bytes()
+        if upload.size > limit:
+            raise forms.ValidationError(
+                f"The image is {_megabytes(upload.size)}; images may be at most "
+                f"{_megabytes(limit)}.",
+                code="too_large",
+            )
+        max_pixels = settings.IMAGE_MAX_PIXELS
+        try:
+            upload.seek(0)
+            with Image.open(upload) as image:
+                image_format = image.format
+                width, height = image.size
+                if image_format not in IMAGE_FORMATS:
+                    raise forms.ValidationError(
+                        f"Only {IMAGE_KINDS} images can be sent, not {image_format or 'this'}.",
+                        code="format",
+                    )
+                if width * height > max_pixels:
+                    raise _too_many_pixels(f"{width}×{height} pixels", max_pixels)
+                image.verify()
+        except Image.DecompressionBombError:
+            raise _too_many_pixels("far too many pixels", max_pixels) from None
+        except forms.ValidationError:
+            raise
+        except Exception:  # Pillow raises many kinds of error on a damaged file
+            raise forms.ValidationError(
+                f"That file is not an image that can be read; send a {IMAGE_KINDS} image.",
+                code="unreadable",
+            ) from None
+        finally:
+            upload.seek(0)
+        self.image_extension = IMAGE_FORMATS[image_format]
+        return upload
+
+    def clean(self):
+        cleaned = super().clean()
+        empty = not (cleaned.get("message") or "").strip() and not cleaned.get("image")
+        if empty and not self.errors:
+            raise forms.ValidationError("Write a message or attach an image.", code="empty")
+        return cleaned
+
+    def first_error(self) -> str:
+        """One readable reason for the composer."""
+        for errors in self.errors.values():
+            if errors:
+                return errors[0]
+        return "The message could not be sent."
+
+
+class HistoryForm(forms.Form):
+    """Which page of the log: the events before ``before`` (an event id)."""
+
+    before = forms.IntegerField(min_value=1)
+
+    def __init__(self, *args, required: bool = True, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.fields["before"].required = required
+
+
+def _too_many_pixels(found: str, max_pixels: int) -> forms.ValidationError:
+    return forms.ValidationError(
+        f"The image is too large: {found}; images may have at most {max_pixels:,} pixels.",
+        code="too_many_pixels",
+    )
+
+
+def _megabytes(size: int) -> str:
+    return f"{size / 2**20:.2f} MB" if size >= 2**20 else f"{size:,} bytes"

@@ -1,0 +1,158 @@
+"""From an event to what the chat page shows: display segments made of parts. Pure: no ORM, no I/O.
+
+The companion's messages show their parsed display segments (``say``, ``do``, ``narrate``); a
+reply with none shows nothing at all (a secret response). The person's messages are shown as
+written: every piece of the parse that is not markup, in order. Text in ``do`` and ``narrate``
+keeps its kind, knowledge text (a plan or pin the person tagged) is a ``say`` part carrying a
+knowledge mark, and everything else (``say`` and plain text) is ``say``. Neighbouring pieces of
+the same kind make one segment; whitespace at a segment's ends is trimmed, and a segment with
+nothing but whitespace is dropped.
+
+Identity names become CSS custom property names through ``identity_slug`` (``y'lhara`` →
+``ylhara``, so ``--identity-ylhara``).
+"""
+
+import re
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from datetime import datetime
+
+from heart.parse import KNOWLEDGE_TAGS, MARKUP, ParsedMessage, parse
+
+USER, COMPANION = "user", "companion"
+OWN_KIND_TAGS = ("do", "narrate")  # the person's text in these keeps its kind; the rest is say
+COLOR_RE = re.compile(r"^#[0-9a-fA-F]{6}$")
+_SLUG_DROP_RE = re.compile(r"['’]")
+_SLUG_OTHER_RE = re.compile(r"[^a-z0-9_-]+")
+
+
+@dataclass(frozen=True, slots=True)
+class Part:
+    """A run of text inside a segment; ``knowledge`` names its knowledge mark (plan, pin…)."""
+
+    text: str
+    knowledge: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class DisplaySegment:
+    kind: str  # say | do | narrate
+    parts: tuple[Part, ...]
+
+    @property
+    def text(self) -> str:
+        return "".join(part.text for part in self.parts)
+
+
+@dataclass(frozen=True, slots=True)
+class Message:
+    """One event as the chat page shows it."""
+
+    event_id: int
+    side: str  # user | companion
+    identity: str  # the actor's name, possibly empty
+    identity_slug: str  # empty when the actor is not a known identity
+    ts: datetime | None
+    segments: tuple[DisplaySegment, ...]
+    has_image: bool = False
+
+    @property
+    def is_secret(self) -> bool:
+        """A companion message that shows nothing."""
+        return self.side == COMPANION and not self.segments
+
+
+def identity_slug(name: str) -> str:
+    """The CSS-safe form of an identity name: lower case, apostrophes removed."""
+    slug = _SLUG_DROP_RE.sub("", name.strip().casefold())
+    return _SLUG_OTHER_RE.sub("-", slug).strip("-")
+
+
+def identity_colors(identities: Iterable[tuple[str, str]]) -> list[tuple[str, str]]:
+    """``(slug, colour)`` for each ``(name, colour)`` whose colour is a plain ``#rrggbb``."""
+    seen: dict[str, str] = {}
+    for name, color in identities:
+        slug = identity_slug(name)
+        if slug and COLOR_RE.match(color or "") and slug not in seen:
+            seen[slug] = color
+    return list(seen.items())
+
+
+def side_of(actor: str, sides: Mapping[str, str], *, is_reply: bool = False) -> str:
+    """Which side wrote a message: the actor's identity side; a turn's reply is the companion's."""
+    if is_reply:
+        return COMPANION
+    return COMPANION if sides.get(actor) == COMPANION else USER
+
+
+def companion_segments(parsed: ParsedMessage) -> tuple[DisplaySegment, ...]:
+    return tuple(
+        DisplaySegment(kind=segment.kind, parts=(Part(segment.text),))
+        for segment in parsed.segments
+    )
+
+
+def user_segments(parsed: ParsedMessage) -> tuple[DisplaySegment, ...]:
+    groups: list[tuple[str, list[Part]]] = []
+    for span in parsed.spans:
+        if span.role == MARKUP or not span.text:
+            continue
+        if span.role in OWN_KIND_TAGS:
+            kind, mark = span.role, ""
+        elif span.role in KNOWLEDGE_TAGS:
+            kind, mark = "say", span.role
+        else:  # say, processing
+            kind, mark = "say", ""
+        if groups and groups[-1][0] == kind:
+            parts = groups[-1][1]
+            if parts[-1].knowledge == mark:
+                parts[-1] = Part(parts[-1].text + span.text, mark)
+            else:
+                parts.append(Part(span.text, mark))
+        else:
+            groups.append((kind, [Part(span.text, mark)]))
+    segments = []
+    for kind, parts in groups:
+        trimmed = _trim(parts)
+        if trimmed:
+            segments.append(DisplaySegment(kind=kind, parts=trimmed))
+    return tuple(segments)
+
+
+def _trim(parts: list[Part]) -> tuple[Part, ...]:
+    """Strip whitespace at both ends of a segment; nothing when only whitespace is left."""
+    while parts and not parts[0].text.strip():
+        parts = parts[1:]
+    while parts and not parts[-1].text.strip():
+        parts = parts[:-1]
+    if not parts:
+        return ()
+    first, last = parts[0], parts[-1]
+    parts = [Part(first.text.lstrip(), first.knowledge), *parts[1:]]
+    parts[-1] = Part(parts[-1].text.rstrip(), last.knowledge)
+    return tuple(parts)
+
+
+def message_display(
+    *,
+    event_id: int,
+    content: str,
+    actor: str,
+    sides: Mapping[str, str],
+    ts: datetime | None = None,
+    has_image: bool = False,
+    is_reply: bool = False,
+) -> Message:
+    """What the page shows for one event. ``sides`` maps every identity name to its side."""
+    parsed = parse(content, identities=list(sides))
+    side = side_of(actor, sides, is_reply=is_reply)
+    segments = companion_segments(parsed) if side == COMPANION else user_segments(parsed)
+    return Message(
+        event_id=event_id,
+        side=side,
+        identity=actor,
+        identity_slug=identity_slug(actor) if actor in sides else "",
+        ts=ts,
+        segments=segments,
+        has_image=has_image,
+    )

@@ -1,0 +1,15 @@
+from django.urls import path
+
+from heart import views
+
+urlpatterns = [
+    path("", views.chat, name="heart-chat"),
+    path("history/", views.history, name="heart-history"),
+    path("messages/", views.message_send, name="heart-message-send"),
+    path("turns/<int:turn_id>/", views.turn_detail, name="heart-turn-detail"),
+    path("turns/<int:turn_id>/retry/", views.turn_retry_view, name="heart-turn-retry"),
+    path("worker/", views.worker_status, name="heart-worker-status"),
+    path("images/<int:event_id>/", views.image, name="heart-image"),
+    path("manifest.webmanifest", views.manifest, name="heart-manifest"),
+    path("sw.js", views.service_worker, name="heart-service-worker"),
+]

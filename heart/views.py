@@ -1,0 +1,303 @@
+"""The chat page and its partials: thin views that validate, call a service and render.
+
+Every view needs a signed-in user (``LoginRequiredMiddleware``) except the web app manifest
+and the service worker, which installers fetch before anyone signs in. Partials live in
+``templates/heart/chat.html``; htmx requests get them, page requests get the whole page.
+"""
+
+import logging
+import mimetypes
+import uuid
+from dataclasses import dataclass
+from pathlib import Path
+
+from django.conf import settings
+from django.contrib import messages
+from django.contrib.auth.decorators import login_not_required
+from django.contrib.staticfiles import finders
+from django.core.files.storage import default_storage
+from django.db.models import Q
+from django.http import FileResponse, Http404, HttpResponse, HttpResponseRedirect
+from django.shortcuts import get_object_or_404, render
+from django.urls import reverse
+from django.utils import timezone
+from django.utils.cache import patch_vary_headers
+from django.views.decorators.http import require_GET, require_POST
+from django_q.status import Stat
+
+from gem.models import Identity
+from heart.forms import HistoryForm, MessageForm
+from heart.models import Event, Turn, TurnStatus
+from heart.render import COMPANION, USER, Message, identity_colors, identity_slug, message_display
+from heart.services import TurnOrderError, turn_retry, turn_submit, user_text_compose
+
+logger = logging.getLogger(__name__)
+
+HISTORY_PAGE_SIZE = 30
+EVENT_FIELDS = ("id", "ts", "content", "actor", "image")
+
+
+@dataclass(frozen=True)
+class Speaker:
+    name: str
+    slug: str
+
+
+@dataclass(frozen=True)
+class Entry:
+    """One item of the history: a message, or a turn still pending or failed after its message."""
+
+    message: Message | None = None
+    turn: Turn | None = None
+
+
+# --- Pages and partials --------------------------------------------------------------------
+
+
+@require_GET
+def chat(request):
+    form = HistoryForm(request.GET, required=False)
+    if not form.is_valid():
+        return _error(request, "“before” must be an event id.", status=400)
+    identities = _identities()
+    context = {
+        **_history(before=form.cleaned_data.get("before"), identities=identities),
+        "companion": _companion(identities),
+    }
+    if request.htmx:
+        response = render(request, "heart/chat.html#history", context)
+    else:
+        state, title = _worker_state()
+        context |= {
+            "identity_colors": identity_colors((i.name, i.color) for i in identities),
+            "user_identities": [
+                Speaker(i.name, identity_slug(i.name)) for i in identities if i.side == USER
+            ],
+            "offline": settings.COMPANION_OFFLINE,
+            "worker_state": state,
+            "worker_title": title,
+        }
+        response = render(request, "heart/chat.html", context)
+    patch_vary_headers(response, ("HX-Request",))
+    return response
+
+
+@require_GET
+def history(request):
+    form = HistoryForm(request.GET)
+    if not form.is_valid():
+        return _error(request, "“before” must be an event id.", status=400)
+    identities = _identities()
+    context = {
+        **_history(before=form.cleaned_data["before"], identities=identities),
+        "companion": _companion(identities),
+    }
+    return render(request, "heart/chat.html#history-page", context)
+
+
+@require_POST
+def message_send(request):
+    identities = _identities()
+    form = MessageForm(
+        request.POST,
+        request.FILES,
+        identities=[identity.name for identity in identities if identity.side == USER],
+    )
+    if not form.is_valid():
+        return _refuse(request, form.first_error(), status=400)
+    identity = form.cleaned_data["identity"] or None
+    upload = form.cleaned_data["image"]
+    image = _image_store(upload, extension=form.image_extension) if upload else ""
+    text = user_text_compose(
+        message=form.cleaned_data["message"], identity=identity, knowledge_tags=[]
+    )
+    try:
+        turn = turn_submit(text=text, actor=identity or "", image=image)
+    except TurnOrderError as error:
+        if image:
+            default_storage.delete(image)
+        return _refuse(request, str(error), status=409)
+    if _is_page_post(request):
+        return _back_to_chat()
+    turn = Turn.objects.select_related("event", "reply_event").get(pk=turn.pk)
+    context = {
+        "message": _message(turn.event, identities=identities),
+        **_turn_context(turn, identities=identities),
+    }
+    return render(request, "heart/chat.html#sent", context, status=201)
+
+
+@require_GET
+def turn_detail(request, turn_id: int):
+    turn = get_object_or_404(Turn.objects.select_related("reply_event"), pk=turn_id)
+    context = _turn_context(turn, identities=_identities())
+    return render(request, "heart/chat.html#turn", context)
+
+
+@require_POST
+def turn_retry_view(request, turn_id: int):
+    get_object_or_404(Turn.objects.only("id"), pk=turn_id)
+    try:
+        turn_retry(turn_id=turn_id)
+    except ValueError as error:
+        return _refuse(request, str(error), status=409)
+    if _is_page_post(request):
+        return _back_to_chat()
+    turn = Turn.objects.select_related("reply_event").get(pk=turn_id)
+    return render(request, "heart/chat.html#turn", _turn_context(turn, identities=_identities()))
+
+
+@require_GET
+def worker_status(request):
+    state, title = _worker_state()
+    context = {"worker_state": state, "worker_title": title}
+    return render(request, "heart/chat.html#worker-status", context)
+
+
+@require_GET
+def image(request, event_id: int):
+    """An image the person sent. Uploaded files are never served publicly, only through here."""
+    event = get_object_or_404(Event.objects.only("id", "image"), pk=event_id)
+    if not event.image:
+        raise Http404("This message has no image.")
+    try:
+        handle = event.image.open("rb")
+    except FileNotFoundError:
+        raise Http404("The image file is missing.") from None
+    content_type = mimetypes.guess_type(event.image.name)[0] or "application/octet-stream"
+    response = FileResponse(handle, content_type=content_type)
+    response["Cache-Control"] = "private, max-age=86400"
+    return response
+
+
+@login_not_required
+@require_GET
+def manifest(request):
+    return _static_file("heart/manifest.webmanifest", content_type="application/manifest+json")
+
+
+@login_not_required
+@require_GET
+def service_worker(request):
+    response = _static_file("heart/sw.js", content_type="text/javascript; charset=utf-8")
+    response["Service-Worker-Allowed"] = "/"
+    response["Cache-Control"] = "no-cache"
+    return response
+
+
+# --- Helpers ---------------------------------------------------------------------------------
+
+
+def _identities() -> list[Identity]:
+    return list(Identity.objects.order_by("id"))
+
+
+def _sides(identities: list[Identity]) -> dict[str, str]:
+    return {identity.name: identity.side for identity in identities}
+
+
+def _companion(identities: list[Identity]) -> Speaker:
+    """Who answers a turn still under way: the first identity on the companion's side."""
+    name = next((i.name for i in identities if i.side == COMPANION), "claude")
+    return Speaker(name, identity_slug(name))
+
+
+def _message(event: Event, *, identities: list[Identity], is_reply: bool = False) -> Message:
+    return message_display(
+        event_id=event.pk,
+        content=event.content,
+        actor=event.actor,
+        sides=_sides(identities),
+        ts=event.ts,
+        has_image=bool(event.image),
+        is_reply=is_reply,
+    )
+
+
+def _history(*, before: int | None, identities: list[Identity]) -> dict:
+    """A page of the log: the newest events before ``before``, oldest first.
+
+    A turn that has not been answered (queued, running or failed) follows its message, so the
+    page keeps polling it or offers its retry. Secret replies are left out: they show nothing.
+    """
+    events = Event.objects.only(*EVENT_FIELDS).order_by("-id")
+    if before is not None:
+        events = events.filter(id__lt=before)
+    page = list(events[: HISTORY_PAGE_SIZE + 1])
+    has_earlier = len(page) > HISTORY_PAGE_SIZE
+    page = page[:HISTORY_PAGE_SIZE][::-1]
+    ids = [event.pk for event in page]
+    turns = list(Turn.objects.filter(Q(event_id__in=ids) | Q(reply_event_id__in=ids)))
+    reply_ids = {turn.reply_event_id for turn in turns if turn.reply_event_id}
+    unanswered = {turn.event_id: turn for turn in turns if turn.status != TurnStatus.DONE}
+    entries = []
+    for event in page:
+        message = _message(event, identities=identities, is_reply=event.pk in reply_ids)
+        if not message.is_secret:
+            entries.append(Entry(message=message))
+        if event.pk in unanswered:
+            entries.append(Entry(turn=unanswered[event.pk]))
+    return {"entries": entries, "earlier_before": page[0].pk if has_earlier else None}
+
+
+def _turn_context(turn: Turn, *, identities: list[Identity]) -> dict:
+    reply = None
+    if turn.status == TurnStatus.DONE and turn.reply_event is not None:
+        reply = _message(turn.reply_event, identities=identities, is_reply=True)
+    return {"turn": turn, "reply": reply, "companion": _companion(identities)}
+
+
+def _image_store(upload, *, extension: str) -> str:
+    name = f"images/{timezone.now():%Y/%m}/{uuid.uuid4().hex}.{extension}"
+    return default_storage.save(name, upload)
+
+
+def _cluster_stats() -> list:
+    """django-q2's own record of the clusters that are running (empty when none is)."""
+    try:
+        return Stat.get_all()
+    except Exception:
+        logger.warning("Could not read the task cluster's status", exc_info=True)
+        return []
+
+
+def _worker_state() -> tuple[str, str]:
+    if not settings.Q_CLUSTER.get("sync") and not _cluster_stats():
+        return "offline", (
+            "The worker is not running: messages wait until it starts (manage.py qcluster)"
+        )
+    if Turn.objects.filter(status=TurnStatus.RUNNING).exists():
+        return "busy", "The worker is answering a message"
+    return "online", "The worker is ready"
+
+
+def _static_file(path: str, *, content_type: str) -> HttpResponse:
+    found = finders.find(path)
+    if not found:
+        raise Http404(f"{path} is missing from the static files.")
+    return HttpResponse(Path(found).read_bytes(), content_type=content_type)
+
+
+def _is_page_post(request) -> bool:
+    """A plain form post (no JavaScript): answer with a redirect, not a partial.
+
+    htmx requests and scripts' fetches (``Sec-Fetch-Mode`` other than ``navigate``) get partials.
+    """
+    return not request.htmx and request.headers.get("Sec-Fetch-Mode", "navigate") == "navigate"
+
+
+def _back_to_chat() -> HttpResponseRedirect:
+    response = HttpResponseRedirect(reverse("heart-chat"))
+    response.status_code = 303
+    return response
+
+
+def _refuse(request, reason: str, *, status: int):
+    if _is_page_post(request):
+        messages.error(request, reason)
+        return _back_to_chat()
+    return _error(request, reason, status=status)
+
+
+def _error(request, reason: str, *, status: int):
+    return render(request, "heart/chat.html#composer-error", {"reason": reason}, status=status)

@@ -1,0 +1,80 @@
+/*
+ * Silentstar service worker, served at /sw.js with scope "/".
+ *
+ * The shell (the chat page's CSS, scripts, vendored htmx and icons) comes from
+ * the cache first; everything else (pages, /messages/, /turns/, /history/,
+ * /worker/, /images/, the admin) always goes to the network and is never
+ * cached. Change CACHE_VERSION whenever a shell file changes.
+ */
+"use strict";
+
+const CACHE_VERSION = "silentstar-shell-v1";
+
+const SHELL = [
+  "/static/heart/chat.css",
+  "/static/heart/chat.js",
+  "/static/heart/space.js",
+  "/static/vendor/htmx-2.0.8.min.js",
+  "/static/icons/icon.svg",
+  "/static/icons/icon-192.png",
+  "/static/icons/icon-512.png",
+  "/static/icons/icon-maskable-512.png",
+];
+
+const SHELL_PATHS = new Set(SHELL);
+
+function cacheable(response) {
+  return !!response && response.ok && response.status === 200 && response.type === "basic";
+}
+
+self.addEventListener("install", (event) => {
+  event.waitUntil(
+    caches
+      .open(CACHE_VERSION)
+      .then((cache) =>
+        // One missing file must not keep the rest out of the cache.
+        Promise.all(
+          SHELL.map((url) =>
+            fetch(url, { cache: "reload", credentials: "same-origin" })
+              .then((response) => (cacheable(response) ? cache.put(url, response) : undefined))
+              .catch(() => undefined)
+          )
+        )
+      )
+      .then(() => self.skipWaiting())
+  );
+});
+
+self.addEventListener("activate", (event) => {
+  event.waitUntil(
+    caches
+      .keys()
+      .then((names) =>
+        Promise.all(
+          names
+            .filter((name) => name.startsWith("silentstar-") && name !== CACHE_VERSION)
+            .map((name) => caches.delete(name))
+        )
+      )
+      .then(() => self.clients.claim())
+  );
+});
+
+self.addEventListener("fetch", (event) => {
+  const request = event.request;
+  if (request.method !== "GET") return; // network, never cached
+  const url = new URL(request.url);
+  if (url.origin !== self.location.origin || !SHELL_PATHS.has(url.pathname)) return; // network
+
+  event.respondWith(
+    caches.open(CACHE_VERSION).then((cache) =>
+      cache.match(url.pathname).then((cached) => {
+        if (cached) return cached;
+        return fetch(request).then((response) => {
+          if (cacheable(response)) cache.put(url.pathname, response.clone());
+          return response;
+        });
+      })
+    )
+  );
+});
