@@ -69,3 +69,15 @@ def fake_api(settings, monkeypatch):
         settings.COMPANION_OFFLINE = False
         monkeypatch.setattr(claude, "RETRY_BASE_DELAY", 0.001)
         yield api
+
+
+@pytest.fixture(scope="session")
+def django_db_modify_db_settings(django_db_modify_db_settings, tmp_path_factory):
+    """SQLite test databases are files, not memory: the browser tests' live server, the
+    worker thread and the test itself then each have their own connection, as in production."""
+    from django.conf import settings
+
+    folder = tmp_path_factory.mktemp("test-databases")
+    for alias, database in settings.DATABASES.items():
+        if database["ENGINE"].endswith("sqlite3"):
+            database.setdefault("TEST", {})["NAME"] = str(folder / f"test_{alias}.sqlite3")
