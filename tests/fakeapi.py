@@ -11,7 +11,9 @@ chunk, content_block_stop, message_delta with the stop reason and output tokens,
 and with a JSON message otherwise. ``POST /v1/messages/count_tokens`` answers an estimate
 (characters / 4). Requests need an API key (``x-api-key`` or ``Authorization: Bearer …``).
 With nothing scripted, the answer is ``DEFAULT_REPLY``. Every request is recorded: ``.requests``
-holds the parsed JSON bodies, ``.recorded`` the path and headers too.
+holds the parsed JSON bodies, ``.recorded`` the path and headers too. ``.first_token_at`` holds,
+for each streamed reply, the ``time.time()`` at which its first text delta was written (the
+browser benchmark of the first visible character measures from there).
 """
 
 import json
@@ -80,6 +82,7 @@ class FakeMessagesAPI:
         self._lock = threading.Lock()
         self._script: deque[FakeReply | FakeError] = deque()
         self._recorded: list[Recorded] = []
+        self.first_token_at: list[float] = []
         self._server: ThreadingHTTPServer | None = None
         self._thread: threading.Thread | None = None
 
@@ -251,6 +254,9 @@ class _Handler(BaseHTTPRequestHandler):
                     "content_block_delta",
                     {"index": 0, "delta": {"type": "text_delta", "text": chunk}},
                 )
+                if number == 0:
+                    with self.api._lock:
+                        self.api.first_token_at.append(time.time())
             self._event("content_block_stop", {"index": 0})
             self._event(
                 "message_delta",

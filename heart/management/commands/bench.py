@@ -9,7 +9,12 @@ from django.conf import settings
 from django.core.management import call_command
 from django.core.management.base import BaseCommand, CommandError
 
-from heart.bench import queue_pickup_measure, synthetic_gem_build, turns_measure
+from heart.bench import (
+    first_char_measure,
+    queue_pickup_measure,
+    synthetic_gem_build,
+    turns_measure,
+)
 
 SIZES = {"10k": 10_000, "1M": 1_000_000}
 STORE_URLS = [
@@ -24,17 +29,24 @@ class Command(BaseCommand):
     help = (
         "Benchmarks. `bench turns`: build synthetic Gems (10k and 1M events, 5k fragments, 20k "
         "edges, 100k working-memory rows of which 1k active) in throwaway SQLite stores, run "
-        "turns with the offline companion and print the turn's own overhead (all but the model)."
+        "turns with the offline companion and print the turn's own overhead (all but the model). "
+        "`bench queue`: django-q2 pickup on a running cluster. `bench firstchar`: in Chromium, "
+        "the time from the fake Messages API's first streamed token to the first visible "
+        "character of the reply (needs the development requirements and Chromium)."
     )
 
     def add_arguments(self, parser):
-        parser.add_argument("what", choices=["turns", "queue"])
+        parser.add_argument("what", choices=["turns", "queue", "firstchar"])
         parser.add_argument("--sizes", nargs="+", choices=list(SIZES), default=list(SIZES))
         parser.add_argument("--turns", type=int, default=200, help="turns (or queue tasks) to run")
+        parser.add_argument("--runs", type=int, default=10, help="replies to time (firstchar)")
         parser.add_argument("--size", type=int, help=argparse_hidden())
         parser.add_argument("--inside", action="store_true", help=argparse_hidden())
 
-    def handle(self, *args, what, sizes, turns, size, inside, **options):
+    def handle(self, *args, what, sizes, turns, runs, size, inside, **options):
+        if what == "firstchar":
+            self._first_char(runs=runs)
+            return
         if what == "queue":
             self._queue(inside=inside, tasks=turns)
             return
@@ -56,6 +68,19 @@ class Command(BaseCommand):
         if {"10k", "1M"} <= results.keys():
             ratio = results["1M"]["p50_ms"] / results["10k"]["p50_ms"]
             self.stdout.write(f"p50 ratio 1M / 10k: {ratio:.2f} ({turns} turns each)")
+
+    def _first_char(self, *, runs: int) -> None:
+        """First streamed token → first visible character, in Chromium against a fake API."""
+        if runs < 1:
+            raise CommandError("--runs must be at least 1")
+        try:
+            result = first_char_measure(runs=runs, base_dir=settings.BASE_DIR)
+        except RuntimeError as error:
+            raise CommandError(str(error)) from error
+        self.stdout.write(
+            f"first token → first visible character over {result['runs']} runs: "
+            f"p50 {result['p50_s']:.2f} s, max {result['max_s']:.2f} s (goal ≤ 0.5 s)"
+        )
 
     def _queue(self, *, inside: bool, tasks: int) -> None:
         """django-q2 pickup: enqueue → a running cluster has run the task and stored its result."""

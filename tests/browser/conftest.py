@@ -1,0 +1,269 @@
+"""Browser tests: Playwright drives Debian's Chromium against pytest-django's live server.
+
+The live server runs in this process, in a thread, so settings changed here (the ``fake_api``
+fixture's key and ``ANTHROPIC_BASE_URL``, the cache, the media folder) are what it sees. The
+SQLite test databases are files (``tests/conftest.py``): the live server's threads, the worker
+thread and the test each have their own connection, as in production.
+
+Chromium is Debian's (``apt-get install -y chromium``), never one from ``playwright install``.
+Screenshots go to ``test-artifacts/screenshots/`` (git ignores it).
+"""
+
+import importlib
+import os
+import threading
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+import pytest
+from django.db import connections
+from playwright.sync_api import BrowserContext, Page, Playwright, expect, sync_playwright
+
+from heart import services
+from heart.tasks import run_turns_task
+from tests.conftest import REPO
+
+CHROMIUM = Path("/usr/bin/chromium")
+CHROMIUM_ARGS = [
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-quic",
+    # Without these Chromium keeps calling home, and a closed network refuses every call.
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--no-first-run",
+]
+SCREENSHOTS = REPO / "test-artifacts" / "screenshots"
+PASSWORD = "a browser test password"
+
+DESKTOP = {"viewport": {"width": 1280, "height": 900}}
+PHONE = {
+    "viewport": {"width": 390, "height": 844},
+    "device_scale_factor": 2,
+    "is_mobile": True,
+    "has_touch": True,
+}
+WORKER_JOIN_SECONDS = 15
+
+# Every browser test: the live server needs committed data, so a transactional database, and
+# `serialized_rollback` brings back what the migrations put in (the identities, the wake
+# texts) after each test's flush.
+BROWSER_DB = pytest.mark.django_db(transaction=True, serialized_rollback=True, databases="__all__")
+
+
+@pytest.fixture(scope="session")
+def browser_type_launch_args(browser_type_launch_args: dict) -> dict:
+    """Launch Debian's Chromium, headless, quiet on the network."""
+    if not CHROMIUM.exists():
+        message = (
+            f"The browser tests need Debian's Chromium at {CHROMIUM}: "
+            "apt-get update && apt-get install -y chromium (never `playwright install`)."
+        )
+        if os.environ.get("CI"):
+            pytest.fail(message)
+        pytest.skip(message)
+    return {**browser_type_launch_args, "executable_path": str(CHROMIUM), "args": CHROMIUM_ARGS}
+
+
+@pytest.fixture(scope="session")
+def migrated_contents(django_db_setup) -> dict[str, str]:
+    """What the test databases held after migrating (identities, wake texts), as pytest-django
+    saved it for ``serialized_rollback``, read before Playwright starts (see below)."""
+    return {
+        alias: connections[alias]._test_serialized_contents
+        for alias in connections
+        if hasattr(connections[alias], "_test_serialized_contents")
+    }
+
+
+@pytest.fixture(scope="package")
+def playwright(migrated_contents) -> Iterator[Playwright]:
+    """Playwright for this package only (pytest-playwright keeps it for the whole session).
+
+    Its sync API keeps an event loop running in the test's thread, and while that loop runs
+    Django refuses synchronous database calls from this thread: stopped with the package, it
+    leaves every test after the browser tests as it found them. The browser, its launch and
+    the context options are overridden to match (pytest-playwright's own are session-wide);
+    its ``new_context``, ``context`` and ``page`` fixtures work on top of them.
+    """
+    with sync_playwright() as started:
+        yield started
+
+
+@pytest.fixture(scope="package")
+def browser(playwright: Playwright, browser_name: str, browser_type_launch_args) -> Iterator:
+    browser = getattr(playwright, browser_name).launch(**browser_type_launch_args)
+    yield browser
+    browser.close()
+
+
+@pytest.fixture(scope="package")
+def browser_context_args(live_server) -> dict:
+    """Every context opens the live server (relative URLs go there)."""
+    return {"base_url": live_server.url}
+
+
+@pytest.fixture
+def context(new_context: Callable[..., BrowserContext]) -> BrowserContext:
+    """A desktop-sized context; ``new_context(**PHONE)`` (or other options) for the rest."""
+    return new_context(**DESKTOP)
+
+
+@pytest.fixture(scope="package", autouse=True)
+def async_unsafe_allowed() -> Iterator[None]:
+    """Let the tests use the database while Playwright runs.
+
+    Playwright's sync API keeps an event loop running in the test's thread, and Django refuses
+    synchronous database calls there unless ``DJANGO_ALLOW_ASYNC_UNSAFE`` is set. It is set for
+    this package only, not at import: set for the whole process, it would reach the
+    ``manage.py`` processes other tests start, and ``check --deploy`` warns about it.
+    """
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv("DJANGO_ALLOW_ASYNC_UNSAFE", "true")
+        yield
+
+
+@pytest.fixture(scope="package", autouse=True)
+def migrated_contents_restored(migrated_contents, playwright, async_unsafe_allowed) -> None:
+    """Let ``serialized_rollback`` find what to restore after each test's flush.
+
+    Playwright's sync API keeps an event loop running in the test's thread, and Django then
+    hands out database connections of that async context: new connection objects, without the
+    contents pytest-django saved on the old ones. Without them every test after the first
+    would find the tables the migrations fill (identities, wake texts) empty.
+    """
+    for alias in connections:
+        # An alias pytest-django saved nothing for shares its database with one it did (all
+        # four stores in one PostgreSQL database): nothing of its own to restore, and no
+        # post-migrate step after its flush either, which would recreate content types that
+        # the restore then brings back a second time.
+        connections[alias]._test_serialized_contents = migrated_contents.get(alias, "[]")
+
+
+@pytest.fixture(scope="package", autouse=True)
+def event_log_triggers_lifted(
+    django_db_setup, django_db_blocker, playwright, async_unsafe_allowed
+) -> Iterator[None]:
+    """Lift the event log's append-only triggers while the browser tests run.
+
+    The live server needs committed data, so these tests are transactional: after each one
+    pytest-django empties every table (DELETE on SQLite, TRUNCATE on PostgreSQL), and the
+    triggers that keep the log append-only refuse exactly that. They are dropped for this
+    package only, with the migration's own ``remove``, and put back with its ``install`` when
+    the package is done, so every other test still runs against them
+    (``tests/heart/test_models.py`` checks them).
+    """
+    migration = importlib.import_module("heart.migrations.0002_event_log_append_only")
+    with django_db_blocker.unblock(), connections["events"].schema_editor() as editor:
+        migration.remove(None, editor)
+    try:
+        yield
+    finally:
+        with django_db_blocker.unblock(), connections["events"].schema_editor() as editor:
+            migration.install(None, editor)
+        with django_db_blocker.unblock():
+            connections.close_all()
+
+
+@pytest.fixture(scope="session", autouse=True)
+def slow_imports_done() -> None:
+    """Import the anthropic SDK (1.5 s) and dateparser once, up front, as a long-running worker
+    would have: otherwise the first turn of the session pays for them while being watched."""
+    import anthropic  # noqa: F401
+    import dateparser.search  # noqa: F401
+
+
+@pytest.fixture(autouse=True)
+def isolated(settings, tmp_path) -> None:
+    """Uploads in a folder of the test's own, a cache of its own (sign-in failures, the
+    cluster status), the companion offline unless the test asks for ``fake_api``."""
+    settings.MEDIA_ROOT = tmp_path / "media"
+    settings.CACHES = {
+        "default": {
+            "BACKEND": "django.core.cache.backends.locmem.LocMemCache",
+            "LOCATION": f"browser-{tmp_path.name}",
+        }
+    }
+    settings.ANTHROPIC_API_KEY = ""
+    settings.COMPANION_OFFLINE = True
+
+
+@pytest.fixture
+def worker(monkeypatch) -> Iterator[list[threading.Thread]]:
+    """Answer queued turns in a background thread, as the django-q2 worker would.
+
+    The chat page queues a turn with django-q2's ``async_task``; in tests the queue runs
+    tasks synchronously (``tests/conftest.py``), inside the request, so nothing could be seen
+    streaming. Here each queued turn starts a thread that runs ``run_turns_task`` on its own
+    database connections and closes them when done. The real cluster answering a queued turn
+    is covered by ``tests/heart/test_worker.py``.
+    """
+    threads: list[threading.Thread] = []
+
+    def answer(turn_id: int) -> None:
+        try:
+            run_turns_task(turn_id)
+        finally:
+            connections.close_all()
+
+    def enqueue(func: str, *args, **kwargs) -> str:
+        assert func == "heart.tasks.run_turns_task", func
+        thread = threading.Thread(target=answer, args=args, daemon=True, name=f"turn-{args[0]}")
+        threads.append(thread)
+        thread.start()
+        return thread.name
+
+    monkeypatch.setattr(services, "async_task", enqueue)
+    yield threads
+    for thread in threads:
+        thread.join(timeout=WORKER_JOIN_SECONDS)
+    assert not any(thread.is_alive() for thread in threads), "a turn was still being answered"
+
+
+@pytest.fixture
+def owner(django_user_model):
+    return django_user_model.objects.create_user(username="owner", password=PASSWORD)
+
+
+def log_in(page: Page, *, username: str = "owner", password: str = PASSWORD) -> None:
+    """Sign in through the real form, as a person would."""
+    page.goto("/accounts/login/")
+    page.get_by_label("Name").fill(username)
+    page.get_by_label("Password").fill(password)
+    page.get_by_role("button", name="Sign in").click()
+
+
+def chat_open(page: Page) -> Page:
+    """Sign in and wait until the chat page's script is running."""
+    log_in(page)
+    expect(page.locator("#composer")).to_be_visible()
+    page.wait_for_function("() => !!(window.silentstar && window.silentstar.send)")
+    return page
+
+
+@pytest.fixture
+def page(context: BrowserContext, owner) -> Page:
+    """The chat page on a desktop-sized screen, signed in as the owner."""
+    return chat_open(context.new_page())
+
+
+@pytest.fixture
+def phone_page(new_context: Callable[..., BrowserContext], owner) -> Page:
+    """The chat page on a phone-sized touch screen, signed in as the owner."""
+    return chat_open(new_context(**PHONE).new_page())
+
+
+@pytest.fixture
+def screenshot(request) -> Callable[[Page, str], Path]:
+    """Save a screenshot as ``test-artifacts/screenshots/<test>-<desktop|phone>.png``."""
+    SCREENSHOTS.mkdir(parents=True, exist_ok=True)
+    test = request.node.originalname
+
+    def save(page: Page, size: str) -> Path:
+        path = SCREENSHOTS / f"{test}-{size}.png"
+        page.screenshot(path=path, animations="disabled", caret="hide")
+        return path
+
+    return save

@@ -1,0 +1,301 @@
+"""The chat page in a real browser: signing in, sending, streaming, images, retries, history.
+
+Each test clicks and types as a person would and waits with Playwright's auto-waiting
+``expect`` (or ``wait_for_function``); the only pauses are the fake Messages API's own delays.
+"""
+
+import io
+import re
+from datetime import timedelta
+from zoneinfo import ZoneInfo
+
+import pytest
+from django.conf import settings
+from django.utils import timezone
+from PIL import Image
+from playwright.sync_api import Page, expect
+
+from gem.models import WorkingMemory
+from heart.ingest import event_record
+from heart.models import Event, Turn
+from tests.browser.conftest import BROWSER_DB, DESKTOP, PASSWORD, PHONE, chat_open, log_in
+from tests.fakeapi import FakeError, FakeReply
+
+pytestmark = BROWSER_DB
+
+LATEST_COMPANION = "#history article.message.companion >> nth=-1"
+
+# Tests that talk to the fake Messages API ask for ``fake_api`` before ``page``: the page is
+# opened when its fixture runs, and should show the companion online.
+
+
+def send_with_ctrl_enter(page: Page, text: str) -> None:
+    page.locator("#input").click()
+    page.keyboard.type(text)
+    page.keyboard.press("Control+Enter")
+
+
+def article_ids(page: Page) -> list[int]:
+    """The event ids of the messages on the page, top to bottom."""
+    return page.locator("#history article.message[id^=event-]").evaluate_all(
+        "articles => articles.map(a => Number(a.id.slice('event-'.length)))"
+    )
+
+
+def png(size=(64, 48), colour=(196, 168, 130)) -> bytes:
+    buffer = io.BytesIO()
+    Image.new("RGB", size, colour).save(buffer, format="PNG")
+    return buffer.getvalue()
+
+
+# --- Signing in and out -----------------------------------------------------------------------
+
+
+def test_it_signs_in_and_says_when_the_password_is_wrong(context, owner):
+    page = context.new_page()
+    log_in(page, password="not the password")
+    expect(page.get_by_role("alert")).to_have_text("That name and password did not match.")
+    expect(page).to_have_url(re.compile(r"/accounts/login/$"))
+
+    log_in(page, password=PASSWORD)
+    expect(page).to_have_url(re.compile(r"/$"))
+    expect(page.locator("#input")).to_be_visible()
+    expect(page.get_by_role("heading", name="silentstar")).to_be_visible()
+
+
+def test_it_sends_to_the_login_page_when_logged_out(context, owner):
+    page = context.new_page()
+    page.goto("/")
+    expect(page).to_have_url(re.compile(r"/accounts/login/\?next=/$"))
+    expect(page.get_by_role("button", name="Sign in")).to_be_visible()
+
+    chat_open(page)
+    page.get_by_role("button", name="sign out").click()
+    expect(page).to_have_url(re.compile(r"/accounts/login/$"))
+    page.goto("/")
+    expect(page).to_have_url(re.compile(r"/accounts/login/\?next=/$"))
+
+
+# --- Sending and streaming --------------------------------------------------------------------
+
+
+def test_it_streams_a_reply_to_a_plan_sent_as_luna(fake_api, worker, page, screenshot):
+    reply = "I'll remind you, luna. Friday it is."
+    fake_api.push(FakeReply(f"<say>{reply}</say>", chunks=8, delay=0.15))
+    expect(page.locator(".offline-badge")).to_have_count(0)
+
+    page.locator("#identity-chips .chip[data-identity=luna]").click()
+    expect(page.locator(".chip[data-identity=luna]")).to_have_attribute("aria-pressed", "true")
+    page.locator("#tag-buttons .tag[data-tag=plan]").click()
+    expect(page.locator(".tag[data-tag=plan]")).to_have_attribute("aria-pressed", "true")
+    sent_at = timezone.now()
+    page.keyboard.type("call the pharmacy friday at 5pm")
+    page.keyboard.press("Control+Enter")
+
+    mine = page.locator("#history article.message.user").last
+    expect(mine).to_contain_text("call the pharmacy friday at 5pm")
+    expect(mine.locator(".knowledge.plan")).to_have_text("call the pharmacy friday at 5pm")
+    expect(page.locator("#input")).to_be_empty()
+
+    # Part of the reply shows before all of it: a non-empty prefix, shorter than the whole.
+    partial = page.wait_for_function(
+        """full => {
+            const shown = document.querySelector("article.pending .segment.partial");
+            const text = shown ? shown.textContent.trim() : "";
+            return text && text.length < full.length && full.startsWith(text) ? text : null;
+        }""",
+        arg=reply,
+    ).json_value()
+    assert 0 < len(partial) < len(reply)
+    screenshot(page, "desktop")  # mid-stream: the partial reply and the breathing mark
+
+    expect(page.locator(LATEST_COMPANION)).to_contain_text(reply)
+    expect(page.locator("article.pending")).to_have_count(0)
+    expect(page.locator(".breathing")).to_have_count(0)
+
+    event = Event.objects.order_by("id").first()
+    assert event.content == "<luna><plan>call the pharmacy friday at 5pm</plan></luna>"
+    assert event.actor == "luna"
+    plan = WorkingMemory.objects.get(type="plan")
+    due = plan.due.astimezone(ZoneInfo(settings.TIME_ZONE))
+    assert (due.weekday(), due.hour, due.minute) == (4, 17, 0)  # a Friday, 17:00
+    assert timedelta(0) < plan.due - sent_at <= timedelta(days=7)  # the coming one
+
+
+def test_it_sends_an_image_and_shows_it(fake_api, worker, page, screenshot):
+    fake_api.push(FakeReply("<say>What a warm colour.</say>", chunks=2))
+
+    page.locator("#image-input").set_input_files(
+        files=[{"name": "swatch.png", "mimeType": "image/png", "buffer": png()}]
+    )
+    preview = page.locator("#image-preview")
+    expect(preview).to_be_visible()
+    expect(preview.locator("img")).to_have_attribute("src", re.compile(r"^blob:"))
+    page.locator("#input").click()
+    page.keyboard.type("the yarn I found")
+    page.locator("#send").click()
+
+    expect(page.locator(LATEST_COMPANION)).to_contain_text("What a warm colour.")
+    expect(preview).to_be_hidden()
+    attached = page.locator("#history article.message.user img.attached")
+    expect(attached).to_have_count(1)
+    page.wait_for_function(
+        "img => img.complete && img.naturalWidth > 0", arg=attached.element_handle()
+    )
+    assert attached.evaluate("img => [img.naturalWidth, img.naturalHeight]") == [64, 48]
+    screenshot(page, "desktop")
+
+    content = fake_api.requests[0]["messages"][0]["content"]
+    images = [block for block in content if block["type"] == "image"]
+    assert len(images) == 1
+    assert images[0]["source"]["media_type"] == "image/png"
+
+
+def test_it_shows_nothing_for_a_secret_reply(fake_api, worker, page):
+    fake_api.push(FakeReply("<thought>she seems tired tonight</thought>", chunks=3, delay=0.05))
+
+    send_with_ctrl_enter(page, "good night")
+
+    secret = page.locator("#history article.message.companion.secret")
+    expect(secret).to_have_count(1)
+    expect(secret).to_be_hidden()
+    expect(secret).to_be_empty()
+    expect(page.get_by_text("she seems tired")).to_have_count(0)
+    expect(page.locator(".breathing")).to_have_count(0)
+    expect(page.locator("article.pending")).to_have_count(0)
+    assert Turn.objects.get().status == "done"
+
+
+def test_it_shows_a_failed_turn_and_retries_it_without_writing_twice(
+    fake_api, worker, page, screenshot
+):
+    fake_api.push(FakeError(400, "messages: something is malformed"))
+
+    send_with_ctrl_enter(page, "are you there?")
+
+    failed = page.locator("#history article.message.companion.failed")
+    expect(failed.locator(".reason")).to_be_visible()
+    expect(failed.locator(".reason")).to_contain_text("rejected")
+    retry = failed.get_by_role("button", name="retry")
+    expect(retry).to_be_visible()
+    screenshot(page, "desktop")
+
+    fake_api.push(FakeReply("<say>I'm here now.</say>", chunks=3, delay=0.05))
+    retry.click()
+
+    expect(page.locator(LATEST_COMPANION)).to_contain_text("I'm here now.")
+    expect(page.locator("article.failed")).to_have_count(0)
+    expect(page.locator("article.pending")).to_have_count(0)
+    assert Event.objects.count() == 2
+    assert list(Event.objects.order_by("id").values_list("actor", flat=True)) == ["", "claude"]
+    turn = Turn.objects.get()
+    assert (turn.status, turn.attempts) == ("done", 2)
+    assert len(fake_api.requests) == 2
+
+
+# --- History ----------------------------------------------------------------------------------
+
+
+def test_it_loads_earlier_messages_page_by_page(page):
+    start = timezone.now() - timedelta(hours=2)
+    ids = [
+        event_record(
+            text=f"<luna>message number {n}</luna>", actor="luna", ts=start + timedelta(minutes=n)
+        )[0].pk
+        for n in range(70)
+    ]
+    page.goto("/")
+
+    expect(page.locator("#history article.message")).to_have_count(30)
+    assert article_ids(page) == ids[-30:]
+
+    page.get_by_role("button", name="earlier").click()
+    expect(page.locator("#history article.message")).to_have_count(60)
+    assert article_ids(page) == ids[-60:]
+    expect(page.locator("#history article.message").first).to_contain_text("message number 10")
+
+    page.get_by_role("button", name="earlier").click()
+    expect(page.locator("#history article.message")).to_have_count(70)
+    assert article_ids(page) == ids
+    expect(page.get_by_role("button", name="earlier")).to_have_count(0)
+
+
+# --- The page around the conversation ---------------------------------------------------------
+
+
+def test_it_stops_the_space_under_reduced_motion(page, new_context):
+    running = "() => window.silentstar.spaceRunning()"
+    page.wait_for_function(running)
+
+    page.emulate_media(reduced_motion="reduce")
+    page.wait_for_function("() => !window.silentstar.spaceRunning()")
+    assert page.evaluate(running) is False
+
+    still = chat_open(new_context(**DESKTOP, reduced_motion="reduce").new_page())
+    assert still.evaluate(running) is False
+
+
+def test_it_shows_the_offline_badge_only_when_offline(page, settings):
+    expect(page.locator(".offline-badge")).to_be_visible()
+    expect(page.locator(".offline-badge")).to_have_text("offline companion")
+
+    settings.ANTHROPIC_API_KEY = "test-key"
+    settings.COMPANION_OFFLINE = False
+    page.reload()
+    expect(page.locator("#composer")).to_be_visible()
+    expect(page.locator(".offline-badge")).to_have_count(0)
+
+
+def test_it_shows_the_worker_dot(page):
+    dot = page.locator("#worker-status")
+    expect(dot).to_be_visible()
+    expect(dot).to_have_attribute("data-state", re.compile(r"^(online|busy|offline)$"))
+    expect(dot).to_have_attribute("title", re.compile(r"\w"))
+
+
+# --- Screenshots (test-artifacts/screenshots/, to look at) ------------------------------------
+
+CONVERSATION = [
+    ("luna", "<luna>I finished the **blue** crewneck at last, *finally*.</luna>"),
+    (
+        "claude",
+        "<claude><say>That's wonderful, luna. **Show me** the collar?</say>"
+        "<do>leans in to look at the stitches</do>"
+        "<narrate>The evening light settles on the yarn.</narrate></claude>",
+    ),
+    ("hasuki", "<hasuki><do>holds it up to the window</do> Like this. It's *soft*.</hasuki>"),
+    (
+        "claude",
+        "<claude><say>It is. The rib is even all the way round.</say>"
+        "<thought>she is proud of it</thought></claude>",
+    ),
+    ("luna", "<luna><plan>wash it gently on sunday</plan></luna>"),
+]
+
+
+@pytest.fixture
+def conversation():
+    start = timezone.now() - timedelta(minutes=30)
+    for n, (actor, text) in enumerate(CONVERSATION):
+        event_record(text=text, actor=actor, ts=start + timedelta(minutes=3 * n))
+
+
+def test_it_screenshots_the_chat_on_desktop_and_phone(conversation, page, phone_page, screenshot):
+    for shown, size in ((page, "desktop"), (phone_page, "phone")):
+        shown.goto("/")
+        expect(shown.locator("#history article.message")).to_have_count(5)
+        expect(shown.locator("#history strong").first).to_have_text("blue")
+        expect(shown.locator("#history em").first).to_have_text("finally")
+        expect(shown.locator("#history .segment.do").first).to_be_visible()
+        expect(shown.locator("#history .segment.narrate")).to_be_visible()
+        expect(shown.get_by_text("she is proud of it")).to_have_count(0)
+        shown.evaluate("document.fonts.ready")
+        assert screenshot(shown, size).stat().st_size > 0
+
+
+def test_it_screenshots_the_login_page_on_desktop_and_phone(new_context, screenshot):
+    for size, extra in (("desktop", DESKTOP), ("phone", PHONE)):
+        shown = new_context(**extra).new_page()
+        shown.goto("/accounts/login/")
+        expect(shown.get_by_role("button", name="Sign in")).to_be_visible()
+        assert screenshot(shown, size).stat().st_size > 0
