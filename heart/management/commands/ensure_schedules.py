@@ -6,6 +6,7 @@ from silentstar.schedules import schedules_ensure
 class Command(BaseCommand):
     help = "Create or update the recurring background tasks (decay sweep, turn recovery, pruning)."
 
-    def handle(self, *args, **options):
+    def handle(self, *args, verbosity, **options):
         for name in schedules_ensure():
-            self.stdout.write(f"Scheduled: {name}")
+            if verbosity >= 1:
+                self.stdout.write(f"Scheduled: {name}")
