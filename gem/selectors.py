@@ -56,17 +56,21 @@ def working_memory_scored(*, now: datetime, current_turn: int) -> list[tuple[Any
     scored = [
         (
             row,
-            decay.score(
-                type=row.type,
-                refreshed_at=row.refreshed_at,
-                now=now,
-                created_turn=row.turn,
-                current_turn=current_turn,
-                due=row.due,
-                pressure=pressure,
-            ),
+            decay.score(**decay_inputs(row, now=now, current_turn=current_turn), pressure=pressure),
         )
         for row in rows
     ]
     scored.sort(key=lambda pair: (-pair[1], pair[0].id))
     return scored
+
+
+def decay_inputs(item: Any, *, now: datetime, current_turn: int) -> dict:
+    """The arguments `gem.decay` needs about a working-memory item (a model or a row)."""
+    return {
+        "type": item.type,
+        "refreshed_at": item.refreshed_at,
+        "now": now,
+        "created_turn": item.turn,
+        "current_turn": current_turn,
+        "due": item.due,
+    }

@@ -7,6 +7,7 @@ from django.db import transaction
 
 from gem import decay
 from gem.models import WorkingMemory
+from gem.selectors import decay_inputs
 
 
 def working_memory_sweep(*, now: datetime, current_turn: int) -> list[int]:
@@ -15,12 +16,7 @@ def working_memory_sweep(*, now: datetime, current_turn: int) -> list[int]:
         item.pk
         for item in WorkingMemory.objects.filter(status="active")
         if decay.is_gone_for_good(
-            type=item.type,
-            refreshed_at=item.refreshed_at,
-            now=now,
-            created_turn=item.turn,
-            current_turn=current_turn,
-            due=item.due,
+            **decay_inputs(item, now=now, current_turn=current_turn),
             pressure=settings.DECAY_PRESSURE,
         )
     ]
