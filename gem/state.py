@@ -10,6 +10,7 @@ from gem.models import State
 
 TURN_COUNTER = "turn_counter"
 PENDING_RECALL = "pending_recall"
+CHARS_PER_TOKEN = "chars_per_token"
 
 
 def state_get(key: str, default: Any = None) -> Any:

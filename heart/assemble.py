@@ -4,7 +4,8 @@ Pure: standard library only, no ORM, no settings, no clock. The caller gathers t
 (``heart/context.py``) and passes the budgets in; the same input always gives the same output.
 
 Tokens
-    ``estimate_tokens(text)`` is ``ceil(len(text) / 4)`` (0 for empty text), the one estimator of
+    ``estimate_tokens(text)`` is ``ceil(len(text) / 4)`` (0 for empty text; the 4 is
+    ``Budgets.chars_per_token``, calibrated from the API's reported usage), the one estimator of
     the project. A section's size is the estimate of its text exactly as sent, heading included.
     Every budget is a hard cap on that: ``estimate_tokens(section) <= budget``, always.
 
@@ -113,6 +114,7 @@ Prompt caching
                     recent: {pool: lines dropped}}
 """
 
+import math
 from collections.abc import Callable, Sequence
 from contextlib import suppress
 from dataclasses import dataclass
@@ -147,14 +149,46 @@ MONTHS = (
 )
 
 
-def estimate_tokens(text: str) -> int:
-    """The project's token estimate: a token per four characters, rounded up."""
-    return (len(text) + 3) // 4
+DEFAULT_CHARS_PER_TOKEN = 4.0  # until calibrated
+
+
+def estimate_tokens(text: str, chars_per_token: float = DEFAULT_CHARS_PER_TOKEN) -> int:
+    """The project's token estimate: a token per ``chars_per_token`` characters, rounded up.
+
+    Four until calibrated from the usage the API reports (``Budgets.chars_per_token``).
+    """
+    return _tokens(len(text), chars_per_token)
+
+
+CALIBRATION_WEIGHT = 0.2  # how far one turn's measurement moves the running figure
+CHARS_PER_TOKEN_RANGE = (1.5, 8.0)  # outside this a measurement is taken to be wrong
+
+
+def chars_per_token_calibrated(*, previous: float, characters: int, tokens: int) -> float:
+    """The running characters-per-token figure after a turn whose ``characters`` of text the API
+    counted as ``tokens`` input tokens (cache reads and writes included). A moving average, so
+    one odd turn does not swing the budgets; measurements out of range are ignored."""
+    if tokens <= 0 or characters <= 0:
+        return previous
+    measured = characters / tokens
+    low, high = CHARS_PER_TOKEN_RANGE
+    if not low <= measured <= high:
+        return previous
+    return previous + CALIBRATION_WEIGHT * (measured - previous)
+
+
+def _tokens(characters: int, chars_per_token: float) -> int:
+    return math.ceil(characters / chars_per_token) if characters > 0 else 0
+
+
+def _characters(tokens: int, chars_per_token: float) -> int:
+    """The most characters whose estimate stays within ``tokens``."""
+    return math.floor(max(tokens, 0) * chars_per_token)
 
 
 @dataclass(frozen=True, slots=True)
 class Budgets:
-    """Hard caps, in estimated tokens."""
+    """Hard caps, in estimated tokens, and the characters an estimated token stands for."""
 
     working_memory: int = 1500
     recall: int = 1000
@@ -163,6 +197,7 @@ class Budgets:
     pool_say: int = 1500
     pool_do: int = 1000
     pool_flex: int = 1000
+    chars_per_token: float = 4.0
 
 
 @dataclass(frozen=True, slots=True)
@@ -247,10 +282,14 @@ def assemble(
 
     truncated: dict[str, list] = {}
     lingering_text, lingering_ids, lingering_out, faded = _lingering(
-        lingering, now, budgets.working_memory, truncated
+        lingering, now, _characters(budgets.working_memory, budgets.chars_per_token), truncated
     )
-    summaries_text, summary_ids = _summaries(summaries, budgets.summaries, truncated)
-    recalled_text, recalled_keys = _recalled(recalled, budgets.recall, truncated)
+    summaries_text, summary_ids = _summaries(
+        summaries, _characters(budgets.summaries, budgets.chars_per_token), truncated
+    )
+    recalled_text, recalled_keys = _recalled(
+        recalled, _characters(budgets.recall, budgets.chars_per_token), truncated
+    )
     recent = _recent(conversation, budgets, truncated)
     now_text = f"{NOW}\n{now_in_words(now, last_message_at)}"
     message_text = f"{MESSAGE}\n{_one_line(actor) or UNKNOWN_ACTOR}:\n{message}"
@@ -265,15 +304,16 @@ def assemble(
     system_text = "".join(block["text"] for block in system)
     user_text = "".join(block["text"] for block in user)
 
-    token_counts = {name: estimate_tokens(text) for name, text in system_parts.items()}
+    cpt = budgets.chars_per_token
+    token_counts = {name: estimate_tokens(text, cpt) for name, text in system_parts.items()}
     token_counts |= {
-        "lingering": estimate_tokens(lingering_text),
-        "summaries": estimate_tokens(summaries_text),
-        "recalled": estimate_tokens(recalled_text),
-        "recent": estimate_tokens(recent.text),
-        "now": estimate_tokens(now_text),
-        "message": estimate_tokens(message_text),
-        "total": estimate_tokens(system_text) + estimate_tokens(user_text),
+        "lingering": estimate_tokens(lingering_text, cpt),
+        "summaries": estimate_tokens(summaries_text, cpt),
+        "recalled": estimate_tokens(recalled_text, cpt),
+        "recent": estimate_tokens(recent.text, cpt),
+        "now": estimate_tokens(now_text, cpt),
+        "message": estimate_tokens(message_text, cpt),
+        "total": estimate_tokens(system_text, cpt) + estimate_tokens(user_text, cpt),
     }
     items_included = {
         "lingering": lingering_ids,
@@ -358,9 +398,9 @@ def due_in_words(due: datetime, now: datetime) -> str:
 class _Section:
     """A section being filled: its heading, its items and its size in characters."""
 
-    def __init__(self, heading: str, budget: int, separator: str):
+    def __init__(self, heading: str, limit: int, separator: str):
         self.heading = heading
-        self.limit = 4 * max(budget, 0)  # estimate_tokens(text) <= budget <=> len(text) <= this
+        self.limit = limit  # characters: estimate_tokens(text) <= budget <=> len(text) <= limit
         self.separator = separator
         self.used = len(heading)
         self.count = 0
@@ -400,10 +440,10 @@ SMALLEST_LINE = len("- [pin] x")
 
 
 def _lingering(
-    items: Sequence[LingeringItem], now: datetime, budget: int, truncated: dict
+    items: Sequence[LingeringItem], now: datetime, limit: int, truncated: dict
 ) -> tuple[str, list[int], int, int]:
     eligible = [item for item in items if item.score >= LINGER_THRESHOLD]  # NaN is left out too
-    section = _Section(LINGERING, budget, "\n")
+    section = _Section(LINGERING, limit, "\n")
     chosen: list[tuple[LingeringItem, str]] = []
     for item in sorted(eligible, key=lambda item: (-item.score, item.id)):
         if section.room() < SMALLEST_LINE:
@@ -456,8 +496,8 @@ def _type_rank(type_: str) -> tuple[int, str]:
     return (TYPE_ORDER.index(type_), "") if type_ in TYPE_ORDER else (len(TYPE_ORDER), type_)
 
 
-def _summaries(items: Sequence[SummaryItem], budget: int, truncated: dict) -> tuple[str, list[int]]:
-    section = _Section(SUMMARIES, budget, SECTION_GAP)
+def _summaries(items: Sequence[SummaryItem], limit: int, truncated: dict) -> tuple[str, list[int]]:
+    section = _Section(SUMMARIES, limit, SECTION_GAP)
     chosen: list[tuple[SummaryItem, str]] = []
     newest_first = sorted(
         items, key=lambda s: (s.last_event_id, s.first_event_id, s.id), reverse=True
@@ -477,8 +517,8 @@ def _summaries(items: Sequence[SummaryItem], budget: int, truncated: dict) -> tu
     return section.text([text for _, text in chosen]), [summary.id for summary, _ in chosen]
 
 
-def _recalled(items: Sequence[RecalledItem], budget: int, truncated: dict) -> tuple[str, list[str]]:
-    section = _Section(RECALLED, budget, SECTION_GAP)
+def _recalled(items: Sequence[RecalledItem], limit: int, truncated: dict) -> tuple[str, list[str]]:
+    section = _Section(RECALLED, limit, SECTION_GAP)
     texts: list[str] = []
     keys: list[str] = []
     for item in items:
@@ -515,7 +555,8 @@ def _recent(lines: Sequence[ConversationLine], budgets: Budgets, truncated: dict
         FLEX: max(budgets.pool_flex, 0),
     }
     left = dict(caps)
-    limit = 4 * sum(caps.values())  # the whole section, in characters
+    cpt = budgets.chars_per_token
+    limit = _characters(sum(caps.values()), cpt)  # the whole section, in characters
     used = len(RECENT)
     closed: set[str] = set()
     kept: list[tuple[ConversationLine, str, str]] = []  # newest first: line, text, pool charged
@@ -539,19 +580,19 @@ def _recent(lines: Sequence[ConversationLine], budgets: Budgets, truncated: dict
         room = limit - used - joint
         charged = None
         if len(text) <= room:
-            cost = (joint + len(text) + 3) // 4
+            cost = _tokens(joint + len(text), cpt)
             charged = next((p for p in (pool, FLEX) if cost <= left[p]), None)
-        whole = min(4 * max(caps[pool], caps[FLEX]) - joint, limit - len(RECENT) - 1)
+        whole = min(_characters(max(caps[pool], caps[FLEX]), cpt) - joint, limit - len(RECENT) - 1)
         if charged is None and len(text) > whole:  # it could never fit: cut it to what is left
             charged = pool if left[pool] >= left[FLEX] else FLEX
-            text = _cut(render, content, min(room, 4 * left[charged] - joint))
+            text = _cut(render, content, min(room, _characters(left[charged], cpt) - joint))
             if text is not None:
                 truncated.setdefault("recent", []).append(line.event_id)
         if charged is None or text is None:
             closed.add(pool)
             dropped[pool] += 1
             continue
-        left[charged] -= (joint + len(text) + 3) // 4
+        left[charged] -= _tokens(joint + len(text), cpt)
         used += joint + len(text)
         kept.append((line, text, charged))
 

@@ -14,8 +14,9 @@ from gem.selectors import (
     wake_text_current,
     working_memory_scored,
 )
-from gem.state import PENDING_RECALL, state_get
+from gem.state import CHARS_PER_TOKEN, PENDING_RECALL, state_get
 from heart.assemble import (
+    DEFAULT_CHARS_PER_TOKEN,
     Assembly,
     Budgets,
     ConversationLine,
@@ -35,7 +36,9 @@ RECENT_CAP = 1_000
 
 
 def budgets_from_settings() -> Budgets:
+    """The budgets of the settings, measured with the calibrated characters per token."""
     return Budgets(
+        chars_per_token=state_get(CHARS_PER_TOKEN, DEFAULT_CHARS_PER_TOKEN),
         working_memory=settings.BUDGET_WORKING_MEMORY,
         recall=settings.BUDGET_RECALL,
         summaries=settings.BUDGET_SUMMARIES,

@@ -13,8 +13,14 @@ from django.utils import timezone
 from django_q.tasks import async_task
 
 from gem.selectors import Identities, identities_current
-from gem.state import PENDING_RECALL, state_set, turn_counter_advance
-from heart.assemble import Assembly
+from gem.state import (
+    CHARS_PER_TOKEN,
+    PENDING_RECALL,
+    state_get,
+    state_set,
+    turn_counter_advance,
+)
+from heart.assemble import DEFAULT_CHARS_PER_TOKEN, Assembly, chars_per_token_calibrated
 from heart.context import context_for_event
 from heart.ingest import COMPANION, USER, event_record, working_memory_ingest
 from heart.models import ContextSnapshot, Event, Turn, TurnStatus
@@ -131,6 +137,8 @@ def turn_run(*, turn: Turn) -> Turn:
         reply_event = turn.reply_event
         if reply_event is None:
             reply = _reply_stream(turn=turn, assembly=assembly, identities=who.names)
+            if not reply.offline and not event.image:  # image tokens are not text
+                _chars_per_token_calibrate(assembly=assembly, usage=reply.usage)
             reply_event = _reply_record(
                 turn=turn, text=reply.text, ts=clock(), who=who, usage=reply
             )
@@ -154,6 +162,18 @@ def turn_run(*, turn: Turn) -> Turn:
         logger.exception("Turn %s failed", turn.pk)
         _turn_fail(turn, f"Something went wrong while answering: {type(error).__name__}: {error}")
     return Turn.objects.get(pk=turn.pk)
+
+
+def _chars_per_token_calibrate(*, assembly: Assembly, usage: claude.Usage) -> None:
+    """Learn how many characters a token is from what the API counted for this context."""
+    previous = state_get(CHARS_PER_TOKEN, DEFAULT_CHARS_PER_TOKEN)
+    calibrated = chars_per_token_calibrated(
+        previous=previous,
+        characters=len(assembly.system_text) + len(assembly.user_text),
+        tokens=usage.input_tokens + usage.cache_read_tokens + usage.cache_write_tokens,
+    )
+    if calibrated != previous:
+        state_set(CHARS_PER_TOKEN, calibrated)
 
 
 def _reply_stream(*, turn: Turn, assembly: Assembly, identities: list[str]) -> claude.Reply:

@@ -626,6 +626,7 @@ conversation_lines = st.lists(
         pool_say=budget,
         pool_do=budget,
         pool_flex=budget,
+        chars_per_token=st.floats(min_value=1.5, max_value=8.0),
     ),
     now=moments,
     last=st.none() | moments,
@@ -669,6 +670,39 @@ def test_it_keeps_every_section_within_its_budget(
     assert headings[-2:] == ["Now", "Message"]
     for heading in ("Lingering", "Summaries", "Recalled", "Recent"):
         key = heading.lower()
-        assert counts[key] == estimate_tokens(section_text(before_message, heading))
+        text = section_text(before_message, heading)
+        assert counts[key] == estimate_tokens(text, budgets.chars_per_token)
     included = assembly.items_included
     assert set(included["lingering"]) <= {item.id for item in lingering if item.score >= 0.01}
+
+
+def test_it_measures_budgets_with_the_calibrated_characters_per_token():
+    items = [wm(n, 0.9, content=f"item number {n} with some words") for n in range(1, 40)]
+
+    def kept(chars_per_token):
+        budgets = Budgets(working_memory=60, chars_per_token=chars_per_token)
+        assembly = build(lingering=items, budgets=budgets)
+        text = section_text(assembly.user_text, "Lingering")
+        assert estimate_tokens(text, chars_per_token) <= 60
+        assert assembly.token_counts["lingering"] == estimate_tokens(text, chars_per_token)
+        return len(assembly.items_included["lingering"])
+
+    assert kept(3.0) < kept(4.0) < kept(6.0)
+
+
+def test_it_estimates_tokens_from_characters_rounding_up():
+    assert estimate_tokens("") == 0
+    assert estimate_tokens("abcde") == 2
+    assert estimate_tokens("abcde", 2.5) == 2
+    assert estimate_tokens("abcdef", 2.5) == 3
+
+
+def test_it_moves_the_calibration_a_fifth_of_the_way_and_ignores_nonsense():
+    from heart.assemble import chars_per_token_calibrated
+
+    assert chars_per_token_calibrated(previous=4.0, characters=3000, tokens=1000) == pytest.approx(
+        3.8
+    )
+    assert chars_per_token_calibrated(previous=4.0, characters=3000, tokens=0) == 4.0
+    assert chars_per_token_calibrated(previous=4.0, characters=30, tokens=1000) == 4.0
+    assert chars_per_token_calibrated(previous=4.0, characters=90_000, tokens=1000) == 4.0

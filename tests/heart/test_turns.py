@@ -1,6 +1,7 @@
 """A full turn of the Heart through the real SDK against the local fake Messages API."""
 
 import itertools
+import math
 from datetime import timedelta
 
 import pytest
@@ -301,3 +302,29 @@ def test_it_prunes_old_snapshots():
     kept = ContextSnapshot.objects.create(turn=2, assembled_system="", assembled_user="")
     assert snapshots_prune(older_than=timezone.now() - timedelta(days=30)) == 1
     assert list(ContextSnapshot.objects.values_list("pk", flat=True)) == [kept.pk]
+
+
+def test_it_calibrates_characters_per_token_from_reported_usage(fake_api):
+    fake_api.push(
+        FakeReply("<say>one</say>", input_tokens=700, cache_read_input_tokens=300),
+        FakeReply("<say>two</say>", input_tokens=None),
+    )
+    first = submit("<luna>hi</luna>")
+    run_turns_task(first.pk)
+    snapshot = ContextSnapshot.objects.get(turn=first.pk)
+    characters = len(snapshot.assembled_system) + len(snapshot.assembled_user)
+    expected = 4.0 + 0.2 * (characters / 1000 - 4.0)
+    calibrated = state_get("chars_per_token")
+    assert calibrated == pytest.approx(expected)
+
+    second = submit("<luna>again</luna>")
+    run_turns_task(second.pk)
+    counts = ContextSnapshot.objects.get(turn=second.pk).token_counts
+    wake = fake_api.requests[1]["system"][0]["text"]
+    assert counts["wake"] == math.ceil(len(wake) / calibrated)
+
+
+def test_it_does_not_calibrate_from_offline_turns(settings):
+    settings.COMPANION_OFFLINE = True
+    run_turns_task(submit("<luna>hi</luna>").pk)
+    assert state_get("chars_per_token") is None
