@@ -137,11 +137,11 @@ def turn_run(*, turn: Turn) -> Turn:
         reply_event = turn.reply_event
         if reply_event is None:
             reply = _reply_stream(turn=turn, assembly=assembly, identities=who.names)
-            if not reply.offline and not event.image:  # image tokens are not text
-                _chars_per_token_calibrate(assembly=assembly, usage=reply.usage)
             reply_event = _reply_record(
                 turn=turn, text=reply.text, ts=clock(), who=who, usage=reply
             )
+            if not reply.offline and not event.image:  # image tokens are not text
+                _chars_per_token_calibrate(assembly=assembly, usage=reply.usage)
         parsed = parse(reply_event.content, identities=who.names)
         working_memory_ingest(parsed=parsed, event=reply_event, side=COMPANION, turn=turn.number)
         state_set(PENDING_RECALL, [{"key": r.key, "deep": r.deep} for r in parsed.recalls])
