@@ -9,6 +9,7 @@ from datetime import datetime, timedelta
 from django.conf import settings
 from django.contrib.auth import get_user_model
 from django.db import connections, transaction
+from django.db.models import Case, When
 from django.utils import timezone
 from django_q.tasks import async_task
 
@@ -99,15 +100,14 @@ def turn_claim_next() -> Turn | None:
         if connection.vendor == "postgresql":
             with connection.cursor() as cursor:  # serialise claims across workers
                 cursor.execute("SELECT pg_advisory_xact_lock(%s)", [TURN_CLAIM_LOCK])
-        if Turn.objects.filter(status=TurnStatus.RUNNING).exists():
-            return None
+        # One query: a running turn sorts first and means "not now"; else the oldest queued.
         turn = (
-            Turn.objects.filter(status=TurnStatus.QUEUED)
+            Turn.objects.filter(status__in=[TurnStatus.RUNNING, TurnStatus.QUEUED])
             .select_related("event")
-            .order_by("queued_at", "pk")
+            .order_by(Case(When(status=TurnStatus.RUNNING, then=0), default=1), "queued_at", "pk")
             .first()
         )
-        if turn is None:
+        if turn is None or turn.status == TurnStatus.RUNNING:
             return None
         turn.status, turn.started_at, turn.error = TurnStatus.RUNNING, timezone.now(), ""
         turn.attempts += 1

@@ -328,3 +328,51 @@ def test_it_sweeps_only_what_stays_under_the_threshold(
             type, hours=hours + later_hours, turns=turns + later_turns, pressure=p, due=due
         )
         assert later < 0.01
+
+
+@settings(max_examples=150, deadline=None)
+@given(
+    items=st.lists(
+        st.tuples(
+            st.sampled_from(sorted(decay.TYPES)),
+            st.floats(min_value=0, max_value=5_000),  # hours before now
+            st.none() | st.integers(min_value=0, max_value=500),
+            st.none() | st.floats(min_value=-500, max_value=500),  # due, hours from now
+        ),
+        max_size=20,
+    ),
+    current_turn=st.integers(min_value=0, max_value=600),
+    pressure=st.floats(min_value=0, max_value=5),
+)
+def test_it_scores_many_items_exactly_as_one_at_a_time(items, current_turn, pressure):
+    now = datetime(2026, 11, 22, 12, tzinfo=UTC)
+    prepared = [
+        (
+            type_,
+            now - timedelta(hours=age),
+            turn,
+            None if due is None else now + timedelta(hours=due),
+        )
+        for type_, age, turn, due in items
+    ]
+    expected = [
+        decay.score(
+            type=type_,
+            refreshed_at=refreshed_at,
+            now=now,
+            created_turn=turn,
+            current_turn=current_turn,
+            due=due,
+            pressure=pressure,
+        )
+        for type_, refreshed_at, turn, due in prepared
+    ]
+    assert decay.scores(prepared, now=now, current_turn=current_turn, pressure=pressure) == expected
+
+
+def test_it_refuses_unknown_types_and_naive_times_when_scoring_many():
+    now = datetime(2026, 11, 22, 12, tzinfo=UTC)
+    with pytest.raises(ValueError, match="Unknown working-memory type"):
+        decay.scores([("mood", now, 1, None)], now=now, current_turn=1)
+    with pytest.raises(ValueError, match="timezone-aware"):
+        decay.scores([("thought", now.replace(tzinfo=None), 1, None)], now=now, current_turn=1)
