@@ -15,7 +15,6 @@ Items scoring under `FLOOR_THRESHOLD` are left out of context.
 """
 
 import math
-from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Final
@@ -90,44 +89,6 @@ def score(
     turns = max(0, current_turn - created_turn) if created_turn is not None else 0
     shrink = 1.0 + pressure
     return 0.5 ** (hours * shrink / half_life.hours) * 0.5 ** (turns * shrink / half_life.turns)
-
-
-def scores(
-    items: Sequence[tuple[str, datetime, int | None, datetime | None]],
-    *,
-    now: datetime,
-    current_turn: int,
-    pressure: float = 0.0,
-) -> list[float]:
-    """`score` of many ``(type, refreshed_at, created_turn, due)`` items at one moment: the same
-    numbers, with ``now`` and ``pressure`` checked once (the Heart scores every active item
-    every turn)."""
-    _check_aware(now=now)
-    _check_pressure(pressure)
-    shrink = 1.0 + pressure
-    results = []
-    for type, refreshed_at, created_turn, due in items:
-        half_life = HALF_LIVES.get(type)
-        if half_life is None:  # secrets, plans, and unknown types (which raise)
-            results.append(
-                score(
-                    type=type,
-                    refreshed_at=refreshed_at,
-                    now=now,
-                    created_turn=created_turn,
-                    current_turn=current_turn,
-                    due=due,
-                    pressure=pressure,
-                )
-            )
-            continue
-        _check_aware(refreshed_at=refreshed_at)
-        hours = _hours_between(refreshed_at, now)
-        turns = max(0, current_turn - created_turn) if created_turn is not None else 0
-        results.append(
-            0.5 ** (hours * shrink / half_life.hours) * 0.5 ** (turns * shrink / half_life.turns)
-        )
-    return results
 
 
 def plan_curve(*, refreshed_at: datetime, now: datetime, due: datetime) -> float:

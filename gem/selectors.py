@@ -1,12 +1,10 @@
 """Reads of the Gem shared by the Heart, the Lens and the Anvil."""
 
-from collections import namedtuple
 from dataclasses import dataclass
-from datetime import UTC, datetime
+from datetime import datetime
 from typing import Any
 
 from django.conf import settings
-from django.db import connections
 
 from gem import decay
 from gem.models import AmbientProse, Identity, WakeText, WorkingMemory
@@ -45,42 +43,25 @@ def identities_current() -> Identities:
 
 
 LINGERING_FIELDS = ("id", "type", "content", "subject", "due", "turn", "refreshed_at")
-LingeringRow = namedtuple("LingeringRow", LINGERING_FIELDS)
 
 
 def working_memory_scored(*, now: datetime, current_turn: int) -> list[tuple[Any, float]]:
     """Active working memory with its live decay score, strongest first.
 
-    This runs every turn over every active item (a thousand is normal), so the rows are read
-    with the ORM's own SQL through a plain cursor — no model instances, no per-value
-    converters — and scored in one pass.
+    Rows are named tuples of ``LINGERING_FIELDS``: this runs every turn over every active
+    item, and plain rows cost a fraction of model instances.
     """
-    query = WorkingMemory.objects.filter(status="active").values_list(*LINGERING_FIELDS)
-    sql, params = query.query.sql_with_params()
-    with connections[query.db].cursor() as cursor:
-        cursor.execute(sql, params)
-        rows = [
-            LingeringRow(id, type, content, subject, _aware(due), turn, _aware(refreshed_at))
-            for id, type, content, subject, due, turn, refreshed_at in cursor.fetchall()
-        ]
-    scores = decay.scores(
-        [(row.type, row.refreshed_at, row.turn, row.due) for row in rows],
-        now=now,
-        current_turn=current_turn,
-        pressure=settings.DECAY_PRESSURE,
-    )
-    scored = list(zip(rows, scores, strict=True))
+    rows = WorkingMemory.objects.filter(status="active").values_list(*LINGERING_FIELDS, named=True)
+    pressure = settings.DECAY_PRESSURE
+    scored = [
+        (
+            row,
+            decay.score(**decay_inputs(row, now=now, current_turn=current_turn), pressure=pressure),
+        )
+        for row in rows
+    ]
     scored.sort(key=lambda pair: (-pair[1], pair[0].id))
     return scored
-
-
-def _aware(moment: datetime | str | None) -> datetime | None:
-    """A stored datetime made aware: SQLite gives naive UTC (or text), PostgreSQL aware ones."""
-    if moment is None:
-        return None
-    if isinstance(moment, str):
-        moment = datetime.fromisoformat(moment)
-    return moment if moment.tzinfo is not None else moment.replace(tzinfo=UTC)
 
 
 def decay_inputs(item: Any, *, now: datetime, current_turn: int) -> dict:
