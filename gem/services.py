@@ -1,13 +1,32 @@
-"""Writes to the Gem that are not a person's edit in the Anvil: the decay sweep."""
+"""Writes to the Gem: the decay sweep, and the Anvil's reshaping of fragments by a person.
 
+Every Anvil write here runs in one transaction and leaves an entry in the admin log saying what
+changed; nothing a fragment held is lost by a rename or a fold.
+"""
+
+import re
+from dataclasses import dataclass, field
 from datetime import datetime
 
 from django.conf import settings
+from django.contrib.admin.models import CHANGE, DELETION, LogEntry
+from django.contrib.contenttypes.models import ContentType
+from django.core.exceptions import ValidationError
 from django.db import transaction
 
 from gem import decay
-from gem.models import WorkingMemory
-from gem.selectors import decay_inputs
+from gem.models import (
+    KEY_VALIDATOR,
+    AmbientProse,
+    Fragment,
+    FragmentEdge,
+    FragmentSource,
+    WorkingMemory,
+    WorkingMemoryRef,
+)
+from gem.selectors import ambient_prose_current, decay_inputs
+
+TIERS = ("ambient", "recognition", "inventory")
 
 
 def working_memory_sweep(*, now: datetime, current_turn: int) -> list[int]:
@@ -25,3 +44,161 @@ def working_memory_sweep(*, now: datetime, current_turn: int) -> list[int]:
             status="decayed", resolved_at=now
         )
     return gone
+
+
+class ReshapeError(ValueError):
+    """A rename or fold that cannot be done, with the reason a person can act on."""
+
+
+def _mention(key: str) -> re.Pattern[str]:
+    return re.compile(rf"\[{re.escape(key)}\]")
+
+
+def _ambient_prose_repoint(*, old: str, new: str, author_id: int | None) -> bool:
+    """Save a new ambient prose version with ``[old]`` written ``[new]``; False if none."""
+    current = ambient_prose_current()
+    updated = _mention(old).sub(f"[{new}]", current)
+    if updated == current:
+        return False
+    AmbientProse.objects.create(content=updated, author_id=author_id)
+    return True
+
+
+def _log(*, user_id: int, fragment_key: str, action: int, message: str) -> None:
+    LogEntry.objects.create(
+        user_id=user_id,
+        content_type=ContentType.objects.get_for_model(Fragment),
+        object_id=fragment_key,
+        object_repr=fragment_key,
+        action_flag=action,
+        change_message=message,
+    )
+
+
+def fragment_rename(*, old_key: str, new_key: str, user_id: int) -> Fragment:
+    """Give a fragment a new key; edges, sources, working-memory links and ``[key]`` mentions
+    in the ambient prose follow, in one transaction."""
+    try:
+        KEY_VALIDATOR(new_key)
+    except ValidationError as error:
+        raise ReshapeError(f"“{new_key}” cannot be a key: {error.messages[0]}") from None
+    with transaction.atomic():
+        old = Fragment.objects.select_for_update().filter(key=old_key).first()
+        if old is None:
+            raise ReshapeError(f"There is no fragment “{old_key}”.")
+        if Fragment.objects.filter(key=new_key).exists():
+            raise ReshapeError(f"“{new_key}” is already a fragment: fold into it instead.")
+        renamed = Fragment.objects.create(
+            key=new_key, created_at=old.created_at, **{tier: getattr(old, tier) for tier in TIERS}
+        )
+        FragmentEdge.objects.filter(source=old).update(source=renamed)
+        FragmentEdge.objects.filter(target=old).update(target=renamed)
+        FragmentSource.objects.filter(fragment=old).update(fragment=renamed)
+        WorkingMemoryRef.objects.filter(fragment=old).update(fragment=renamed)
+        prose = _ambient_prose_repoint(old=old_key, new=new_key, author_id=user_id)
+        old.delete()
+        _log(
+            user_id=user_id,
+            fragment_key=new_key,
+            action=CHANGE,
+            message=f"Renamed “{old_key}” to “{new_key}”"
+            + ("; ambient prose mentions follow" if prose else ""),
+        )
+    return renamed
+
+
+@dataclass
+class FoldPlan:
+    """What folding one fragment into another will do, shown before it happens."""
+
+    source: str
+    into: str
+    tiers: dict[str, str] = field(default_factory=dict)  # the kept fragment's tiers after
+    edges_moved: list[tuple[str, str]] = field(default_factory=list)
+    edges_dropped: list[tuple[str, str]] = field(default_factory=list)  # already there, or a loop
+    sources_moved: int = 0
+    refs_moved: int = 0
+    ambient_mentions: int = 0
+
+
+def fragment_fold_preview(*, source_key: str, into_key: str) -> FoldPlan:
+    """Fold ``source_key`` into ``into_key``, on paper: nothing is written."""
+    if source_key == into_key:
+        raise ReshapeError("A fragment cannot be folded into itself.")
+    fragments = Fragment.objects.in_bulk([source_key, into_key])
+    for key in (source_key, into_key):
+        if key not in fragments:
+            raise ReshapeError(f"There is no fragment “{key}”.")
+    source, into = fragments[source_key], fragments[into_key]
+    plan = FoldPlan(source=source_key, into=into_key)
+    for tier in TIERS:
+        kept, folded = getattr(into, tier).strip(), getattr(source, tier).strip()
+        parts = [kept] if kept else []
+        if folded:
+            parts.append(f"## {source_key}\n{folded}")
+        plan.tiers[tier] = "\n\n".join(parts)
+    existing = set(FragmentEdge.objects.values_list("source_id", "target_id"))
+    for edge in FragmentEdge.objects.filter(source=source):
+        moved = (into_key, edge.target_id)
+        if edge.target_id == into_key or moved in existing:
+            plan.edges_dropped.append((source_key, edge.target_id))
+        else:
+            plan.edges_moved.append(moved)
+            existing.add(moved)
+    for edge in FragmentEdge.objects.filter(target=source):
+        moved = (edge.source_id, into_key)
+        if edge.source_id == into_key or moved in existing:
+            plan.edges_dropped.append((edge.source_id, source_key))
+        else:
+            plan.edges_moved.append(moved)
+            existing.add(moved)
+    plan.sources_moved = FragmentSource.objects.filter(fragment=source).count()
+    plan.refs_moved = WorkingMemoryRef.objects.filter(fragment=source).count()
+    plan.ambient_mentions = len(_mention(source_key).findall(ambient_prose_current()))
+    return plan
+
+
+def fragment_fold(*, source_key: str, into_key: str, user_id: int) -> FoldPlan:
+    """Fold one fragment into another: its tiers appended under a heading, its edges re-pointed
+    without duplicates, its sources and working-memory links moved, its ambient mentions
+    re-pointed; then it is removed. One transaction."""
+    with transaction.atomic():
+        plan = fragment_fold_preview(source_key=source_key, into_key=into_key)
+        into = Fragment.objects.select_for_update().get(key=into_key)
+        for tier, text in plan.tiers.items():
+            setattr(into, tier, text)
+        into.save(update_fields=[*TIERS, "updated_at"])
+        source = Fragment.objects.get(key=source_key)
+        for edge in FragmentEdge.objects.filter(source=source):
+            if (into_key, edge.target_id) in plan.edges_moved:
+                FragmentEdge.objects.filter(pk=edge.pk).update(source=into)
+        for edge in FragmentEdge.objects.filter(target=source):
+            if (edge.source_id, into_key) in plan.edges_moved:
+                FragmentEdge.objects.filter(pk=edge.pk).update(target=into)
+        kept_events = set(into.sources.values_list("event_id", flat=True))
+        FragmentSource.objects.filter(fragment=source).exclude(event_id__in=kept_events).update(
+            fragment=into
+        )
+        linked = set(into.wm_refs.values_list("wm_id", flat=True))
+        WorkingMemoryRef.objects.filter(fragment=source).exclude(wm_id__in=linked).update(
+            fragment=into
+        )
+        _ambient_prose_repoint(old=source_key, new=into_key, author_id=user_id)
+        source.delete()  # what was not moved was already held by ``into``
+        _log(
+            user_id=user_id,
+            fragment_key=into_key,
+            action=CHANGE,
+            message=(
+                f"Folded “{source_key}” into “{into_key}”: tiers appended, "
+                f"{len(plan.edges_moved)} edge(s) moved, {len(plan.edges_dropped)} dropped as "
+                f"duplicates, {plan.sources_moved} source(s) and {plan.refs_moved} link(s) moved"
+            ),
+        )
+        _log(
+            user_id=user_id,
+            fragment_key=source_key,
+            action=DELETION,
+            message=f"Folded into “{into_key}”",
+        )
+    return plan

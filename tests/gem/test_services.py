@@ -2,10 +2,17 @@ from datetime import datetime, timedelta
 from zoneinfo import ZoneInfo
 
 import pytest
+from django.contrib.admin.models import LogEntry
 from django.core.management import call_command
 
-from gem.models import WorkingMemory
-from gem.services import working_memory_sweep
+from gem.models import AmbientProse, Fragment, FragmentEdge, FragmentSource, WorkingMemory
+from gem.services import (
+    ReshapeError,
+    fragment_fold,
+    fragment_fold_preview,
+    fragment_rename,
+    working_memory_sweep,
+)
 
 pytestmark = pytest.mark.django_db
 
@@ -53,3 +60,121 @@ def test_it_sweeps_from_the_command_line(capsys):
     item("feeling", age_hours=500)
     call_command("decay_sweep")
     assert "Marked 1 working-memory item(s) decayed." in capsys.readouterr().out
+
+
+# --- The Anvil: rename and fold -----------------------------------------------------------
+
+
+@pytest.fixture
+def owner(django_user_model):
+    return django_user_model.objects.create_superuser("mono", password="x")
+
+
+@pytest.fixture
+def wardrobe():
+    keys = {}
+    for key, tiers in {
+        "cottagecore": ("Soft rural.", "Linen and lace.", "Cream apron dress."),
+        "ouji": ("Prince style.", "Shorts, knee socks.", ""),
+        "wardrobe": ("All the clothes.", "", ""),
+        "fairy": ("White softness.", "", "Grey crewneck."),
+    }.items():
+        keys[key] = Fragment.objects.create(
+            key=key, ambient=tiers[0], recognition=tiers[1], inventory=tiers[2]
+        )
+    FragmentEdge.objects.create(source=keys["wardrobe"], target=keys["cottagecore"], relation="r")
+    FragmentEdge.objects.create(source=keys["cottagecore"], target=keys["fairy"], relation="near")
+    FragmentEdge.objects.create(source=keys["ouji"], target=keys["fairy"], relation="near")
+    FragmentEdge.objects.create(source=keys["cottagecore"], target=keys["ouji"], relation="was")
+    FragmentSource.objects.create(fragment=keys["cottagecore"], event_id=7)
+    FragmentSource.objects.create(fragment=keys["ouji"], event_id=7)
+    FragmentSource.objects.create(fragment=keys["cottagecore"], event_id=9)
+    item = WorkingMemory.objects.create(type="pin", content="wear the [cottagecore] dress")
+    item.fragments.add(keys["cottagecore"])
+    AmbientProse.objects.create(content="Luna loves [cottagecore] and [fairy]; [cottagecore]!")
+    return keys
+
+
+def test_it_renames_a_key_and_everything_follows(owner, wardrobe):
+    fragment_rename(old_key="cottagecore", new_key="ouji-soft", user_id=owner.pk)
+    renamed = Fragment.objects.get(key="ouji-soft")
+    assert (renamed.ambient, renamed.recognition, renamed.inventory) == (
+        "Soft rural.",
+        "Linen and lace.",
+        "Cream apron dress.",
+    )
+    assert not Fragment.objects.filter(key="cottagecore").exists()
+    edges = set(FragmentEdge.objects.values_list("source_id", "target_id", "relation"))
+    assert edges == {
+        ("wardrobe", "ouji-soft", "r"),
+        ("ouji-soft", "fairy", "near"),
+        ("ouji", "fairy", "near"),
+        ("ouji-soft", "ouji", "was"),
+    }
+    assert sorted(renamed.sources.values_list("event_id", flat=True)) == [7, 9]
+    assert list(WorkingMemory.objects.get().fragments.values_list("key", flat=True)) == [
+        "ouji-soft"
+    ]
+    versions = list(AmbientProse.objects.order_by("id").values_list("content", flat=True))
+    assert versions == [
+        "Luna loves [cottagecore] and [fairy]; [cottagecore]!",
+        "Luna loves [ouji-soft] and [fairy]; [ouji-soft]!",
+    ]
+    assert "Renamed “cottagecore” to “ouji-soft”" in LogEntry.objects.get().change_message
+
+
+@pytest.mark.parametrize(
+    ("old", "new", "reason"),
+    [
+        ("cottagecore", "ouji", "already a fragment"),
+        ("nothing", "new-key", "no fragment “nothing”"),
+        ("cottagecore", "two words", "cannot be a key"),
+    ],
+)
+def test_it_refuses_a_rename_it_cannot_do_and_changes_nothing(owner, wardrobe, old, new, reason):
+    with pytest.raises(ReshapeError, match=reason):
+        fragment_rename(old_key=old, new_key=new, user_id=owner.pk)
+    assert Fragment.objects.count() == 4 and FragmentEdge.objects.count() == 4
+    assert AmbientProse.objects.count() == 1 and not LogEntry.objects.exists()
+
+
+def test_it_previews_a_fold_without_writing(wardrobe):
+    plan = fragment_fold_preview(source_key="cottagecore", into_key="ouji")
+    assert plan.tiers == {
+        "ambient": "Prince style.\n\n## cottagecore\nSoft rural.",
+        "recognition": "Shorts, knee socks.\n\n## cottagecore\nLinen and lace.",
+        "inventory": "## cottagecore\nCream apron dress.",
+    }
+    assert sorted(plan.edges_moved) == [("wardrobe", "ouji")]
+    assert sorted(plan.edges_dropped) == [("cottagecore", "fairy"), ("cottagecore", "ouji")]
+    assert (plan.sources_moved, plan.refs_moved, plan.ambient_mentions) == (2, 1, 2)
+    assert Fragment.objects.filter(key="cottagecore").exists()
+    assert Fragment.objects.get(key="ouji").ambient == "Prince style."
+
+
+def test_it_folds_one_fragment_into_another_losing_nothing(owner, wardrobe):
+    fragment_fold(source_key="cottagecore", into_key="ouji", user_id=owner.pk)
+    ouji = Fragment.objects.get(key="ouji")
+    for text in ("Soft rural.", "Linen and lace.", "Cream apron dress.", "Prince style."):
+        assert text in ouji.ambient + ouji.recognition + ouji.inventory
+    assert not Fragment.objects.filter(key="cottagecore").exists()
+    assert set(FragmentEdge.objects.values_list("source_id", "target_id")) == {
+        ("wardrobe", "ouji"),
+        ("ouji", "fairy"),
+    }
+    assert sorted(ouji.sources.values_list("event_id", flat=True)) == [7, 9]
+    assert list(WorkingMemory.objects.get().fragments.values_list("key", flat=True)) == ["ouji"]
+    assert AmbientProse.objects.order_by("-id").first().content == (
+        "Luna loves [ouji] and [fairy]; [ouji]!"
+    )
+    messages = list(LogEntry.objects.order_by("id").values_list("object_id", "change_message"))
+    assert messages[0][0] == "ouji" and "Folded “cottagecore” into “ouji”" in messages[0][1]
+    assert messages[1] == ("cottagecore", "Folded into “ouji”")
+
+
+def test_it_refuses_to_fold_a_fragment_into_itself_or_into_nothing(owner, wardrobe):
+    with pytest.raises(ReshapeError, match="into itself"):
+        fragment_fold(source_key="ouji", into_key="ouji", user_id=owner.pk)
+    with pytest.raises(ReshapeError, match="no fragment “nothing”"):
+        fragment_fold(source_key="nothing", into_key="ouji", user_id=owner.pk)
+    assert Fragment.objects.count() == 4 and not LogEntry.objects.exists()
