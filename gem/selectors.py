@@ -1,5 +1,6 @@
 """Reads of the Gem shared by the Heart, the Lens and the Anvil."""
 
+import re
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
@@ -7,7 +8,7 @@ from typing import Any
 from django.conf import settings
 
 from gem import decay
-from gem.models import AmbientProse, Identity, WakeText, WorkingMemory
+from gem.models import AmbientProse, Fragment, Identity, WakeText, WorkingMemory
 
 
 def wake_text_current(kind: str) -> str:
@@ -74,3 +75,25 @@ def decay_inputs(item: Any, *, now: datetime, current_turn: int) -> dict:
         "current_turn": current_turn,
         "due": item.due,
     }
+
+
+AMBIENT_KEY = re.compile(r"\[([\w][\w'-]*)\]")
+
+
+@dataclass(frozen=True)
+class AmbientCheck:
+    """How the ambient prose and the fragments line up."""
+
+    missing: list[str]  # ``[keys]`` the prose names that no fragment has, in order of mention
+    unmentioned: list[str]  # fragments the prose never names, by key
+
+
+def ambient_prose_check(prose: str | None = None) -> AmbientCheck:
+    """Check the current ambient prose (or a draft of it) against the fragments."""
+    text = ambient_prose_current() if prose is None else prose
+    named = list(dict.fromkeys(AMBIENT_KEY.findall(text)))
+    keys = set(Fragment.objects.values_list("key", flat=True))
+    return AmbientCheck(
+        missing=[key for key in named if key not in keys],
+        unmentioned=sorted(keys - set(named)),
+    )
