@@ -197,7 +197,7 @@ class Budgets:
     pool_say: int = 1500
     pool_do: int = 1000
     pool_flex: int = 1000
-    chars_per_token: float = 4.0
+    chars_per_token: float = DEFAULT_CHARS_PER_TOKEN
 
 
 @dataclass(frozen=True, slots=True)

@@ -37,15 +37,12 @@ class IngestResult:
     ignored: list[str] = field(default_factory=list)  # tags kept only as event tags, and why
 
 
-def identity_names() -> list[str]:
-    return identities_current().names
-
-
 def event_record(
     *, text: str, actor: str, ts: datetime, image: str = "", identities: list[str] | None = None
 ) -> tuple[Event, ParsedMessage]:
     """Write a message to the log with its tags, exactly as written. Nothing runs before this."""
-    parsed = parse(text, identities=identity_names() if identities is None else identities)
+    names = identities_current().names if identities is None else identities
+    parsed = parse(text, identities=names)
     with transaction.atomic(using="events"):
         event = Event.objects.create(ts=ts, content=text, actor=actor, image=image)
         EventTag.objects.bulk_create(

@@ -179,17 +179,19 @@ def _chars_per_token_calibrate(*, assembly: Assembly, usage: claude.Usage) -> No
 def _reply_stream(*, turn: Turn, assembly: Assembly, identities: list[str]) -> claude.Reply:
     event = turn.event
     last_save = 0.0
+    first_token_saved = turn.first_token_at is not None  # a retry keeps the first attempt's
 
     def on_text(text_so_far: str) -> None:
-        nonlocal last_save
+        nonlocal last_save, first_token_saved
         if time.monotonic() - last_save < PARTIAL_SAVE_INTERVAL:
             return
         last_save = time.monotonic()
         shown = parse(text_so_far, identities=identities, partial=True).display_text
-        Turn.objects.filter(pk=turn.pk).update(partial_text=shown)
-        Turn.objects.filter(pk=turn.pk, first_token_at__isnull=True).update(
-            first_token_at=timezone.now()
-        )
+        changes = {"partial_text": shown}
+        if not first_token_saved:
+            changes["first_token_at"] = timezone.now()
+            first_token_saved = True
+        Turn.objects.filter(pk=turn.pk).update(**changes)
 
     content = list(assembly.user)
     if event.image:

@@ -24,7 +24,6 @@ fake Messages API the tests run.
 
 import base64
 import logging
-import math
 import random
 import time
 from collections.abc import Callable
@@ -307,6 +306,7 @@ def _complete_offline(
     *, system: list[dict], messages: list[dict], on_text: Callable[[str], None] | None
 ) -> Reply:
     from heart import offline
+    from heart.assemble import estimate_tokens
 
     text = offline.reply(system=system, messages=messages)
     if on_text is not None:
@@ -319,8 +319,8 @@ def _complete_offline(
     return Reply(
         text=text,
         usage=Usage(
-            input_tokens=math.ceil(len(sent) / 4),
-            output_tokens=math.ceil(len(text) / 4),
+            input_tokens=estimate_tokens(sent),
+            output_tokens=estimate_tokens(text),
             cache_read_tokens=0,
             cache_write_tokens=0,
         ),
