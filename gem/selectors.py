@@ -3,6 +3,7 @@
 import re
 from dataclasses import dataclass
 from datetime import datetime
+from functools import cached_property
 from typing import Any
 
 from django.conf import settings
@@ -33,6 +34,16 @@ class Identities:
     def default_companion(self) -> str:
         """The companion a reply without an identity tag is from: the first one listed."""
         return next((n for n in self.names if n in self.companions), "claude")
+
+    @property
+    def users(self) -> list[str]:
+        """The person's identities, in order."""
+        return [name for name in self.names if name not in self.companions]
+
+    @cached_property
+    def sides(self) -> dict[str, str]:
+        """Every identity's side, ``user`` or ``companion``."""
+        return {n: "companion" if n in self.companions else "user" for n in self.names}
 
 
 def identities_current() -> Identities:

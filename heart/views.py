@@ -26,9 +26,10 @@ from django.views.decorators.http import require_GET, require_POST
 from django_q.status import Stat
 
 from gem.models import Identity
+from gem.selectors import Identities, identities_current
 from heart.forms import HistoryForm, MessageForm
 from heart.models import Event, Turn, TurnStatus
-from heart.render import COMPANION, USER, Message, identity_colors, identity_slug, message_display
+from heart.render import Message, identity_colors, identity_slug, message_display
 from heart.services import TurnOrderError, turn_retry, turn_submit, user_text_compose
 
 logger = logging.getLogger(__name__)
@@ -59,20 +60,18 @@ def chat(request):
     form = HistoryForm(request.GET, required=False)
     if not form.is_valid():
         return _error(request, "“before” must be an event id.", status=400)
-    identities = _identities()
+    who = identities_current()
     context = {
-        **_history(before=form.cleaned_data.get("before"), identities=identities),
-        "companion": _companion(identities),
+        **_history(before=form.cleaned_data.get("before"), who=who),
+        "companion": _companion(who),
     }
     if request.htmx:
         response = render(request, "heart/chat.html#history", context)
     else:
         state, title = _worker_state()
         context |= {
-            "identity_colors": identity_colors((i.name, i.color) for i in identities),
-            "user_identities": [
-                Speaker(i.name, identity_slug(i.name)) for i in identities if i.side == USER
-            ],
+            "identity_colors": identity_colors(Identity.objects.values_list("name", "color")),
+            "user_identities": [Speaker(name, identity_slug(name)) for name in who.users],
             "offline": settings.COMPANION_OFFLINE,
             "worker_state": state,
             "worker_title": title,
@@ -87,22 +86,18 @@ def history(request):
     form = HistoryForm(request.GET)
     if not form.is_valid():
         return _error(request, "“before” must be an event id.", status=400)
-    identities = _identities()
+    who = identities_current()
     context = {
-        **_history(before=form.cleaned_data["before"], identities=identities),
-        "companion": _companion(identities),
+        **_history(before=form.cleaned_data["before"], who=who),
+        "companion": _companion(who),
     }
     return render(request, "heart/chat.html#history-page", context)
 
 
 @require_POST
 def message_send(request):
-    identities = _identities()
-    form = MessageForm(
-        request.POST,
-        request.FILES,
-        identities=[identity.name for identity in identities if identity.side == USER],
-    )
+    who = identities_current()
+    form = MessageForm(request.POST, request.FILES, identities=who.users)
     if not form.is_valid():
         return _refuse(request, form.first_error(), status=400)
     identity = form.cleaned_data["identity"] or None
@@ -121,8 +116,8 @@ def message_send(request):
         return _back_to_chat()
     turn = Turn.objects.select_related("event", "reply_event").get(pk=turn.pk)
     context = {
-        "message": _message(turn.event, identities=identities),
-        **_turn_context(turn, identities=identities),
+        "message": _message(turn.event, who=who),
+        **_turn_context(turn, who=who),
     }
     return render(request, "heart/chat.html#sent", context, status=201)
 
@@ -130,7 +125,7 @@ def message_send(request):
 @require_GET
 def turn_detail(request, turn_id: int):
     turn = get_object_or_404(Turn.objects.select_related("reply_event"), pk=turn_id)
-    context = _turn_context(turn, identities=_identities())
+    context = _turn_context(turn, who=identities_current())
     return render(request, "heart/chat.html#turn", context)
 
 
@@ -144,7 +139,7 @@ def turn_retry_view(request, turn_id: int):
     if _is_page_post(request):
         return _back_to_chat()
     turn = Turn.objects.select_related("reply_event").get(pk=turn_id)
-    return render(request, "heart/chat.html#turn", _turn_context(turn, identities=_identities()))
+    return render(request, "heart/chat.html#turn", _turn_context(turn, who=identities_current()))
 
 
 @require_GET
@@ -188,33 +183,24 @@ def service_worker(request):
 # --- Helpers ---------------------------------------------------------------------------------
 
 
-def _identities() -> list[Identity]:
-    return list(Identity.objects.order_by("id"))
+def _companion(who: Identities) -> Speaker:
+    """Who answers a turn still under way."""
+    return Speaker(who.default_companion, identity_slug(who.default_companion))
 
 
-def _sides(identities: list[Identity]) -> dict[str, str]:
-    return {identity.name: identity.side for identity in identities}
-
-
-def _companion(identities: list[Identity]) -> Speaker:
-    """Who answers a turn still under way: the first identity on the companion's side."""
-    name = next((i.name for i in identities if i.side == COMPANION), "claude")
-    return Speaker(name, identity_slug(name))
-
-
-def _message(event: Event, *, identities: list[Identity], is_reply: bool = False) -> Message:
+def _message(event: Event, *, who: Identities, is_reply: bool = False) -> Message:
     return message_display(
         event_id=event.pk,
         content=event.content,
         actor=event.actor,
-        sides=_sides(identities),
+        sides=who.sides,
         ts=event.ts,
         has_image=bool(event.image),
         is_reply=is_reply,
     )
 
 
-def _history(*, before: int | None, identities: list[Identity]) -> dict:
+def _history(*, before: int | None, who: Identities) -> dict:
     """A page of the log: the newest events before ``before``, oldest first.
 
     A turn that has not been answered (queued, running or failed) follows its message, so the
@@ -232,7 +218,7 @@ def _history(*, before: int | None, identities: list[Identity]) -> dict:
     unanswered = {turn.event_id: turn for turn in turns if turn.status != TurnStatus.DONE}
     entries = []
     for event in page:
-        message = _message(event, identities=identities, is_reply=event.pk in reply_ids)
+        message = _message(event, who=who, is_reply=event.pk in reply_ids)
         if not message.is_secret:
             entries.append(Entry(message=message))
         if event.pk in unanswered:
@@ -240,11 +226,11 @@ def _history(*, before: int | None, identities: list[Identity]) -> dict:
     return {"entries": entries, "earlier_before": page[0].pk if has_earlier else None}
 
 
-def _turn_context(turn: Turn, *, identities: list[Identity]) -> dict:
+def _turn_context(turn: Turn, *, who: Identities) -> dict:
     reply = None
     if turn.status == TurnStatus.DONE and turn.reply_event is not None:
-        reply = _message(turn.reply_event, identities=identities, is_reply=True)
-    return {"turn": turn, "reply": reply, "companion": _companion(identities)}
+        reply = _message(turn.reply_event, who=who, is_reply=True)
+    return {"turn": turn, "reply": reply, "companion": _companion(who)}
 
 
 def _image_store(upload, *, extension: str) -> str:

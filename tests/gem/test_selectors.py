@@ -30,3 +30,5 @@ def test_it_reads_identities_once_with_their_sides():
     assert {"luna", "claude", "mira"} <= set(who.names)
     assert who.companions == {"claude", "y'lhara", "mira"}
     assert who.default_companion == "claude"
+    assert who.users == ["hasuki", "renki", "luna", "chloe", "strah"]
+    assert who.sides["luna"] == "user" and who.sides["mira"] == "companion"
