@@ -462,10 +462,6 @@ class VersionedTextAdmin(admin.ModelAdmin):
     def has_delete_permission(self, request, obj=None):
         return False
 
-    def current_text(self, version) -> str:
-        """The text in use before ``version`` is saved (the one it replaces)."""
-        raise NotImplementedError
-
     @admin.display(description="content")
     def excerpt(self, version):
         return version.content[:120]
@@ -496,8 +492,11 @@ class VersionedTextAdmin(admin.ModelAdmin):
         super().save_model(request, obj, form, change)
 
     def construct_change_message(self, request, form, formsets, add=False):
+        # Called once the new version is saved: it is compared with the one it replaced.
         version = form.instance
-        return f"New version: {text_change_summary(self.current_text(version), version.content)}"
+        before = self.version_before(version)
+        changes = text_change_summary(before.content if before else "", version.content)
+        return f"New version: {changes}"
 
     def get_urls(self):
         name = f"{self.opts.app_label}_{self.opts.model_name}_diff"
@@ -558,9 +557,6 @@ class AmbientProseAdmin(VersionedTextAdmin):
     def get_readonly_fields(self, request, obj=None):
         return [] if obj is None else ["content", "key_check", "author", "created_at"]
 
-    def current_text(self, version) -> str:
-        return ambient_prose_current()
-
     def get_changeform_initial_data(self, request):
         return {"content": ambient_prose_current()}
 
@@ -598,9 +594,6 @@ class WakeTextAdmin(VersionedTextAdmin):
 
     def same_text(self, version) -> Q:
         return Q(kind=version.kind)
-
-    def current_text(self, version) -> str:
-        return wake_text_current(version.kind)
 
     def get_changeform_initial_data(self, request):
         kind = request.GET.get("kind", "wake")
