@@ -179,16 +179,25 @@ class TagSuggestionAdmin(admin.ModelAdmin):
 
     @admin.action(description="Promote the selected suggestions into working memory")
     def promote_selected(self, request, queryset):
-        self._decide(request, list(queryset.values_list("pk", flat=True)), promote=True)
+        self._decide(request, self._chosen(request, queryset), promote=True)
 
     @admin.action(description="Reject the selected suggestions")
     def reject_selected(self, request, queryset):
-        self._decide(request, list(queryset.values_list("pk", flat=True)), promote=False)
+        self._decide(request, self._chosen(request, queryset), promote=False)
+
+    @staticmethod
+    def _chosen(request, queryset) -> list[int]:
+        """The suggestions ticked, including any the list no longer shows (decided on since the
+        page was drawn): each is answered, if only to say it was already decided."""
+        ticked = request.POST.getlist(admin.helpers.ACTION_CHECKBOX_NAME)
+        return sorted(
+            {*queryset.values_list("pk", flat=True), *(int(t) for t in ticked if t.isdigit())}
+        )
 
     def _decide(self, request, suggestion_ids: list[int], *, promote: bool) -> None:
         """Promote or reject each suggestion; say which were done and why any were not."""
         done, refused = [], []
-        for suggestion_id in sorted(suggestion_ids):
+        for suggestion_id in suggestion_ids:
             try:
                 if promote:
                     item = suggestion_promote(suggestion_id=suggestion_id, user_id=request.user.pk)
