@@ -17,7 +17,8 @@ from django.urls import path, reverse
 from django.utils import timezone
 from django.utils.html import format_html
 
-from gem.forms import FoldForm, GraphForm, RenameForm, StatusForm
+from gem.drafts import draft_apply
+from gem.forms import DraftForm, FoldForm, GraphForm, RenameForm, StatusForm
 from gem.graph import DEPTH_MAX, WHOLE_GRAPH_LIMIT, graph_around, graph_whole
 from gem.models import (
     AmbientProse,
@@ -50,6 +51,7 @@ from gem.services import (
 from gem.state import CHARS_PER_TOKEN, state_get, turn_counter_current
 from gem.textdiff import text_change_summary, text_diff_html
 from heart.assemble import DEFAULT_CHARS_PER_TOKEN, estimate_tokens
+from lens.draft import DraftDiff, DraftError, draft_diff, draft_parse
 
 
 def _page(model_admin, request, template: str, title: str, **context) -> TemplateResponse:
@@ -179,6 +181,7 @@ class FragmentAdmin(admin.ModelAdmin):
         view = self.admin_site.admin_view
         return [
             path("graph/", view(self.graph_view), name="gem_fragment_graph"),
+            path("draft/", view(self.draft_view), name="gem_fragment_draft"),
             path("<path:key>/rename/", view(self.rename_view), name="gem_fragment_rename"),
             path("<path:key>/fold/", view(self.fold_view), name="gem_fragment_fold"),
             *super().get_urls(),
@@ -305,6 +308,68 @@ class FragmentAdmin(admin.ModelAdmin):
             whole_limit=WHOLE_GRAPH_LIMIT,
             depth_max=DEPTH_MAX,
         )
+
+    def draft_view(self, request):
+        """Apply a Lens draft: paste or upload it, read what it would change, confirm."""
+        if not (self.has_add_permission(request) and self.has_change_permission(request)):
+            raise PermissionDenied
+        form = DraftForm(request.POST or None, request.FILES or None)
+        diff = None
+        if request.method == "POST" and form.is_valid():
+            text = form.cleaned_data["text"]
+            try:
+                if "confirm" in request.POST:
+                    done = draft_apply(text, user=request.user)
+                    self.message_user(request, _draft_done(done))
+                    return HttpResponseRedirect(reverse("admin:gem_fragment_changelist"))
+                diff = draft_diff(draft_parse(text))
+            except DraftError as error:
+                form.add_error(None, str(error))
+                diff = None
+        return _page(
+            self,
+            request,
+            "admin/gem/fragment/draft.html",
+            "Apply a Lens draft",
+            form=form,
+            diff=diff,
+            fragments=_draft_fragments(diff) if diff else [],
+            text=form.cleaned_data.get("text", "") if diff else "",
+        )
+
+
+def _draft_fragments(diff: DraftDiff) -> list[dict]:
+    """The preview of a draft, fragment by fragment: created or changed, each tier's text
+    before and after."""
+    created = set(diff.fragments_created)
+    return [
+        {
+            "key": key,
+            "created": key in created,
+            "tiers": [
+                (
+                    change.tier,
+                    text_diff_html(
+                        change.old, change.new, old_label="now", new_label="in the draft"
+                    ),
+                )
+                for change in diff.tiers_changed
+                if change.key == key
+            ],
+        }
+        for key in [*diff.fragments_created, *diff.fragments_changed()]
+    ]
+
+
+def _draft_done(diff: DraftDiff) -> str:
+    if diff.is_empty:
+        return "Nothing changed: the Gem already holds this draft."
+    changed = diff.fragments_changed()
+    return (
+        f"Applied the draft: {len(diff.fragments_created)} fragment(s) created, "
+        f"{len(changed)} changed, {len(diff.edges_added)} edge(s) added, "
+        f"{len(diff.edges_removed)} removed, {len(diff.edges_relabelled)} relabelled."
+    )
 
 
 @admin.register(FragmentEdge)

@@ -23,6 +23,41 @@ class GraphForm(forms.Form):
     depth = forms.IntegerField(min_value=1, max_value=DEPTH_MAX, initial=1, required=False)
 
 
+DRAFT_SUFFIXES = (".md", ".markdown", ".txt")
+
+
+class DraftForm(forms.Form):
+    """A Lens draft, pasted or uploaded (one of the two)."""
+
+    text = forms.CharField(
+        required=False,
+        strip=False,
+        widget=forms.Textarea(attrs={"rows": 18, "cols": 90, "spellcheck": "false"}),
+        label="Paste a draft",
+    )
+    upload = forms.FileField(required=False, label="or upload a .md file")
+
+    def clean(self):
+        text, upload = self.cleaned_data.get("text", ""), self.cleaned_data.get("upload")
+        if upload and text.strip():
+            raise forms.ValidationError("Paste a draft or upload one, not both.")
+        if upload:
+            if not upload.name.lower().endswith(DRAFT_SUFFIXES):
+                raise forms.ValidationError(
+                    f"“{upload.name}” is not a draft: send a {', '.join(DRAFT_SUFFIXES)} file."
+                )
+            try:
+                text = upload.read().decode("utf-8")
+            except UnicodeDecodeError as error:
+                raise forms.ValidationError(
+                    f"“{upload.name}” is not UTF-8 text (byte {error.start})."
+                ) from None
+        if not text.strip():
+            raise forms.ValidationError("The draft is empty.")
+        self.cleaned_data["text"] = text
+        return self.cleaned_data
+
+
 class StatusForm(forms.Form):
     status = forms.ChoiceField(choices=WorkingMemoryStatus.choices)
     reason = forms.CharField(

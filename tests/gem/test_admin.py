@@ -2,6 +2,7 @@ from datetime import timedelta
 
 import pytest
 from django.contrib.admin.models import ADDITION, CHANGE, LogEntry
+from django.core.files.uploadedfile import SimpleUploadedFile
 from django.urls import reverse
 from django.utils import timezone
 
@@ -55,6 +56,7 @@ def log_messages() -> list[str]:
         "/admin/gem/fragment/fairy/fold/",
         "/admin/gem/ambientprose/diff/?new=1",
         "/admin/gem/waketext/diff/?new=1",
+        "/admin/gem/fragment/draft/",
     ],
 )
 def test_it_sends_a_logged_out_visitor_to_sign_in(client, fragments, url):
@@ -417,3 +419,98 @@ def test_it_does_not_change_status_from_the_plain_form(client_in):
     )
     item.refresh_from_db()
     assert (item.content, item.status) == ("tea, no sugar", "active")
+
+
+# --- Lens drafts --------------------------------------------------------------------------
+
+DRAFT = """# fairy
+
+## inventory
+
+A grey crewneck, soft.
+
+## edges
+
+- → ouji: kin
+- ← cottagecore: near
+
+# moon
+
+## ambient
+
+Round and patient.
+"""
+
+
+def gem_state() -> tuple:
+    return (
+        list(Fragment.objects.values_list("key", "ambient", "recognition", "inventory")),
+        sorted(FragmentEdge.objects.values_list("source_id", "target_id", "relation")),
+        LogEntry.objects.count(),
+    )
+
+
+def test_it_previews_a_pasted_draft_per_fragment_tier_and_edge(client_in, fragments):
+    before = gem_state()
+    response = client_in.post(reverse("admin:gem_fragment_draft"), {"text": DRAFT})
+    page = response.content.decode()
+    assert [(f["key"], f["created"]) for f in response.context["fragments"]] == [
+        ("moon", True),
+        ("fairy", False),
+        ("ouji", False),
+    ]
+    fairy = response.context["fragments"][1]
+    assert [tier for tier, _ in fairy["tiers"]] == ["inventory"]
+    assert "A&nbsp;grey&nbsp;crewneck,&nbsp;soft." in page
+    assert "added: fairy → ouji (kin)" in page
+    assert 'name="confirm"' in page
+    assert gem_state() == before
+
+
+def test_it_applies_an_uploaded_draft_on_confirmation(client_in, fragments):
+    url = reverse("admin:gem_fragment_draft")
+    preview = client_in.post(
+        url, {"upload": SimpleUploadedFile("fairy.md", DRAFT.encode(), "text/markdown")}
+    )
+    carried = preview.context["text"]
+    response = client_in.post(url, {"text": carried.replace("\n", "\r\n"), "confirm": "1"})
+
+    assert response.url == reverse("admin:gem_fragment_changelist")
+    assert Fragment.objects.get(key="fairy").inventory == "A grey crewneck, soft."
+    assert Fragment.objects.get(key="moon").ambient == "Round and patient."
+    assert FragmentEdge.objects.filter(source="fairy", target="ouji", relation="kin").exists()
+    assert set(LogEntry.objects.values_list("object_id", flat=True)) == {"fairy", "moon", "ouji"}
+
+
+@pytest.mark.parametrize(
+    ("form", "error"),
+    [
+        ({"text": "# fairy\n\n## colour\n\nblue\n"}, "line 3"),
+        ({"text": "# fairy\n\n## edges\n\n- → nowhere\n"}, "nowhere"),
+        ({"text": "   "}, "The draft is empty."),
+    ],
+)
+def test_it_refuses_a_bad_draft_and_changes_nothing(client_in, fragments, form, error):
+    before = gem_state()
+    for confirm in ({}, {"confirm": "1"}):
+        response = client_in.post(reverse("admin:gem_fragment_draft"), {**form, **confirm})
+        assert response.status_code == 200
+        assert error in " ".join(response.context["form"].non_field_errors())
+    assert gem_state() == before
+
+
+def test_it_refuses_an_upload_that_is_not_a_text_draft(client_in):
+    url = reverse("admin:gem_fragment_draft")
+    picture = client_in.post(url, {"upload": SimpleUploadedFile("a.png", b"\x89PNG")})
+    assert "is not a draft" in " ".join(picture.context["form"].non_field_errors())
+    latin = client_in.post(
+        url, {"upload": SimpleUploadedFile("a.md", "# caf\xe9".encode("latin-1"))}
+    )
+    assert "not UTF-8 text (byte 5)" in " ".join(latin.context["form"].non_field_errors())
+
+
+def test_it_says_when_a_draft_changes_nothing(client_in, fragments):
+    response = client_in.post(
+        reverse("admin:gem_fragment_draft"), {"text": "# ouji\n\n## ambient\n\nPrince style.\n"}
+    )
+    assert "Nothing would change" in response.content.decode()
