@@ -6,9 +6,11 @@ Each page is a thin view over a service (``gem/services.py``) or a read (``gem/g
 ``gem/selectors.py``); every write leaves an admin log entry.
 """
 
+from django import forms
 from django.contrib import admin, messages
 from django.contrib.admin.utils import quote, unquote
 from django.core.exceptions import PermissionDenied
+from django.db import models
 from django.db.models import Case, Exists, FloatField, OuterRef, Q, Value, When
 from django.http import HttpResponseRedirect
 from django.shortcuts import get_object_or_404
@@ -407,7 +409,6 @@ class WorkingMemoryAdmin(admin.ModelAdmin):
         "live_score",
         "actor",
         "due",
-        "refreshed_at",
     ]
     list_filter = ["type", "status", "actor", "refreshed_at"]
     search_fields = ["content", "subject"]
@@ -520,6 +521,15 @@ class VersionedTextAdmin(admin.ModelAdmin):
     two can be compared."""
 
     actions = ["versions_compare"]
+    formfield_overrides = {
+        models.TextField: {"widget": forms.Textarea(attrs={"rows": 20, "cols": 100})}
+    }
+    save_as_continue = False
+
+    def render_change_form(self, request, context, *args, **kwargs):
+        # One save button: a second version straight after the first is the same text again.
+        context["show_save_and_add_another"] = False
+        return super().render_change_form(request, context, *args, **kwargs)
 
     def has_change_permission(self, request, obj=None):
         return False

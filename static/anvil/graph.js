@@ -15,6 +15,8 @@
       container: box,
       elements: elements,
       wheelSensitivity: 0.3,
+      maxZoom: 1.5, // a handful of fragments is drawn at reading size, not blown up to fill
+      minZoom: 0.05,
       style: [
         {
           selector: "node",
@@ -51,7 +53,9 @@
           },
         },
       ],
-      layout: { name: elements.nodes.length > 1 ? "cose" : "grid", animate: false, padding: 30 },
+      layout: elements.nodes.length > 1
+        ? { name: "cose", animate: false, padding: 40, idealEdgeLength: () => 140 }
+        : { name: "grid", padding: 40 },
     });
     graph.on("tap", "node", (event) => {
       window.location.href = event.target.data("url");
