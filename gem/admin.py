@@ -12,6 +12,7 @@ from django.contrib.admin.utils import quote, unquote
 from django.core.exceptions import PermissionDenied
 from django.db import models
 from django.db.models import Case, Exists, FloatField, OuterRef, Q, Value, When
+from django.db.models.functions import Coalesce
 from django.http import HttpResponseRedirect
 from django.shortcuts import get_object_or_404
 from django.template.response import TemplateResponse
@@ -456,7 +457,8 @@ class WorkingMemoryAdmin(admin.ModelAdmin):
         score = Case(*whens, default=None, output_field=FloatField()) if whens else Value(None)
         return queryset.annotate(live_score=score)
 
-    @admin.display(description="live score", ordering="live_score")
+    # Items not active have no score: below every score, on SQLite and PostgreSQL alike.
+    @admin.display(description="live score", ordering=Coalesce("live_score", Value(-1.0)))
     def live_score(self, item):
         score = getattr(item, "live_score", None)
         return "—" if score is None else f"{score:.3f}"

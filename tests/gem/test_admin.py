@@ -348,8 +348,8 @@ def test_it_lists_active_items_by_live_score(client_in):
     strongest_first = client_in.get(url, {"o": f"-{column}"}).context["cl"].result_list
     weakest_first = client_in.get(url, {"o": f"{column}"}).context["cl"].result_list
 
-    assert [item.pk for item in strongest_first][:2] == [fresh.pk, older.pk]
-    assert fresh.pk in [item.pk for item in weakest_first]
+    assert [item.pk for item in strongest_first] == [fresh.pk, older.pk, done.pk]
+    assert [item.pk for item in weakest_first] == [done.pk, older.pk, fresh.pk]
     scores = {item.pk: item.live_score for item in strongest_first}
     assert scores[fresh.pk] > scores[older.pk] > 0
     assert scores[done.pk] is None
