@@ -1,6 +1,7 @@
 """The Anvil: every Gem model in the admin, and its own pages for what a plain form cannot do —
-renaming and folding fragments with a preview, the graph picture, versions of ambient prose and
-wake texts compared, working-memory status changes with a reason.
+renaming and folding fragments with a preview, applying a Lens draft after its preview, the graph
+picture, versions of ambient prose and wake texts compared, working-memory status changes with a
+reason.
 
 Each page is a thin view over a service (``gem/services.py``) or a read (``gem/graph.py``,
 ``gem/selectors.py``); every write leaves an admin log entry.
@@ -474,7 +475,10 @@ class WorkingMemoryAdmin(admin.ModelAdmin):
         url = reverse("admin:mirror_tagsuggestion_change", args=[item.suggestion_id])
         return format_html('<a href="{}">Mirror suggestion {}</a>', url, item.suggestion_id)
 
-    @admin.action(description="Change the status of the selected items (with a reason)")
+    @admin.action(
+        description="Change the status of the selected items (with a reason)",
+        permissions=["change"],
+    )
     def status_change(self, request, queryset):
         form = StatusForm(request.POST if "apply" in request.POST else None)
         if form.is_valid():

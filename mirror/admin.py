@@ -177,11 +177,13 @@ class TagSuggestionAdmin(admin.ModelAdmin):
             return HttpResponseRedirect(reverse("admin:mirror_tagsuggestion_changelist"))
         return super().response_change(request, obj)
 
-    @admin.action(description="Promote the selected suggestions into working memory")
+    @admin.action(
+        description="Promote the selected suggestions into working memory", permissions=["change"]
+    )
     def promote_selected(self, request, queryset):
         self._decide(request, self._chosen(request, queryset), promote=True)
 
-    @admin.action(description="Reject the selected suggestions")
+    @admin.action(description="Reject the selected suggestions", permissions=["change"])
     def reject_selected(self, request, queryset):
         self._decide(request, self._chosen(request, queryset), promote=False)
 

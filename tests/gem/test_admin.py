@@ -2,6 +2,7 @@ from datetime import timedelta
 
 import pytest
 from django.contrib.admin.models import ADDITION, CHANGE, LogEntry
+from django.contrib.auth.models import Permission
 from django.core.files.uploadedfile import SimpleUploadedFile
 from django.urls import reverse
 from django.utils import timezone
@@ -514,3 +515,33 @@ def test_it_says_when_a_draft_changes_nothing(client_in, fragments):
         reverse("admin:gem_fragment_draft"), {"text": "# ouji\n\n## ambient\n\nPrince style.\n"}
     )
     assert "Nothing would change" in response.content.decode()
+
+
+def test_it_lets_a_reader_look_but_not_reshape_or_change_status(
+    client, django_user_model, fragments
+):
+
+    reader = django_user_model.objects.create_user("reader", password="x", is_staff=True)
+    reader.user_permissions.set(
+        Permission.objects.filter(codename__in=["view_fragment", "view_workingmemory"])
+    )
+    client.force_login(reader)
+    assert client.get(reverse("admin:gem_fragment_graph")).status_code == 200
+    rename = reverse("admin:gem_fragment_rename", args=["fairy"])
+    assert client.post(rename, {"new_key": "fae", "confirm": "1"}).status_code == 403
+    assert client.get(reverse("admin:gem_fragment_draft")).status_code == 403
+    item = WorkingMemory.objects.create(type="pin", content="tea")
+    listed = client.get(reverse("admin:gem_workingmemory_changelist"))
+    assert "status_change" not in listed.content.decode()
+    client.post(
+        reverse("admin:gem_workingmemory_changelist"),
+        {
+            "action": "status_change",
+            "_selected_action": [item.pk],
+            "apply": "1",
+            "status": "dropped",
+            "reason": "no",
+        },
+    )
+    assert WorkingMemory.objects.get().status == "active"
+    assert Fragment.objects.filter(key="fairy").exists()
