@@ -520,7 +520,6 @@ def test_it_says_when_a_draft_changes_nothing(client_in, fragments):
 def test_it_lets_a_reader_look_but_not_reshape_or_change_status(
     client, django_user_model, fragments
 ):
-
     reader = django_user_model.objects.create_user("reader", password="x", is_staff=True)
     reader.user_permissions.set(
         Permission.objects.filter(codename__in=["view_fragment", "view_workingmemory"])
