@@ -455,8 +455,7 @@ class WorkingMemoryAdmin(admin.ModelAdmin):
         ):
             by_score.setdefault(round(score, 4), []).append(row.id)
         whens = [When(pk__in=ids, then=Value(score)) for score, ids in by_score.items()]
-        score = Case(*whens, default=None, output_field=FloatField()) if whens else Value(None)
-        return queryset.annotate(live_score=score)
+        return queryset.annotate(live_score=Case(*whens, default=None, output_field=FloatField()))
 
     # Items not active have no score: below every score, on SQLite and PostgreSQL alike.
     @admin.display(description="live score", ordering=Coalesce("live_score", Value(-1.0)))

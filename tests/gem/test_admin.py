@@ -544,3 +544,12 @@ def test_it_lets_a_reader_look_but_not_reshape_or_change_status(
     )
     assert WorkingMemory.objects.get().status == "active"
     assert Fragment.objects.filter(key="fairy").exists()
+
+
+def test_it_lists_working_memory_with_nothing_active(client_in):
+    WorkingMemory.objects.create(type="thought", content="done", status="resolved")
+    url = reverse("admin:gem_workingmemory_changelist")
+    column = client_in.get(url).context["cl"].list_display.index("live_score")
+    response = client_in.get(url, {"o": f"-{column}"})
+    assert [item.live_score for item in response.context["cl"].result_list] == [None]
+    assert '<td class="field-live_score">—</td>' in response.content.decode()
