@@ -63,6 +63,7 @@ def test_it_edits_an_inventory_adds_an_edge_and_shows_it_in_the_graph(
     page.get_by_role("button", name=re.compile("add another edge to", re.I)).click()
     page.locator("#id_edges_out-0-relation").fill("kin")
     select2_choose(page, "edges_out-0", "ouji")
+    page.locator("#id_inventory").scroll_into_view_if_needed()
     screenshot(page, "fragment-desktop")
     page.get_by_role("button", name="Save", exact=True).click()
 

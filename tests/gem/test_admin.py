@@ -553,3 +553,10 @@ def test_it_lists_working_memory_with_nothing_active(client_in):
     response = client_in.get(url, {"o": f"-{column}"})
     assert [item.live_score for item in response.context["cl"].result_list] == [None]
     assert '<td class="field-live_score">—</td>' in response.content.decode()
+
+
+def test_it_offers_a_new_version_of_each_wake_text(client_in):
+    page = client_in.get(reverse("admin:gem_waketext_changelist")).content.decode()
+    add = reverse("admin:gem_waketext_add")
+    assert f'href="{add}?kind=wake"' in page
+    assert f'href="{add}?kind=image"' in page
