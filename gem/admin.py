@@ -529,7 +529,6 @@ class VersionedTextAdmin(admin.ModelAdmin):
     formfield_overrides = {
         models.TextField: {"widget": forms.Textarea(attrs={"rows": 20, "cols": 100})}
     }
-    save_as_continue = False
 
     def render_change_form(self, request, context, *args, **kwargs):
         # One save button: a second version straight after the first is the same text again.
