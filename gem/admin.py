@@ -474,6 +474,23 @@ class WorkingMemoryAdmin(admin.ModelAdmin):
         url = reverse("admin:mirror_tagsuggestion_change", args=[item.suggestion_id])
         return format_html('<a href="{}">Mirror suggestion {}</a>', url, item.suggestion_id)
 
+    def get_urls(self):
+        status = self.admin_site.admin_view(self.status_view)
+        return [
+            path("<path:object_id>/status/", status, name="gem_workingmemory_status"),
+            *super().get_urls(),
+        ]
+
+    def status_view(self, request, object_id):
+        """The status change of one item, from its own page: the action, for that item."""
+        item = get_object_or_404(WorkingMemory, pk=unquote(object_id))
+        if not self.has_change_permission(request, item):
+            raise PermissionDenied
+        page = self.status_change(request, WorkingMemory.objects.filter(pk=item.pk))
+        return page or HttpResponseRedirect(
+            reverse("admin:gem_workingmemory_change", args=[item.pk])
+        )
+
     @admin.action(
         description="Change the status of the selected items (with a reason)",
         permissions=["change"],

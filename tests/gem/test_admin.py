@@ -560,3 +560,20 @@ def test_it_offers_a_new_version_of_each_wake_text(client_in):
     add = reverse("admin:gem_waketext_add")
     assert f'href="{add}?kind=wake"' in page
     assert f'href="{add}?kind=image"' in page
+
+
+def test_it_changes_one_items_status_from_its_page(client_in):
+    item = WorkingMemory.objects.create(type="plan", content="buy tea")
+    change = reverse("admin:gem_workingmemory_change", args=[item.pk])
+    status = reverse("admin:gem_workingmemory_status", args=[item.pk])
+    assert status in client_in.get(change).content.decode()
+    assert "Change the status of 1 item(s)" in client_in.get(status).content.decode()
+
+    response = client_in.post(
+        status,
+        {"_selected_action": [item.pk], "apply": "1", "status": "dropped", "reason": "not now"},
+    )
+
+    assert response.url == change
+    assert WorkingMemory.objects.get().status == "dropped"
+    assert log_messages() == ["Status active → dropped: not now"]
