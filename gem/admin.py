@@ -1,7 +1,29 @@
-"""The Anvil's first surface: every Gem model in the admin, listed, filtered and searchable."""
+"""The Anvil: every Gem model in the admin, and its own pages for what a plain form cannot do —
+renaming and folding fragments with a preview, applying a Lens draft after its preview, the graph
+picture, versions of ambient prose and wake texts compared, working-memory status changes with a
+reason.
 
-from django.contrib import admin
+Each page is a thin view over a service (``gem/services.py``) or a read (``gem/graph.py``,
+``gem/selectors.py``); every write leaves an admin log entry.
+"""
 
+from django import forms
+from django.contrib import admin, messages
+from django.contrib.admin.utils import quote, unquote
+from django.core.exceptions import PermissionDenied
+from django.db import models
+from django.db.models import Case, Exists, FloatField, OuterRef, Q, Value, When
+from django.db.models.functions import Coalesce
+from django.http import HttpResponseRedirect
+from django.shortcuts import get_object_or_404
+from django.template.response import TemplateResponse
+from django.urls import path, reverse
+from django.utils import timezone
+from django.utils.html import format_html
+
+from gem.drafts import draft_apply
+from gem.forms import DraftForm, FoldForm, GraphForm, RenameForm, StatusForm
+from gem.graph import DEPTH_MAX, WHOLE_GRAPH_LIMIT, graph_around, graph_whole
 from gem.models import (
     AmbientProse,
     Fragment,
@@ -14,6 +36,43 @@ from gem.models import (
     WorkingMemory,
     WorkingMemoryRef,
 )
+from gem.selectors import (
+    ambient_prose_check,
+    ambient_prose_current,
+    wake_text_current,
+    working_memory_scored,
+)
+from gem.services import (
+    TIERS,
+    ReshapeError,
+    WorkingMemoryError,
+    fragment_fold,
+    fragment_fold_preview,
+    fragment_rename,
+    fragment_rename_preview,
+    working_memory_status_set,
+)
+from gem.state import CHARS_PER_TOKEN, state_get, turn_counter_current
+from gem.textdiff import text_change_summary, text_diff_html
+from heart.assemble import DEFAULT_CHARS_PER_TOKEN, estimate_tokens
+from lens.draft import DraftDiff, DraftError, draft_diff, draft_parse
+
+
+def _page(model_admin, request, template: str, title: str, **context) -> TemplateResponse:
+    """An Anvil page inside the admin's frame, for ``model_admin``'s model."""
+    return TemplateResponse(
+        request,
+        template,
+        {
+            **model_admin.admin_site.each_context(request),
+            "opts": model_admin.model._meta,
+            "title": title,
+            **context,
+        },
+    )
+
+
+# --- Fragments ----------------------------------------------------------------------------
 
 
 class EdgeOutInline(admin.TabularInline):
@@ -21,8 +80,19 @@ class EdgeOutInline(admin.TabularInline):
     fk_name = "source"
     extra = 0
     autocomplete_fields = ["target"]
+    fields = ["relation", "target"]
     verbose_name = "edge to"
     verbose_name_plural = "edges to other fragments"
+
+
+class EdgeInInline(admin.TabularInline):
+    model = FragmentEdge
+    fk_name = "target"
+    extra = 0
+    autocomplete_fields = ["source"]
+    fields = ["source", "relation"]
+    verbose_name = "edge from"
+    verbose_name_plural = "edges from other fragments"
 
 
 class FragmentSourceInline(admin.TabularInline):
@@ -30,12 +100,66 @@ class FragmentSourceInline(admin.TabularInline):
     extra = 0
 
 
+class HasInventoryFilter(admin.SimpleListFilter):
+    title = "inventory"
+    parameter_name = "inventory"
+
+    def lookups(self, request, model_admin):
+        return [("yes", "has inventory"), ("no", "no inventory")]
+
+    def queryset(self, request, queryset):
+        empty = Q(inventory="")
+        if self.value() == "yes":
+            return queryset.exclude(empty)
+        if self.value() == "no":
+            return queryset.filter(empty)
+        return queryset
+
+
+class OrphanFilter(admin.SimpleListFilter):
+    title = "edges"
+    parameter_name = "edges"
+
+    def lookups(self, request, model_admin):
+        return [("none", "orphan (no edges)"), ("some", "connected")]
+
+    def queryset(self, request, queryset):
+        connected = Exists(FragmentEdge.objects.filter(source=OuterRef("pk"))) | Exists(
+            FragmentEdge.objects.filter(target=OuterRef("pk"))
+        )
+        if self.value() == "none":
+            return queryset.exclude(connected)
+        if self.value() == "some":
+            return queryset.filter(connected)
+        return queryset
+
+
+class RecentlyChangedFilter(admin.DateFieldListFilter):
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.title = "recently changed"
+
+
+def _chars_per_token() -> float:
+    return state_get(CHARS_PER_TOKEN, DEFAULT_CHARS_PER_TOKEN)
+
+
 @admin.register(Fragment)
 class FragmentAdmin(admin.ModelAdmin):
     list_display = ["key", "ambient_excerpt", "has_inventory", "updated_at"]
-    list_filter = ["updated_at", "created_at"]
+    list_filter = [
+        HasInventoryFilter,
+        OrphanFilter,
+        ("updated_at", RecentlyChangedFilter),
+    ]
     search_fields = ["key", "ambient", "recognition", "inventory"]
-    inlines = [EdgeOutInline, FragmentSourceInline]
+    fields = ["key", "ambient", "recognition", "inventory", "token_estimates"]
+    readonly_fields = ["token_estimates"]
+    inlines = [EdgeOutInline, EdgeInInline, FragmentSourceInline]
+
+    def get_readonly_fields(self, request, obj=None):
+        # A key changes only through the rename page, where everything that names it follows.
+        return [*self.readonly_fields, "key"] if obj else self.readonly_fields
 
     @admin.display(description="ambient")
     def ambient_excerpt(self, fragment):
@@ -44,6 +168,212 @@ class FragmentAdmin(admin.ModelAdmin):
     @admin.display(boolean=True, description="inventory")
     def has_inventory(self, fragment):
         return bool(fragment.inventory.strip())
+
+    @admin.display(description="token estimates")
+    def token_estimates(self, fragment):
+        cpt = _chars_per_token()
+        counts = ", ".join(
+            f"{tier} {estimate_tokens(getattr(fragment, tier), cpt)}" for tier in TIERS
+        )
+        return f"{counts} (saved text, at {cpt:.2f} characters per token)"
+
+    def render_change_form(self, request, context, *args, **kwargs):
+        context["chars_per_token"] = _chars_per_token()
+        return super().render_change_form(request, context, *args, **kwargs)
+
+    def get_urls(self):
+        view = self.admin_site.admin_view
+        return [
+            path("graph/", view(self.graph_view), name="gem_fragment_graph"),
+            path("draft/", view(self.draft_view), name="gem_fragment_draft"),
+            path("<path:key>/rename/", view(self.rename_view), name="gem_fragment_rename"),
+            path("<path:key>/fold/", view(self.fold_view), name="gem_fragment_fold"),
+            *super().get_urls(),
+        ]
+
+    def _reshape_allowed(self, request, fragment) -> None:
+        if not (
+            self.has_change_permission(request, fragment)
+            and self.has_delete_permission(request, fragment)
+        ):
+            raise PermissionDenied
+
+    def rename_view(self, request, key):
+        key = unquote(key)
+        fragment = get_object_or_404(Fragment, key=key)
+        self._reshape_allowed(request, fragment)
+        form = RenameForm(request.POST or None)
+        plan = None
+        if request.method == "POST" and form.is_valid():
+            new_key = form.cleaned_data["new_key"]
+            try:
+                if "confirm" in request.POST:
+                    renamed = fragment_rename(old_key=key, new_key=new_key, user_id=request.user.pk)
+                    self.message_user(request, f"Renamed “{key}” to “{renamed.key}”.")
+                    return HttpResponseRedirect(
+                        reverse("admin:gem_fragment_change", args=[quote(renamed.key)])
+                    )
+                plan = fragment_rename_preview(old_key=key, new_key=new_key)
+            except ReshapeError as error:
+                form.add_error("new_key", str(error))
+        return _page(
+            self,
+            request,
+            "admin/gem/fragment/rename.html",
+            f"Rename “{key}”",
+            original=fragment,
+            form=form,
+            plan=plan,
+        )
+
+    def fold_view(self, request, key):
+        key = unquote(key)
+        fragment = get_object_or_404(Fragment, key=key)
+        self._reshape_allowed(request, fragment)
+        form = FoldForm(request.POST or None)
+        plan = diffs = None
+        if request.method == "POST" and form.is_valid():
+            into = form.cleaned_data["into"]
+            try:
+                if "confirm" in request.POST:
+                    done = fragment_fold(source_key=key, into_key=into, user_id=request.user.pk)
+                    self.message_user(
+                        request,
+                        f"Folded “{key}” into “{into}”: {len(done.edges_moved)} edge(s) moved, "
+                        f"{len(done.edges_dropped)} dropped as duplicates.",
+                    )
+                    url = reverse("admin:gem_fragment_change", args=[quote(into)])
+                    return HttpResponseRedirect(url)
+                plan = fragment_fold_preview(source_key=key, into_key=into)
+            except ReshapeError as error:
+                form.add_error("into", str(error))
+        if plan:
+            kept = Fragment.objects.get(key=plan.into)
+            diffs = [
+                (
+                    tier,
+                    text_diff_html(
+                        getattr(kept, tier),
+                        plan.tiers[tier],
+                        old_label=f"{plan.into} now",
+                        new_label=f"{plan.into} after the fold",
+                    ),
+                )
+                for tier in TIERS
+                if getattr(kept, tier) != plan.tiers[tier]
+            ]
+        return _page(
+            self,
+            request,
+            "admin/gem/fragment/fold.html",
+            f"Fold “{key}” into another fragment",
+            original=fragment,
+            form=form,
+            plan=plan,
+            diffs=diffs,
+        )
+
+    def graph_view(self, request):
+        if not self.has_view_permission(request):
+            raise PermissionDenied
+        form = GraphForm(request.GET or None)
+        key = depth = None
+        if form.is_valid():
+            key = form.cleaned_data["key"].strip()
+            depth = form.cleaned_data["depth"] or 1
+        graph = graph_around(key, depth=depth) if key else graph_whole()
+        elements = None
+        if graph is not None:
+            elements = {
+                "nodes": [
+                    {
+                        "data": {
+                            "id": k,
+                            "url": reverse("admin:gem_fragment_change", args=[quote(k)]),
+                            "focus": k == key,
+                        }
+                    }
+                    for k in graph.keys
+                ],
+                "edges": [
+                    {"data": {"id": f"{s}→{t}", "source": s, "target": t, "label": relation}}
+                    for s, t, relation in graph.edges
+                ],
+            }
+        return _page(
+            self,
+            request,
+            "admin/gem/fragment/graph.html",
+            f"Fragment graph around “{key}”" if key else "Fragment graph",
+            form=form,
+            graph=graph,
+            elements=elements,
+            focus=key,
+            whole_limit=WHOLE_GRAPH_LIMIT,
+            depth_max=DEPTH_MAX,
+        )
+
+    def draft_view(self, request):
+        """Apply a Lens draft: paste or upload it, read what it would change, confirm."""
+        if not (self.has_add_permission(request) and self.has_change_permission(request)):
+            raise PermissionDenied
+        form = DraftForm(request.POST or None, request.FILES or None)
+        diff = None
+        if request.method == "POST" and form.is_valid():
+            text = form.cleaned_data["text"]
+            try:
+                if "confirm" in request.POST:
+                    done = draft_apply(text, user=request.user)
+                    self.message_user(request, _draft_done(done))
+                    return HttpResponseRedirect(reverse("admin:gem_fragment_changelist"))
+                diff = draft_diff(draft_parse(text))
+            except DraftError as error:
+                form.add_error(None, str(error))
+                diff = None
+        return _page(
+            self,
+            request,
+            "admin/gem/fragment/draft.html",
+            "Apply a Lens draft",
+            form=form,
+            diff=diff,
+            fragments=_draft_fragments(diff) if diff else [],
+            text=form.cleaned_data.get("text", "") if diff else "",
+        )
+
+
+def _draft_fragments(diff: DraftDiff) -> list[dict]:
+    """The preview of a draft, fragment by fragment: created or changed, each tier's text
+    before and after."""
+    created = set(diff.fragments_created)
+    return [
+        {
+            "key": key,
+            "created": key in created,
+            "tiers": [
+                (
+                    change.tier,
+                    text_diff_html(
+                        change.old, change.new, old_label="now", new_label="in the draft"
+                    ),
+                )
+                for change in diff.tiers_changed
+                if change.key == key
+            ],
+        }
+        for key in [*diff.fragments_created, *diff.fragments_changed()]
+    ]
+
+
+def _draft_done(diff: DraftDiff) -> str:
+    if diff.is_empty:
+        return "Nothing changed: the Gem already holds this draft."
+    changed = diff.fragments_changed()
+    return (
+        f"Applied the draft: {len(diff.fragments_created)} fragment(s) created, "
+        f"{len(changed)} changed, {len(diff.edges_added)} edge(s) added, "
+        f"{len(diff.edges_removed)} removed, {len(diff.edges_relabelled)} relabelled."
+    )
 
 
 @admin.register(FragmentEdge)
@@ -61,6 +391,9 @@ class FragmentSourceAdmin(admin.ModelAdmin):
     autocomplete_fields = ["fragment"]
 
 
+# --- Working memory -----------------------------------------------------------------------
+
+
 class WorkingMemoryRefInline(admin.TabularInline):
     model = WorkingMemoryRef
     extra = 0
@@ -75,18 +408,122 @@ class WorkingMemoryAdmin(admin.ModelAdmin):
         "content_excerpt",
         "subject",
         "status",
+        "live_score",
         "actor",
         "due",
-        "refreshed_at",
     ]
     list_filter = ["type", "status", "actor", "refreshed_at"]
     search_fields = ["content", "subject"]
     date_hierarchy = "created_at"
     inlines = [WorkingMemoryRefInline]
+    actions = ["status_change"]
+    add_fields = ["type", "content", "subject", "due"]
+    readonly_fields = [
+        "status",
+        "actor",
+        "suggestion_link",
+        "event_id",
+        "turn",
+        "created_at",
+        "refreshed_at",
+        "resolved_at",
+    ]
+
+    def get_fields(self, request, obj=None):
+        # New items are the person's own and active; status changes go through the action,
+        # which asks for a reason.
+        return self.add_fields if obj is None else [*self.add_fields, *self.readonly_fields]
+
+    def get_readonly_fields(self, request, obj=None):
+        return [] if obj is None else self.readonly_fields
+
+    def save_model(self, request, obj, form, change):
+        if not change:
+            obj.actor = request.user.get_username()
+            obj.turn = turn_counter_current()
+        super().save_model(request, obj, form, change)
+
+    def get_queryset(self, request):
+        """In the list, every active item carries its live decay score (sortable)."""
+        queryset = super().get_queryset(request)
+        match = request.resolver_match
+        if match is None or match.url_name != "gem_workingmemory_changelist":
+            return queryset
+        by_score: dict[float, list[int]] = {}
+        for row, score in working_memory_scored(
+            now=timezone.now(), current_turn=turn_counter_current()
+        ):
+            by_score.setdefault(round(score, 4), []).append(row.id)
+        whens = [When(pk__in=ids, then=Value(score)) for score, ids in by_score.items()]
+        return queryset.annotate(live_score=Case(*whens, default=None, output_field=FloatField()))
+
+    # Items not active have no score: below every score, on SQLite and PostgreSQL alike.
+    @admin.display(description="live score", ordering=Coalesce("live_score", Value(-1.0)))
+    def live_score(self, item):
+        score = getattr(item, "live_score", None)
+        return "—" if score is None else f"{score:.3f}"
 
     @admin.display(description="content")
     def content_excerpt(self, item):
         return item.content[:100]
+
+    @admin.display(description="promoted from")
+    def suggestion_link(self, item):
+        if item.suggestion_id is None:
+            return "—"
+        url = reverse("admin:mirror_tagsuggestion_change", args=[item.suggestion_id])
+        return format_html('<a href="{}">Mirror suggestion {}</a>', url, item.suggestion_id)
+
+    def get_urls(self):
+        status = self.admin_site.admin_view(self.status_view)
+        return [
+            path("<path:object_id>/status/", status, name="gem_workingmemory_status"),
+            *super().get_urls(),
+        ]
+
+    def status_view(self, request, object_id):
+        """The status change of one item, from its own page: the action, for that item."""
+        item = get_object_or_404(WorkingMemory, pk=unquote(object_id))
+        if not self.has_change_permission(request, item):
+            raise PermissionDenied
+        page = self.status_change(request, WorkingMemory.objects.filter(pk=item.pk))
+        return page or HttpResponseRedirect(
+            reverse("admin:gem_workingmemory_change", args=[item.pk])
+        )
+
+    @admin.action(
+        description="Change the status of the selected items (with a reason)",
+        permissions=["change"],
+    )
+    def status_change(self, request, queryset):
+        form = StatusForm(request.POST if "apply" in request.POST else None)
+        if form.is_valid():
+            try:
+                changed = working_memory_status_set(
+                    item_ids=list(queryset.values_list("pk", flat=True)),
+                    status=form.cleaned_data["status"],
+                    reason=form.cleaned_data["reason"],
+                    user_id=request.user.pk,
+                    now=timezone.now(),
+                )
+            except WorkingMemoryError as error:
+                form.add_error(None, str(error))
+            else:
+                self.message_user(
+                    request,
+                    f"{len(changed)} item(s) now {form.cleaned_data['status']}; "
+                    "the reason is in each item's history.",
+                )
+                return None
+        return _page(
+            self,
+            request,
+            "admin/gem/workingmemory/status.html",
+            "Change the status of working memory",
+            form=form,
+            items=queryset,
+            action_checkbox_name=admin.helpers.ACTION_CHECKBOX_NAME,
+        )
 
 
 @admin.register(WorkingMemoryRef)
@@ -98,26 +535,168 @@ class WorkingMemoryRefAdmin(admin.ModelAdmin):
     raw_id_fields = ["wm"]
 
 
-@admin.register(AmbientProse)
-class AmbientProseAdmin(admin.ModelAdmin):
-    list_display = ["created_at", "author", "excerpt"]
-    list_filter = ["created_at", "author"]
-    search_fields = ["content"]
+# --- Ambient prose and wake texts: versions -----------------------------------------------
+
+
+class VersionedTextAdmin(admin.ModelAdmin):
+    """A text kept as versions: every save adds a version, none is changed or removed, and any
+    two can be compared."""
+
+    actions = ["versions_compare"]
+    formfield_overrides = {
+        models.TextField: {"widget": forms.Textarea(attrs={"rows": 20, "cols": 100})}
+    }
+
+    def render_change_form(self, request, context, *args, **kwargs):
+        # One save button: a second version straight after the first is the same text again.
+        context["show_save_and_add_another"] = False
+        return super().render_change_form(request, context, *args, **kwargs)
+
+    def has_change_permission(self, request, obj=None):
+        return False
+
+    def has_delete_permission(self, request, obj=None):
+        return False
 
     @admin.display(description="content")
-    def excerpt(self, prose):
-        return prose.content[:120]
+    def excerpt(self, version):
+        return version.content[:120]
+
+    @admin.display(description="compare")
+    def compare_previous(self, version):
+        url = reverse(f"admin:{self.opts.app_label}_{self.opts.model_name}_diff")
+        return format_html('<a href="{}?new={}">with the one before</a>', url, version.pk)
+
+    def same_text(self, version) -> Q:
+        """The versions of the same text as ``version``."""
+        return Q()
+
+    def version_before(self, version):
+        """The version ``version`` replaced, or None for the first."""
+        return (
+            self.model.objects.filter(self.same_text(version))
+            .filter(
+                Q(created_at__lt=version.created_at)
+                | Q(created_at=version.created_at, pk__lt=version.pk)
+            )
+            .order_by("-created_at", "-pk")
+            .first()
+        )
+
+    def save_model(self, request, obj, form, change):
+        obj.author = request.user
+        super().save_model(request, obj, form, change)
+
+    def construct_change_message(self, request, form, formsets, add=False):
+        # Called once the new version is saved: it is compared with the one it replaced.
+        version = form.instance
+        before = self.version_before(version)
+        changes = text_change_summary(before.content if before else "", version.content)
+        return f"New version: {changes}"
+
+    def get_urls(self):
+        name = f"{self.opts.app_label}_{self.opts.model_name}_diff"
+        return [
+            path("diff/", self.admin_site.admin_view(self.diff_view), name=name),
+            *super().get_urls(),
+        ]
+
+    @admin.action(description="Compare the two selected versions")
+    def versions_compare(self, request, queryset):
+        if queryset.count() != 2:
+            self.message_user(request, "Select exactly two versions to compare.", messages.ERROR)
+            return None
+        old, new = queryset.order_by("created_at", "pk")
+        url = reverse(f"admin:{self.opts.app_label}_{self.opts.model_name}_diff")
+        return HttpResponseRedirect(f"{url}?old={old.pk}&new={new.pk}")
+
+    def diff_view(self, request):
+        """Two versions side by side: ``?old=&new=`` ids, or ``?new=`` alone for the version
+        it replaced."""
+        if not self.has_view_permission(request):
+            raise PermissionDenied
+        try:
+            new = get_object_or_404(self.model, pk=int(request.GET["new"]))
+            old_id = request.GET.get("old")
+            old = get_object_or_404(self.model, pk=int(old_id)) if old_id else None
+        except (KeyError, ValueError):
+            self.message_user(
+                request, "Say which versions to compare: ?old=ID&new=ID.", messages.ERROR
+            )
+            return HttpResponseRedirect(
+                reverse(f"admin:{self.opts.app_label}_{self.opts.model_name}_changelist")
+            )
+        old = old or self.version_before(new)
+        old_text, old_label = (old.content, str(old)) if old else ("", "(nothing before)")
+        return _page(
+            self,
+            request,
+            "admin/gem/version_diff.html",
+            f"Compare {self.opts.verbose_name}s",
+            old=old,
+            new=new,
+            diff=text_diff_html(old_text, new.content, old_label=old_label, new_label=str(new)),
+            summary=text_change_summary(old_text, new.content),
+        )
+
+
+@admin.register(AmbientProse)
+class AmbientProseAdmin(VersionedTextAdmin):
+    list_display = ["created_at", "author", "excerpt", "compare_previous"]
+    list_filter = ["created_at", "author"]
+    search_fields = ["content"]
+    readonly_fields = ["key_check"]
+
+    def get_fields(self, request, obj=None):
+        return ["content"] if obj is None else ["content", "key_check", "author", "created_at"]
+
+    def get_readonly_fields(self, request, obj=None):
+        return [] if obj is None else ["content", "key_check", "author", "created_at"]
+
+    def get_changeform_initial_data(self, request):
+        return {"content": ambient_prose_current()}
+
+    @admin.display(description="keys")
+    def key_check(self, version):
+        return _key_check_text(ambient_prose_check(version.content))
+
+    def add_view(self, request, form_url="", extra_context=None):
+        extra_context = {**(extra_context or {}), "check": ambient_prose_check()}
+        return super().add_view(request, form_url, extra_context)
+
+    def response_add(self, request, obj, post_url_continue=None):
+        check = _key_check_text(ambient_prose_check(obj.content))
+        self.message_user(request, f"Saved as the new ambient prose. {check}")
+        return super().response_add(request, obj, post_url_continue)
+
+
+def _key_check_text(check) -> str:
+    missing = ", ".join(f"[{key}]" for key in check.missing) or "none"
+    unmentioned = ", ".join(check.unmentioned) or "none"
+    return f"Named without a fragment: {missing}. Fragments never mentioned: {unmentioned}."
 
 
 @admin.register(WakeText)
-class WakeTextAdmin(admin.ModelAdmin):
-    list_display = ["kind", "created_at", "author", "excerpt"]
+class WakeTextAdmin(VersionedTextAdmin):
+    list_display = ["kind", "created_at", "author", "excerpt", "compare_previous"]
     list_filter = ["kind", "created_at"]
     search_fields = ["content"]
 
-    @admin.display(description="content")
-    def excerpt(self, text):
-        return text.content[:120]
+    def get_fields(self, request, obj=None):
+        return ["kind", "content"] if obj is None else ["kind", "content", "author", "created_at"]
+
+    def get_readonly_fields(self, request, obj=None):
+        return [] if obj is None else ["kind", "content", "author", "created_at"]
+
+    def same_text(self, version) -> Q:
+        return Q(kind=version.kind)
+
+    def get_changeform_initial_data(self, request):
+        kind = request.GET.get("kind", "wake")
+        return {"kind": kind, "content": wake_text_current(kind)}
+
+
+# --- The rest -----------------------------------------------------------------------------
 
 
 @admin.register(Identity)

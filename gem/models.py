@@ -56,6 +56,12 @@ class WorkingMemory(models.Model):
         default=timezone.now, help_text="Decay anchor; a retag resets it."
     )
     resolved_at = models.DateTimeField(null=True, blank=True)
+    suggestion_id = models.PositiveBigIntegerField(
+        null=True,
+        blank=True,
+        db_index=True,
+        help_text="Id of the Mirror suggestion it was promoted from (summaries store).",
+    )
     fragments = models.ManyToManyField(
         "Fragment", through="WorkingMemoryRef", related_name="working_memory", blank=True
     )

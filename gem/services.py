@@ -13,6 +13,7 @@ from django.contrib.admin.models import CHANGE, DELETION, LogEntry
 from django.contrib.contenttypes.models import ContentType
 from django.core.exceptions import ValidationError
 from django.db import transaction
+from django.db.models import Q
 
 from gem import decay
 from gem.models import (
@@ -23,6 +24,7 @@ from gem.models import (
     FragmentSource,
     WorkingMemory,
     WorkingMemoryRef,
+    WorkingMemoryStatus,
 )
 from gem.selectors import ambient_prose_current, decay_inputs
 
@@ -75,19 +77,54 @@ def _log(*, user_id: int, fragment_key: str, action: int, message: str) -> None:
     )
 
 
-def fragment_rename(*, old_key: str, new_key: str, user_id: int) -> Fragment:
-    """Give a fragment a new key; edges, sources, working-memory links and ``[key]`` mentions
-    in the ambient prose follow, in one transaction."""
+@dataclass
+class RenamePlan:
+    """What renaming a key will carry along, shown before it happens."""
+
+    old: str
+    new: str
+    edges: int
+    sources: int
+    refs: int
+    ambient_mentions: int
+
+
+def _rename_refusal(old_key: str, new_key: str) -> str | None:
+    """Why ``old_key`` cannot become ``new_key``, or None when it can."""
     try:
         KEY_VALIDATOR(new_key)
     except ValidationError as error:
-        raise ReshapeError(f"“{new_key}” cannot be a key: {error.messages[0]}") from None
+        return f"“{new_key}” cannot be a key: {error.messages[0]}"
+    if old_key == new_key:
+        return f"“{old_key}” already has that key."
+    if not Fragment.objects.filter(key=old_key).exists():
+        return f"There is no fragment “{old_key}”."
+    if Fragment.objects.filter(key=new_key).exists():
+        return f"“{new_key}” is already a fragment: fold into it instead."
+    return None
+
+
+def fragment_rename_preview(*, old_key: str, new_key: str) -> RenamePlan:
+    """Rename a key on paper: what follows it, nothing written."""
+    if refusal := _rename_refusal(old_key, new_key):
+        raise ReshapeError(refusal)
+    return RenamePlan(
+        old=old_key,
+        new=new_key,
+        edges=FragmentEdge.objects.filter(Q(source=old_key) | Q(target=old_key)).count(),
+        sources=FragmentSource.objects.filter(fragment=old_key).count(),
+        refs=WorkingMemoryRef.objects.filter(fragment=old_key).count(),
+        ambient_mentions=len(_mention(old_key).findall(ambient_prose_current())),
+    )
+
+
+def fragment_rename(*, old_key: str, new_key: str, user_id: int) -> Fragment:
+    """Give a fragment a new key; edges, sources, working-memory links and ``[key]`` mentions
+    in the ambient prose follow, in one transaction."""
     with transaction.atomic():
         old = Fragment.objects.select_for_update().filter(key=old_key).first()
-        if old is None:
-            raise ReshapeError(f"There is no fragment “{old_key}”.")
-        if Fragment.objects.filter(key=new_key).exists():
-            raise ReshapeError(f"“{new_key}” is already a fragment: fold into it instead.")
+        if refusal := _rename_refusal(old_key, new_key):
+            raise ReshapeError(refusal)
         renamed = Fragment.objects.create(
             key=new_key, created_at=old.created_at, **{tier: getattr(old, tier) for tier in TIERS}
         )
@@ -202,3 +239,41 @@ def fragment_fold(*, source_key: str, into_key: str, user_id: int) -> FoldPlan:
             message=f"Folded into “{into_key}”",
         )
     return plan
+
+
+class WorkingMemoryError(ValueError):
+    """A change to working memory that cannot be made, and why."""
+
+
+def working_memory_status_set(
+    *, item_ids: list[int], status: str, reason: str, user_id: int, now: datetime
+) -> list[int]:
+    """Move items to ``status`` for a stated reason, which the admin log keeps with each item.
+
+    Leaving ``active`` stamps ``resolved_at``; coming back clears it. Items already in that
+    status are left alone. Returns the ids that changed.
+    """
+    if status not in WorkingMemoryStatus.values:
+        raise WorkingMemoryError(f"“{status}” is not a working-memory status.")
+    reason = reason.strip()
+    if not reason:
+        raise WorkingMemoryError("Say why the status changes: the reason is kept in the log.")
+    with transaction.atomic():
+        items = list(
+            WorkingMemory.objects.select_for_update()
+            .filter(pk__in=item_ids)
+            .exclude(status=status)
+            .order_by("pk")
+        )
+        resolved_at = None if status == WorkingMemoryStatus.ACTIVE else now
+        WorkingMemory.objects.filter(pk__in=[item.pk for item in items]).update(
+            status=status, resolved_at=resolved_at
+        )
+        for previous in sorted({item.status for item in items}):
+            LogEntry.objects.log_actions(
+                user_id,
+                [item for item in items if item.status == previous],
+                CHANGE,
+                f"Status {previous} → {status}: {reason}",
+            )
+    return [item.pk for item in items]

@@ -1,14 +1,28 @@
-"""The Mirror's output in the admin: summaries, the suggestion queue, runs."""
+"""The Mirror's output in the admin: summaries, the suggestion queue (promote and reject, one by one
+or in bulk), runs."""
 
-from django.contrib import admin
+from django.contrib import admin, messages
+from django.http import HttpResponseRedirect
+from django.urls import reverse
+from django.utils.html import format_html, format_html_join
 
-from mirror.models import MirrorRun, Summary, TagSuggestion
+from heart.models import Event
+from mirror.models import MirrorRun, SuggestionStatus, Summary, TagSuggestion
+from mirror.services import SuggestionError, suggestion_promote, suggestion_reject
 
 
 class TagSuggestionInline(admin.TabularInline):
+    """A summary's suggestions, to read: they are decided on in the queue, one way only."""
+
     model = TagSuggestion
     extra = 0
     fields = ["type", "content", "subject", "status", "promoted_wm_id"]
+    readonly_fields = fields
+    show_change_link = True
+    can_delete = False
+
+    def has_add_permission(self, request, obj=None):
+        return False
 
 
 @admin.register(Summary)
@@ -32,16 +46,174 @@ class SummaryAdmin(admin.ModelAdmin):
         return summary.superseded_by_id is None
 
 
+class SuggestionStatusFilter(admin.SimpleListFilter):
+    """The queue opens on what is waiting: pending unless another status (or all) is chosen."""
+
+    title = "status"
+    parameter_name = "status"
+
+    def lookups(self, request, model_admin):
+        return [*SuggestionStatus.choices, ("all", "All")]
+
+    def choices(self, changelist):
+        chosen = self.value() or SuggestionStatus.PENDING
+        for value, label in self.lookup_choices:
+            yield {
+                "selected": chosen == value,
+                "query_string": changelist.get_query_string({self.parameter_name: value}),
+                "display": label,
+            }
+
+    def queryset(self, request, queryset):
+        chosen = self.value() or SuggestionStatus.PENDING
+        return queryset if chosen == "all" else queryset.filter(status=chosen)
+
+
+SOURCE_EVENTS_SHOWN = 50
+
+
 @admin.register(TagSuggestion)
 class TagSuggestionAdmin(admin.ModelAdmin):
-    list_display = ["id", "type", "content_excerpt", "subject", "status", "created_at"]
-    list_filter = ["status", "type", "created_at"]
+    """The suggestion queue: edit a pending suggestion, promote it into working memory or
+    reject it, one at a time from its page or in bulk from the list."""
+
+    list_display = [
+        "id",
+        "type",
+        "content_excerpt",
+        "subject",
+        "status",
+        "summary_excerpt",
+        "events",
+        "promoted_link",
+        "created_at",
+    ]
+    list_filter = [SuggestionStatusFilter, "type", "created_at"]
+    list_select_related = ["summary"]
     search_fields = ["content", "subject"]
-    raw_id_fields = ["summary"]
+    actions = ["promote_selected", "reject_selected"]
+    fields = [
+        "type",
+        "content",
+        "subject",
+        "status",
+        "promoted_link",
+        "decided_at",
+        "summary_text",
+        "source_events",
+        "created_at",
+    ]
+    decided_fields = ["type", "content", "subject"]
+    readonly_fields = [
+        "status",
+        "promoted_link",
+        "decided_at",
+        "summary_text",
+        "source_events",
+        "created_at",
+    ]
+
+    def has_add_permission(self, request):
+        return False  # the Mirror stages suggestions; a person decides on them
+
+    def has_delete_permission(self, request, obj=None):
+        return False  # a decision is kept, whichever it was
+
+    def get_readonly_fields(self, request, obj=None):
+        if obj is not None and obj.status != SuggestionStatus.PENDING:
+            return [*self.decided_fields, *self.readonly_fields]
+        return self.readonly_fields
 
     @admin.display(description="content")
     def content_excerpt(self, suggestion):
         return suggestion.content[:100]
+
+    @admin.display(description="summary")
+    def summary_excerpt(self, suggestion):
+        return suggestion.summary.content[:80]
+
+    @admin.display(description="events")
+    def events(self, suggestion):
+        return f"{suggestion.summary.first_event_id}–{suggestion.summary.last_event_id}"
+
+    @admin.display(description="working memory")
+    def promoted_link(self, suggestion):
+        if suggestion.promoted_wm_id is None:
+            return "—"
+        url = reverse("admin:gem_workingmemory_change", args=[suggestion.promoted_wm_id])
+        return format_html('<a href="{}">item {}</a>', url, suggestion.promoted_wm_id)
+
+    @admin.display(description="summary")
+    def summary_text(self, suggestion):
+        summary = suggestion.summary
+        url = reverse("admin:mirror_summary_change", args=[summary.pk])
+        return format_html(
+            '<a href="{}">{}</a><p class="anvil-prose">{}</p>', url, summary, summary.content
+        )
+
+    @admin.display(description="source events")
+    def source_events(self, suggestion):
+        summary = suggestion.summary
+        events = list(
+            Event.objects.filter(
+                pk__gte=summary.first_event_id, pk__lte=summary.last_event_id
+            ).order_by("pk")[: SOURCE_EVENTS_SHOWN + 1]
+        )
+        more = len(events) > SOURCE_EVENTS_SHOWN
+        lines = format_html_join(
+            "",
+            '<li><span class="anvil-event-meta">#{} {} {}</span> {}</li>',
+            (
+                (event.pk, event.ts.strftime("%Y-%m-%d %H:%M"), event.actor, event.content)
+                for event in events[:SOURCE_EVENTS_SHOWN]
+            ),
+        )
+        note = f"(the first {SOURCE_EVENTS_SHOWN} shown)" if more else ""
+        return format_html('<ol class="anvil-events">{}</ol>{}', lines, note)
+
+    def response_change(self, request, obj):
+        if "_promote" in request.POST or "_reject" in request.POST:
+            self._decide(request, [obj.pk], promote="_promote" in request.POST)
+            return HttpResponseRedirect(reverse("admin:mirror_tagsuggestion_changelist"))
+        return super().response_change(request, obj)
+
+    @admin.action(
+        description="Promote the selected suggestions into working memory", permissions=["change"]
+    )
+    def promote_selected(self, request, queryset):
+        self._decide(request, self._chosen(request, queryset), promote=True)
+
+    @admin.action(description="Reject the selected suggestions", permissions=["change"])
+    def reject_selected(self, request, queryset):
+        self._decide(request, self._chosen(request, queryset), promote=False)
+
+    @staticmethod
+    def _chosen(request, queryset) -> list[int]:
+        """The suggestions ticked, including any the list no longer shows (decided on since the
+        page was drawn): each is answered, if only to say it was already decided."""
+        ticked = request.POST.getlist(admin.helpers.ACTION_CHECKBOX_NAME)
+        return sorted(
+            {*queryset.values_list("pk", flat=True), *(int(t) for t in ticked if t.isdigit())}
+        )
+
+    def _decide(self, request, suggestion_ids: list[int], *, promote: bool) -> None:
+        """Promote or reject each suggestion; say which were done and why any were not."""
+        done, refused = [], []
+        for suggestion_id in suggestion_ids:
+            try:
+                if promote:
+                    item = suggestion_promote(suggestion_id=suggestion_id, user_id=request.user.pk)
+                    done.append(f"{suggestion_id} → working memory item {item.pk}")
+                else:
+                    suggestion_reject(suggestion_id=suggestion_id, user_id=request.user.pk)
+                    done.append(str(suggestion_id))
+            except SuggestionError as error:
+                refused.append(str(error))
+        verb = "Promoted" if promote else "Rejected"
+        if done:
+            self.message_user(request, f"{verb} {len(done)}: {', '.join(done)}.")
+        if refused:
+            self.message_user(request, f"Not acted on: {' '.join(refused)}", messages.WARNING)
 
 
 @admin.register(MirrorRun)

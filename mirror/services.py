@@ -2,9 +2,10 @@
 
 Suggestions live in the ``summaries`` store and working memory in ``default``: the suggestion is
 claimed first (pending → decided, so it can be acted on once), then the item is written; if that
-fails the claim is undone.
+fails the claim is undone. Each decision is written in the admin log, under the person who made it.
 """
 
+from django.contrib.admin.models import ADDITION, CHANGE, LogEntry
 from django.db import transaction
 from django.utils import timezone
 
@@ -31,8 +32,11 @@ def _claim(suggestion_id: int, status: str) -> TagSuggestion:
     return suggestion
 
 
-def suggestion_promote(*, suggestion_id: int, edits: dict[str, str] | None = None) -> WorkingMemory:
-    """Turn a pending suggestion (with a person's edits) into an active working-memory item."""
+def suggestion_promote(
+    *, suggestion_id: int, user_id: int, edits: dict[str, str] | None = None
+) -> WorkingMemory:
+    """Turn a pending suggestion (with a person's edits) into an active working-memory item,
+    each linked to the other."""
     edits = edits or {}
     unknown = set(edits) - set(EDITABLE)
     if unknown:
@@ -48,6 +52,7 @@ def suggestion_promote(*, suggestion_id: int, edits: dict[str, str] | None = Non
             **fields,
             actor="mirror",
             event_id=suggestion.summary.last_event_id,
+            suggestion_id=suggestion_id,
         )
     except Exception:
         TagSuggestion.objects.filter(pk=suggestion_id).update(
@@ -55,8 +60,22 @@ def suggestion_promote(*, suggestion_id: int, edits: dict[str, str] | None = Non
         )
         raise
     TagSuggestion.objects.filter(pk=suggestion_id).update(promoted_wm_id=item.pk, **fields)
+    suggestion.refresh_from_db()
+    changed = [name for name in EDITABLE if name in edits]
+    LogEntry.objects.log_actions(
+        user_id,
+        [suggestion],
+        CHANGE,
+        f"Promoted to working memory item {item.pk}"
+        + (f", with {', '.join(changed)} edited" if changed else ""),
+    )
+    LogEntry.objects.log_actions(
+        user_id, [item], ADDITION, f"Promoted from Mirror suggestion {suggestion_id}"
+    )
     return item
 
 
-def suggestion_reject(*, suggestion_id: int) -> TagSuggestion:
-    return _claim(suggestion_id, SuggestionStatus.REJECTED)
+def suggestion_reject(*, suggestion_id: int, user_id: int) -> TagSuggestion:
+    suggestion = _claim(suggestion_id, SuggestionStatus.REJECTED)
+    LogEntry.objects.log_actions(user_id, [suggestion], CHANGE, "Rejected")
+    return suggestion

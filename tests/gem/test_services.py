@@ -8,9 +8,12 @@ from django.core.management import call_command
 from gem.models import AmbientProse, Fragment, FragmentEdge, FragmentSource, WorkingMemory
 from gem.services import (
     ReshapeError,
+    WorkingMemoryError,
     fragment_fold,
     fragment_fold_preview,
     fragment_rename,
+    fragment_rename_preview,
+    working_memory_status_set,
     working_memory_sweep,
 )
 
@@ -178,3 +181,63 @@ def test_it_refuses_to_fold_a_fragment_into_itself_or_into_nothing(owner, wardro
     with pytest.raises(ReshapeError, match="no fragment “nothing”"):
         fragment_fold(source_key="nothing", into_key="ouji", user_id=owner.pk)
     assert Fragment.objects.count() == 4 and not LogEntry.objects.exists()
+
+
+def test_it_previews_a_rename_without_writing(owner, wardrobe):
+    plan = fragment_rename_preview(old_key="cottagecore", new_key="ouji-soft")
+    assert (plan.edges, plan.sources, plan.refs, plan.ambient_mentions) == (3, 2, 1, 2)
+    assert Fragment.objects.filter(key="cottagecore").exists()
+    assert AmbientProse.objects.count() == 1
+    with pytest.raises(ReshapeError, match="already a fragment"):
+        fragment_rename_preview(old_key="cottagecore", new_key="fairy")
+
+
+# --- Working memory status ----------------------------------------------------------------
+
+
+def test_it_changes_status_for_a_reason_kept_in_the_log(owner):
+    plan = WorkingMemory.objects.create(type="plan", content="buy tea")
+    pin = WorkingMemory.objects.create(type="pin", content="tea", status="dropped")
+    already = WorkingMemory.objects.create(type="thought", content="x", status="resolved")
+
+    changed = working_memory_status_set(
+        item_ids=[plan.pk, pin.pk, already.pk],
+        status="resolved",
+        reason="done on Friday",
+        user_id=owner.pk,
+        now=NOW,
+    )
+
+    assert changed == [plan.pk, pin.pk]
+    assert set(WorkingMemory.objects.values_list("status", flat=True)) == {"resolved"}
+    assert WorkingMemory.objects.get(pk=plan.pk).resolved_at == NOW
+    logged = dict(LogEntry.objects.values_list("object_id", "change_message"))
+    assert logged == {
+        str(plan.pk): "Status active → resolved: done on Friday",
+        str(pin.pk): "Status dropped → resolved: done on Friday",
+    }
+
+
+def test_it_clears_the_resolution_when_an_item_comes_back(owner):
+    item = WorkingMemory.objects.create(
+        type="pin", content="tea", status="dropped", resolved_at=NOW
+    )
+    working_memory_status_set(
+        item_ids=[item.pk], status="active", reason="still true", user_id=owner.pk, now=NOW
+    )
+    item.refresh_from_db()
+    assert (item.status, item.resolved_at) == ("active", None)
+
+
+@pytest.mark.parametrize(
+    ("status", "reason", "message"),
+    [("resolved", "  ", "Say why"), ("gone", "because", "not a working-memory status")],
+)
+def test_it_refuses_a_status_change_without_a_reason_or_status(owner, status, reason, message):
+    item = WorkingMemory.objects.create(type="pin", content="tea")
+    with pytest.raises(WorkingMemoryError, match=message):
+        working_memory_status_set(
+            item_ids=[item.pk], status=status, reason=reason, user_id=owner.pk, now=NOW
+        )
+    assert WorkingMemory.objects.get().status == "active"
+    assert not LogEntry.objects.exists()

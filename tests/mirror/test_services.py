@@ -1,4 +1,5 @@
 import pytest
+from django.contrib.admin.models import LogEntry
 
 from gem.models import WorkingMemory
 from mirror.models import Summary, TagSuggestion
@@ -8,13 +9,18 @@ pytestmark = pytest.mark.django_db(databases="__all__")
 
 
 @pytest.fixture
+def owner(django_user_model):
+    return django_user_model.objects.create_superuser("mono", password="x")
+
+
+@pytest.fixture
 def suggestion():
     summary = Summary.objects.create(level="L0", first_event_id=10, last_event_id=40, content="s")
     return TagSuggestion.objects.create(summary=summary, type="pin", content="tea, no sugar")
 
 
-def test_it_promotes_a_suggestion_into_working_memory_linked_back(suggestion):
-    item = suggestion_promote(suggestion_id=suggestion.pk)
+def test_it_promotes_a_suggestion_into_working_memory_linked_back(owner, suggestion):
+    item = suggestion_promote(user_id=owner.pk, suggestion_id=suggestion.pk)
     suggestion.refresh_from_db()
     assert (item.type, item.content, item.status, item.actor) == (
         "pin",
@@ -24,31 +30,34 @@ def test_it_promotes_a_suggestion_into_working_memory_linked_back(suggestion):
     )
     assert item.event_id == 40
     assert (suggestion.status, suggestion.promoted_wm_id) == ("promoted", item.pk)
+    assert item.suggestion_id == suggestion.pk
     assert suggestion.decided_at is not None
 
 
-def test_it_promotes_with_a_persons_edits(suggestion):
+def test_it_promotes_with_a_persons_edits(owner, suggestion):
     item = suggestion_promote(
-        suggestion_id=suggestion.pk, edits={"type": "plan", "content": "buy tea friday at 5pm"}
+        user_id=owner.pk,
+        suggestion_id=suggestion.pk,
+        edits={"type": "plan", "content": "buy tea friday at 5pm"},
     )
     assert (item.type, item.content) == ("plan", "buy tea friday at 5pm")
     assert TagSuggestion.objects.get().content == "buy tea friday at 5pm"
 
 
-def test_it_acts_on_a_suggestion_only_once(suggestion):
-    suggestion_promote(suggestion_id=suggestion.pk)
+def test_it_acts_on_a_suggestion_only_once(owner, suggestion):
+    suggestion_promote(user_id=owner.pk, suggestion_id=suggestion.pk)
     with pytest.raises(SuggestionError, match="already promoted"):
-        suggestion_promote(suggestion_id=suggestion.pk)
+        suggestion_promote(user_id=owner.pk, suggestion_id=suggestion.pk)
     with pytest.raises(SuggestionError, match="already promoted"):
-        suggestion_reject(suggestion_id=suggestion.pk)
+        suggestion_reject(user_id=owner.pk, suggestion_id=suggestion.pk)
     assert WorkingMemory.objects.count() == 1
 
 
-def test_it_rejects_a_suggestion_without_touching_working_memory(suggestion):
-    suggestion_reject(suggestion_id=suggestion.pk)
+def test_it_rejects_a_suggestion_without_touching_working_memory(owner, suggestion):
+    suggestion_reject(user_id=owner.pk, suggestion_id=suggestion.pk)
     assert TagSuggestion.objects.get().status == "rejected"
     with pytest.raises(SuggestionError, match="already rejected"):
-        suggestion_promote(suggestion_id=suggestion.pk)
+        suggestion_promote(user_id=owner.pk, suggestion_id=suggestion.pk)
     assert not WorkingMemory.objects.exists()
 
 
@@ -60,12 +69,27 @@ def test_it_rejects_a_suggestion_without_touching_working_memory(suggestion):
         ({"status": "active"}, "can be edited"),
     ],
 )
-def test_it_refuses_bad_edits_and_leaves_the_suggestion_pending(suggestion, edits, reason):
+def test_it_refuses_bad_edits_and_leaves_the_suggestion_pending(owner, suggestion, edits, reason):
     with pytest.raises(SuggestionError, match=reason):
-        suggestion_promote(suggestion_id=suggestion.pk, edits=edits)
+        suggestion_promote(user_id=owner.pk, suggestion_id=suggestion.pk, edits=edits)
     assert TagSuggestion.objects.get().status == "pending"
 
 
-def test_it_says_when_there_is_no_such_suggestion():
+def test_it_says_when_there_is_no_such_suggestion(owner):
     with pytest.raises(SuggestionError, match="no suggestion 99"):
-        suggestion_reject(suggestion_id=99)
+        suggestion_reject(user_id=owner.pk, suggestion_id=99)
+
+
+def test_it_logs_each_decision_under_the_person(owner, suggestion):
+    item = suggestion_promote(
+        user_id=owner.pk, suggestion_id=suggestion.pk, edits={"subject": "tea"}
+    )
+    messages = {
+        (entry.content_type.model, entry.object_id): entry.change_message
+        for entry in LogEntry.objects.filter(user=owner)
+    }
+    assert messages == {
+        ("tagsuggestion", str(suggestion.pk)): f"Promoted to working memory item {item.pk}, "
+        "with subject edited",
+        ("workingmemory", str(item.pk)): f"Promoted from Mirror suggestion {suggestion.pk}",
+    }

@@ -1,0 +1,153 @@
+"""The Anvil in a real browser: editing a fragment and its edges, the graph picture, the
+suggestion queue, the reshaping and draft previews.
+
+Each test clicks and types as a person would; screenshots go to ``test-artifacts/``.
+"""
+
+import re
+
+import pytest
+from playwright.sync_api import BrowserContext, Page, expect
+
+from gem.models import AmbientProse, Fragment, FragmentEdge, WorkingMemory
+from heart.models import Event
+from mirror.models import Summary, TagSuggestion
+from tests.browser.conftest import BROWSER_DB, log_in
+
+pytestmark = BROWSER_DB
+
+
+@pytest.fixture
+def admin_page(context: BrowserContext, owner) -> Page:
+    """Signed in as the owner, who curates: the admin's index open."""
+    owner.is_staff = owner.is_superuser = True
+    owner.save(update_fields=["is_staff", "is_superuser"])
+    page = context.new_page()
+    log_in(page)
+    page.wait_for_url(re.compile(r"/$"))
+    page.goto("/admin/")
+    expect(page.get_by_role("heading", name="Curation")).to_be_visible()
+    return page
+
+
+@pytest.fixture
+def wardrobe() -> dict[str, Fragment]:
+    made = {
+        key: Fragment.objects.create(key=key, ambient=ambient)
+        for key, ambient in [
+            ("fairy", "White softness, a small light."),
+            ("ouji", "Prince style."),
+            ("cottagecore", "Soft rural."),
+        ]
+    }
+    FragmentEdge.objects.create(source=made["cottagecore"], target=made["fairy"], relation="near")
+    return made
+
+
+def select2_choose(page: Page, row: str, text: str) -> None:
+    """Pick ``text`` in the admin's autocomplete widget of the inline row ``row``."""
+    page.locator(f"#{row} .select2-selection").click()
+    page.locator(".select2-search__field").fill(text)
+    page.locator(".select2-results__option", has_text=text).first.click()
+
+
+def test_it_edits_an_inventory_adds_an_edge_and_shows_it_in_the_graph(
+    admin_page: Page, wardrobe, screenshot
+):
+    page = admin_page
+    page.goto("/admin/gem/fragment/fairy/change/")
+    counter = page.locator("#anvil-tokens-inventory")
+    expect(counter).to_have_text("≈ 0 tokens")
+    page.locator("#id_inventory").fill("A grey crewneck, soft as a cloud.")  # 33 characters
+    expect(counter).to_have_text("≈ 9 tokens")
+    page.get_by_role("button", name=re.compile("add another edge to", re.I)).click()
+    page.locator("#id_edges_out-0-relation").fill("kin")
+    select2_choose(page, "edges_out-0", "ouji")
+    page.locator("#id_inventory").scroll_into_view_if_needed()
+    screenshot(page, "fragment-desktop")
+    page.get_by_role("button", name="Save", exact=True).click()
+
+    expect(page.locator(".messagelist")).to_contain_text("was changed successfully")
+    assert Fragment.objects.get(key="fairy").inventory == "A grey crewneck, soft as a cloud."
+    assert FragmentEdge.objects.filter(source="fairy", target="ouji", relation="kin").exists()
+
+    page.goto("/admin/gem/fragment/fairy/change/")
+    page.get_by_role("link", name="Graph around").click()
+    expect(page.locator("#anvil-graph[data-ready=true]")).to_be_attached()
+    edges = page.evaluate(
+        "() => anvilGraph.edges().map(e => [e.data('source'), e.data('target'), e.data('label')])"
+    )
+    assert sorted(edges) == [["cottagecore", "fairy", "near"], ["fairy", "ouji", "kin"]]
+    screenshot(page, "graph-desktop")
+
+    # Clicking a fragment in the picture opens its page.
+    spot = page.evaluate(
+        "() => { const p = anvilGraph.getElementById('ouji').renderedPosition();"
+        " const box = document.getElementById('anvil-graph').getBoundingClientRect();"
+        " return [box.left + p.x, box.top + p.y]; }"
+    )
+    page.mouse.click(*spot)
+    expect(page).to_have_url(re.compile(r"/admin/gem/fragment/ouji/change/$"))
+
+
+def test_it_promotes_a_suggestion_and_finds_it_in_working_memory(admin_page: Page, screenshot):
+    first = Event.objects.create(content="I only drink tea without sugar", actor="luna")
+    last = Event.objects.create(content="Noted: no sugar, ever.", actor="claude")
+    summary = Summary.objects.create(
+        level="L0",
+        first_event_id=first.pk,
+        last_event_id=last.pk,
+        content="Luna was particular about tea, warmly.",
+    )
+    pin = TagSuggestion.objects.create(summary=summary, type="pin", content="tea, no sugar")
+    TagSuggestion.objects.create(summary=summary, type="thought", content="she likes rituals")
+    page = admin_page
+
+    page.goto(f"/admin/mirror/tagsuggestion/{pin.pk}/change/")
+    expect(page.get_by_text("I only drink tea without sugar")).to_be_visible()
+    page.locator("#id_subject").fill("tea")
+    screenshot(page, "suggestion-desktop")
+    page.get_by_role("button", name="Save and promote").click()
+    expect(page.locator(".messagelist")).to_contain_text(f"Promoted 1: {pin.pk} → working memory")
+    screenshot(page, "queue-desktop")
+
+    page.goto("/admin/gem/workingmemory/")
+    row = page.locator("#result_list tbody tr", has_text="tea, no sugar")
+    expect(row).to_contain_text("Pin")
+    expect(row).to_contain_text("mirror")
+    screenshot(page, "working-memory-desktop")
+    row.locator("th a").click()
+    page.get_by_role("link", name=f"Mirror suggestion {pin.pk}").click()
+    expect(page).to_have_url(re.compile(rf"/admin/mirror/tagsuggestion/{pin.pk}/change/$"))
+    expect(page.get_by_text("cannot be acted on again")).to_be_visible()
+    item = WorkingMemory.objects.get()
+    assert (item.subject, item.suggestion_id) == ("tea", pin.pk)
+
+
+def test_it_previews_a_fold_and_a_draft_before_writing(admin_page: Page, wardrobe, screenshot):
+    AmbientProse.objects.create(content="Luna loves [fairy] and [ouji].\n[tea] is missing.")
+    page = admin_page
+
+    page.goto("/admin/gem/fragment/ouji/change/")
+    page.get_by_role("link", name="Fold into…").click()
+    page.get_by_label("Fold into").fill("fairy")
+    page.get_by_role("button", name="Preview").click()
+    expect(page.locator(".anvil-diff table.diff").first).to_contain_text("## ouji")
+    screenshot(page, "fold-desktop")
+    assert Fragment.objects.filter(key="ouji").exists()
+
+    page.goto("/admin/gem/fragment/draft/")
+    page.get_by_label("Paste a draft").fill(
+        "# fairy\n\n## recognition\n\nShe came with the first snow.\n\n"
+        "## edges\n\n- ← cottagecore: near\n- → ouji: kin\n"
+    )
+    page.get_by_role("button", name="Preview").click()
+    expect(page.locator(".anvil-edges")).to_contain_text("added: fairy → ouji (kin)")
+    screenshot(page, "draft-desktop")
+    page.get_by_role("button", name="Apply the draft").click()
+    expect(page.locator(".messagelist")).to_contain_text("Applied the draft")
+    assert Fragment.objects.get(key="fairy").recognition == "She came with the first snow."
+
+    page.goto("/admin/gem/ambientprose/add/")
+    expect(page.locator(".anvil-check")).to_contain_text("[tea]")
+    screenshot(page, "ambient-desktop")

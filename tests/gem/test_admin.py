@@ -1,0 +1,579 @@
+from datetime import timedelta
+
+import pytest
+from django.contrib.admin.models import ADDITION, CHANGE, LogEntry
+from django.contrib.auth.models import Permission
+from django.core.files.uploadedfile import SimpleUploadedFile
+from django.urls import reverse
+from django.utils import timezone
+
+from gem import graph
+from gem.models import AmbientProse, Fragment, FragmentEdge, WakeText, WorkingMemory
+from gem.state import CHARS_PER_TOKEN, state_set
+
+pytestmark = pytest.mark.django_db(databases="__all__")
+
+
+@pytest.fixture
+def owner(django_user_model):
+    return django_user_model.objects.create_superuser("mono", password="x")
+
+
+@pytest.fixture
+def client_in(client, owner):
+    client.force_login(owner)
+    return client
+
+
+@pytest.fixture
+def fragments():
+    made = {
+        key: Fragment.objects.create(key=key, ambient=ambient, inventory=inventory)
+        for key, ambient, inventory in [
+            ("cottagecore", "Soft rural.", "Cream apron dress."),
+            ("fairy", "White softness.", ""),
+            ("ouji", "Prince style.", ""),
+            ("lonely", "Nobody links here.", ""),
+        ]
+    }
+    FragmentEdge.objects.create(source=made["cottagecore"], target=made["fairy"], relation="near")
+    FragmentEdge.objects.create(source=made["ouji"], target=made["cottagecore"], relation="was")
+    return made
+
+
+def keys_listed(response) -> list[str]:
+    return [fragment.key for fragment in response.context["cl"].result_list]
+
+
+def log_messages() -> list[str]:
+    return list(LogEntry.objects.order_by("pk").values_list("change_message", flat=True))
+
+
+@pytest.mark.parametrize(
+    "url",
+    [
+        "/admin/gem/fragment/graph/",
+        "/admin/gem/fragment/fairy/rename/",
+        "/admin/gem/fragment/fairy/fold/",
+        "/admin/gem/ambientprose/diff/?new=1",
+        "/admin/gem/waketext/diff/?new=1",
+        "/admin/gem/fragment/draft/",
+    ],
+)
+def test_it_sends_a_logged_out_visitor_to_sign_in(client, fragments, url):
+    response = client.get(url)
+    assert response.status_code == 302
+    assert "login" in response.url
+    assert client.post(url, {"new_key": "x", "into": "ouji", "confirm": "1"}).status_code == 302
+    assert Fragment.objects.filter(key="fairy").exists()
+
+
+# --- Fragments ----------------------------------------------------------------------------
+
+
+def test_it_shows_token_estimates_at_the_calibrated_rate(client_in, fragments):
+    state_set(CHARS_PER_TOKEN, 2.5)
+    response = client_in.get(reverse("admin:gem_fragment_change", args=["cottagecore"]))
+    page = response.content.decode()
+    # "Soft rural." is 11 characters, "Cream apron dress." 18: ceil(/2.5) = 5 and 8.
+    assert "ambient 5, recognition 0, inventory 8 (saved text, at 2.50" in page
+    assert 'data-chars-per-token="2.500000"' in page
+    assert "anvil/tokens.js" in page
+
+
+def test_it_edits_edges_inline_and_logs_the_change(client_in, owner, fragments):
+    url = reverse("admin:gem_fragment_change", args=["fairy"])
+    form = {
+        "ambient": "White softness.",
+        "recognition": "",
+        "inventory": "Grey crewneck.",
+        "edges_out-TOTAL_FORMS": "1",
+        "edges_out-INITIAL_FORMS": "0",
+        "edges_out-0-relation": "kin",
+        "edges_out-0-target": "ouji",
+        "edges_in-TOTAL_FORMS": "1",
+        "edges_in-INITIAL_FORMS": "1",
+        "edges_in-0-id": FragmentEdge.objects.get(target="fairy").pk,
+        "edges_in-0-target": "fairy",
+        "edges_in-0-source": "cottagecore",
+        "edges_in-0-relation": "near",
+        "sources-TOTAL_FORMS": "0",
+        "sources-INITIAL_FORMS": "0",
+    }
+    response = client_in.post(url, form)
+    assert response.status_code == 302, response.context["errors"]
+    assert Fragment.objects.get(key="fairy").inventory == "Grey crewneck."
+    assert FragmentEdge.objects.filter(source="fairy", target="ouji", relation="kin").exists()
+    [entry] = LogEntry.objects.filter(object_id="fairy")
+    assert entry.action_flag == CHANGE
+    assert "Inventory" in entry.get_change_message()
+    assert "Added fragment edge “fairy —kin→ ouji”" in entry.get_change_message()
+
+
+@pytest.mark.parametrize(
+    ("query", "expected"),
+    [
+        ("inventory=yes", ["cottagecore"]),
+        ("inventory=no", ["fairy", "lonely", "ouji"]),
+        ("edges=none", ["lonely"]),
+        ("edges=some", ["cottagecore", "fairy", "ouji"]),
+        ("q=prince", ["ouji"]),
+        ("q=apron", ["cottagecore"]),
+    ],
+)
+def test_it_filters_and_searches_fragments(client_in, fragments, query, expected):
+    response = client_in.get(f"{reverse('admin:gem_fragment_changelist')}?{query}")
+    assert keys_listed(response) == expected
+
+
+def test_it_filters_fragments_changed_recently(client_in, fragments):
+    Fragment.objects.filter(key="lonely").update(updated_at=timezone.now() - timedelta(days=40))
+    url = reverse("admin:gem_fragment_changelist")
+    [recent] = [
+        f for f in client_in.get(url).context["cl"].filter_specs if f.title == "recently changed"
+    ]
+    [past_week] = [
+        c for c in recent.choices(client_in.get(url).context["cl"]) if c["display"] == "Past 7 days"
+    ]
+    response = client_in.get(url + past_week["query_string"])
+    assert keys_listed(response) == ["cottagecore", "fairy", "ouji"]
+
+
+def test_it_previews_a_rename_without_changing_anything(client_in, fragments):
+    AmbientProse.objects.create(content="Luna loves [fairy].")
+    response = client_in.post(
+        reverse("admin:gem_fragment_rename", args=["fairy"]), {"new_key": "fae"}
+    )
+    page = response.content.decode()
+    assert "Renaming <strong>fairy</strong> to <strong>fae</strong>" in page
+    assert "<li>1 edge(s)</li>" in page
+    assert "1 mention(s) of [fairy]" in page
+    assert Fragment.objects.filter(key="fairy").exists()
+    assert not Fragment.objects.filter(key="fae").exists()
+    assert AmbientProse.objects.count() == 1
+    assert not LogEntry.objects.exists()
+
+
+def test_it_renames_on_confirmation(client_in, fragments):
+    response = client_in.post(
+        reverse("admin:gem_fragment_rename", args=["fairy"]), {"new_key": "fae", "confirm": "1"}
+    )
+    assert response.url == reverse("admin:gem_fragment_change", args=["fae"])
+    assert FragmentEdge.objects.filter(source="cottagecore", target="fae").exists()
+    assert log_messages() == ["Renamed “fairy” to “fae”"]
+
+
+@pytest.mark.parametrize(
+    ("new_key", "reason"),
+    [
+        ("two words", "cannot be a key"),
+        ("ouji", "already a fragment"),
+        ("fairy", "already has that key"),
+    ],
+)
+def test_it_refuses_a_bad_rename_and_says_why(client_in, fragments, new_key, reason):
+    response = client_in.post(
+        reverse("admin:gem_fragment_rename", args=["fairy"]),
+        {"new_key": new_key, "confirm": "1"},
+    )
+    assert response.status_code == 200
+    assert reason in " ".join(response.context["form"].errors["new_key"])
+    assert Fragment.objects.filter(key="fairy").exists()
+    assert not LogEntry.objects.exists()
+
+
+def test_it_previews_a_fold_with_tier_diffs_without_changing_anything(client_in, fragments):
+    response = client_in.post(
+        reverse("admin:gem_fragment_fold", args=["ouji"]), {"into": "cottagecore"}
+    )
+    page = response.content.decode()
+    assert [tier for tier, _ in response.context["diffs"]] == ["ambient"]
+    assert "##&nbsp;ouji" in page  # the folded text under its heading, in the diff table
+    assert "dropped (already there, or would point at itself): ouji → cottagecore" in page
+    assert Fragment.objects.get(key="cottagecore").ambient == "Soft rural."
+    assert Fragment.objects.filter(key="ouji").exists()
+    assert not LogEntry.objects.exists()
+
+
+def test_it_folds_on_confirmation(client_in, fragments):
+    response = client_in.post(
+        reverse("admin:gem_fragment_fold", args=["ouji"]), {"into": "cottagecore", "confirm": "1"}
+    )
+    assert response.url == reverse("admin:gem_fragment_change", args=["cottagecore"])
+    assert not Fragment.objects.filter(key="ouji").exists()
+    assert (
+        Fragment.objects.get(key="cottagecore").ambient == "Soft rural.\n\n## ouji\nPrince style."
+    )
+    assert len(log_messages()) == 2
+
+
+def test_it_refuses_to_fold_into_a_missing_fragment(client_in, fragments):
+    response = client_in.post(
+        reverse("admin:gem_fragment_fold", args=["ouji"]), {"into": "nowhere", "confirm": "1"}
+    )
+    assert response.context["form"].errors["into"] == ["There is no fragment “nowhere”."]
+    assert Fragment.objects.filter(key="ouji").exists()
+
+
+def test_it_draws_the_whole_graph_with_labelled_edges_and_links(client_in, fragments):
+    response = client_in.get(reverse("admin:gem_fragment_graph"))
+    elements = response.context["elements"]
+    assert [node["data"]["id"] for node in elements["nodes"]] == [
+        "cottagecore",
+        "fairy",
+        "lonely",
+        "ouji",
+    ]
+    assert elements["nodes"][1]["data"]["url"] == reverse(
+        "admin:gem_fragment_change", args=["fairy"]
+    )
+    edges = {
+        (e["data"]["source"], e["data"]["target"], e["data"]["label"]) for e in elements["edges"]
+    }
+    assert edges == {("cottagecore", "fairy", "near"), ("ouji", "cottagecore", "was")}
+    assert 'id="anvil-graph-elements"' in response.content.decode()
+
+
+def test_it_draws_a_neighbourhood_when_the_graph_is_large(client_in, fragments, monkeypatch):
+    monkeypatch.setattr(graph, "WHOLE_GRAPH_LIMIT", 2)
+    url = reverse("admin:gem_fragment_graph")
+    assert client_in.get(url).context["graph"] is None
+    assert "name a key" in client_in.get(url).content.decode()
+    around = client_in.get(url, {"key": "fairy", "depth": 1}).context["elements"]
+    assert [node["data"]["id"] for node in around["nodes"]] == ["cottagecore", "fairy"]
+    assert [node["data"]["focus"] for node in around["nodes"]] == [False, True]
+
+
+def test_it_says_when_the_graph_key_is_unknown(client_in, fragments):
+    response = client_in.get(reverse("admin:gem_fragment_graph"), {"key": "nope"})
+    assert "There is no fragment “nope”." in response.content.decode()
+
+
+# --- Ambient prose and wake texts ---------------------------------------------------------
+
+
+def test_it_saves_every_ambient_edit_as_a_new_version_and_checks_its_keys(client_in, fragments):
+    AmbientProse.objects.create(content="Luna loves [fairy].")
+    add = reverse("admin:gem_ambientprose_add")
+    form = client_in.get(add)
+    assert form.context["adminform"].form.initial["content"] == "Luna loves [fairy]."
+    assert form.context["check"].unmentioned == ["cottagecore", "lonely", "ouji"]
+
+    response = client_in.post(add, {"content": "Luna loves [fairy] and [tea]."}, follow=True)
+
+    assert list(AmbientProse.objects.order_by("pk").values_list("content", flat=True)) == [
+        "Luna loves [fairy].",
+        "Luna loves [fairy] and [tea].",
+    ]
+    shown = [str(message) for message in response.context["messages"]]
+    assert any("Named without a fragment: [tea]" in message for message in shown)
+    [entry] = LogEntry.objects.all()
+    assert entry.action_flag == ADDITION
+    assert entry.change_message == "New version: 1 line(s) added, 1 removed"
+
+
+def test_it_keeps_ambient_versions_unchanged(client_in):
+    version = AmbientProse.objects.create(content="first")
+    url = reverse("admin:gem_ambientprose_change", args=[version.pk])
+    client_in.post(url, {"content": "overwritten"})
+    client_in.post(reverse("admin:gem_ambientprose_delete", args=[version.pk]), {"post": "yes"})
+    assert AmbientProse.objects.get().content == "first"
+
+
+def test_it_compares_any_two_versions(client_in):
+    first = AmbientProse.objects.create(content="one\ntwo <b>")
+    AmbientProse.objects.create(content="middle")
+    last = AmbientProse.objects.create(content="one\nthree")
+    url = reverse("admin:gem_ambientprose_diff")
+    response = client_in.get(url, {"old": first.pk, "new": last.pk})
+    page = response.content.decode()
+    assert response.context["summary"] == "1 line(s) added, 1 removed"
+    assert "two&nbsp;&lt;b&gt;" in page  # escaped
+    assert 'class="diff_sub"' in page or 'class="diff_chg"' in page
+
+
+def test_it_compares_a_version_with_the_one_it_replaced(client_in):
+    AmbientProse.objects.create(content="one")
+    second = AmbientProse.objects.create(content="two")
+    response = client_in.get(reverse("admin:gem_ambientprose_diff"), {"new": second.pk})
+    assert response.context["old"].content == "one"
+
+
+def test_it_compares_two_versions_selected_in_the_list(client_in):
+    first = AmbientProse.objects.create(content="one")
+    second = AmbientProse.objects.create(content="two")
+    response = client_in.post(
+        reverse("admin:gem_ambientprose_changelist"),
+        {"action": "versions_compare", "_selected_action": [second.pk, first.pk]},
+    )
+    assert (
+        response.url == f"{reverse('admin:gem_ambientprose_diff')}?old={first.pk}&new={second.pk}"
+    )
+
+
+def test_it_says_how_to_ask_for_a_comparison(client_in):
+    response = client_in.get(reverse("admin:gem_ambientprose_diff"), {"new": "x"}, follow=True)
+    [message] = response.context["messages"]
+    assert "Say which versions to compare" in str(message)
+
+
+def test_it_versions_each_wake_text_on_its_own(client_in):
+    wake_before = WakeText.objects.filter(kind="wake").count()
+    image = WakeText.objects.create(kind="image", content="An image: describe it.")
+    form = client_in.get(reverse("admin:gem_waketext_add"), {"kind": "image"})
+    assert form.context["adminform"].form.initial["content"] == "An image: describe it."
+    client_in.post(
+        reverse("admin:gem_waketext_add"), {"kind": "image", "content": "An image: look closely."}
+    )
+    newest = WakeText.objects.filter(kind="image").order_by("-pk").first()
+    assert newest.content == "An image: look closely."
+    assert WakeText.objects.filter(kind="wake").count() == wake_before
+    response = client_in.get(reverse("admin:gem_waketext_diff"), {"new": newest.pk})
+    assert response.context["old"] == image
+
+
+# --- Working memory -----------------------------------------------------------------------
+
+
+def test_it_lists_active_items_by_live_score(client_in):
+    now = timezone.now()
+    fresh = WorkingMemory.objects.create(type="feeling", content="fresh", refreshed_at=now)
+    older = WorkingMemory.objects.create(
+        type="feeling", content="older", refreshed_at=now - timedelta(hours=5)
+    )
+    done = WorkingMemory.objects.create(type="thought", content="done", status="resolved")
+    url = reverse("admin:gem_workingmemory_changelist")
+    changelist = client_in.get(url).context["cl"]
+    column = changelist.list_display.index("live_score")
+
+    strongest_first = client_in.get(url, {"o": f"-{column}"}).context["cl"].result_list
+    weakest_first = client_in.get(url, {"o": f"{column}"}).context["cl"].result_list
+
+    assert [item.pk for item in strongest_first] == [fresh.pk, older.pk, done.pk]
+    assert [item.pk for item in weakest_first] == [done.pk, older.pk, fresh.pk]
+    scores = {item.pk: item.live_score for item in strongest_first}
+    assert scores[fresh.pk] > scores[older.pk] > 0
+    assert scores[done.pk] is None
+
+
+def test_it_changes_status_only_with_a_reason_and_keeps_it(client_in, owner):
+    item = WorkingMemory.objects.create(type="plan", content="buy tea")
+    url = reverse("admin:gem_workingmemory_changelist")
+    chosen = {"action": "status_change", "_selected_action": [item.pk]}
+
+    asked = client_in.post(url, chosen)
+    assert "Change the status of 1 item(s)" in asked.content.decode()
+    refused = client_in.post(url, {**chosen, "apply": "1", "status": "resolved", "reason": " "})
+    assert refused.status_code == 200
+    assert WorkingMemory.objects.get().status == "active"
+
+    done = client_in.post(
+        url, {**chosen, "apply": "1", "status": "resolved", "reason": "bought it on Friday"}
+    )
+
+    assert done.status_code == 302
+    item.refresh_from_db()
+    assert item.status == "resolved"
+    assert item.resolved_at is not None
+    assert log_messages() == ["Status active → resolved: bought it on Friday"]
+    history = client_in.get(reverse("admin:gem_workingmemory_history", args=[item.pk]))
+    assert "bought it on Friday" in history.content.decode()
+
+
+def test_it_creates_an_item_of_any_type_as_the_person(client_in):
+    for type_ in ("secret", "pattern"):
+        response = client_in.post(
+            reverse("admin:gem_workingmemory_add"),
+            {
+                "type": type_,
+                "content": f"a {type_}",
+                "subject": "",
+                "due_0": "",
+                "due_1": "",
+                "refs-TOTAL_FORMS": "0",
+                "refs-INITIAL_FORMS": "0",
+            },
+        )
+        assert response.status_code == 302
+    items = WorkingMemory.objects.order_by("pk")
+    assert [(i.type, i.actor, i.status) for i in items] == [
+        ("secret", "mono", "active"),
+        ("pattern", "mono", "active"),
+    ]
+    assert LogEntry.objects.filter(action_flag=ADDITION).count() == 2
+
+
+def test_it_does_not_change_status_from_the_plain_form(client_in):
+    item = WorkingMemory.objects.create(type="pin", content="tea")
+    client_in.post(
+        reverse("admin:gem_workingmemory_change", args=[item.pk]),
+        {
+            "type": "pin",
+            "content": "tea, no sugar",
+            "status": "dropped",
+            "subject": "",
+            "due_0": "",
+            "due_1": "",
+            "refs-TOTAL_FORMS": "0",
+            "refs-INITIAL_FORMS": "0",
+        },
+    )
+    item.refresh_from_db()
+    assert (item.content, item.status) == ("tea, no sugar", "active")
+
+
+# --- Lens drafts --------------------------------------------------------------------------
+
+DRAFT = """# fairy
+
+## inventory
+
+A grey crewneck, soft.
+
+## edges
+
+- → ouji: kin
+- ← cottagecore: near
+
+# moon
+
+## ambient
+
+Round and patient.
+"""
+
+
+def gem_state() -> tuple:
+    return (
+        list(Fragment.objects.values_list("key", "ambient", "recognition", "inventory")),
+        sorted(FragmentEdge.objects.values_list("source_id", "target_id", "relation")),
+        LogEntry.objects.count(),
+    )
+
+
+def test_it_previews_a_pasted_draft_per_fragment_tier_and_edge(client_in, fragments):
+    before = gem_state()
+    response = client_in.post(reverse("admin:gem_fragment_draft"), {"text": DRAFT})
+    page = response.content.decode()
+    assert [(f["key"], f["created"]) for f in response.context["fragments"]] == [
+        ("moon", True),
+        ("fairy", False),
+        ("ouji", False),
+    ]
+    fairy = response.context["fragments"][1]
+    assert [tier for tier, _ in fairy["tiers"]] == ["inventory"]
+    assert "A&nbsp;grey&nbsp;crewneck,&nbsp;soft." in page
+    assert "added: fairy → ouji (kin)" in page
+    assert 'name="confirm"' in page
+    assert gem_state() == before
+
+
+def test_it_applies_an_uploaded_draft_on_confirmation(client_in, fragments):
+    url = reverse("admin:gem_fragment_draft")
+    preview = client_in.post(
+        url, {"upload": SimpleUploadedFile("fairy.md", DRAFT.encode(), "text/markdown")}
+    )
+    carried = preview.context["text"]
+    response = client_in.post(url, {"text": carried.replace("\n", "\r\n"), "confirm": "1"})
+
+    assert response.url == reverse("admin:gem_fragment_changelist")
+    assert Fragment.objects.get(key="fairy").inventory == "A grey crewneck, soft."
+    assert Fragment.objects.get(key="moon").ambient == "Round and patient."
+    assert FragmentEdge.objects.filter(source="fairy", target="ouji", relation="kin").exists()
+    assert set(LogEntry.objects.values_list("object_id", flat=True)) == {"fairy", "moon", "ouji"}
+
+
+@pytest.mark.parametrize(
+    ("form", "error"),
+    [
+        ({"text": "# fairy\n\n## colour\n\nblue\n"}, "line 3"),
+        ({"text": "# fairy\n\n## edges\n\n- → nowhere\n"}, "nowhere"),
+        ({"text": "   "}, "The draft is empty."),
+    ],
+)
+def test_it_refuses_a_bad_draft_and_changes_nothing(client_in, fragments, form, error):
+    before = gem_state()
+    for confirm in ({}, {"confirm": "1"}):
+        response = client_in.post(reverse("admin:gem_fragment_draft"), {**form, **confirm})
+        assert response.status_code == 200
+        assert error in " ".join(response.context["form"].non_field_errors())
+    assert gem_state() == before
+
+
+def test_it_refuses_an_upload_that_is_not_a_text_draft(client_in):
+    url = reverse("admin:gem_fragment_draft")
+    picture = client_in.post(url, {"upload": SimpleUploadedFile("a.png", b"\x89PNG")})
+    assert "is not a draft" in " ".join(picture.context["form"].non_field_errors())
+    latin = client_in.post(
+        url, {"upload": SimpleUploadedFile("a.md", "# caf\xe9".encode("latin-1"))}
+    )
+    assert "not UTF-8 text (byte 5)" in " ".join(latin.context["form"].non_field_errors())
+
+
+def test_it_says_when_a_draft_changes_nothing(client_in, fragments):
+    response = client_in.post(
+        reverse("admin:gem_fragment_draft"), {"text": "# ouji\n\n## ambient\n\nPrince style.\n"}
+    )
+    assert "Nothing would change" in response.content.decode()
+
+
+def test_it_lets_a_reader_look_but_not_reshape_or_change_status(
+    client, django_user_model, fragments
+):
+    reader = django_user_model.objects.create_user("reader", password="x", is_staff=True)
+    reader.user_permissions.set(
+        Permission.objects.filter(codename__in=["view_fragment", "view_workingmemory"])
+    )
+    client.force_login(reader)
+    assert client.get(reverse("admin:gem_fragment_graph")).status_code == 200
+    rename = reverse("admin:gem_fragment_rename", args=["fairy"])
+    assert client.post(rename, {"new_key": "fae", "confirm": "1"}).status_code == 403
+    assert client.get(reverse("admin:gem_fragment_draft")).status_code == 403
+    item = WorkingMemory.objects.create(type="pin", content="tea")
+    listed = client.get(reverse("admin:gem_workingmemory_changelist"))
+    assert "status_change" not in listed.content.decode()
+    client.post(
+        reverse("admin:gem_workingmemory_changelist"),
+        {
+            "action": "status_change",
+            "_selected_action": [item.pk],
+            "apply": "1",
+            "status": "dropped",
+            "reason": "no",
+        },
+    )
+    assert WorkingMemory.objects.get().status == "active"
+    assert Fragment.objects.filter(key="fairy").exists()
+
+
+def test_it_lists_working_memory_with_nothing_active(client_in):
+    WorkingMemory.objects.create(type="thought", content="done", status="resolved")
+    url = reverse("admin:gem_workingmemory_changelist")
+    column = client_in.get(url).context["cl"].list_display.index("live_score")
+    response = client_in.get(url, {"o": f"-{column}"})
+    assert [item.live_score for item in response.context["cl"].result_list] == [None]
+    assert '<td class="field-live_score">—</td>' in response.content.decode()
+
+
+def test_it_offers_a_new_version_of_each_wake_text(client_in):
+    page = client_in.get(reverse("admin:gem_waketext_changelist")).content.decode()
+    add = reverse("admin:gem_waketext_add")
+    assert f'href="{add}?kind=wake"' in page
+    assert f'href="{add}?kind=image"' in page
+
+
+def test_it_changes_one_items_status_from_its_page(client_in):
+    item = WorkingMemory.objects.create(type="plan", content="buy tea")
+    change = reverse("admin:gem_workingmemory_change", args=[item.pk])
+    status = reverse("admin:gem_workingmemory_status", args=[item.pk])
+    assert status in client_in.get(change).content.decode()
+    assert "Change the status of 1 item(s)" in client_in.get(status).content.decode()
+
+    response = client_in.post(
+        status,
+        {"_selected_action": [item.pk], "apply": "1", "status": "dropped", "reason": "not now"},
+    )
+
+    assert response.url == change
+    assert WorkingMemory.objects.get().status == "dropped"
+    assert log_messages() == ["Status active → dropped: not now"]

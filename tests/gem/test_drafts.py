@@ -1,0 +1,129 @@
+import pytest
+from django.contrib.admin.models import ADDITION, CHANGE, LogEntry
+
+from gem.drafts import draft_apply
+from gem.models import Fragment, FragmentEdge
+from lens.draft import DraftError
+
+pytestmark = pytest.mark.django_db
+
+
+@pytest.fixture
+def person(django_user_model):
+    return django_user_model.objects.create_user(username="owner", password="x")
+
+
+@pytest.fixture
+def gem():
+    fairy = Fragment.objects.create(key="fairy", ambient="A small light.", recognition="Old.")
+    well = Fragment.objects.create(key="well", ambient="Deep.")
+    moon = Fragment.objects.create(key="moon")
+    FragmentEdge.objects.create(source=fairy, target=well, relation="lives in")
+    FragmentEdge.objects.create(source=moon, target=fairy, relation="")
+    return fairy, well, moon
+
+
+def snapshot() -> tuple:
+    return (
+        list(Fragment.objects.values_list("key", "ambient", "recognition", "inventory")),
+        list(FragmentEdge.objects.values_list("source_id", "target_id", "relation")),
+        LogEntry.objects.count(),
+    )
+
+
+def test_it_applies_every_kind_of_change_and_logs_each_fragment(gem, person):
+    draft = """# fairy
+
+## recognition
+
+She came with the first snow.
+
+## edges
+
+- → well: sleeps in
+- → star
+
+# star
+
+## ambient
+
+A far light.
+
+## edges
+
+- ← fairy
+"""
+    diff = draft_apply(draft, user=person)
+
+    assert diff.fragments_created == ["star"]
+    fairy = Fragment.objects.get(key="fairy")
+    assert fairy.ambient == "A small light."  # absent tier: unchanged
+    assert fairy.recognition == "She came with the first snow."
+    assert Fragment.objects.get(key="star").ambient == "A far light."
+    assert set(FragmentEdge.objects.values_list("source_id", "target_id", "relation")) == {
+        ("fairy", "well", "sleeps in"),
+        ("fairy", "star", ""),
+    }
+    entries = {e.object_id: e for e in LogEntry.objects.all()}
+    assert entries["star"].action_flag == ADDITION
+    assert "tiers ambient" in entries["star"].change_message
+    assert entries["fairy"].action_flag == CHANGE
+    message = entries["fairy"].change_message
+    assert "tiers recognition" in message
+    assert "edges added fairy → star" in message
+    assert "removed moon → fairy" in message
+    assert "relabelled fairy → well “lives in” → “sleeps in”" in message
+    assert entries["well"].action_flag == CHANGE  # its edge was relabelled
+    assert entries["moon"].action_flag == CHANGE  # its edge was removed
+    assert entries["fairy"].user_id == person.pk
+
+
+def test_it_clears_a_tier_that_is_present_but_empty(gem, person):
+    draft_apply("# fairy\n\n## recognition\n\n## inventory\n", user=person)
+
+    fairy = Fragment.objects.get(key="fairy")
+    assert (fairy.ambient, fairy.recognition, fairy.inventory) == ("A small light.", "", "")
+
+
+def test_a_bad_draft_changes_nothing_and_says_where(gem, person):
+    before = snapshot()
+    draft = "# fairy\n\n## recognition\n\nNew text.\n\n## edges\n\n- → nowhere: lost\n"
+
+    with pytest.raises(DraftError) as caught:
+        draft_apply(draft, user=person)
+
+    assert caught.value.line == 9
+    assert "“nowhere” is not a fragment" in str(caught.value)
+    assert snapshot() == before
+
+
+def test_an_unreadable_draft_changes_nothing(gem, person):
+    before = snapshot()
+
+    with pytest.raises(DraftError) as caught:
+        draft_apply("# fairy\n\n## recognition\n\nfine\n\n## mood\n\nsad\n", user=person)
+
+    assert caught.value.line == 7
+    assert snapshot() == before
+
+
+def test_a_failure_while_writing_rolls_everything_back(gem, person, monkeypatch):
+    before = snapshot()
+
+    def broken(*args, **kwargs):
+        raise RuntimeError("the disk is full")
+
+    monkeypatch.setattr(FragmentEdge.objects, "bulk_create", broken)
+    with pytest.raises(RuntimeError):
+        draft_apply("# star\n\n## ambient\n\nFar.\n\n## edges\n\n- → moon\n", user=person)
+
+    assert snapshot() == before
+
+
+def test_a_draft_the_gem_already_holds_changes_and_logs_nothing(gem, person):
+    before = snapshot()
+
+    diff = draft_apply("# fairy\n\n## ambient\n\nA small light.\n", user=person)
+
+    assert diff.is_empty
+    assert snapshot() == before

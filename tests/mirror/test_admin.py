@@ -1,0 +1,166 @@
+import pytest
+from django.contrib.admin.models import LogEntry
+from django.urls import reverse
+
+from gem.models import WorkingMemory
+from heart.models import Event
+from mirror.models import Summary, TagSuggestion
+
+pytestmark = pytest.mark.django_db(databases="__all__")
+
+QUEUE = "admin:mirror_tagsuggestion_changelist"
+
+
+@pytest.fixture
+def owner(django_user_model):
+    return django_user_model.objects.create_superuser("mono", password="x")
+
+
+@pytest.fixture
+def client_in(client, owner):
+    client.force_login(owner)
+    return client
+
+
+@pytest.fixture
+def summary():
+    events = [
+        Event.objects.create(content=text, actor=actor)
+        for text, actor in [
+            ("I only drink tea without sugar", "luna"),
+            ("Noted: no sugar.", "claude"),
+            ("And friday I buy more", "luna"),
+        ]
+    ]
+    return Summary.objects.create(
+        level="L0",
+        first_event_id=events[0].pk,
+        last_event_id=events[-1].pk,
+        content="Luna was particular about tea, warmly.",
+    )
+
+
+@pytest.fixture
+def suggestions(summary):
+    return [
+        TagSuggestion.objects.create(summary=summary, type="pin", content="tea, no sugar"),
+        TagSuggestion.objects.create(summary=summary, type="plan", content="buy tea friday"),
+        TagSuggestion.objects.create(
+            summary=summary, type="thought", content="old", status="rejected"
+        ),
+    ]
+
+
+def messages_of(response) -> str:
+    return " ".join(str(message) for message in response.context["messages"])
+
+
+def decide(client, action, suggestions):
+    return client.post(
+        reverse(QUEUE),
+        {"action": action, "_selected_action": [s.pk for s in suggestions]},
+        follow=True,
+    )
+
+
+def test_it_refuses_a_logged_out_visitor(client, suggestions):
+    response = client.post(
+        reverse(QUEUE), {"action": "promote_selected", "_selected_action": [suggestions[0].pk]}
+    )
+    assert response.status_code == 302
+    assert "login" in response.url
+    assert not WorkingMemory.objects.exists()
+
+
+def test_it_opens_the_queue_on_pending_suggestions(client_in, suggestions):
+    pending = client_in.get(reverse(QUEUE)).context["cl"].result_list
+    assert sorted(s.pk for s in pending) == [suggestions[0].pk, suggestions[1].pk]
+    everything = client_in.get(reverse(QUEUE), {"status": "all"}).context["cl"].result_list
+    assert len(everything) == 3
+
+
+def test_it_shows_a_suggestion_with_its_summary_and_source_events(client_in, suggestions):
+    response = client_in.get(reverse("admin:mirror_tagsuggestion_change", args=[suggestions[0].pk]))
+    page = response.content.decode()
+    assert "Luna was particular about tea, warmly." in page
+    assert "I only drink tea without sugar" in page
+    assert "And friday I buy more" in page
+    assert 'name="_promote"' in page
+
+
+def test_it_promotes_with_edits_from_the_suggestions_page(client_in, suggestions):
+    suggestion = suggestions[1]
+    response = client_in.post(
+        reverse("admin:mirror_tagsuggestion_change", args=[suggestion.pk]),
+        {"type": "plan", "content": "buy tea friday at 5pm", "subject": "tea", "_promote": "1"},
+        follow=True,
+    )
+    item = WorkingMemory.objects.get()
+    assert (item.type, item.content, item.subject) == ("plan", "buy tea friday at 5pm", "tea")
+    suggestion.refresh_from_db()
+    assert (suggestion.status, suggestion.promoted_wm_id) == ("promoted", item.pk)
+    assert item.suggestion_id == suggestion.pk
+    assert f"Promoted 1: {suggestion.pk} → working memory item {item.pk}" in messages_of(response)
+
+
+def test_it_links_a_promoted_item_and_its_suggestion_both_ways(client_in, suggestions):
+    decide(client_in, "promote_selected", [suggestions[0]])
+    item = WorkingMemory.objects.get()
+    suggestion_page = client_in.get(
+        reverse("admin:mirror_tagsuggestion_change", args=[suggestions[0].pk])
+    ).content.decode()
+    item_page = client_in.get(
+        reverse("admin:gem_workingmemory_change", args=[item.pk])
+    ).content.decode()
+    assert reverse("admin:gem_workingmemory_change", args=[item.pk]) in suggestion_page
+    assert reverse("admin:mirror_tagsuggestion_change", args=[suggestions[0].pk]) in item_page
+    assert "cannot be acted on again" in suggestion_page
+
+
+def test_it_promotes_in_bulk_once(client_in, suggestions):
+    first = decide(client_in, "promote_selected", suggestions[:2])
+    assert "Promoted 2" in messages_of(first)
+    assert WorkingMemory.objects.count() == 2
+
+    again = decide(client_in, "promote_selected", suggestions)
+
+    assert WorkingMemory.objects.count() == 2
+    said = messages_of(again)
+    assert "Promoted" not in said
+    assert f"Suggestion {suggestions[0].pk} was already promoted." in said
+    assert f"Suggestion {suggestions[2].pk} was already rejected." in said
+
+
+def test_it_rejects_in_bulk_once_and_never_promotes_a_rejected_one(client_in, suggestions):
+    rejected = decide(client_in, "reject_selected", suggestions[:2])
+    assert "Rejected 2" in messages_of(rejected)
+    assert set(TagSuggestion.objects.values_list("status", flat=True)) == {"rejected"}
+
+    again = decide(client_in, "promote_selected", suggestions[:1])
+
+    assert "already rejected" in messages_of(again)
+    assert not WorkingMemory.objects.exists()
+
+
+def test_it_rejects_from_the_suggestions_page(client_in, suggestions):
+    suggestion = suggestions[0]
+    client_in.post(
+        reverse("admin:mirror_tagsuggestion_change", args=[suggestion.pk]),
+        {"type": "pin", "content": "tea, no sugar", "subject": "", "_reject": "1"},
+    )
+    suggestion.refresh_from_db()
+    assert suggestion.status == "rejected"
+    assert LogEntry.objects.filter(object_id=str(suggestion.pk), change_message="Rejected").exists()
+
+
+def test_it_keeps_a_decided_suggestion_as_it_was(client_in, suggestions):
+    decided = suggestions[2]
+    client_in.post(
+        reverse("admin:mirror_tagsuggestion_change", args=[decided.pk]),
+        {"type": "pin", "content": "rewritten", "subject": "x", "_save": "1"},
+    )
+    decided.refresh_from_db()
+    assert (decided.type, decided.content) == ("thought", "old")
+    delete = reverse("admin:mirror_tagsuggestion_delete", args=[decided.pk])
+    assert client_in.post(delete, {"post": "yes"}).status_code == 403
+    assert TagSuggestion.objects.count() == 3
