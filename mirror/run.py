@@ -25,6 +25,7 @@ from django.utils import timezone
 from gem.models import WorkingMemory
 from gem.selectors import identities_current
 from heart.assemble import estimate_tokens
+from heart.models import Event
 from mirror.merge import NEXT_LEVEL, Span, merges_due
 from mirror.models import MirrorRun, MirrorRunStatus, SuggestionStatus, Summary, TagSuggestion
 from mirror.output import suggestions_chosen
@@ -67,15 +68,12 @@ def last_summarised() -> int:
 
 
 def pending_read(*, now: datetime, sides: dict[str, str]) -> Pending:
-    turns = turns_after(last_summarised(), sides=sides)
-    last_run = (
-        MirrorRun.objects.filter(status=MirrorRunStatus.DONE)
-        .exclude(kind=REBUILD)
-        .order_by("-completed_at")
-        .values_list("completed_at", flat=True)
-        .first()
-    )
-    since = last_run or (turns[0].events[0].ts if turns else now)
+    last = last_summarised()
+    turns = turns_after(last, sides=sides)
+    # Time is read on the log's own clock: since the last event the Mirror reflected (its last
+    # run happened right after it), or since the first pending event when it never ran.
+    since = Event.objects.filter(pk=last).values_list("ts", flat=True).first()
+    since = since or (turns[0].events[0].ts if turns else now)
     latest = turns[-HOLD_WINDOW_TURNS:]
     return Pending(
         turns=turns,
