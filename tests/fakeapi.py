@@ -11,10 +11,11 @@ chunk, content_block_stop, message_delta with the stop reason and output tokens,
 and with a JSON message otherwise. ``POST /v1/messages/count_tokens`` answers an estimate
 (characters / 4). Requests need an API key (``x-api-key`` or ``Authorization: Bearer …``).
 With nothing scripted, the answer is ``DEFAULT_REPLY``, or what ``responder`` (a function of the
-request's JSON body, set by the test) returns: a reply per model or per prompt. Every request is recorded: ``.requests``
-holds the parsed JSON bodies, ``.recorded`` the path and headers too. ``.first_token_at`` holds,
-for each streamed reply, the ``time.time()`` at which its first text delta was written (the
-browser benchmark of the first visible character measures from there).
+request's JSON body, set by the test) returns: a reply per model or per prompt. Every request
+is recorded: ``.requests`` holds the parsed JSON bodies, ``.recorded`` the path and headers
+too. ``.first_token_at`` holds, for each streamed reply, the ``time.time()`` at which its first
+text delta was written (the browser benchmark of the first visible character measures from
+there).
 """
 
 import json
