@@ -53,9 +53,10 @@ def summaries_for_context(summaries: Sequence[Span], *, before: int) -> list[Spa
 
     Walking back from ``before``: the first is the one reaching furthest towards the window among
     those that start before it (once its first turn has fallen out of Recent a summary shows);
-    each next one ends before the previous one starts. Where several end at the same event (an
-    L1 and the last of its L0s), the finer one is taken while fewer than ``PER_LEVEL`` of its
-    level have been, else the coarsest: the newest stretch in L0, older time in L1, then L2.
+    each next one ends before the previous one starts, so there are no gaps. Where several end at
+    the same event (an L1 and the last of its L0s), the finest is taken whose level stays within
+    ``PER_LEVEL`` summaries counting all of it the walk would then need back to the start of the
+    coarser one; else the coarsest. So the newest stretch is in L0, older time in L1, then L2.
     """
     chosen: list[Span] = []
     counts = dict.fromkeys(LEVELS, 0)
@@ -63,8 +64,15 @@ def summaries_for_context(summaries: Sequence[Span], *, before: int) -> list[Spa
     while options:
         latest = max(s.last_event_id for s in options)
         ending = sorted((s for s in options if s.last_event_id == latest), key=_level_rank)
-        finer = [s for s in ending if counts.get(s.level, 0) < PER_LEVEL]
-        pick = finer[0] if finer else ending[-1]
+        pick = ending[-1]
+        for finer, coarser in zip(ending, [*ending[1:], None], strict=True):
+            # Taking the finer one commits to its level back to where the coarser one starts.
+            needed = 1
+            if coarser is not None:
+                needed = sum(1 for s in summaries if s.level == finer.level and covers(coarser, s))
+            if counts.get(finer.level, 0) + needed <= PER_LEVEL:
+                pick = finer
+                break
         chosen.append(pick)
         counts[pick.level] = counts.get(pick.level, 0) + 1
         options = [s for s in summaries if s.last_event_id < pick.first_event_id]
