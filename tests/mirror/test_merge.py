@@ -1,5 +1,7 @@
 """Merges due and the summaries chosen for the context (``mirror.merge``): pure."""
 
+import itertools
+
 from hypothesis import given
 from hypothesis import strategies as st
 
@@ -63,5 +65,5 @@ def test_it_never_chooses_overlapping_summaries(raw, before):
     spans = [Span(n, level, first, first + length) for n, (level, first, length) in enumerate(raw)]
     chosen = summaries_for_context(spans, before=before)
     assert all(s.first_event_id < before for s in chosen)
-    for newer, older in zip(chosen, chosen[1:], strict=False):
+    for newer, older in itertools.pairwise(chosen):
         assert older.last_event_id < newer.first_event_id
