@@ -188,7 +188,7 @@ def _run_finish(run: MirrorRun, *, status: str, error: str) -> None:
 def _next_chunk(run: MirrorRun, *, sides: dict[str, str]) -> list[Turn] | None:
     turns = [
         turn
-        for turn in turns_after(last_summarised(), sides=sides)
+        for turn in turns_after(last_summarised(), sides=sides, limit=settings.MIRROR_CHUNK_TURNS)
         if run.last_event_id is None or turn.last_event_id <= run.last_event_id
     ]
     chunks = chunks_of(turns, size=settings.MIRROR_CHUNK_TURNS, keep_short=True)

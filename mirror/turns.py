@@ -12,6 +12,7 @@ from mirror.route import Turn as MirrorTurn
 
 EVENT_FIELDS = ("pk", "ts", "actor", "content")
 CONTEXT_EVENTS_PER_TURN = 8  # events read back per context turn wanted (replies, secrets…)
+PAGE_EVENTS_PER_TURN = 3  # events read per turn wanted, a page at a time
 
 
 def turn_events(rows, *, sides: dict[str, str]) -> list[TurnEvent]:
@@ -38,13 +39,26 @@ def open_from() -> int | None:
     )
 
 
-def turns_after(event_id: int, *, sides: dict[str, str]) -> list[MirrorTurn]:
-    """The settled turns after ``event_id`` (none of a turn still being answered)."""
+def turns_after(
+    event_id: int, *, sides: dict[str, str], limit: int | None = None
+) -> list[MirrorTurn]:
+    """The settled turns after ``event_id`` (none of a turn still being answered); with
+    ``limit``, only the first ``limit`` of them, reading no more of the log than that needs."""
     events = Event.objects.filter(pk__gt=event_id)
     if (first_open := open_from()) is not None:
         events = events.filter(pk__lt=first_open)
-    rows = events.order_by("pk").values_list(*EVENT_FIELDS)
-    return turns_of(turn_events(rows, sides=sides))
+    events = events.order_by("pk").values_list(*EVENT_FIELDS)
+    if limit is None:
+        return turns_of(turn_events(events, sides=sides))
+    rows: list = []
+    page = max(limit, 1) * PAGE_EVENTS_PER_TURN
+    while True:
+        batch = list((events.filter(pk__gt=rows[-1][0]) if rows else events)[:page])
+        rows += batch
+        turns = turns_of(turn_events(rows, sides=sides))
+        # One turn more than asked proves the last asked-for turn is whole.
+        if len(batch) < page or len(turns) > limit:
+            return turns[:limit]
 
 
 def turns_between(first: int, last: int, *, sides: dict[str, str]) -> list[MirrorTurn]:
