@@ -41,3 +41,23 @@ def test_it_has_one_model_setting_per_pass_role(settings):
     settings.MIRROR_CLEAN_MODEL, settings.MIRROR_COMPRESS_MODEL = "a", "b"
     settings.MIRROR_SUMMARISE_MODEL = "c"
     assert [model_for(r) for r in ("clean", "compress", "summarise", "merge")] == list("abcc")
+
+
+def test_its_default_models_are_the_newest_of_each_tier_the_sdk_lists():
+    import typing
+
+    from anthropic.resources.messages.messages import DEPRECATED_MODELS
+    from anthropic.types.model_param import ModelParam
+
+    from silentstar import settings as defaults
+
+    listed = typing.get_args(typing.get_args(ModelParam)[0])
+    chosen = {
+        "haiku": defaults.MIRROR_CLEAN_MODEL,
+        "sonnet": defaults.MIRROR_COMPRESS_MODEL,
+        "opus": defaults.MIRROR_SUMMARISE_MODEL,
+    }
+    for tier, model in chosen.items():
+        assert model in listed and model not in DEPRECATED_MODELS
+        # The SDK lists the newest first.
+        assert model == next(name for name in listed if f"-{tier}-" in name)
