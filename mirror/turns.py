@@ -78,7 +78,8 @@ def turns_before(event_id: int, *, count: int, sides: dict[str, str]) -> list[Mi
         .order_by("-pk")
         .values_list(*EVENT_FIELDS)[: count * CONTEXT_EVENTS_PER_TURN]
     )
-    turns = turns_of(turn_events(rows[::-1], sides=sides))
-    if len(rows) == count * CONTEXT_EVENTS_PER_TURN and turns:
-        turns = turns[1:]  # the oldest may have been cut off mid-turn
-    return turns[-count:]
+    events = turn_events(rows[::-1], sides=sides)
+    if len(rows) == count * CONTEXT_EVENTS_PER_TURN:
+        while events and events[0].companion:  # the end of a turn cut off by the page
+            events.pop(0)
+    return turns_of(events)[-count:]

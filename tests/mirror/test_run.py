@@ -5,7 +5,7 @@ from datetime import timedelta
 import pytest
 from django.utils import timezone
 
-from gem.models import WorkingMemory
+from gem.models import Fragment, WorkingMemory
 from heart.models import Turn
 from mirror import passes
 from mirror.models import MirrorRun, Summary, TagSuggestion
@@ -36,6 +36,8 @@ def test_it_runs_two_passes_on_dialogue_with_the_fast_then_the_strong_model(log,
     assert run.usage["clean"]["calls"] == run.usage["summarise"]["calls"] == 1
     assert run.usage["summarise"]["input_tokens"] > 0
     assert run.usage["chunks"] == {"two-pass": 1}
+    # The Mirror reflects and stages: it writes no working memory and no fragment.
+    assert not WorkingMemory.objects.exists() and not Fragment.objects.exists()
 
 
 def test_it_runs_three_passes_on_action_with_the_middle_model_compressing(log, mirror_api):
