@@ -241,3 +241,37 @@ def test_it_runs_offline_with_extractive_labelled_summaries(log, settings):
     assert Summary.objects.filter(level="L1").count() == 1
     assert all("(offline summary)" in s.content for s in Summary.objects.all())
     assert TagSuggestion.objects.get().content == "I always water the roses at dawn"
+
+
+def test_it_finishes_a_merge_that_a_dead_worker_left_undone(log, mirror_api, monkeypatch, settings):
+    settings.MIRROR_CHUNK_TURNS = 2
+    log.turns(6)
+    real_call = passes.pass_call
+
+    def dies_on_merge(*, role, sections):
+        if role == "merge":
+            raise WorkerKilled
+        return real_call(role=role, sections=sections)
+
+    monkeypatch.setattr(passes, "pass_call", dies_on_merge)
+    with pytest.raises(WorkerKilled):
+        mirror_run(force=True)
+    assert Summary.objects.filter(level="L0").count() == 3
+    assert not Summary.objects.filter(level="L1").exists()
+
+    monkeypatch.setattr(passes, "pass_call", real_call)
+    run = mirror_run(now=timezone.now() + timedelta(hours=1))
+    assert run.status == "done" and run.attempts == 2
+    assert Summary.objects.filter(level="L1").count() == 1
+    assert Summary.objects.filter(level="L0").count() == 3  # no chunk done twice
+
+
+def test_it_leaves_the_rest_of_a_backlog_to_the_next_run_after_its_deadline(
+    log, mirror_api, settings
+):
+    settings.MIRROR_CHUNK_TURNS = 5
+    log.turns(15)
+    first = mirror_run(force=True, deadline=timezone.now())
+    assert first.status == "done" and not Summary.objects.exists()
+    assert mirror_run(force=True).status == "done"
+    assert Summary.objects.filter(level="L0").count() == 3
