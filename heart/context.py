@@ -26,6 +26,7 @@ from heart.assemble import (
 )
 from heart.models import Event
 from heart.parse import MARKUP, Recall, parse
+from mirror.merge import Span, summaries_for_context
 from mirror.models import Summary
 
 POOL_OF = {"say": "say", "do": "do", "narrate": "do"}
@@ -105,25 +106,50 @@ def context_for_event(
         for row, score in working_memory_scored(now=now, current_turn=current_turn)
         if decay.is_surfacing(score)
     ]
-    summaries = [
-        SummaryItem(s.pk, s.level, s.first_event_id, s.last_event_id, s.content)
-        for s in Summary.objects.filter(
-            superseded_by__isnull=True, last_event_id__lt=event.pk
-        ).order_by("last_event_id", "pk")
-    ]
     pending = [Recall(r["key"], r["deep"]) for r in state_get(PENDING_RECALL, [])]
+    recalled = recall_items(pending)
+    wake, ambient = wake_text_current("wake"), ambient_prose_current()
+    image_text = wake_text_current("image") if event.image else None
+    conversation = conversation_lines(earlier, who=who)
     local_now = now.astimezone(ZoneInfo(settings.TIME_ZONE))
-    return assemble(
-        wake=wake_text_current("wake"),
-        image_text=wake_text_current("image") if event.image else None,
-        ambient=ambient_prose_current(),
-        lingering=lingering,
-        summaries=summaries,
-        recalled=recall_items(pending),
-        conversation=conversation_lines(earlier, who=who),
-        now=local_now,
-        last_message_at=earlier[-1][1].astimezone(local_now.tzinfo) if earlier else None,
-        message=event.content,
-        actor=event.actor,
-        budgets=budgets,
+    spans = [
+        Span(*row)
+        for row in Summary.objects.filter(
+            superseded_by__isnull=True, first_event_id__lt=event.pk
+        ).values_list("id", "level", "first_event_id", "last_event_id")
+    ]
+
+    def assembled(summaries: list[SummaryItem]) -> Assembly:
+        return assemble(
+            wake=wake,
+            image_text=image_text,
+            ambient=ambient,
+            lingering=lingering,
+            summaries=summaries,
+            recalled=recalled,
+            conversation=conversation,
+            now=local_now,
+            last_message_at=earlier[-1][1].astimezone(local_now.tzinfo) if earlier else None,
+            message=event.content,
+            actor=event.actor,
+            budgets=budgets,
+        )
+
+    assembly = assembled([])
+    if not spans:
+        return assembly
+    # Summaries stand for what is older than the Recent window, so the window is found first
+    # (its pools do not depend on the summaries), then the summaries are chosen behind it.
+    shown = [i for ids in assembly.items_included["recent"].values() for i in ids]
+    chosen = summaries_for_context(spans, before=min(shown, default=event.pk))
+    if not chosen:
+        return assembly
+    contents = dict(
+        Summary.objects.filter(pk__in=[s.id for s in chosen]).values_list("id", "content")
+    )
+    return assembled(
+        [
+            SummaryItem(s.id, s.level, s.first_event_id, s.last_event_id, contents[s.id])
+            for s in chosen
+        ]
     )

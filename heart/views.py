@@ -31,6 +31,8 @@ from heart.forms import HistoryForm, MessageForm
 from heart.models import Event, Turn, TurnStatus
 from heart.render import Message, identity_colors, identity_slug, message_display
 from heart.services import TurnOrderError, turn_retry, turn_submit, user_text_compose
+from mirror.models import Summary
+from mirror.selectors import summary_markers
 
 logger = logging.getLogger(__name__)
 
@@ -50,6 +52,7 @@ class Entry:
 
     message: Message | None = None
     turn: Turn | None = None
+    summary: Summary | None = None  # a Mirror summary, shown collapsed after what it covers
 
 
 # --- Pages and partials --------------------------------------------------------------------
@@ -216,6 +219,9 @@ def _history(*, before: int | None, who: Identities) -> dict:
     turns = list(Turn.objects.filter(Q(event_id__in=ids) | Q(reply_event_id__in=ids)))
     reply_ids = {turn.reply_event_id for turn in turns if turn.reply_event_id}
     unanswered = {turn.event_id: turn for turn in turns if turn.status != TurnStatus.DONE}
+    markers = []
+    if settings.MIRROR_HISTORY_MARKERS and page:
+        markers = summary_markers(first_event_id=page[0].pk, last_event_id=page[-1].pk)
     entries = []
     for event in page:
         message = _message(event, who=who, is_reply=event.pk in reply_ids)
@@ -223,6 +229,8 @@ def _history(*, before: int | None, who: Identities) -> dict:
             entries.append(Entry(message=message))
         if event.pk in unanswered:
             entries.append(Entry(turn=unanswered[event.pk]))
+        while markers and markers[0].last_event_id <= event.pk:
+            entries.append(Entry(summary=markers.pop(0)))
     return {"entries": entries, "earlier_before": page[0].pk if has_earlier else None}
 
 

@@ -4,10 +4,11 @@ or in bulk), runs."""
 from django.contrib import admin, messages
 from django.http import HttpResponseRedirect
 from django.urls import reverse
+from django.utils import timezone
 from django.utils.html import format_html, format_html_join
 
 from heart.models import Event
-from mirror.models import MirrorRun, SuggestionStatus, Summary, TagSuggestion
+from mirror.models import MirrorPrompt, MirrorRun, SuggestionStatus, Summary, TagSuggestion
 from mirror.services import SuggestionError, suggestion_promote, suggestion_reject
 
 
@@ -218,10 +219,49 @@ class TagSuggestionAdmin(admin.ModelAdmin):
 
 @admin.register(MirrorRun)
 class MirrorRunAdmin(admin.ModelAdmin):
-    list_display = ["id", "kind", "route", "started_at", "completed_at", "short_error"]
-    list_filter = ["kind", "route", "started_at"]
+    list_display = [
+        "id",
+        "kind",
+        "status",
+        "route",
+        "first_event_id",
+        "last_event_id",
+        "started_at",
+        "completed_at",
+        "short_error",
+    ]
+    list_filter = ["kind", "status", "route", "started_at"]
     search_fields = ["error"]
 
     @admin.display(description="error")
     def short_error(self, run):
         return run.error[:80]
+
+
+@admin.register(MirrorPrompt)
+class MirrorPromptAdmin(admin.ModelAdmin):
+    """The pass prompts, versioned: saving always adds a version; the newest of a kind is used."""
+
+    list_display = ["kind", "created_at", "author", "is_current", "excerpt"]
+    list_filter = ["kind", "created_at"]
+    search_fields = ["content"]
+    fields = ["kind", "content"]
+
+    def save_model(self, request, obj, form, change):
+        obj.pk = None
+        obj._state.adding = True
+        obj.created_at = timezone.now()
+        obj.author = request.user.get_username()
+        super().save_model(request, obj, form, change=False)
+
+    def has_delete_permission(self, request, obj=None):
+        return False
+
+    @admin.display(boolean=True, description="in use")
+    def is_current(self, prompt):
+        newest = MirrorPrompt.objects.filter(kind=prompt.kind).order_by("-created_at", "-id")
+        return newest.values_list("pk", flat=True).first() == prompt.pk
+
+    @admin.display(description="content")
+    def excerpt(self, prompt):
+        return prompt.content[:120]

@@ -27,6 +27,9 @@ class Summary(models.Model):
     superseded_by = models.ForeignKey(
         "self", on_delete=models.PROTECT, null=True, blank=True, related_name="supersedes"
     )
+    run = models.ForeignKey(
+        "MirrorRun", on_delete=models.PROTECT, null=True, blank=True, related_name="summaries"
+    )
 
     class Meta:
         verbose_name_plural = "summaries"
@@ -84,18 +87,83 @@ class TagSuggestion(models.Model):
         return f"{self.type}: {self.content[:60]} ({self.status})"
 
 
+class MirrorRunStatus(models.TextChoices):
+    RUNNING = "running"
+    DONE = "done"
+    FAILED = "failed"
+    ROLLED_BACK = "rolled_back", "rolled back"
+
+
 class MirrorRun(models.Model):
-    """One run of the Mirror; a row without ``completed_at`` is a run that crashed."""
+    """One run of the Mirror; a row without ``completed_at`` is a run under way or one that crashed.
+
+    ``progress`` holds the outputs of the passes already made for the chunk in hand, so a run
+    taken over after its worker died goes on from the next pass; a chunk's summary and
+    suggestions are written in one transaction together with clearing it, so nothing is ever
+    half-applied. ``usage`` counts calls and tokens per pass role. At most one run is running.
+    """
 
     started_at = models.DateTimeField(default=timezone.now)
     completed_at = models.DateTimeField(null=True, blank=True)
     kind = models.CharField(max_length=20, help_text="scheduled, manual or rebuild")
     route = models.CharField(max_length=20, blank=True, help_text="two-pass or three-pass")
     error = models.TextField(blank=True)
+    status = models.CharField(
+        max_length=12, choices=MirrorRunStatus, default=MirrorRunStatus.RUNNING, db_index=True
+    )
+    first_event_id = models.PositiveBigIntegerField(null=True, blank=True)
+    last_event_id = models.PositiveBigIntegerField(null=True, blank=True)
+    usage = models.JSONField(default=dict, blank=True, help_text="Calls and tokens per pass role.")
+    progress = models.JSONField(
+        default=dict, blank=True, help_text="Pass outputs of the chunk in hand, for a resume."
+    )
+    heartbeat_at = models.DateTimeField(default=timezone.now)
+    attempts = models.PositiveSmallIntegerField(default=1)
 
     class Meta:
         ordering = ["-started_at", "-id"]
+        constraints = [
+            models.CheckConstraint(
+                condition=models.Q(status__in=MirrorRunStatus.values),
+                name="mirror_run_status_valid",
+            ),
+            models.UniqueConstraint(
+                fields=["status"],
+                condition=models.Q(status="running"),
+                name="mirror_one_running_run",
+            ),
+        ]
 
     def __str__(self):
         state = "done" if self.completed_at else "unfinished"
         return f"{self.kind} run {self.started_at:%Y-%m-%d %H:%M} ({state})"
+
+
+class MirrorPromptKind(models.TextChoices):
+    CLEAN = "clean", "clean (fastest model)"
+    COMPRESS = "compress", "compress do/narrate (middle model)"
+    SUMMARISE = "summarise", "summarise and tag (strongest model)"
+    MERGE = "merge", "merge three summaries (strongest model)"
+
+
+class MirrorPrompt(models.Model):
+    """One saved version of the instructions for a Mirror pass; the newest of a kind is used."""
+
+    kind = models.CharField(max_length=10, choices=MirrorPromptKind)
+    content = models.TextField()
+    created_at = models.DateTimeField(default=timezone.now, db_index=True)
+    author = models.CharField(
+        max_length=150, blank=True, help_text="User name of who saved it (users live in default)."
+    )
+
+    class Meta:
+        ordering = ["kind", "-created_at", "-id"]
+        constraints = [
+            models.CheckConstraint(
+                condition=models.Q(kind__in=MirrorPromptKind.values),
+                name="mirror_prompt_kind_valid",
+            ),
+        ]
+
+    def __str__(self):
+        return f"{self.get_kind_display()} of {self.created_at:%Y-%m-%d %H:%M}"

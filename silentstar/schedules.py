@@ -1,11 +1,16 @@
 """The recurring background work, declared once and kept in step by ``ensure_schedules``."""
 
+from django.conf import settings
 from django_q.models import Schedule
 
 SCHEDULES = {
     "heart: recover turns left running": ("heart.tasks.recover_turns_task", 1),
     "heart: prune old context snapshots": ("heart.tasks.prune_snapshots_task", 24 * 60),
     "gem: decay sweep": ("gem.tasks.sweep_decay_task", 60),
+    "mirror: check the trigger and run": (
+        "mirror.tasks.run_mirror_task",
+        settings.MIRROR_CHECK_MINUTES,
+    ),
 }
 
 

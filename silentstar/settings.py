@@ -231,6 +231,19 @@ if Q_TIMEOUT <= CLAUDE_TIMEOUT_SECONDS * (CLAUDE_MAX_RETRIES + 1):
         "still waiting on Claude would be cut off by the worker"
     )
 
+# --- The Mirror: scheduled compression into summaries --------------------------------------
+# One model per pass role: clean (fastest), compress (middle), summarise and tag (strongest;
+# merges of summaries use it too). Defaults: the newest of each the installed SDK lists.
+MIRROR_CLEAN_MODEL = env_str("SILENTSTAR_MIRROR_CLEAN_MODEL", "claude-haiku-5-5")
+MIRROR_COMPRESS_MODEL = env_str("SILENTSTAR_MIRROR_COMPRESS_MODEL", "claude-sonnet-5-5")
+MIRROR_SUMMARISE_MODEL = env_str("SILENTSTAR_MIRROR_SUMMARISE_MODEL", "claude-opus-5-5")
+MIRROR_MAX_TOKENS = env_int("SILENTSTAR_MIRROR_MAX_TOKENS", 4096, minimum=1)
+MIRROR_CHUNK_TURNS = env_int("SILENTSTAR_MIRROR_CHUNK_TURNS", 20, minimum=1)
+MIRROR_CONTEXT_TURNS = env_int("SILENTSTAR_MIRROR_CONTEXT_TURNS", 5, minimum=0)
+MIRROR_SUGGESTION_CAP = env_int("SILENTSTAR_MIRROR_SUGGESTION_CAP", 2, minimum=0)
+MIRROR_CHECK_MINUTES = env_int("SILENTSTAR_MIRROR_CHECK_MINUTES", 10, minimum=1)
+MIRROR_HISTORY_MARKERS = env_bool("SILENTSTAR_MIRROR_HISTORY_MARKERS", False)
+
 # --- What Claude wakes up to: budgets in tokens (estimated as characters / 4) ----------------
 BUDGET_WORKING_MEMORY = env_int("SILENTSTAR_BUDGET_WORKING_MEMORY", 1500, minimum=0)
 BUDGET_RECALL = env_int("SILENTSTAR_BUDGET_RECALL", 1000, minimum=0)

@@ -10,16 +10,19 @@ script what it answers, one response per request, in order::
 chunk, content_block_stop, message_delta with the stop reason and output tokens, message_stop)
 and with a JSON message otherwise. ``POST /v1/messages/count_tokens`` answers an estimate
 (characters / 4). Requests need an API key (``x-api-key`` or ``Authorization: Bearer …``).
-With nothing scripted, the answer is ``DEFAULT_REPLY``. Every request is recorded: ``.requests``
-holds the parsed JSON bodies, ``.recorded`` the path and headers too. ``.first_token_at`` holds,
-for each streamed reply, the ``time.time()`` at which its first text delta was written (the
-browser benchmark of the first visible character measures from there).
+With nothing scripted, the answer is ``DEFAULT_REPLY``, or what ``responder`` (a function of the
+request's JSON body, set by the test) returns: a reply per model or per prompt. Every request
+is recorded: ``.requests`` holds the parsed JSON bodies, ``.recorded`` the path and headers
+too. ``.first_token_at`` holds, for each streamed reply, the ``time.time()`` at which its first
+text delta was written (the browser benchmark of the first visible character measures from
+there).
 """
 
 import json
 import threading
 import time
 from collections import deque
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
@@ -85,6 +88,7 @@ class FakeMessagesAPI:
         self.first_token_at: list[float] = []
         self._server: ThreadingHTTPServer | None = None
         self._thread: threading.Thread | None = None
+        self.responder: Callable[[dict], FakeReply | FakeError] | None = None
 
     # --- lifecycle ---------------------------------------------------------------------------
 
@@ -140,7 +144,10 @@ class FakeMessagesAPI:
     def _take(self, recorded: Recorded) -> FakeReply | FakeError:
         with self._lock:
             self._recorded.append(recorded)
-            return self._script.popleft() if self._script else FakeReply()
+            if self._script:
+                return self._script.popleft()
+            responder = self.responder
+        return responder(recorded.body) if responder is not None else FakeReply()
 
 
 class _Handler(BaseHTTPRequestHandler):

@@ -62,6 +62,7 @@ def test_it_declares_the_schedules_once(capsys):
         "heart.tasks.recover_turns_task",
         "heart.tasks.prune_snapshots_task",
         "gem.tasks.sweep_decay_task",
+        "mirror.tasks.run_mirror_task",
     }
-    assert Schedule.objects.count() == 3
+    assert Schedule.objects.count() == 4
     assert "Scheduled: gem: decay sweep" in capsys.readouterr().out

@@ -15,6 +15,7 @@ from heart.bench import (
     synthetic_gem_build,
     turns_measure,
 )
+from mirror.bench import mirror_measure
 
 SIZES = {"10k": 10_000, "1M": 1_000_000}
 STORE_URLS = [
@@ -32,18 +33,24 @@ class Command(BaseCommand):
         "turns with the offline companion and print the turn's own overhead (all but the model). "
         "`bench queue`: django-q2 pickup on a running cluster. `bench firstchar`: in Chromium, "
         "the time from the fake Messages API's first streamed token to the first visible "
-        "character of the reply (needs the development requirements and Chromium)."
+        "character of the reply (needs the development requirements and Chromium). "
+        "`bench mirror`: compress a synthetic log (--mirror-turns, 1,000 by default) with the "
+        "Mirror against the fake Messages API; passes, tokens and wall time."
     )
 
     def add_arguments(self, parser):
-        parser.add_argument("what", choices=["turns", "queue", "firstchar"])
+        parser.add_argument("what", choices=["turns", "queue", "firstchar", "mirror"])
         parser.add_argument("--sizes", nargs="+", choices=list(SIZES), default=list(SIZES))
         parser.add_argument("--turns", type=int, default=200, help="turns (or queue tasks) to run")
         parser.add_argument("--runs", type=int, default=10, help="replies to time (firstchar)")
+        parser.add_argument("--mirror-turns", type=int, default=1000, help="turns (mirror)")
         parser.add_argument("--size", type=int, help=argparse_hidden())
         parser.add_argument("--inside", action="store_true", help=argparse_hidden())
 
-    def handle(self, *args, what, sizes, turns, runs, size, inside, **options):
+    def handle(self, *args, what, sizes, turns, runs, size, inside, mirror_turns, **options):
+        if what == "mirror":
+            self._mirror(inside=inside, turns=mirror_turns)
+            return
         if what == "firstchar":
             self._first_char(runs=runs)
             return
@@ -81,6 +88,29 @@ class Command(BaseCommand):
             f"first token → first visible character over {result['runs']} runs: "
             f"p50 {result['p50_s']:.2f} s, max {result['max_s']:.2f} s (goal ≤ 0.5 s)"
         )
+
+    def _mirror(self, *, inside: bool, turns: int) -> None:
+        """The Mirror over a synthetic log, against the fake Messages API (mirror/bench.py)."""
+        if inside:
+            self._migrate_throwaway_stores()
+            result = mirror_measure(turns=turns, progress=lambda line: self.stderr.write(line))
+            self.stdout.write(json.dumps(result))
+            return
+        result = self._run_inside(["mirror", "--mirror-turns", str(turns)])
+        self.stdout.write(
+            f"Mirror over {result['turns']:,} turns against the fake Messages API: "
+            f"{result['seconds']:.1f} s wall, {result['requests']} requests, chunks by route "
+            f"{result['route_chunks']}, summaries {result['summaries']}, "
+            f"{result['suggestions']} suggestions staged"
+        )
+        self.stdout.write(
+            f"{'pass':<10} {'model':<22} {'calls':>6} {'input tok':>10} {'output tok':>10}"
+        )
+        for role, usage in result["passes"].items():
+            self.stdout.write(
+                f"{role:<10} {usage['model']:<22} {usage['calls']:>6} "
+                f"{usage['input_tokens']:>10,} {usage['output_tokens']:>10,}"
+            )
 
     def _queue(self, *, inside: bool, tasks: int) -> None:
         """django-q2 pickup: enqueue → a running cluster has run the task and stored its result."""

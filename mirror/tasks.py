@@ -1,0 +1,20 @@
+"""django-q2 entry points of the Mirror."""
+
+from datetime import timedelta
+
+from django.conf import settings
+from django.utils import timezone
+
+from mirror.run import SCHEDULED, mirror_run
+
+
+def run_mirror_task() -> int | None:
+    """Check the trigger and run the Mirror when it fires (scheduled); return the run's id.
+
+    A run stops taking new chunks after half the task timeout, so a long backlog is worked off
+    over several checks instead of being cut off by the worker.
+    """
+    now = timezone.now()
+    deadline = now + timedelta(seconds=settings.Q_CLUSTER["timeout"] / 2)
+    run = mirror_run(kind=SCHEDULED, now=now, deadline=deadline)
+    return run.pk if run is not None else None

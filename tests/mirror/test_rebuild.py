@@ -1,0 +1,90 @@
+"""Rebuilding summaries from the raw events (``mirror.rebuild``)."""
+
+import pytest
+
+from mirror.models import MirrorPrompt, MirrorRun, Summary, TagSuggestion
+from mirror.rebuild import RebuildError, rebuild_apply, rebuild_plan
+from mirror.run import mirror_run
+from tests.fakeapi import FakeReply
+from tests.mirror.conftest import answer, pass_of
+
+pytestmark = pytest.mark.django_db(databases="__all__")
+
+
+def rows():
+    return (
+        list(Summary.objects.order_by("pk").values()),
+        list(TagSuggestion.objects.order_by("pk").values()),
+        list(MirrorRun.objects.order_by("pk").values()),
+    )
+
+
+@pytest.fixture
+def summarised(log, mirror_api, settings):
+    settings.MIRROR_CHUNK_TURNS = 2
+    log.turns(6)
+    mirror_run(force=True)
+    mirror_api._recorded.clear()
+    return mirror_api
+
+
+def test_it_shows_old_against_new_and_a_dry_run_changes_nothing(summarised):
+    MirrorPrompt.objects.create(kind="summarise", content="Be brief.")
+    summarised.responder = lambda body: (
+        FakeReply("## Shape\nBrief.") if pass_of(body) == "summarise" else answer(body)
+    )
+    before = rows()
+    plan = rebuild_plan()
+    assert rows() == before
+    assert [(r.old.level, r.route) for r in plan.replacements] == [
+        ("L0", "two-pass"),
+        ("L0", "two-pass"),
+        ("L0", "two-pass"),
+        ("L1", "merge"),
+    ]
+    assert [pass_of(r) for r in summarised.requests].count("merge") == 1
+    assert summarised.requests[1]["system"][0]["text"] == "Be brief."  # the newest prompt
+    first = plan.replacements[0]
+    assert first.diff().startswith(f"--- old #{first.old.pk}\n+++ new")
+    assert "\n-A calm stretch of 4 lines.\n-- the garden came up\n+Brief." in first.diff()
+    assert plan.usage["summarise"]["calls"] == 3
+
+
+def test_it_replaces_keeping_the_old_summaries_as_superseded(summarised):
+    summarised.responder = None
+    summarised.push(
+        *[r for _ in range(3) for r in (FakeReply("clean"), FakeReply("## Shape\nRebuilt."))],
+        FakeReply("## Shape\nRebuilt merge."),
+    )
+    old_ids = set(Summary.objects.values_list("pk", flat=True))
+    run = rebuild_apply(plan=rebuild_plan())
+    assert run.kind == "rebuild" and run.status == "done"
+    assert Summary.objects.count() == 8
+    for old in Summary.objects.filter(pk__in=old_ids):
+        new = old.superseded_by
+        assert (new.level, new.first_event_id, new.last_event_id) == (
+            old.level,
+            old.first_event_id,
+            old.last_event_id,
+        )
+        assert new.content in {"Rebuilt.", "Rebuilt merge."}
+        assert new.run == run
+
+
+def test_it_rebuilds_only_the_range_asked_and_the_merges_above_it(summarised):
+    first = Summary.objects.filter(level="L0").order_by("first_event_id").first()
+    plan = rebuild_plan(first=first.first_event_id, last=first.last_event_id)
+    assert [r.old.pk for r in plan.replacements] == [
+        first.pk,
+        Summary.objects.get(level="L1").pk,
+    ]
+
+
+def test_it_refuses_when_a_summary_was_replaced_meanwhile(summarised):
+    plan = rebuild_plan()
+    rebuild_apply(plan=rebuild_plan())
+    count = Summary.objects.count()
+    with pytest.raises(RebuildError, match="replaced while"):
+        rebuild_apply(plan=plan)
+    assert Summary.objects.count() == count
+    assert MirrorRun.objects.order_by("-pk").first().status == "failed"
