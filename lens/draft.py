@@ -1,6 +1,8 @@
 """The draft format: the Markdown the Lens writes for fragments, read back as proposed changes.
 
-A draft is plain text, one line per ``\\n`` (``\\r\\n`` is read as ``\\n``)::
+A draft is plain text, one line per ``\\n``; a draft whose every line break is ``\\r\\n`` (as
+a browser sends a text area) is read with ``\\n``, and tiers that differ from the Gem only in
+``\\r\\n`` against ``\\n`` are no change::
 
     Anything before the first fragment heading is the preface: kept, never applied.
 
@@ -120,8 +122,16 @@ class Draft:
 
 
 def line_breaks_normalized(text: str) -> str:
-    """Line breaks as a draft has them: ``\\r\\n`` is one break."""
+    """``\\r\\n`` written ``\\n``."""
     return text.replace("\r\n", "\n")
+
+
+def _lines(text: str) -> list[str]:
+    """The draft's lines; ``\\r\\n`` breaks only when every break is one (a Lens draft
+    always has bare ``\\n`` breaks, so a ``\\r`` in its text is kept)."""
+    if "\r\n" in text and text.count("\r\n") == text.count("\n"):
+        text = line_breaks_normalized(text)
+    return text.split("\n")
 
 
 def _is_blank(line: str) -> bool:
@@ -139,7 +149,7 @@ def _trimmed(lines: list[str]) -> list[str]:
 
 def draft_parse(text: str) -> Draft:
     """Read a draft; every line lands somewhere or the draft is refused with a DraftError."""
-    lines = line_breaks_normalized(text).split("\n")
+    lines = _lines(text)
     draft = Draft()
     index = 0
     preface: list[str] = []
@@ -464,7 +474,7 @@ def draft_diff(draft: Draft) -> DraftDiff:
         current = existing.get(fragment.key)
         for tier, new in fragment.tiers.items():
             old = getattr(current, tier) if current else ""
-            if line_breaks_normalized(old) != new:
+            if line_breaks_normalized(old) != line_breaks_normalized(new):
                 diff.tiers_changed.append(TierChange(fragment.key, tier, old, new))
 
     with_edges = [fragment for fragment in draft.fragments if fragment.edges is not None]
