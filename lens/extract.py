@@ -107,13 +107,38 @@ def one_line(text: str) -> str:
     return " ".join(text.split())
 
 
-def neighbours_ambient(fragment: DraftFragment) -> dict[str, str]:
-    """The ambient line of each fragment an edge connects to this one."""
-    others = {e.target if e.source == fragment.key else e.source for e in fragment.edges or []}
-    return dict(Fragment.objects.filter(key__in=others).values_list("key", "ambient"))
+@dataclass(frozen=True)
+class Neighbour:
+    """A fragment an edge connects to another, seen from that other one."""
+
+    key: str
+    relation: str
+    outgoing: bool  # the edge goes from the fragment to this neighbour
+    ambient: str
+
+
+def neighbours(fragment: DraftFragment) -> list[Neighbour]:
+    """The fragments its edges connect, in the order of its edges, with their ambient tier."""
+    edges = fragment.edges or []
+    others = [e.target if e.source == fragment.key else e.source for e in edges]
+    ambient = dict(Fragment.objects.filter(key__in=others).values_list("key", "ambient"))
+    return [
+        Neighbour(other, edge.relation, edge.source == fragment.key, ambient.get(other, ""))
+        for edge, other in zip(edges, others, strict=True)
+    ]
 
 
 # --- What connects several --------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Step:
+    """One key along a path, with the edge that led there (None for the first) and whether that
+    edge was followed the way it points."""
+
+    key: str
+    edge: DraftEdge | None = None
+    forward: bool = True
 
 
 @dataclass(frozen=True)
@@ -123,14 +148,23 @@ class Path:
     keys: list[str]
     edges: list[DraftEdge]
 
-    def text(self) -> str:
-        out = self.keys[0]
+    @property
+    def steps(self) -> list[Step]:
+        steps = [Step(self.keys[0])]
         for here, edge, there in zip(self.keys[:-1], self.edges, self.keys[1:], strict=True):
-            relation = edge.relation
-            if edge.source == here:
-                out += f" —{relation}→ {there}" if relation else f" → {there}"
+            steps.append(Step(there, edge, edge.source == here))
+        return steps
+
+    def text(self) -> str:
+        out = ""
+        for step in self.steps:
+            relation = step.edge.relation if step.edge else ""
+            if step.edge is None:
+                out += step.key
+            elif step.forward:
+                out += f" —{relation}→ {step.key}" if relation else f" → {step.key}"
             else:
-                out += f" ←{relation}— {there}" if relation else f" ← {there}"
+                out += f" ←{relation}— {step.key}" if relation else f" ← {step.key}"
         return out
 
 
