@@ -53,7 +53,7 @@ The shape, exactly:
   from; kept in the draft (``DraftFragment.notes``), never applied.
 - An absent section leaves that tier (or the edges) unchanged; a present but empty one clears
   it. Anything else (an unknown section, text after a fence, an edge line that is not one,
-  an edge two sections disagree about) is a ``DraftError`` naming the line.
+  an edge two sections disagree about, a NUL character) is a ``DraftError`` naming the line.
 
 ``draft_parse`` is pure; ``draft_render`` writes the same shape (the Lens prints nothing else
 for a fragment), so a fragment's Lens output read back as a draft changes nothing;
@@ -150,6 +150,9 @@ def _trimmed(lines: list[str]) -> list[str]:
 def draft_parse(text: str) -> Draft:
     """Read a draft; every line lands somewhere or the draft is refused with a DraftError."""
     lines = _lines(text)
+    for number, line in enumerate(lines, start=1):
+        if "\x00" in line:
+            raise DraftError("a NUL character (\\x00) cannot be stored; remove it", line=number)
     draft = Draft()
     index = 0
     preface: list[str] = []

@@ -85,9 +85,15 @@ def test_diff_of_a_bad_draft_names_the_file_and_line(gem, tmp_path):
         lens("diff")
 
 
+SQLITE_ONLY = {
+    "DATABASE_URL": "",
+    **{f"{alias}_DATABASE_URL": "" for alias in ("EVENTS", "SUMMARIES", "SNAPSHOTS")},
+}
+
+
 def test_it_runs_as_a_command_line(manage):
-    migrated = manage("migrate", "--database", "default", "-v", "0")
+    migrated = manage("migrate", "--database", "default", "-v", "0", env=SQLITE_ONLY)
     assert migrated.returncode == 0, migrated.stderr
-    result = manage("lens", "nothing-here")
+    result = manage("lens", "nothing-here", env=SQLITE_ONLY)
     assert result.returncode == 1
     assert "No fragment “nothing-here”." in result.stderr
