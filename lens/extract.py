@@ -268,15 +268,16 @@ def intersection_markdown(keys: Iterable[str], *, depth: int = DEPTH_DEFAULT) ->
     """``manage.py lens K1 K2 …``: the paths first (the draft's preface), then every fragment
     on them as a draft."""
     found = intersection(keys, depth=depth)
-    lines = [f"Lens: what connects {', '.join(found.keys)} (paths of at most {found.depth} edges)"]
+    edges = f"{found.depth} edge{'' if found.depth == 1 else 's'}"
+    lines = [f"Lens: what connects {', '.join(found.keys)} (paths of at most {edges})"]
     if found.paths:
         lines += ["", "Paths:", ""] + [f"- {path.text()}" for path in found.paths]
     if found.unconnected:
         lines.append("")
         if not found.paths:
-            lines.append(f"Nothing connects them within {found.depth} edges.")
+            lines.append(f"Nothing connects them within {edges}.")
         lines += [
-            f"- {first} and {second} are not connected within {found.depth} edges"
+            f"- {first} and {second} are not connected within {edges}"
             for first, second in found.unconnected
         ]
     if found.common:
@@ -342,7 +343,9 @@ def summaries_recent(*, limit: int = SUMMARIES_DEFAULT) -> list[Summary]:
 
 def summaries_markdown(*, limit: int = SUMMARIES_DEFAULT) -> str:
     summaries = summaries_recent(limit=limit)
-    lines = ["# Summaries", "", f"The {len(summaries)} newest, newest first.", ""]
+    lines = ["# Summaries", ""]
+    if summaries:
+        lines += [f"The {len(summaries)} newest, newest first.", ""]
     for summary in summaries:
         superseded = (
             f" · superseded by #{summary.superseded_by_id}" if summary.superseded_by_id else ""

@@ -34,7 +34,7 @@ def test_one_key_prints_the_fragment(gem):
 
 def test_several_keys_print_what_connects_them(gem):
     out = lens("fairy", "well", "--depth", "1")
-    assert out.startswith("Lens: what connects fairy, well (paths of at most 1 edges)")
+    assert out.startswith("Lens: what connects fairy, well (paths of at most 1 edge)")
     assert "- fairy —lives in→ well" in out
 
 
