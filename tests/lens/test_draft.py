@@ -41,12 +41,12 @@ AWKWARD_LINES = [
     "windows\r",
 ]
 # Text the Gem can hold: PostgreSQL refuses NUL characters, and so does a draft.
-stored_text = st.text(st.characters(exclude_characters="\x00"), max_size=30)
+stored_text = st.text(st.characters(codec="utf-8", exclude_characters="\x00"), max_size=30)
 lines = st.one_of(st.sampled_from(AWKWARD_LINES), stored_text.map(lambda t: t.replace("\n", " ")))
 tier_texts = st.lists(lines, max_size=6).map("\n".join)
 relations = st.one_of(
     st.sampled_from(["", "lives in", ' "quoted"', "two\nlines", " padded ", "a: b", "→ ←"]),
-    st.text(st.characters(exclude_characters="\x00"), max_size=100),
+    st.text(st.characters(codec="utf-8", exclude_characters="\x00"), max_size=100),
 )
 
 
