@@ -55,3 +55,17 @@ def test_it_sends_a_logged_out_visitor_to_sign_in(context, owner):
     page = context.new_page()
     page.goto("/lens/fragments/fairy/")
     expect(page).to_have_url(re.compile(r"/accounts/login/\?next=/lens/fragments/fairy/$"))
+
+
+def test_the_key_box_shows_what_connects_two_keys(context, owner, screenshot):
+    lens_gem()
+    page = context.new_page()
+    log_in(page)
+    page.goto("/lens/")
+
+    page.get_by_label("Fragment keys").fill("well moon")
+    page.get_by_label("Fragment keys").press("Enter")
+
+    expect(page).to_have_url(re.compile(r"/lens/connect/\?keys=well\+moon&depth=4$"))
+    expect(page.locator(".path")).to_have_text("well←lives in—fairy←guides—moon")
+    screenshot(page, "desktop")
