@@ -1,5 +1,6 @@
 """The Lens's reads: a fragment, what connects several, working memory, summaries."""
 
+from contextlib import ExitStack
 from datetime import datetime, timedelta
 from zoneinfo import ZoneInfo
 
@@ -246,19 +247,14 @@ def test_the_lens_only_ever_selects(graph, tmp_path):
     Summary.objects.create(level="L0", first_event_id=1, last_event_id=2, content="s")
     draft = tmp_path / "draft.md"
     draft.write_text("# fairy\n\n## ambient\n\nChanged.\n\n## edges\n\n- → well\n\n# new\n")
-    captured = {alias: CaptureQueriesContext(connections[alias]) for alias in connections}
-    for context in captured.values():
-        context.__enter__()
-    try:
+    with ExitStack() as stack:
+        captured = [stack.enter_context(CaptureQueriesContext(connections[a])) for a in connections]
         fragment_markdown("fairy")
         intersection_markdown(["fairy", "moon", "lake"])
         working_memory_markdown()
         summaries_markdown()
         draft_diff(draft_parse(draft.read_text()))
-    finally:
-        for context in captured.values():
-            context.__exit__(None, None, None)
 
-    queries = [q["sql"] for context in captured.values() for q in context.captured_queries]
+    queries = [q["sql"] for context in captured for q in context.captured_queries]
     assert len(queries) > 10
     assert [sql for sql in queries if not sql.lstrip().upper().startswith("SELECT")] == []

@@ -1,8 +1,11 @@
 """The Lens pages: a fragment, an intersection, working memory, summaries; owner only, GET only."""
 
+from contextlib import ExitStack
 from urllib.parse import quote
 
 import pytest
+from django.db import connections
+from django.test.utils import CaptureQueriesContext
 from django.urls import reverse
 
 from gem.models import Fragment, FragmentEdge, WorkingMemory, WorkingMemoryRef
@@ -145,3 +148,18 @@ def test_summaries_come_newest_first(client, owner):
     html = client.get(reverse("lens-summary-list")).content.decode()
 
     assert html.index("events 1–90") < html.index("events 1–30")
+
+
+def test_the_pages_only_ever_select(client, owner, gem):
+    WorkingMemoryRef.objects.create(
+        wm=WorkingMemory.objects.create(type="pin", content="x"), fragment_id="fairy"
+    )
+    Summary.objects.create(level="L0", first_event_id=1, last_event_id=2, content="s")
+    with ExitStack() as stack:
+        captured = [stack.enter_context(CaptureQueriesContext(connections[a])) for a in connections]
+        for url in PAGES:
+            assert client.get(url).status_code == 200, url
+
+    queries = [q["sql"] for context in captured for q in context.captured_queries]
+    assert len(queries) > 10
+    assert [sql for sql in queries if not sql.lstrip().upper().startswith("SELECT")] == []
