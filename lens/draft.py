@@ -42,13 +42,15 @@ The shape, exactly:
 - ``## ambient``, ``## recognition``, ``## inventory``: a tier. The text runs to the next ``#``
   or ``##`` heading, without the blank lines around it. Text that cannot be written so (it
   has such a heading line, starts or ends with a blank line, or starts with a fence) is
-  fenced: a line of three or more ``~`` (or `````), the text exactly, the same line again.
+  fenced: a line of three or more ``~`` (or backticks), the text exactly, the same line again.
   The Lens fences with more ``~`` than any line of only ``~`` inside, so the text always
   comes back as it was.
 - ``## edges``: one list item per edge touching the fragment, ``- → KEY`` for an edge from
   this fragment, ``- ← KEY`` for one to it (``->`` and ``<-`` work too), then ``: relation``
   when it has one. A relation with a line break, surrounding spaces or a leading ``"`` is
-  written as a JSON string. The list is the fragment's whole set of edges.
+  written as a JSON string. The list is the fragment's whole set of edges: one it leaves out
+  is removed. Two fragments of one draft must agree about an edge between them, and every
+  key an edge names must be in the Gem or in the draft.
 - ``## sources`` and ``## working memory``: what the Lens shows about where the fragment came
   from; kept in the draft (``DraftFragment.notes``), never applied.
 - An absent section leaves that tier (or the edges) unchanged; a present but empty one clears
@@ -57,7 +59,10 @@ The shape, exactly:
 
 ``draft_parse`` is pure; ``draft_render`` writes the same shape (the Lens prints nothing else
 for a fragment), so a fragment's Lens output read back as a draft changes nothing;
-``draft_diff`` reads the Gem and writes nothing. ``gem.drafts.draft_apply`` applies a draft.
+``draft_diff`` reads the Gem and writes nothing: its ``DraftDiff`` lists the fragments
+created, the tiers changed (key, tier, old, new; ``TierChange.unified()`` is a unified diff),
+the edges added, removed and relabelled, and ``as_text()`` says it all. ``gem.drafts.draft_apply``
+applies a draft.
 """
 
 import difflib
