@@ -163,3 +163,11 @@ def test_the_pages_only_ever_select(client, owner, gem):
     queries = [q["sql"] for context in captured for q in context.captured_queries]
     assert len(queries) > 10
     assert [sql for sql in queries if not sql.lstrip().upper().startswith("SELECT")] == []
+
+
+@pytest.mark.parametrize("key", ["y'lhara", "café", "star-light_2"])
+def test_any_valid_key_has_a_page(client, owner, key):
+    Fragment.objects.create(key=key, ambient="Here.")
+    url = reverse("lens-fragment-detail", args=[key])
+    assert f"<h1>{key}</h1>".replace("'", "&#x27;") in client.get(url).content.decode()
+    assert client.get(reverse("lens-index"), {"keys": key})["Location"] == url
