@@ -1,6 +1,8 @@
 """The draft format: the Markdown the Lens writes for fragments, read back as proposed changes.
 
-A draft is plain text, one line per ``\\n`` (``\\r\\n`` is read as ``\\n``)::
+A draft is plain text, one line per ``\\n``; a draft whose every line break is ``\\r\\n`` (as
+a browser sends a text area) is read with ``\\n``, and tiers that differ from the Gem only in
+``\\r\\n`` against ``\\n`` are no change::
 
     Anything before the first fragment heading is the preface: kept, never applied.
 
@@ -40,22 +42,27 @@ The shape, exactly:
 - ``## ambient``, ``## recognition``, ``## inventory``: a tier. The text runs to the next ``#``
   or ``##`` heading, without the blank lines around it. Text that cannot be written so (it
   has such a heading line, starts or ends with a blank line, or starts with a fence) is
-  fenced: a line of three or more ``~`` (or `````), the text exactly, the same line again.
+  fenced: a line of three or more ``~`` (or backticks), the text exactly, the same line again.
   The Lens fences with more ``~`` than any line of only ``~`` inside, so the text always
   comes back as it was.
 - ``## edges``: one list item per edge touching the fragment, ``- → KEY`` for an edge from
   this fragment, ``- ← KEY`` for one to it (``->`` and ``<-`` work too), then ``: relation``
   when it has one. A relation with a line break, surrounding spaces or a leading ``"`` is
-  written as a JSON string. The list is the fragment's whole set of edges.
+  written as a JSON string. The list is the fragment's whole set of edges: one it leaves out
+  is removed. Two fragments of one draft must agree about an edge between them, and every
+  key an edge names must be in the Gem or in the draft.
 - ``## sources`` and ``## working memory``: what the Lens shows about where the fragment came
   from; kept in the draft (``DraftFragment.notes``), never applied.
 - An absent section leaves that tier (or the edges) unchanged; a present but empty one clears
   it. Anything else (an unknown section, text after a fence, an edge line that is not one,
-  an edge two sections disagree about) is a ``DraftError`` naming the line.
+  an edge two sections disagree about, a NUL character) is a ``DraftError`` naming the line.
 
 ``draft_parse`` is pure; ``draft_render`` writes the same shape (the Lens prints nothing else
 for a fragment), so a fragment's Lens output read back as a draft changes nothing;
-``draft_diff`` reads the Gem and writes nothing. ``gem.drafts.draft_apply`` applies a draft.
+``draft_diff`` reads the Gem and writes nothing: its ``DraftDiff`` lists the fragments
+created, the tiers changed (key, tier, old, new; ``TierChange.unified()`` is a unified diff),
+the edges added, removed and relabelled, and ``as_text()`` says it all. ``gem.drafts.draft_apply``
+applies a draft.
 """
 
 import difflib
@@ -120,8 +127,16 @@ class Draft:
 
 
 def line_breaks_normalized(text: str) -> str:
-    """Line breaks as a draft has them: ``\\r\\n`` is one break."""
+    """``\\r\\n`` written ``\\n``."""
     return text.replace("\r\n", "\n")
+
+
+def _lines(text: str) -> list[str]:
+    """The draft's lines; ``\\r\\n`` breaks only when every break is one (a Lens draft
+    always has bare ``\\n`` breaks, so a ``\\r`` in its text is kept)."""
+    if "\r\n" in text and text.count("\r\n") == text.count("\n"):
+        text = line_breaks_normalized(text)
+    return text.split("\n")
 
 
 def _is_blank(line: str) -> bool:
@@ -139,7 +154,10 @@ def _trimmed(lines: list[str]) -> list[str]:
 
 def draft_parse(text: str) -> Draft:
     """Read a draft; every line lands somewhere or the draft is refused with a DraftError."""
-    lines = line_breaks_normalized(text).split("\n")
+    lines = _lines(text)
+    for number, line in enumerate(lines, start=1):
+        if "\x00" in line:
+            raise DraftError("a NUL character (\\x00) cannot be stored; remove it", line=number)
     draft = Draft()
     index = 0
     preface: list[str] = []
@@ -464,7 +482,7 @@ def draft_diff(draft: Draft) -> DraftDiff:
         current = existing.get(fragment.key)
         for tier, new in fragment.tiers.items():
             old = getattr(current, tier) if current else ""
-            if line_breaks_normalized(old) != new:
+            if line_breaks_normalized(old) != line_breaks_normalized(new):
                 diff.tiers_changed.append(TierChange(fragment.key, tier, old, new))
 
     with_edges = [fragment for fragment in draft.fragments if fragment.edges is not None]

@@ -1,9 +1,13 @@
 import pytest
 from django.contrib.admin.models import ADDITION, CHANGE, LogEntry
+from django.contrib.auth import get_user_model
+from django.db import transaction
+from hypothesis import HealthCheck, given, settings
 
 from gem.drafts import draft_apply
 from gem.models import Fragment, FragmentEdge
-from lens.draft import DraftError
+from lens.draft import DraftError, draft_diff, draft_parse, draft_render
+from tests.lens.test_draft import drafts
 
 pytestmark = pytest.mark.django_db
 
@@ -127,3 +131,33 @@ def test_a_draft_the_gem_already_holds_changes_and_logs_nothing(gem, person):
 
     assert diff.is_empty
     assert snapshot() == before
+
+
+@given(draft=drafts())
+@settings(
+    max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+def test_a_draft_applied_reads_back_as_no_change(draft):
+    """Any draft applied leaves the Gem holding exactly it: read again, it is no change."""
+    with transaction.atomic():
+        person = get_user_model().objects.create_user(username="owner")
+        outside = {e.source for f in draft.fragments for e in f.edges or []} | {
+            e.target for f in draft.fragments for e in f.edges or []
+        }
+        Fragment.objects.bulk_create(
+            Fragment(key=k) for k in outside - {f.key for f in draft.fragments}
+        )
+        text = draft_render(draft)
+        draft_apply(text, user=person)
+        assert draft_diff(draft_parse(text)).is_empty
+        for fragment in draft.fragments:
+            held = Fragment.objects.get(key=fragment.key)
+            assert {tier: getattr(held, tier) for tier in fragment.tiers} == fragment.tiers
+            if fragment.edges is not None:
+                touching = FragmentEdge.objects.filter(source=held) | FragmentEdge.objects.filter(
+                    target=held
+                )
+                assert set(touching.values_list("source_id", "target_id", "relation")) == {
+                    (e.source, e.target, e.relation) for e in fragment.edges
+                }
+        transaction.set_rollback(True)

@@ -1,0 +1,100 @@
+"""The Lens in the browser, for the signed-in owner (``LoginRequiredMiddleware``): thin views
+over ``lens/extract.py``. They read and never write, so every one is GET only."""
+
+from urllib.parse import urlencode
+
+from django.http import HttpResponse
+from django.shortcuts import redirect, render
+from django.urls import reverse
+from django.views.decorators.http import require_GET
+
+from lens.draft import Draft, draft_render
+from lens.extract import (
+    LensError,
+    fragment_drafts,
+    intersection,
+    keys_checked,
+    neighbours,
+    summaries_recent,
+    working_memory_lingering,
+)
+from lens.forms import KeysForm
+
+# --- Reading: a fragment, what connects several, working memory, summaries ------------------
+
+
+@require_GET
+def lens_index(request):
+    """The key box: one key opens the fragment, several what connects them."""
+    if "keys" not in request.GET:
+        return render(request, "lens/index.html", {"form": KeysForm()})
+    form = KeysForm(request.GET)
+    if not form.is_valid():
+        return _refuse(request, form.first_error(), form=form, status=400)
+    keys = form.cleaned_data["keys"]
+    if len(keys) == 1:
+        return redirect("lens-fragment-detail", key=keys[0])
+    query = urlencode({"keys": " ".join(keys), "depth": form.cleaned_data["depth"]})
+    return redirect(f"{reverse('lens-intersection-detail')}?{query}")
+
+
+@require_GET
+def fragment_detail(request, key: str):
+    try:
+        fragment = fragment_drafts(keys_checked([key]))[0]
+    except LensError as error:
+        return _refuse(request, str(error), status=404)
+    return render(
+        request,
+        "lens/fragment.html",
+        {
+            "fragment": fragment,
+            "neighbours": neighbours(fragment),
+            "form": KeysForm(initial={"keys": key}),
+        },
+    )
+
+
+@require_GET
+def fragment_draft(request, key: str):
+    """The fragment as a draft, to save and edit."""
+    try:
+        fragment = fragment_drafts(keys_checked([key]))[0]
+    except LensError as error:
+        return HttpResponse(str(error), status=404, content_type="text/plain; charset=utf-8")
+    return HttpResponse(
+        draft_render(Draft(fragments=[fragment])), content_type="text/markdown; charset=utf-8"
+    )
+
+
+@require_GET
+def intersection_detail(request):
+    form = KeysForm(request.GET)
+    if not form.is_valid():
+        return _refuse(request, form.first_error(), form=form, status=400)
+    try:
+        found = intersection(form.cleaned_data["keys"], depth=form.cleaned_data["depth"])
+    except LensError as error:
+        return _refuse(request, str(error), form=form, status=404)
+    return render(request, "lens/intersection.html", {"found": found, "form": form})
+
+
+@require_GET
+def working_memory_list(request):
+    turn, items = working_memory_lingering()
+    return render(
+        request, "lens/working_memory.html", {"turn": turn, "items": items, "form": KeysForm()}
+    )
+
+
+@require_GET
+def summary_list(request):
+    return render(
+        request, "lens/summaries.html", {"summaries": summaries_recent(), "form": KeysForm()}
+    )
+
+
+def _refuse(request, reason: str, *, form: KeysForm | None = None, status: int):
+    return render(
+        request, "lens/index.html", {"form": form or KeysForm(), "error": reason}, status=status
+    )
