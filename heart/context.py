@@ -26,6 +26,7 @@ from heart.assemble import (
 )
 from heart.models import Event
 from heart.parse import MARKUP, Recall, parse
+from lens.search import search_recalled
 from mirror.models import Summary
 
 POOL_OF = {"say": "say", "do": "do", "narrate": "do"}
@@ -111,7 +112,9 @@ def context_for_event(
             superseded_by__isnull=True, last_event_id__lt=event.pk
         ).order_by("last_event_id", "pk")
     ]
-    pending = [Recall(r["key"], r["deep"]) for r in state_get(PENDING_RECALL, [])]
+    pending = state_get(PENDING_RECALL, [])
+    recalls = [Recall(r["key"], r["deep"]) for r in pending if "key" in r]
+    searches = [r["search"] for r in pending if "search" in r]
     local_now = now.astimezone(ZoneInfo(settings.TIME_ZONE))
     return assemble(
         wake=wake_text_current("wake"),
@@ -119,7 +122,7 @@ def context_for_event(
         ambient=ambient_prose_current(),
         lingering=lingering,
         summaries=summaries,
-        recalled=recall_items(pending),
+        recalled=recall_items(recalls) + search_recalled(searches),
         conversation=conversation_lines(earlier, who=who),
         now=local_now,
         last_message_at=earlier[-1][1].astimezone(local_now.tzinfo) if earlier else None,

@@ -26,8 +26,10 @@ from datetime import datetime
 
 from django.db import connections
 from django.db.models import Q
+from django.utils import timezone
 
 from gem.models import Fragment, WorkingMemory
+from heart.assemble import RecalledItem
 from heart.models import Event
 from silentstar.router import store_for
 
@@ -348,3 +350,35 @@ def _fullest_tier(fragment: Fragment) -> str:
         if text := getattr(fragment, tier).strip():
             return text
     return ""
+
+
+SEARCH_RECALL_HITS = 3  # hits a search(…) in a reply brings into the next turn
+
+
+def search_recalled(queries: Sequence[str]) -> list[RecalledItem]:
+    """The best hits of each ``search(…)`` the companion wrote, as entries of the next turn's
+    Recalled section (the assembler keeps them within the recall budget). An event comes with
+    the turns around it; a query that finds nothing says so."""
+    items = []
+    for query in queries:
+        label = f'search "{" ".join(query.split())}"'
+        try:
+            hits = search(query, limit=SEARCH_RECALL_HITS)
+        except SearchError as error:
+            items.append(RecalledItem("search", label, str(error)))
+            continue
+        if not hits:
+            items.append(RecalledItem("search", label, "Nothing matches."))
+        for hit in hits:
+            items.append(RecalledItem(hit.ref, label, _recalled_text(hit)))
+    return items
+
+
+def _recalled_text(hit: Hit) -> str:
+    if hit.kind != "event":
+        detail = f" ({hit.detail})" if hit.detail else ""
+        return f"{hit.text}{detail}"
+    when = timezone.localtime(hit.ts).strftime("%Y-%m-%d %H:%M")
+    turns = [*hit.before, Neighbour(hit.id, hit.ts, hit.actor, hit.text), *hit.after]
+    lines = [f"{turn.actor or 'unknown'}: {' '.join(turn.text.split())}" for turn in turns]
+    return f"{when}\n" + "\n".join(lines)

@@ -189,3 +189,51 @@ def test_it_refuses_bad_arguments_with_a_clear_error(kwargs, message):
 def test_it_refuses_a_query_without_words():
     with pytest.raises(SearchError, match="no words"):
         search(" ?! ")
+
+
+# --- search(…) in a reply: the hits land in the next turn's Recalled section ------------------
+
+
+def test_it_brings_a_replys_search_hits_into_the_next_turn_only(fake_api, settings):
+    from heart.services import turn_submit
+    from heart.tasks import run_turns_task
+    from tests.fakeapi import FakeReply
+
+    def turn(text):
+        run_turns_task(turn_submit(text=text, actor="luna", enqueue=False).pk)
+        return "".join(b["text"] for b in fake_api.requests[-1]["messages"][0]["content"])
+
+    Fragment.objects.create(key="lighthouse", ambient="The old lighthouse at Pointe Noire.")
+    fake_api.push(
+        FakeReply('<say>let me think</say> search("lighthouse walk")'),
+        FakeReply("<say>found it</say>"),
+        FakeReply("<say>ok</say>"),
+    )
+    asking = turn("<luna>we walked to the lighthouse, remember?</luna>")
+    assert "## Recalled" not in asking
+    answered = turn("<luna>well?</luna>")
+    recalled = answered.split("## Recalled\n", 1)[1].split("\n## ", 1)[0]
+    assert '### fragment:lighthouse (search "lighthouse walk")' in recalled
+    assert "The old lighthouse at Pointe Noire." in recalled
+    assert "luna: <luna>we walked to the lighthouse, remember?</luna>" in recalled
+    assert "## Recalled" not in turn("<luna>and now?</luna>")
+
+
+def test_it_keeps_searched_hits_within_the_recall_budget(fake_api, settings):
+    from heart.assemble import estimate_tokens
+    from heart.models import ContextSnapshot
+    from heart.services import turn_submit
+    from heart.tasks import run_turns_task
+    from tests.fakeapi import FakeReply
+
+    settings.BUDGET_RECALL = 60
+    for n in range(5):
+        Fragment.objects.create(key=f"walk-{n}", ambient=f"walk number {n} " + "far " * 30)
+    fake_api.push(FakeReply('<say>hm</say> search("walk")'), FakeReply("<say>ok</say>"))
+    for text in ("<luna>a walk?</luna>", "<luna>so?</luna>"):
+        run_turns_task(turn_submit(text=text, actor="luna", enqueue=False).pk)
+    snapshot = ContextSnapshot.objects.order_by("-pk").first()
+    recalled = snapshot.assembled_user.split("## Recalled\n", 1)[1].split("\n\n## ", 1)[0]
+    assert 0 < estimate_tokens("## Recalled\n" + recalled) <= 60
+    assert snapshot.token_counts["recalled"] <= 60
+    assert snapshot.items_included["dropped"]["recalled"] > 0
