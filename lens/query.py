@@ -98,9 +98,7 @@ class MemoryQuery:
             value = getattr(self, name)
             if value is not None and not 0 <= value <= 1:
                 raise QueryError(f"{name}: must be from 0 to 1, not {value}")
-        if (self.min_importance or 0) > (
-            1 if self.max_importance is None else self.max_importance
-        ):
+        if (self.min_importance or 0) > (1 if self.max_importance is None else self.max_importance):
             raise QueryError("min_importance: is above max_importance")
         if self.since and self.until and self.since >= self.until:
             raise QueryError("since: must come before until")

@@ -271,7 +271,9 @@ def _working_memory(terms, filters: _Filters, limit: int) -> list[Hit]:
             "to_tsquery('english', %s) q "
             f"WHERE i.document @@ q{where} ORDER BY score DESC, w.id LIMIT %s"
         )
-        rows = _fetch(connection, sql, [POSTGRES_WEIGHTS, tsquery_expression(terms), *params, limit])
+        rows = _fetch(
+            connection, sql, [POSTGRES_WEIGHTS, tsquery_expression(terms), *params, limit]
+        )
     items = WorkingMemory.objects.in_bulk([row[0] for row in rows])
     return [
         Hit(
@@ -312,7 +314,9 @@ def _fragments(terms, filters: _Filters, limit: int) -> list[Hit]:
             "to_tsquery('english', %s) q "
             f"WHERE i.document @@ q{where} ORDER BY score DESC, g.key LIMIT %s"
         )
-        rows = _fetch(connection, sql, [POSTGRES_WEIGHTS, tsquery_expression(terms), *params, limit])
+        rows = _fetch(
+            connection, sql, [POSTGRES_WEIGHTS, tsquery_expression(terms), *params, limit]
+        )
     fragments = Fragment.objects.in_bulk([row[0] for row in rows])
     return [
         Hit(

@@ -18,5 +18,6 @@ urlpatterns = [
         login_not_required(RedirectView.as_view(pattern_name="login", query_string=True)),
     ),
     path("admin/", admin.site.urls),
+    path("lens/", include("lens.urls")),
     path("", include("heart.urls")),
 ]

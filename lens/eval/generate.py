@@ -295,7 +295,7 @@ def _fact(rng: random.Random, kind: str, who: str) -> dict:
             "entity": hobby,
         }
     if kind == "injury":
-        part, limb, where = _pick(rng, INJURIES)
+        part, _limb, where = _pick(rng, INJURIES)
         return {
             "ask": "Why are you limping in that photo?",
             "say": f"I twisted my {part} on the {where}. No running for a few weeks.",
@@ -309,7 +309,7 @@ def _fact(rng: random.Random, kind: str, who: str) -> dict:
             "entity": part,
         }
     if kind == "book":
-        title, author, genre, gist = _pick(rng, BOOKS)
+        title, author, genre, _gist = _pick(rng, BOOKS)
         return {
             "ask": "What are you reading these days?",
             "say": f"I finished {title} by {author} last night. The ending wrecked me.",
@@ -535,8 +535,10 @@ def main() -> None:
         path = HERE / f"{name}.json"
         path.write_text(json.dumps(data, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
         turns = sum(len(c["turns"]) for c in data["conversations"])
-        print(f"{path.name}: {len(data['conversations'])} conversations, {turns} turns, "
-              f"{len(data['questions'])} questions")
+        print(
+            f"{path.name}: {len(data['conversations'])} conversations, {turns} turns, "
+            f"{len(data['questions'])} questions"
+        )
 
 
 if __name__ == "__main__":

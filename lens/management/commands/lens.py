@@ -130,7 +130,7 @@ WORDS = {"search": _search, "query": _query, "eval": _eval}
 
 class Command(BaseCommand):
     help = (
-        "The Lens: `lens search \"words\"` (full-text search), `lens query --contains … "
+        'The Lens: `lens search "words"` (full-text search), `lens query --contains … '
         "--last-n-days 7 …` (Mira's memory query), `lens eval DATASET.json [--k 5 10 25] "
         "[--json FILE]` (recall@k of search). `lens WORD --help` for each word's options."
     )
