@@ -122,7 +122,7 @@ def context_for_event(
         ambient=ambient_prose_current(),
         lingering=lingering,
         summaries=summaries,
-        recalled=recall_items(recalls) + search_recalled(searches),
+        recalled=recall_items(recalls) + search_recalled(searches, before_event=event.pk),
         conversation=conversation_lines(earlier, who=who),
         now=local_now,
         last_message_at=earlier[-1][1].astimezone(local_now.tzinfo) if earlier else None,

@@ -37,6 +37,10 @@ KINDS = ("fragment", "event", "wm")
 MAX_LIMIT = 100
 MAX_TERMS = 32
 NEIGHBOURS = 1  # turns each side of an event hit
+# An event also earns this share of the better score of the events just before and after it
+# (a question and its answer, a story told over two turns), among this many times the limit.
+NEIGHBOUR_FUSION = 0.3
+FUSION_POOL = 4
 MARK_OPEN, MARK_CLOSE = "**", "**"
 
 # Column weights. SQLite bm25: content, speaker, date words, context (the turns before).
@@ -186,43 +190,30 @@ def _where(connection, filters: _Filters, *, ts: str, actor: str | None, id_colu
 
 def _events(terms, filters: _Filters, limit: int, neighbours: int) -> list[Hit]:
     connection = connections[store_for("heart", "event")]
-    where, params = _where(connection, filters, ts="e.ts", actor="e.actor", id_column="e.id")
-    if connection.vendor == "sqlite":
-        weights = ", ".join(str(w) for w in SQLITE_EVENT_WEIGHTS)
-        sql = (
-            f"SELECT f.rowid, -bm25(lens_event_fts, {weights}), "
-            f"snippet(lens_event_fts, 0, '{_MARK_START}', '{_MARK_END}', '…', 24) "
-            "FROM lens_event_fts f JOIN heart_event e ON e.id = f.rowid "
-            f"WHERE lens_event_fts MATCH %s{where} "
-            f"ORDER BY bm25(lens_event_fts, {weights}) LIMIT %s"
-        )
-        rows = _fetch(connection, sql, [fts5_expression(terms), *params, limit])
-    else:
-        sql = (
-            "SELECT ranked.event_id, ranked.score, "
-            f"ts_headline('english', e.content, q, '{_HEADLINE}') "
-            "FROM (SELECT i.event_id, ts_rank(%s::float4[], i.document, q) AS score "
-            "FROM lens_event_index i JOIN heart_event e ON e.id = i.event_id, "
-            "to_tsquery('english', %s) q "
-            f"WHERE i.document @@ q{where} ORDER BY score DESC, i.event_id LIMIT %s) ranked "
-            "JOIN heart_event e ON e.id = ranked.event_id, to_tsquery('english', %s) q "
-            "ORDER BY ranked.score DESC, ranked.event_id"
-        )
-        expression = tsquery_expression(terms)
-        rows = _fetch(connection, sql, [POSTGRES_WEIGHTS, expression, *params, limit, expression])
-    if not rows:
+    ranked = event_ranking(connection, terms, filters, limit=min(limit * FUSION_POOL, 500))
+    scores = dict(ranked)
+    fused = sorted(
+        (
+            (score + NEIGHBOUR_FUSION * max(scores.get(i - 1, 0.0), scores.get(i + 1, 0.0)), i)
+            for i, score in ranked
+        ),
+        key=lambda pair: (-pair[0], pair[1]),
+    )[:limit]
+    if not fused:
         return []
-    events = _events_around([row[0] for row in rows], neighbours, filters.event_ids)
+    ids = [event_id for _, event_id in fused]
+    snippets = _event_snippets(connection, terms, ids)
+    events = _events_around(ids, neighbours, filters.event_ids)
     hits = []
-    for event_id, score, snippet in rows:
+    for score, event_id in fused:
         event = events[event_id]
         hits.append(
             Hit(
                 kind="event",
                 id=event_id,
                 key=None,
-                score=float(score),
-                snippet=_snippet(snippet),
+                score=score,
+                snippet=_snippet(snippets.get(event_id, event.text)),
                 ts=event.ts,
                 text=event.text,
                 actor=event.actor,
@@ -235,6 +226,47 @@ def _events(terms, filters: _Filters, limit: int, neighbours: int) -> list[Hit]:
             )
         )
     return hits
+
+
+def event_ranking(connection, terms, filters: _Filters, *, limit: int) -> list[tuple[int, float]]:
+    """``(event id, score)`` of the best ``limit`` events, best first: one indexed query."""
+    where, params = _where(connection, filters, ts="e.ts", actor="e.actor", id_column="e.id")
+    if connection.vendor == "sqlite":
+        weights = ", ".join(str(w) for w in SQLITE_EVENT_WEIGHTS)
+        sql = (
+            f"SELECT f.rowid, -bm25(lens_event_fts, {weights}) "
+            "FROM lens_event_fts f JOIN heart_event e ON e.id = f.rowid "
+            f"WHERE lens_event_fts MATCH %s{where} "
+            f"ORDER BY bm25(lens_event_fts, {weights}) LIMIT %s"
+        )
+        rows = _fetch(connection, sql, [fts5_expression(terms), *params, limit])
+    else:
+        sql = (
+            "SELECT i.event_id, ts_rank(%s::float4[], i.document, q) AS score "
+            "FROM lens_event_index i JOIN heart_event e ON e.id = i.event_id, "
+            "to_tsquery('english', %s) q "
+            f"WHERE i.document @@ q{where} ORDER BY score DESC, i.event_id LIMIT %s"
+        )
+        rows = _fetch(
+            connection, sql, [POSTGRES_WEIGHTS, tsquery_expression(terms), *params, limit]
+        )
+    return [(event_id, float(score)) for event_id, score in rows]
+
+
+def _event_snippets(connection, terms, ids: list[int]) -> dict[int, str]:
+    """The best passage of each chosen event, matched words marked."""
+    marks = ", ".join(["%s"] * len(ids))
+    if connection.vendor == "sqlite":
+        sql = (
+            f"SELECT rowid, snippet(lens_event_fts, 0, '{_MARK_START}', '{_MARK_END}', '…', 24) "
+            f"FROM lens_event_fts WHERE lens_event_fts MATCH %s AND rowid IN ({marks})"
+        )
+        return dict(_fetch(connection, sql, [fts5_expression(terms), *ids]))
+    sql = (
+        f"SELECT e.id, ts_headline('english', e.content, q, '{_HEADLINE}') "
+        f"FROM heart_event e, to_tsquery('english', %s) q WHERE e.id IN ({marks})"
+    )
+    return dict(_fetch(connection, sql, [tsquery_expression(terms), *ids]))
 
 
 def _events_around(
@@ -359,15 +391,16 @@ def _fullest_tier(fragment: Fragment) -> str:
 SEARCH_RECALL_HITS = 3  # hits a search(…) in a reply brings into the next turn
 
 
-def search_recalled(queries: Sequence[str]) -> list[RecalledItem]:
+def search_recalled(queries: Sequence[str], *, before_event: int) -> list[RecalledItem]:
     """The best hits of each ``search(…)`` the companion wrote, as entries of the next turn's
-    Recalled section (the assembler keeps them within the recall budget). An event comes with
+    Recalled section (the assembler keeps them within the recall budget). Events from the
+    message being answered on are left out (it is in the Message section). An event comes with
     the turns around it; a query that finds nothing says so."""
     items = []
     for query in queries:
         label = f'search "{" ".join(query.split())}"'
         try:
-            hits = search(query, limit=SEARCH_RECALL_HITS)
+            hits = search(query, limit=SEARCH_RECALL_HITS, event_ids=(0, before_event - 1))
         except SearchError as error:
             items.append(RecalledItem("search", label, str(error)))
             continue

@@ -205,17 +205,17 @@ def test_it_brings_a_replys_search_hits_into_the_next_turn_only(fake_api, settin
 
     Fragment.objects.create(key="lighthouse", ambient="The old lighthouse at Pointe Noire.")
     fake_api.push(
-        FakeReply('<say>let me think</say> search("lighthouse walk")'),
+        FakeReply('<say>let me think</say> search("pointe noire")'),
         FakeReply("<say>found it</say>"),
         FakeReply("<say>ok</say>"),
     )
-    asking = turn("<luna>we walked to the lighthouse, remember?</luna>")
+    asking = turn("<luna>we walked out to Pointe Noire, remember?</luna>")
     assert "## Recalled" not in asking
     answered = turn("<luna>well?</luna>")
     recalled = answered.split("## Recalled\n", 1)[1].split("\n## ", 1)[0]
-    assert '### fragment:lighthouse (search "lighthouse walk")' in recalled
+    assert '### fragment:lighthouse (search "pointe noire")' in recalled
     assert "The old lighthouse at Pointe Noire." in recalled
-    assert "luna: <luna>we walked to the lighthouse, remember?</luna>" in recalled
+    assert "luna: <luna>we walked out to Pointe Noire, remember?</luna>" in recalled
     assert "## Recalled" not in turn("<luna>and now?</luna>")
 
 
