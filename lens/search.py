@@ -41,14 +41,17 @@ NEIGHBOURS = 1  # turns each side of an event hit
 # (a question and its answer, a story told over two turns), among this many times the limit.
 NEIGHBOUR_FUSION = 0.3
 FUSION_POOL = 4
+# A speaker named in the query: their turns count this much more. A name in half the turns
+# is worth next to nothing to BM25, yet "what did Ben…" is mostly answered by Ben.
+SPEAKER_BOOST = 0.5
 MARK_OPEN, MARK_CLOSE = "**", "**"
 
 # Column weights. SQLite bm25: content, speaker, date words, context (the turns before).
-SQLITE_EVENT_WEIGHTS = (1.0, 0.5, 0.5, 0.35)
+SQLITE_EVENT_WEIGHTS = (1.0, 0.5, 0.5, 0.2)
 SQLITE_FRAGMENT_WEIGHTS = (2.0, 1.0, 0.7, 0.5)  # key, ambient, recognition, inventory
 SQLITE_WM_WEIGHTS = (1.0, 0.5, 0.2)  # content, subject, type
 # PostgreSQL ts_rank weights for D, C, B, A (see the migration for what each letter holds).
-POSTGRES_WEIGHTS = "{0.1, 0.35, 0.5, 1.0}"
+POSTGRES_WEIGHTS = "{0.1, 0.2, 0.5, 1.0}"
 
 STOP_WORDS = frozenset(
     """
@@ -191,11 +194,15 @@ def _where(connection, filters: _Filters, *, ts: str, actor: str | None, id_colu
 def _events(terms, filters: _Filters, limit: int, neighbours: int) -> list[Hit]:
     connection = connections[store_for("heart", "event")]
     ranked = event_ranking(connection, terms, filters, limit=min(limit * FUSION_POOL, 500))
-    scores = dict(ranked)
+    named = set(terms)
+    scores = {
+        event_id: score * (1 + SPEAKER_BOOST if actor.casefold() in named else 1)
+        for event_id, score, actor in ranked
+    }
     fused = sorted(
         (
             (score + NEIGHBOUR_FUSION * max(scores.get(i - 1, 0.0), scores.get(i + 1, 0.0)), i)
-            for i, score in ranked
+            for i, score in scores.items()
         ),
         key=lambda pair: (-pair[0], pair[1]),
     )[:limit]
@@ -228,13 +235,15 @@ def _events(terms, filters: _Filters, limit: int, neighbours: int) -> list[Hit]:
     return hits
 
 
-def event_ranking(connection, terms, filters: _Filters, *, limit: int) -> list[tuple[int, float]]:
-    """``(event id, score)`` of the best ``limit`` events, best first: one indexed query."""
+def event_ranking(
+    connection, terms, filters: _Filters, *, limit: int
+) -> list[tuple[int, float, str]]:
+    """``(event id, score, actor)`` of the best ``limit`` events, best first: one query."""
     where, params = _where(connection, filters, ts="e.ts", actor="e.actor", id_column="e.id")
     if connection.vendor == "sqlite":
         weights = ", ".join(str(w) for w in SQLITE_EVENT_WEIGHTS)
         sql = (
-            f"SELECT f.rowid, -bm25(lens_event_fts, {weights}) "
+            f"SELECT f.rowid, -bm25(lens_event_fts, {weights}), e.actor "
             "FROM lens_event_fts f JOIN heart_event e ON e.id = f.rowid "
             f"WHERE lens_event_fts MATCH %s{where} "
             f"ORDER BY bm25(lens_event_fts, {weights}) LIMIT %s"
@@ -242,7 +251,7 @@ def event_ranking(connection, terms, filters: _Filters, *, limit: int) -> list[t
         rows = _fetch(connection, sql, [fts5_expression(terms), *params, limit])
     else:
         sql = (
-            "SELECT i.event_id, ts_rank(%s::float4[], i.document, q) AS score "
+            "SELECT i.event_id, ts_rank(%s::float4[], i.document, q) AS score, e.actor "
             "FROM lens_event_index i JOIN heart_event e ON e.id = i.event_id, "
             "to_tsquery('english', %s) q "
             f"WHERE i.document @@ q{where} ORDER BY score DESC, i.event_id LIMIT %s"
@@ -250,7 +259,7 @@ def event_ranking(connection, terms, filters: _Filters, *, limit: int) -> list[t
         rows = _fetch(
             connection, sql, [POSTGRES_WEIGHTS, tsquery_expression(terms), *params, limit]
         )
-    return [(event_id, float(score)) for event_id, score in rows]
+    return [(event_id, float(score), actor) for event_id, score, actor in rows]
 
 
 def _event_snippets(connection, terms, ids: list[int]) -> dict[int, str]:
