@@ -8,12 +8,13 @@ kinds. Each query is timed raw and through the API in turn, so load from other p
 on both alike.
 """
 
+import importlib
 import random
 import statistics
 import time
 from collections.abc import Callable
 
-from django.db import connections
+from django.db import connections, transaction
 
 from heart.bench import WORDS, synthetic_gem_build
 from lens.search import (
@@ -56,14 +57,16 @@ def search_measure(
     if connections[STORE["event"]].vendor != "sqlite":
         raise RuntimeError("bench search measures the SQLite FTS5 index")
     began = time.perf_counter()
-    synthetic_gem_build(
-        events=events,
-        fragments=5_000,
-        edges=20_000,
-        working_memory=100_000,
-        active=1_000,
-        progress=progress,
-    )
+    with _event_index_built_afterwards():
+        synthetic_gem_build(
+            events=events,
+            fragments=5_000,
+            edges=20_000,
+            working_memory=100_000,
+            active=1_000,
+            progress=progress,
+        )
+    progress("event index built")
     build_seconds = time.perf_counter() - began
     rng = random.Random(seed)
     texts = [" ".join(rng.sample(WORDS, rng.choice([1, 2, 3]))) for _ in range(queries)]
@@ -95,6 +98,25 @@ def search_measure(
         ms = sorted(s * 1000 for s in seconds)
         result[name] = {"p50_ms": statistics.median(ms), "p95_ms": ms[int(0.95 * (len(ms) - 1))]}
     return result
+
+
+class _event_index_built_afterwards:
+    """Fill the event log with the insert trigger off, then index it in one statement (the
+    migration's own) and put the trigger back: the same index, built in minutes rather than
+    the hour that a million separate trigger runs take. Only for throwaway stores."""
+
+    def __enter__(self):
+        self.migration = importlib.import_module("lens.migrations.0001_search_indexes")
+        self.connection = connections[STORE["event"]]
+        with self.connection.cursor() as cursor:
+            cursor.execute("PRAGMA cache_size = -262144")  # 256 MB while the index is built
+            cursor.execute("DROP TRIGGER lens_event_fts_insert")
+
+    def __exit__(self, *exc_info):
+        _, create_trigger, backfill = self.migration.SQLITE_EVENTS  # the table stayed
+        with transaction.atomic(using=STORE["event"]), self.connection.cursor() as cursor:
+            cursor.execute(backfill)
+            cursor.execute(create_trigger)
 
 
 def _timed(call: Callable[[], object]) -> float:
