@@ -13,7 +13,11 @@ Query words
 Events
     An event is indexed with its own text (weight 1), its speaker and its date in words (UTC),
     and the two events before it as context (a lower weight): the answer to a question is then
-    found by the question's words. A hit carries the turns around it (``neighbours`` each side).
+    found by the question's words. At query time, among the best few times ``limit`` events, an
+    event also earns a share of the better score of the events just before and after it (turn
+    and window scores fused), and the turns of a speaker the query names count more. A hit
+    carries the turns around it (``neighbours`` each side). The weights were chosen on a
+    development dataset generated apart from the one the figures are measured on.
 
 Scores
     Higher is better, comparable within one backend; hits of all kinds are merged by score.
