@@ -62,6 +62,13 @@ class WorkingMemory(models.Model):
         db_index=True,
         help_text="Id of the Mirror suggestion it was promoted from (summaries store).",
     )
+    # Mira's two numbers (seed 003): read by the Lens query's importance and emotion filters.
+    importance = models.FloatField(
+        default=0.5, help_text="How much this matters, 0 to 1 (Mira's base is 0.5)."
+    )
+    valence = models.FloatField(
+        default=0.0, help_text="Emotional valence, -1 (negative) to +1 (positive); 0 is neutral."
+    )
     fragments = models.ManyToManyField(
         "Fragment", through="WorkingMemoryRef", related_name="working_memory", blank=True
     )
@@ -79,6 +86,14 @@ class WorkingMemory(models.Model):
             models.CheckConstraint(
                 condition=models.Q(status__in=WorkingMemoryStatus.values),
                 name="gem_workingmemory_status_valid",
+            ),
+            models.CheckConstraint(
+                condition=models.Q(importance__gte=0, importance__lte=1),
+                name="gem_workingmemory_importance_0_to_1",
+            ),
+            models.CheckConstraint(
+                condition=models.Q(valence__gte=-1, valence__lte=1),
+                name="gem_workingmemory_valence_minus_1_to_1",
             ),
         ]
 

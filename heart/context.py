@@ -26,6 +26,7 @@ from heart.assemble import (
 )
 from heart.models import Event
 from heart.parse import MARKUP, Recall, parse
+from lens.search import search_recalled
 from mirror.merge import Span, summaries_for_context
 from mirror.models import Summary
 
@@ -106,8 +107,10 @@ def context_for_event(
         for row, score in working_memory_scored(now=now, current_turn=current_turn)
         if decay.is_surfacing(score)
     ]
-    pending = [Recall(r["key"], r["deep"]) for r in state_get(PENDING_RECALL, [])]
-    recalled = recall_items(pending)
+    pending = state_get(PENDING_RECALL, [])
+    recalls = [Recall(r["key"], r["deep"]) for r in pending if "key" in r]
+    searches = [r["search"] for r in pending if "search" in r]
+    recalled = recall_items(recalls) + search_recalled(searches, before_event=event.pk)
     wake, ambient = wake_text_current("wake"), ambient_prose_current()
     image_text = wake_text_current("image") if event.image else None
     conversation = conversation_lines(earlier, who=who)

@@ -144,7 +144,11 @@ def turn_run(*, turn: Turn) -> Turn:
                 _chars_per_token_calibrate(assembly=assembly, usage=reply.usage)
         parsed = parse(reply_event.content, identities=who.names)
         working_memory_ingest(parsed=parsed, event=reply_event, side=COMPANION, turn=turn.number)
-        state_set(PENDING_RECALL, [{"key": r.key, "deep": r.deep} for r in parsed.recalls])
+        state_set(
+            PENDING_RECALL,
+            [{"key": r.key, "deep": r.deep} for r in parsed.recalls]
+            + [{"search": s.query} for s in parsed.searches],
+        )
         ContextSnapshot.objects.create(
             turn=turn.pk,
             ts=clock(),

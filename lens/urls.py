@@ -10,4 +10,7 @@ urlpatterns = [
     path("connect/", views.intersection_detail, name="lens-intersection-detail"),
     path("wm/", views.working_memory_list, name="lens-wm-list"),
     path("summaries/", views.summary_list, name="lens-summary-list"),
+    # Search and Mira's query.
+    path("search/", views.search_page, name="lens-search-page"),
+    path("query.json", views.query_json, name="lens-query-json"),
 ]

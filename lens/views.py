@@ -1,11 +1,14 @@
-"""The Lens in the browser, for the signed-in owner (``LoginRequiredMiddleware``): thin views
-over ``lens/extract.py``. They read and never write, so every one is GET only."""
+"""The Lens in the browser, for the signed-in owner (``LoginRequiredMiddleware``; signed out: a
+redirect to the sign-in page). Thin views over ``lens/extract.py``, ``lens/search.py`` and
+``lens/query.py``. They read and never write, so every one is GET only."""
 
 from urllib.parse import urlencode
 
-from django.http import HttpResponse
+from django.http import HttpResponse, JsonResponse
 from django.shortcuts import redirect, render
 from django.urls import reverse
+from django.utils.html import escape
+from django.utils.safestring import mark_safe
 from django.views.decorators.http import require_GET
 
 from lens.draft import Draft, draft_render
@@ -19,6 +22,8 @@ from lens.extract import (
     working_memory_lingering,
 )
 from lens.forms import KeysForm
+from lens.query import QueryError, memory_query, query_from_params
+from lens.search import KINDS, MARK_OPEN, SearchError, search
 
 # --- Reading: a fragment, what connects several, working memory, summaries ------------------
 
@@ -98,3 +103,43 @@ def _refuse(request, reason: str, *, form: KeysForm | None = None, status: int):
     return render(
         request, "lens/index.html", {"form": form or KeysForm(), "error": reason}, status=status
     )
+
+
+# --- Search and Mira's query ----------------------------------------------------------------
+
+
+@require_GET
+def search_page(request):
+    query = request.GET.get("q", "").strip()
+    kinds = [kind for kind in request.GET.getlist("kind") if kind in KINDS] or list(KINDS)
+    hits, error = [], ""
+    if query:
+        try:
+            hits = search(query, kinds=kinds, limit=25)
+        except SearchError as failure:
+            error = str(failure)
+    context = {
+        "query": query,
+        "kinds": kinds,
+        "all_kinds": KINDS,
+        "hits": [(hit, _marked(hit.snippet)) for hit in hits],
+        "error": error,
+    }
+    template = "lens/search.html#results" if request.htmx else "lens/search.html"
+    return render(request, template, context, status=400 if error else 200)
+
+
+@require_GET
+def query_json(request):
+    try:
+        results = memory_query(query_from_params(request.GET.dict()))
+    except QueryError as error:
+        return JsonResponse({"error": str(error)}, status=400)
+    return JsonResponse({"count": len(results), "results": [r.as_json() for r in results]})
+
+
+def _marked(snippet: str):
+    """The snippet, escaped, with its **bold** matched words as <mark>."""
+    parts = escape(snippet).split(MARK_OPEN)
+    html = "".join(f"<mark>{part}</mark>" if n % 2 else part for n, part in enumerate(parts))
+    return mark_safe(html)  # every part was escaped above

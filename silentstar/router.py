@@ -37,7 +37,9 @@ class StoreRouter:
         home2 = store_for(obj2._meta.app_label, obj2._meta.model_name)
         return home1 == home2
 
-    def allow_migrate(self, db, app_label, model_name=None, **hints):
+    def allow_migrate(self, db, app_label, model_name=None, store=None, **hints):
         # When several aliases share one database, a model is created by whichever
         # alias migrates first; the others then find its migration already applied.
-        return same_database(db, store_for(app_label, model_name))
+        # A raw-SQL operation on another app's tables names their store with the hint
+        # ``store`` (the Lens's search indexes live beside the tables they index).
+        return same_database(db, store or store_for(app_label, model_name))

@@ -35,21 +35,28 @@ class Command(BaseCommand):
         "the time from the fake Messages API's first streamed token to the first visible "
         "character of the reply (needs the development requirements and Chromium). "
         "`bench mirror`: compress a synthetic log (--mirror-turns, 1,000 by default) with the "
-        "Mirror against the fake Messages API; passes, tokens and wall time."
+        "Mirror against the fake Messages API; passes, tokens and wall time. `bench search`: "
+        "on the same synthetic Gems, lens search p50/p95 next to the raw FTS5 query."
     )
 
     def add_arguments(self, parser):
-        parser.add_argument("what", choices=["turns", "queue", "firstchar", "mirror"])
+        parser.add_argument("what", choices=["turns", "queue", "firstchar", "mirror", "search"])
         parser.add_argument("--sizes", nargs="+", choices=list(SIZES), default=list(SIZES))
         parser.add_argument("--turns", type=int, default=200, help="turns (or queue tasks) to run")
         parser.add_argument("--runs", type=int, default=10, help="replies to time (firstchar)")
         parser.add_argument("--mirror-turns", type=int, default=1000, help="turns (mirror)")
+        parser.add_argument("--queries", type=int, default=50, help="queries to time (search)")
         parser.add_argument("--size", type=int, help=argparse_hidden())
         parser.add_argument("--inside", action="store_true", help=argparse_hidden())
 
-    def handle(self, *args, what, sizes, turns, runs, size, inside, mirror_turns, **options):
+    def handle(
+        self, *args, what, sizes, turns, runs, size, inside, mirror_turns, queries, **options
+    ):
         if what == "mirror":
             self._mirror(inside=inside, turns=mirror_turns)
+            return
+        if what == "search":
+            self._search(sizes=sizes, queries=queries, size=size, inside=inside)
             return
         if what == "firstchar":
             self._first_char(runs=runs)
@@ -75,6 +82,34 @@ class Command(BaseCommand):
         if {"10k", "1M"} <= results.keys():
             ratio = results["1M"]["p50_ms"] / results["10k"]["p50_ms"]
             self.stdout.write(f"p50 ratio 1M / 10k: {ratio:.2f} ({turns} turns each)")
+
+    def _search(self, *, sizes: list[str], queries: int, size: int | None, inside: bool) -> None:
+        """lens.search.search next to the raw FTS5 query on the same index (lens/bench.py)."""
+        from lens.bench import search_measure
+
+        if inside:
+            self._migrate_throwaway_stores()
+            result = search_measure(
+                events=size, queries=queries, progress=lambda line: self.stderr.write(f"  {line}")
+            )
+            self.stdout.write(json.dumps(result))
+            return
+        self.stdout.write(
+            f"{'size':>5} {'kinds':>7} {'raw p50':>8} {'p95':>7} {'search p50':>11} {'p95':>7} "
+            f"{'ratio p50':>9} (ms)"
+        )
+        for label in sizes:
+            self.stderr.write(f"[{label}] building a synthetic Gem of {SIZES[label]:,} events...")
+            result = self._run_inside(
+                ["search", "--size", str(SIZES[label]), "--queries", str(queries)]
+            )
+            for kinds in ("event", "all"):
+                raw, found = result[f"{kinds}_raw"], result[f"{kinds}_search"]
+                self.stdout.write(
+                    f"{label:>5} {kinds:>7} {raw['p50_ms']:>8.2f} {raw['p95_ms']:>7.2f} "
+                    f"{found['p50_ms']:>11.2f} {found['p95_ms']:>7.2f} "
+                    f"{found['p50_ms'] / raw['p50_ms']:>9.2f}"
+                )
 
     def _first_char(self, *, runs: int) -> None:
         """First streamed token → first visible character, in Chromium against a fake API."""

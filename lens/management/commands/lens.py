@@ -1,15 +1,29 @@
 """``manage.py lens``: the Lens from the terminal, Markdown out.
 
 The first word picks what to do (``WORDS``: word → handler); any other first word starts a
-list of fragment keys. Handlers take the remaining words and the options and return the
-Markdown to print; the work itself is in ``lens/extract.py`` and ``lens/draft.py``.
+list of fragment keys. Everything after the word is the word's own (``manage.py lens search
+--help``): ``lens diff DRAFT.md``, ``lens search "…"``, ``lens query …``, ``lens eval
+DATASET.json``; ``lens KEY [KEY …] [--wm] [--summaries]``. The work itself is in
+``lens/extract.py``, ``lens/draft.py``, ``lens/search.py``, ``lens/query.py`` and
+``lens/evaluate.py``.
 """
 
+import argparse
+import json
+from datetime import datetime
 from pathlib import Path
 
-from django.core.management.base import BaseCommand, CommandError
+from django.core.management.base import BaseCommand, CommandError, CommandParser
+from django.utils import timezone
 
 from lens.draft import DraftError, draft_diff, draft_parse
+from lens.evaluate import (
+    DEFAULT_KS,
+    DatasetError,
+    dataset_load,
+    evaluate,
+    evaluate_in_throwaway_stores,
+)
 from lens.extract import (
     DEPTH_DEFAULT,
     SUMMARIES_DEFAULT,
@@ -19,9 +33,59 @@ from lens.extract import (
     summaries_markdown,
     working_memory_markdown,
 )
+from lens.query import QUERY_PARAMETERS, QueryError, memory_query, query_from_params
+from lens.search import KINDS, SearchError, search
 
 
-def diff(words: list[str], options: dict) -> str:
+def _keys_options(parser: argparse.ArgumentParser) -> None:
+    """The options of the keys form; the command has them too, so ``lens --wm`` works alone."""
+    parser.add_argument(
+        "--key",
+        action="append",
+        default=[],
+        help="A fragment key, even one spelt like a word (lens --key diff).",
+    )
+    parser.add_argument("--wm", action="store_true", help="Working memory with live scores.")
+    parser.add_argument(
+        "--summaries", action="store_true", help="The Mirror's summaries, newest first."
+    )
+    parser.add_argument(
+        "--depth",
+        type=int,
+        default=DEPTH_DEFAULT,
+        help=f"Longest path between keys, in edges (default {DEPTH_DEFAULT}).",
+    )
+    parser.add_argument(
+        "--limit",
+        type=int,
+        default=SUMMARIES_DEFAULT,
+        help=f"How many summaries (default {SUMMARIES_DEFAULT}).",
+    )
+
+
+def _keys(command: "Command", words: list[str], options: dict) -> None:
+    parser = command.word_parser("KEY", "A fragment, or what connects several keys.")
+    parser.add_argument("keys", nargs="*")
+    _keys_options(parser)
+    own = parser.parse_args(words)
+    keys = [*own.keys, *options["key"], *own.key]
+    parts = []
+    if len(keys) == 1:
+        parts.append(fragment_markdown(keys[0]))
+    elif keys:
+        depth = own.depth if own.depth != DEPTH_DEFAULT else options["depth"]
+        parts.append(intersection_markdown(keys, depth=depth))
+    if options["wm"] or own.wm:
+        parts.append(working_memory_markdown())
+    if options["summaries"] or own.summaries:
+        limit = own.limit if own.limit != SUMMARIES_DEFAULT else options["limit"]
+        parts.append(summaries_markdown(limit=limit))
+    if not parts:
+        raise CommandError("Name a fragment key (or several), or ask for --wm or --summaries.")
+    command.stdout.write("\n".join(parts), ending="")
+
+
+def _diff(command: "Command", words: list[str], options: dict) -> None:
     if len(words) != 1:
         raise CommandError("Usage: manage.py lens diff DRAFT.md")
     path = Path(words[0])
@@ -30,68 +94,150 @@ def diff(words: list[str], options: dict) -> str:
     except (OSError, UnicodeDecodeError) as error:
         raise CommandError(f"Cannot read the draft {path}: {error}") from None
     try:
-        return draft_diff(draft_parse(text)).as_text()
+        command.stdout.write(draft_diff(draft_parse(text)).as_text(), ending="")
     except DraftError as error:
         raise CommandError(f"{path}: {error}") from None
 
 
-def keys(words: list[str], options: dict) -> str:
-    words = [*words, *options["key"]]
-    parts = []
-    if len(words) == 1:
-        parts.append(fragment_markdown(words[0]))
-    elif words:
-        parts.append(intersection_markdown(words, depth=options["depth"]))
-    if options["wm"]:
-        parts.append(working_memory_markdown())
-    if options["summaries"]:
-        parts.append(summaries_markdown(limit=options["limit"]))
-    if not parts:
-        raise CommandError("Name a fragment key (or several), or ask for --wm or --summaries.")
-    return "\n".join(parts)
+def _moment(value: str) -> datetime:
+    moment = datetime.fromisoformat(value)
+    return moment if timezone.is_aware(moment) else timezone.make_aware(moment)
 
 
-WORDS = {
-    "diff": diff,
-}
+def _search(command: "Command", words: list[str], options: dict) -> None:
+    parser = command.word_parser("search", "Full-text search over fragments, events and memory.")
+    parser.add_argument("query")
+    parser.add_argument("--kinds", nargs="+", choices=KINDS, default=list(KINDS))
+    parser.add_argument("--since", type=_moment, help="ISO date and time (owner's time zone)")
+    parser.add_argument("--until", type=_moment, help="ISO date and time (owner's time zone)")
+    parser.add_argument("--actor", help="only events and working memory by this speaker")
+    parser.add_argument("--limit", type=int, default=10)
+    found = parser.parse_args(words)
+    try:
+        hits = search(
+            found.query,
+            kinds=found.kinds,
+            limit=found.limit,
+            since=found.since,
+            until=found.until,
+            actor=found.actor,
+        )
+    except SearchError as error:
+        raise CommandError(str(error)) from error
+    command.stdout.write(f"# Search: {found.query}\n")
+    if not hits:
+        command.stdout.write("Nothing found.")
+    for rank, hit in enumerate(hits, start=1):
+        when = f" · {timezone.localtime(hit.ts):%Y-%m-%d %H:%M}" if hit.ts else ""
+        who = f" · {hit.actor}" if hit.actor else ""
+        detail = f" · {hit.detail}" if hit.detail else ""
+        command.stdout.write(f"{rank}. `{hit.ref}`{when}{who}{detail} · score {hit.score:.3f}")
+        for turn in hit.before:
+            command.stdout.write(f"   > {turn.actor}: {_one_line(turn.text)}")
+        command.stdout.write(f"   {hit.snippet}")
+        for turn in hit.after:
+            command.stdout.write(f"   > {turn.actor}: {_one_line(turn.text)}")
+
+
+def _query(command: "Command", words: list[str], options: dict) -> None:
+    parser = command.word_parser("query", "Mira's memory query over events, memory, fragments.")
+    for name, help_text in QUERY_PARAMETERS.items():
+        parser.add_argument(f"--{name.replace('_', '-')}", dest=name, help=help_text)
+    parser.add_argument("--json", action="store_true", help="print JSON instead of Markdown")
+    asked = vars(parser.parse_args(words))
+    as_json = asked.pop("json")
+    try:
+        results = memory_query(query_from_params({k: v for k, v in asked.items() if v}))
+    except QueryError as error:
+        raise CommandError(str(error)) from error
+    if as_json:
+        command.stdout.write(json.dumps([entry.as_json() for entry in results], indent=1))
+        return
+    command.stdout.write(f"# Query: {len(results)} result{'s' if len(results) != 1 else ''}\n")
+    for entry in results:
+        when = f" · {timezone.localtime(entry.ts):%Y-%m-%d %H:%M}" if entry.ts else ""
+        scores = f" · importance {entry.importance:.2f}" if entry.importance is not None else ""
+        command.stdout.write(f"- `{entry.ref}` {entry.type}{when}{scores}: {_one_line(entry.text)}")
+
+
+def _eval(command: "Command", words: list[str], options: dict) -> None:
+    parser = command.word_parser("eval", "recall@k of search on a conversation dataset.")
+    parser.add_argument("dataset", type=Path)
+    parser.add_argument("--k", nargs="+", type=int, default=list(DEFAULT_KS))
+    parser.add_argument("--json", type=Path, dest="json_file", help="also write the figures here")
+    parser.add_argument(
+        "--here",
+        action="store_true",
+        help="evaluate in the configured stores (each conversation rolled back afterwards) "
+        "instead of fresh throwaway SQLite stores",
+    )
+    parser.add_argument("--migrate", action="store_true", help="migrate the stores first")
+    asked = parser.parse_args(words)
+    if any(k < 1 for k in asked.k):
+        raise CommandError("--k takes whole numbers of at least 1")
+    try:
+        if asked.here:
+            if asked.migrate:
+                command.migrate_all()
+            result = evaluate(dataset_load(asked.dataset), ks=asked.k)
+            command.stdout.write(json.dumps(result))
+            return
+        dataset_load(asked.dataset)  # a bad dataset is reported before anything starts
+        result = evaluate_in_throwaway_stores(path=asked.dataset, ks=asked.k)
+    except (DatasetError, RuntimeError) as error:
+        raise CommandError(str(error)) from error
+    ks = [str(k) for k in sorted(set(asked.k))]
+    command.stdout.write(f"{'category':<14}" + "".join(f"{'@' + k:>8}" for k in ks))
+    for category, figures in result["by_category"].items():
+        command.stdout.write(f"{category:<14}" + "".join(f"{figures[k]:>8.3f}" for k in ks))
+    overall = result["overall"]
+    command.stdout.write(f"{'overall':<14}" + "".join(f"{overall[k]:>8.3f}" for k in ks))
+    command.stdout.write(f"{result['questions']} questions")
+    if asked.json_file:
+        asked.json_file.write_text(json.dumps(result, indent=1) + "\n", encoding="utf-8")
+
+
+def _one_line(text: str) -> str:
+    return " ".join(text.split())
+
+
+WORDS = {"diff": _diff, "search": _search, "query": _query, "eval": _eval}
 
 
 class Command(BaseCommand):
     help = (
-        "Read the Gem: `lens KEY` (a fragment), `lens K1 K2 …` (what connects them), "
-        "`--wm`, `--summaries`; `lens diff DRAFT.md` (what a draft would change). Writes nothing."
+        "Read the Gem; writes nothing. `lens KEY` (a fragment), `lens K1 K2 …` (what connects "
+        "them), `--wm`, `--summaries`; `lens diff DRAFT.md` (what a draft would change); "
+        '`lens search "words"` (full-text search); `lens query --contains … --last-n-days 7 …` '
+        "(Mira's memory query); `lens eval DATASET.json [--k 5 10 25] [--json FILE]` (recall@k "
+        "of search). `lens WORD --help` for each word's options."
     )
 
     def add_arguments(self, parser):
-        parser.add_argument("words", nargs="*", help="A word from WORDS, or fragment keys.")
+        _keys_options(parser)
+        # Everything after the first word is the word's own: its options are not the command's.
         parser.add_argument(
-            "--key",
-            action="append",
-            default=[],
-            help="A fragment key, even one spelt like a word (lens --key diff).",
-        )
-        parser.add_argument("--wm", action="store_true", help="Working memory with live scores.")
-        parser.add_argument(
-            "--summaries", action="store_true", help="The Mirror's summaries, newest first."
-        )
-        parser.add_argument(
-            "--depth",
-            type=int,
-            default=DEPTH_DEFAULT,
-            help=f"Longest path between keys, in edges (default {DEPTH_DEFAULT}).",
-        )
-        parser.add_argument(
-            "--limit",
-            type=int,
-            default=SUMMARIES_DEFAULT,
-            help=f"How many summaries (default {SUMMARIES_DEFAULT}).",
+            "words", nargs=argparse.REMAINDER, help="A word from WORDS, or fragment keys."
         )
 
     def handle(self, *args, words, **options):
         handler, rest = (
-            (WORDS[words[0]], words[1:]) if words and words[0] in WORDS else (keys, words)
+            (WORDS[words[0]], words[1:]) if words and words[0] in WORDS else (_keys, words)
         )
         try:
-            self.stdout.write(handler(rest, options), ending="")
+            handler(self, rest, options)
         except LensError as error:
             raise CommandError(str(error)) from None
+
+    def word_parser(self, word: str, description: str) -> CommandParser:
+        return CommandParser(
+            prog=f"manage.py lens {word}",
+            description=description,
+            called_from_command_line=getattr(self, "_called_from_command_line", False),
+        )
+
+    def migrate_all(self) -> None:
+        from django.core.management import call_command
+
+        for alias in ("default", "events", "summaries", "snapshots"):
+            call_command("migrate", database=alias, verbosity=0)

@@ -1,0 +1,545 @@
+"""Generate the retrieval evaluation datasets: long two-person conversations with questions.
+
+Deterministic (seeded) and written from scratch for this project — no public benchmark's text.
+Each conversation runs over months in sessions a few days apart. Most turns are small talk
+drawn from a shared pool of words (so plenty of turns look alike); some exchanges carry facts
+(a pet adopted, a trip, a new job, a class, an injury, a book, a dinner, a family wedding,
+a move, a concert), later turns come back to them (distractors that name the same things), and
+every question asks about a fact in other words than the turn that states it.
+
+Categories
+    single-hop   one turn answers it, asked with different wording
+    multi-hop    two turns (two facts) are needed
+    temporal     when something happened: the turn that says it, dated by its session
+    open-domain  asked through world knowledge the turn never states (a city's country, a
+                 book's genre), so the words barely overlap
+    paraphrase   the fact reworded throughout, sharing at most a name with the turn
+
+Run: ``python -m lens.eval.generate`` writes ``small.json`` (for the tests) and ``large.json``
+(for the figures) next to this file.
+"""
+
+import json
+import random
+from datetime import datetime, timedelta
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+
+PAIRS = [
+    ("Ana", "Ben"),
+    ("Maya", "Tom"),
+    ("Iris", "Joel"),
+    ("Nadia", "Sam"),
+    ("Lena", "Omar"),
+    ("Rosa", "Felix"),
+    ("Clara", "Dev"),
+    ("Hana", "Luke"),
+]
+
+# --- small talk -------------------------------------------------------------------------------
+
+OPENERS = [
+    "Hey, how was your {day}?",
+    "Evening! Long {day}?",
+    "Morning. Did you sleep at all?",
+    "Hi! Sorry I vanished, {reason}.",
+    "You around? I need to vent about {thing}.",
+    "Good news, {thing} finally sorted itself out.",
+]
+SMALL_TALK = [
+    "Honestly just tired. {reason} and then {thing} on top of it.",
+    "Not bad. I spent most of it dealing with {thing}.",
+    "The weather was awful here, {weather} all afternoon.",
+    "I keep meaning to call you about {thing} and then forgetting.",
+    "Work was fine, a lot of meetings about {thing}.",
+    "We ordered {food} again, nobody had the energy to cook.",
+    "I watched half a documentary about {topic} and fell asleep.",
+    "Traffic was terrible, it took an hour to get across town.",
+    "Did you see the news about {topic}? Wild.",
+    "I'm trying to drink less coffee this week. It's going badly.",
+    "My neighbour is renovating again, drilling from eight in the morning.",
+    "I went for a walk by the {place} to clear my head.",
+    "Nothing much, {reason}, so I stayed in with a {drink}.",
+    "The {thing} situation is still dragging on, don't ask.",
+    "I finally cleaned the kitchen. Small victories.",
+    "Someone at work brought {food} in, so the day wasn't a total loss.",
+    "I should sleep but I'm reading about {topic} instead.",
+    "Ha, same here. {weather} and a pile of laundry.",
+    "That's so annoying. Did they ever reply about {thing}?",
+    "Oh no. Hope it gets better soon.",
+    "Sounds like a proper week. Rest this weekend?",
+    "Haha, classic. Tell me more later?",
+    "I'm glad. You deserved an easy one.",
+    "Ugh, I know the feeling.",
+    "Fair enough, some weeks are like that.",
+    "Let's catch up properly on the weekend then.",
+    "Okay, talk tomorrow. Sleep well!",
+    "Night! Say hi to everyone for me.",
+]
+DAY = ["day", "week", "Monday", "shift", "afternoon"]
+REASONS = [
+    "work has been chaos",
+    "my phone died",
+    "the internet was down all weekend",
+    "I had a cold",
+    "we had guests staying",
+    "I was buried in paperwork",
+]
+THINGS = [
+    "the car insurance",
+    "my landlord",
+    "the broken boiler",
+    "the tax forms",
+    "the new project at work",
+    "the bank",
+    "my laptop",
+    "the parking permit",
+    "the group chat drama",
+    "the dentist appointment",
+]
+WEATHER = ["rain", "wind", "grey drizzle", "a heatwave", "fog", "hail"]
+FOODS = ["pizza", "curry", "noodles", "tacos", "sushi", "dumplings"]
+TOPICS = ["octopuses", "deep sea mining", "the housing market", "old maps", "volcanoes", "bees"]
+PLACES = ["river", "park", "harbour", "old railway line", "canal"]
+DRINKS = ["tea", "glass of wine", "hot chocolate", "beer"]
+
+# --- facts ------------------------------------------------------------------------------------
+# Each fact: slots, a question turn from the other person, statement variants, callbacks
+# (later turns naming the same things) and questions by category. ``{who}`` is the person the
+# fact is about.
+
+ANIMALS = [
+    # (word in the turn, the word a question uses, a kind the question may use instead)
+    ("puppy", "dog", "animal"),
+    ("kitten", "cat", "pet"),
+    ("rabbit", "bunny", "pet"),
+    ("parrot", "bird", "pet"),
+]
+PET_NAMES = ["Biscuit", "Pepper", "Juniper", "Mochi", "Waffles", "Clover", "Pickle", "Otis"]
+CITIES = [
+    ("Lisbon", "Portugal", "Portuguese"),
+    ("Kyoto", "Japan", "Japanese"),
+    ("Krakow", "Poland", "Polish"),
+    ("Seville", "Spain", "Spanish"),
+    ("Edinburgh", "Scotland", "Scottish"),
+    ("Bergen", "Norway", "Norwegian"),
+    ("Naples", "Italy", "Italian"),
+    ("Ghent", "Belgium", "Belgian"),
+]
+TRIP_ACTIVITIES = ["walking the old town", "museums", "hiking the hills", "sitting in cafes"]
+TRIP_FOODS = ["pastries", "seafood", "ramen", "pierogi", "tapas", "waffles"]
+JOBS = [
+    ("Harbor Analytics", "data analyst", "numbers"),
+    ("Greenleaf Architects", "junior architect", "drawings"),
+    ("Northwind Logistics", "shift supervisor", "schedules"),
+    ("Bluebell Bakery", "pastry chef", "dough"),
+    ("Cobalt Games", "level designer", "maps"),
+    ("Riverside Clinic", "receptionist", "patients"),
+]
+HOBBIES = [
+    ("pottery", "clay", "making bowls"),
+    ("salsa", "dance", "spinning around"),
+    ("life drawing", "sketching", "charcoal"),
+    ("climbing", "bouldering", "chalky hands"),
+    ("Italian", "language", "verbs"),
+    ("woodworking", "carpentry", "sawdust"),
+]
+WEEKDAYS = ["Monday", "Tuesday", "Wednesday", "Thursday"]
+INJURIES = [
+    ("ankle", "leg", "stairs at the station"),
+    ("wrist", "arm", "icy pavement outside the shop"),
+    ("knee", "leg", "last five-a-side game"),
+    ("shoulder", "arm", "move, carrying the sofa"),
+]
+BOOKS = [
+    ("The Salt Orchard", "Mirela Voss", "novel", "family saga"),
+    ("Nine Winters", "Aki Tanabe", "thriller", "crime story"),
+    ("A Map of Small Hours", "Jonas Pell", "memoir", "life story"),
+    ("The Glass Cartographer", "Inez Marlow", "fantasy book", "dragons and magic"),
+    ("Tidewater", "Ruth Okafor", "short stories", "collection"),
+]
+DISHES = [
+    ("lasagne", "pasta bake", "the top"),
+    ("paella", "rice dish", "the bottom"),
+    ("beef wellington", "pastry-wrapped beef", "the pastry"),
+    ("lemon tart", "dessert", "the crust"),
+    ("ramen from scratch", "noodle soup", "the eggs"),
+]
+RELATIVES = [
+    ("sister", "sibling"),
+    ("brother", "sibling"),
+    ("cousin", "relative"),
+]
+RELATIVE_NAMES = ["Marta", "Jonah", "Elise", "Paolo", "Greta", "Ravi"]
+TOWNS = ["Whitby", "Cork", "Annecy", "Bruges", "Hallstatt", "Porto"]
+MOVES = [
+    ("a flat above the bakery on Elm Street", "apartment", "smells of bread every morning"),
+    ("a tiny house near the allotments", "cottage", "has a wood stove"),
+    ("a loft in the old textile mill", "converted factory", "has huge windows"),
+]
+BANDS = [
+    ("The Paper Lanterns", "indie"),
+    ("Moss & Marrow", "folk"),
+    ("Static Bloom", "electronic"),
+    ("Velvet Harbour", "jazz"),
+]
+VENUES = ["the Roundhouse", "the old corn exchange", "a tiny club by the docks"]
+
+MONTHS = [
+    "January",
+    "February",
+    "March",
+    "April",
+    "May",
+    "June",
+    "July",
+    "August",
+    "September",
+    "October",
+    "November",
+    "December",
+]
+
+
+def _pick(rng, options):
+    return options[rng.randrange(len(options))]
+
+
+def _fact(rng: random.Random, kind: str, who: str) -> dict:
+    """One fact about ``who``: the exchange that states it, callbacks and questions."""
+    if kind == "pet":
+        animal, plain, kind_word = _pick(rng, ANIMALS)
+        name = _pick(rng, PET_NAMES)
+        return {
+            "ask": "Any news on the shelter visit?",
+            "say": _pick(
+                rng,
+                [
+                    f"Yes! We brought a {animal} home on Saturday. We've called her {name}.",
+                    f"We did it, there's a little {animal} asleep on my feet right now. "
+                    f"Her name is {name}.",
+                ],
+            ),
+            "react": "Oh my goodness, send pictures immediately.",
+            "callbacks": [
+                f"{name} chewed through a charger cable last night.",
+                f"Took {name} to the vet for her jabs, she was very brave.",
+            ],
+            "questions": [
+                ("single-hop", f"What is {who}'s new {plain} called?"),
+                ("paraphrase", f"Which {kind_word} joined {who}'s household from the rescue?"),
+            ],
+            "handle": f"the {plain}",
+            "entity": name,
+        }
+    if kind == "trip":
+        city, country, adjective = _pick(rng, CITIES)
+        activity, food = _pick(rng, TRIP_ACTIVITIES), _pick(rng, TRIP_FOODS)
+        return {
+            "ask": "Welcome back! How was the trip?",
+            "say": _pick(
+                rng,
+                [
+                    f"{city} was perfect. Four days of {activity} and far too many {food}.",
+                    f"Just landed from {city}. I did nothing but {activity} and eat {food}.",
+                ],
+            ),
+            "react": "Jealous. I need a holiday so badly.",
+            "callbacks": [f"I still dream about the {food} from {city}."],
+            "questions": [
+                ("temporal", f"When did {who} get back from visiting {city}?"),
+                ("open-domain", f"Which {adjective} city did {who} go away to?"),
+                ("paraphrase", f"Where did {who} holiday, eating {food} the whole time?"),
+            ],
+            "handle": f"the trip to {country}",
+            "entity": city,
+        }
+    if kind == "job":
+        company, role, stuff = _pick(rng, JOBS)
+        return {
+            "ask": "So? How's the new place treating you?",
+            "say": _pick(
+                rng,
+                [
+                    f"First week at {company} done. Being a {role} is harder than I expected, "
+                    f"so many {stuff}.",
+                    f"I survived my first days as a {role} at {company}. My head is full of "
+                    f"{stuff}.",
+                ],
+            ),
+            "react": "You'll be brilliant at it, I know it.",
+            "callbacks": [f"{company} had a team lunch today, it was nice actually."],
+            "questions": [
+                ("single-hop", f"What role did {who} take on at {company}?"),
+                ("paraphrase", f"Which employer hired {who} as a {role}?"),
+            ],
+            "handle": "the new job",
+            "entity": company,
+        }
+    if kind == "hobby":
+        hobby, field, detail = _pick(rng, HOBBIES)
+        weekday = _pick(rng, WEEKDAYS)
+        return {
+            "ask": "Did you end up signing up for something?",
+            "say": f"I joined a {hobby} class at the community centre, {weekday} evenings. "
+            f"Loving the {detail} already.",
+            "react": "That's so you. I love that.",
+            "callbacks": [f"{hobby.capitalize()} was great this week, the teacher is so patient."],
+            "questions": [
+                ("single-hop", f"What course did {who} enrol in at the community centre?"),
+                ("temporal", f"On which evening of the week does {who} go to {hobby}?"),
+                ("open-domain", f"What {field} lessons is {who} taking?"),
+            ],
+            "handle": f"the {hobby} class",
+            "entity": hobby,
+        }
+    if kind == "injury":
+        part, _limb, where = _pick(rng, INJURIES)
+        return {
+            "ask": "Why are you limping in that photo?",
+            "say": f"I twisted my {part} on the {where}. No running for a few weeks.",
+            "react": "Ouch. Rest it properly this time!",
+            "callbacks": [f"My {part} is almost back to normal, I walked to work today."],
+            "questions": [
+                ("single-hop", f"How did {who} hurt their {part}?"),
+                ("paraphrase", f"What injury kept {who} from jogging?"),
+            ],
+            "handle": f"the {part} injury",
+            "entity": part,
+        }
+    if kind == "book":
+        title, author, genre, _gist = _pick(rng, BOOKS)
+        return {
+            "ask": "What are you reading these days?",
+            "say": f"I finished {title} by {author} last night. The ending wrecked me.",
+            "react": "Adding it to my list, thanks.",
+            "callbacks": [f"Still thinking about the last chapter of {title}."],
+            "questions": [
+                ("single-hop", f"Which book by {author} did {who} complete?"),
+                ("open-domain", f"What {genre} did {who} say had a devastating ending?"),
+            ],
+            "handle": "the book",
+            "entity": title,
+        }
+    if kind == "dinner":
+        dish, plain, burnt = _pick(rng, DISHES)
+        guest = _pick(rng, RELATIVE_NAMES)
+        return {
+            "ask": "How did the birthday dinner go?",
+            "say": f"I made {dish} for {guest}'s birthday and burned {burnt}, "
+            "but everyone ate it anyway.",
+            "react": "Haha, it's the thought that counts.",
+            "callbacks": [f"{guest} keeps teasing me about the birthday {dish}."],
+            "questions": [
+                ("single-hop", f"What did {who} cook to celebrate {guest}?"),
+                ("temporal", f"When was {guest}'s birthday meal that {who} cooked?"),
+                ("paraphrase", f"Which {plain} got scorched at the party {who} hosted?"),
+            ],
+            "handle": "the birthday dinner",
+            "entity": guest,
+        }
+    if kind == "wedding":
+        relative, plain = _pick(rng, RELATIVES)
+        name, town = _pick(rng, RELATIVE_NAMES), _pick(rng, TOWNS)
+        month = _pick(rng, MONTHS)
+        return {
+            "ask": "You sounded excited on the phone, what happened?",
+            "say": f"My {relative} {name} got engaged! The wedding is in {town} next {month}.",
+            "react": "Congratulations to them! That's lovely news.",
+            "callbacks": [f"{name} asked me to give a speech at the wedding. Help."],
+            "questions": [
+                ("single-hop", f"Where will {who}'s {plain} {name} get married?"),
+                ("temporal", f"In which month is the wedding of {who}'s {relative}?"),
+            ],
+            "handle": "the wedding news",
+            "entity": name,
+        }
+    if kind == "move":
+        place, plain, detail = _pick(rng, MOVES)
+        return {
+            "ask": "Are you all unpacked yet?",
+            "say": f"Almost. We moved into {place}, it {detail}.",
+            "react": "It sounds dreamy. I'm coming over.",
+            "callbacks": ["Still haven't found the box with the cutlery since the move."],
+            "questions": [
+                ("single-hop", f"What kind of home did {who} relocate to?"),
+                ("paraphrase", f"Describe the {plain} {who} now lives in."),
+            ],
+            "handle": "the move",
+            "entity": place,
+        }
+    band, genre = _pick(rng, BANDS)
+    venue = _pick(rng, VENUES)
+    return {
+        "ask": "Was the gig as good as you hoped?",
+        "say": f"{band} were incredible at {venue}. I lost my voice singing along.",
+        "react": "I'm so glad you went!",
+        "callbacks": [f"I've had {band} on repeat since the show."],
+        "questions": [
+            ("single-hop", f"Which band did {who} see live at {venue}?"),
+            ("open-domain", f"What {genre} act did {who} go to a concert of?"),
+        ],
+        "handle": "the concert",
+        "entity": band,
+    }
+
+
+FACT_KINDS = ["pet", "trip", "job", "hobby", "injury", "book", "dinner", "wedding", "move", "gig"]
+
+
+def _small_talk(rng: random.Random) -> str:
+    return _pick(rng, SMALL_TALK).format(
+        day=_pick(rng, DAY),
+        reason=_pick(rng, REASONS),
+        thing=_pick(rng, THINGS),
+        weather=_pick(rng, WEATHER),
+        food=_pick(rng, FOODS),
+        topic=_pick(rng, TOPICS),
+        place=_pick(rng, PLACES),
+        drink=_pick(rng, DRINKS),
+    )
+
+
+def _opener(rng: random.Random) -> str:
+    return _pick(rng, OPENERS).format(
+        day=_pick(rng, DAY), reason=_pick(rng, REASONS), thing=_pick(rng, THINGS)
+    )
+
+
+def conversation(
+    rng: random.Random, *, cid: str, pair: tuple[str, str], sessions: int, facts_each: int
+) -> tuple[dict, list[dict]]:
+    """One conversation and its questions."""
+    start = datetime(2023, 1, 1) + timedelta(days=rng.randrange(365))
+    people = list(pair)
+    # Which session states which fact: spread over the conversation, never the first session.
+    planned = []
+    for who in people:
+        for kind in rng.sample(FACT_KINDS, facts_each):
+            planned.append((rng.randrange(1, sessions), who, kind))
+    by_session: dict[int, list[tuple[str, str]]] = {}
+    for session, who, kind in planned:
+        by_session.setdefault(session, []).append((who, kind))
+
+    turns, questions, stated, callbacks_due = [], [], [], []
+    day = start
+    for session in range(1, sessions + 1):
+        day += timedelta(days=rng.randint(2, 9))
+        clock = day.replace(hour=rng.choice([8, 12, 18, 19, 20, 21]), minute=rng.randrange(60))
+        number = 0
+        speaker = rng.randrange(2)
+
+        def add(text: str, who: str, session=session) -> str:
+            nonlocal number, clock
+            number += 1
+            clock += timedelta(minutes=rng.randint(1, 6))
+            turn_id = f"D{session}:{number}"
+            turns.append({"id": turn_id, "ts": clock.isoformat(), "speaker": who, "text": text})
+            return turn_id
+
+        add(_opener(rng), people[speaker])
+        facts_here = by_session.get(session, [])
+        slots = rng.randint(10, 20)
+        fact_at = sorted(rng.sample(range(slots), min(len(facts_here), slots)))
+        due_now = [c for c in callbacks_due if c[0] <= session]
+        callbacks_due = [c for c in callbacks_due if c[0] > session]
+        for slot in range(slots):
+            speaker = 1 - speaker
+            if slot in fact_at:
+                who, kind = facts_here[fact_at.index(slot)]
+                other = people[1 - people.index(who)]
+                fact = _fact(rng, kind, who)
+                add(fact["ask"], other)
+                evidence = add(fact["say"], who)
+                add(fact["react"], other)
+                stated.append({**fact, "who": who, "evidence": evidence, "ts": clock})
+                for text in fact["callbacks"]:
+                    callbacks_due.append((session + rng.randint(1, 6), who, text))
+                for category, question in fact["questions"]:
+                    questions.append(
+                        {
+                            "conversation": cid,
+                            "question": question,
+                            "evidence": [evidence],
+                            "category": category,
+                        }
+                    )
+            elif due_now and rng.random() < 0.5:
+                _, who, text = due_now.pop()
+                add(text, who)
+            else:
+                add(_small_talk(rng), people[speaker])
+        for _, who, text in due_now:
+            add(text, who)
+        add(_pick(rng, SMALL_TALK[-3:]), people[1 - speaker])
+
+    questions += _multi_hop(rng, cid, stated)
+    return {"id": cid, "turns": turns}, questions
+
+
+def _multi_hop(rng: random.Random, cid: str, stated: list[dict]) -> list[dict]:
+    """Questions that need two stated facts: an order in time, or both people at once."""
+    out = []
+    by_person: dict[str, list[dict]] = {}
+    for fact in stated:
+        by_person.setdefault(fact["who"], []).append(fact)
+    for who, facts in by_person.items():
+        for first, second in zip(facts[::2], facts[1::2], strict=False):
+            out.append(
+                {
+                    "conversation": cid,
+                    "question": f"Which came first for {who}: {first['handle']} "
+                    f"or {second['handle']}?",
+                    "evidence": [first["evidence"], second["evidence"]],
+                    "category": "multi-hop",
+                }
+            )
+    people = list(by_person)
+    if len(people) == 2:
+        a_facts, b_facts = by_person[people[0]], by_person[people[1]]
+        for a, b in zip(rng.sample(a_facts, len(a_facts)), b_facts, strict=False):
+            out.append(
+                {
+                    "conversation": cid,
+                    "question": f"What links {a['entity']} for {people[0]} "
+                    f"and {b['entity']} for {people[1]}?",
+                    "evidence": [a["evidence"], b["evidence"]],
+                    "category": "multi-hop",
+                }
+            )
+            break
+    return out
+
+
+def dataset(*, conversations: int, sessions: int, facts_each: int, seed: int) -> dict:
+    rng = random.Random(seed)
+    convs, questions = [], []
+    for n in range(conversations):
+        pair = PAIRS[n % len(PAIRS)]
+        conv, qs = conversation(
+            rng, cid=f"c{n + 1}", pair=pair, sessions=sessions, facts_each=facts_each
+        )
+        convs.append(conv)
+        questions += qs
+    return {"conversations": convs, "questions": questions}
+
+
+SMALL = {"conversations": 2, "sessions": 8, "facts_each": 3, "seed": 1}
+LARGE = {"conversations": 8, "sessions": 30, "facts_each": 8, "seed": 2}
+
+
+def main() -> None:
+    for name, options in (("small", SMALL), ("large", LARGE)):
+        data = dataset(**options)
+        path = HERE / f"{name}.json"
+        path.write_text(json.dumps(data, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
+        turns = sum(len(c["turns"]) for c in data["conversations"])
+        print(
+            f"{path.name}: {len(data['conversations'])} conversations, {turns} turns, "
+            f"{len(data['questions'])} questions"
+        )
+
+
+if __name__ == "__main__":
+    main()

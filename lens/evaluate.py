@@ -1,0 +1,198 @@
+"""The retrieval evaluation harness: recall@k of ``lens.search.search`` on conversation datasets.
+
+Dataset (JSON)::
+
+    {"conversations": [{"id": "c1", "turns": [{"id": "D1:3", "ts": "2023-05-08T13:56:00",
+                                                "speaker": "Ana", "text": "…"}]}],
+     "questions": [{"conversation": "c1", "question": "…", "evidence": ["D1:3"],
+                    "category": "temporal"}]}
+
+Each conversation is written through the event log's own path (``heart.ingest.event_record``,
+so the search triggers index it as they index every message), its questions are asked through
+``search`` restricted to that conversation's events, and the transaction is rolled back: nothing
+stays. A naive ``ts`` is read in the project's time zone.
+
+recall@k of a question is the share of its evidence turns among the first k hits; the figures
+are means over questions, overall and by category.
+"""
+
+import json
+import os
+import subprocess
+import sys
+import tempfile
+from collections import defaultdict
+from collections.abc import Sequence
+from datetime import datetime
+from pathlib import Path
+
+from django.conf import settings
+from django.db import transaction
+from django.utils import timezone
+
+from heart.ingest import event_record
+from lens.search import search
+
+DEFAULT_KS = (5, 10, 25)
+STORE_URLS = (
+    "DATABASE_URL",
+    "EVENTS_DATABASE_URL",
+    "SUMMARIES_DATABASE_URL",
+    "SNAPSHOTS_DATABASE_URL",
+)
+
+
+class DatasetError(ValueError):
+    """The dataset does not have the expected shape; the message says where."""
+
+
+def dataset_load(path: Path) -> dict:
+    try:
+        data = json.loads(Path(path).read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise DatasetError(f"{path}: no such file") from None
+    except json.JSONDecodeError as error:
+        raise DatasetError(f"{path}: not JSON ({error})") from None
+    dataset_check(data)
+    return data
+
+
+def dataset_check(data: object) -> None:
+    """Raise ``DatasetError`` naming the first thing out of shape."""
+    if not isinstance(data, dict):
+        raise DatasetError("the dataset must be a JSON object")
+    conversations = _list(data, "conversations", "the dataset")
+    turns_of: dict[str, set[str]] = {}
+    for n, conversation in enumerate(conversations):
+        where = f"conversations[{n}]"
+        cid = _text(conversation, "id", where)
+        if cid in turns_of:
+            raise DatasetError(f"{where}.id: {cid!r} is used twice")
+        turns_of[cid] = set()
+        for t, turn in enumerate(_list(conversation, "turns", where)):
+            at = f"{where}.turns[{t}]"
+            turn_id = _text(turn, "id", at)
+            if turn_id in turns_of[cid]:
+                raise DatasetError(f"{at}.id: {turn_id!r} is used twice in {cid}")
+            turns_of[cid].add(turn_id)
+            _text(turn, "speaker", at)
+            if not isinstance(turn.get("text"), str):
+                raise DatasetError(f"{at}.text: a string is needed")
+            try:
+                datetime.fromisoformat(_text(turn, "ts", at))
+            except ValueError:
+                raise DatasetError(f"{at}.ts: {turn['ts']!r} is not an ISO date and time") from None
+    for n, question in enumerate(_list(data, "questions", "the dataset")):
+        where = f"questions[{n}]"
+        cid = _text(question, "conversation", where)
+        if cid not in turns_of:
+            raise DatasetError(f"{where}.conversation: no conversation {cid!r}")
+        _text(question, "question", where)
+        _text(question, "category", where)
+        evidence = _list(question, "evidence", where)
+        if not evidence:
+            raise DatasetError(f"{where}.evidence: at least one turn id is needed")
+        for e, turn_id in enumerate(evidence):
+            if turn_id not in turns_of[cid]:
+                raise DatasetError(f"{where}.evidence[{e}]: {turn_id!r} is not a turn of {cid}")
+
+
+def evaluate(data: dict, *, ks: Sequence[int] = DEFAULT_KS) -> dict:
+    """recall@k overall and by category: ``{"overall": {"5": …}, "by_category": {…},
+    "questions": N}``."""
+    dataset_check(data)
+    ks = sorted(set(ks))
+    if not ks or ks[0] < 1:
+        raise DatasetError("every k must be a whole number of at least 1")
+    asked: dict[str, list[dict]] = defaultdict(list)
+    for question in data["questions"]:
+        asked[question["conversation"]].append(question)
+    recalls: list[tuple[str, dict[int, float]]] = []
+    for conversation in data["conversations"]:
+        questions = asked.get(conversation["id"], [])
+        if questions:
+            recalls += _conversation_recalls(conversation, questions, ks)
+    return _summary(recalls, ks)
+
+
+def _conversation_recalls(conversation: dict, questions: list[dict], ks: list[int]):
+    depth = max(ks)
+    with transaction.atomic(using="events"):
+        turn_of: dict[int, str] = {}
+        for turn in conversation["turns"]:
+            event, _ = event_record(
+                text=turn["text"], actor=turn["speaker"], ts=_aware(turn["ts"]), identities=[]
+            )
+            turn_of[event.pk] = turn["id"]
+        bounds = (min(turn_of), max(turn_of))
+        results = []
+        for question in questions:
+            hits = search(
+                question["question"],
+                kinds=["event"],
+                limit=min(depth, 100),
+                event_ids=bounds,
+                neighbours=0,
+            )
+            ranked = [turn_of[hit.id] for hit in hits]
+            evidence = set(question["evidence"])
+            results.append(
+                (
+                    question["category"],
+                    {k: len(evidence & set(ranked[:k])) / len(evidence) for k in ks},
+                )
+            )
+        transaction.set_rollback(True, using="events")
+    return results
+
+
+def _summary(recalls: list[tuple[str, dict[int, float]]], ks: list[int]) -> dict:
+    def means(rows: list[dict[int, float]]) -> dict[str, float]:
+        return {str(k): round(sum(row[k] for row in rows) / len(rows), 4) for k in ks}
+
+    by_category: dict[str, list[dict[int, float]]] = defaultdict(list)
+    for category, row in recalls:
+        by_category[category].append(row)
+    return {
+        "overall": means([row for _, row in recalls]) if recalls else {str(k): 0.0 for k in ks},
+        "by_category": {category: means(rows) for category, rows in sorted(by_category.items())},
+        "questions": len(recalls),
+    }
+
+
+def evaluate_in_throwaway_stores(*, path: Path, ks: Sequence[int]) -> dict:
+    """Run ``manage.py lens eval … --here`` in a new process on fresh SQLite stores."""
+    with tempfile.TemporaryDirectory(prefix="silentstar-eval-") as data_dir:
+        env = {
+            **os.environ,
+            **dict.fromkeys(STORE_URLS, ""),
+            "SILENTSTAR_DATA_DIR": data_dir,
+            "SILENTSTAR_LOG_LEVEL": "WARNING",
+        }
+        command = [sys.executable, "manage.py", "lens", "eval", str(Path(path).resolve())]
+        command += ["--k", *map(str, ks), "--here", "--migrate"]
+        done = subprocess.run(
+            command, cwd=settings.BASE_DIR, env=env, stdout=subprocess.PIPE, text=True
+        )
+        if done.returncode != 0:
+            raise RuntimeError(f"the evaluation failed ({' '.join(command)})")
+        return json.loads(done.stdout.strip().splitlines()[-1])
+
+
+def _aware(ts: str) -> datetime:
+    moment = datetime.fromisoformat(ts)
+    return moment if timezone.is_aware(moment) else timezone.make_aware(moment)
+
+
+def _list(item: object, name: str, where: str) -> list:
+    value = item.get(name) if isinstance(item, dict) else None
+    if not isinstance(value, list):
+        raise DatasetError(f"{where}: {name!r} must be a list")
+    return value
+
+
+def _text(item: object, name: str, where: str) -> str:
+    value = item.get(name) if isinstance(item, dict) else None
+    if not isinstance(value, str) or not value.strip():
+        raise DatasetError(f"{where}.{name}: a non-empty string is needed")
+    return value

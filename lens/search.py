@@ -1,0 +1,434 @@
+"""Full-text search over fragments, events and working memory: one API over SQLite and PostgreSQL.
+
+The indexes are built and kept in step by triggers (``lens/migrations/0001_search_indexes.py``):
+FTS5 with the Porter stemmer on SQLite, weighted ``tsvector`` columns under GIN on PostgreSQL.
+Each lives in the store of what it indexes, so each kind is one query on one store.
+
+Query words
+    The query is cut into words; common English words ("what", "did", "the") are dropped unless
+    nothing else is left, and the rest are OR-ed: a hit needs one word, and ranking (BM25 on
+    SQLite, ``ts_rank`` on PostgreSQL) puts the hits with the rarer and more numerous words
+    first. Stemming makes "named" find "name" and "puppies" "puppy".
+
+Events
+    An event is indexed with its own text (weight 1), its speaker and its date in words (UTC),
+    and the two events before it as context (a lower weight): the answer to a question is then
+    found by the question's words. At query time, among the best few times ``limit`` events, an
+    event also earns a share of the better score of the events just before and after it (turn
+    and window scores fused), and the turns of a speaker the query names count more. A hit
+    carries the turns around it (``neighbours`` each side). The weights were chosen on a
+    development dataset generated apart from the one the figures are measured on.
+
+Scores
+    Higher is better, comparable within one backend; hits of all kinds are merged by score.
+"""
+
+import re
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from datetime import datetime
+
+from django.db import connections
+from django.db.models import Q
+from django.utils import timezone
+
+from gem.models import Fragment, WorkingMemory
+from heart.assemble import RecalledItem
+from heart.models import Event
+from silentstar.router import store_for
+
+KINDS = ("fragment", "event", "wm")
+MAX_LIMIT = 100
+MAX_TERMS = 32
+NEIGHBOURS = 1  # turns each side of an event hit
+# An event also earns this share of the better score of the events just before and after it
+# (a question and its answer, a story told over two turns), among this many times the limit.
+NEIGHBOUR_FUSION = 0.3
+FUSION_POOL = 4
+# A speaker named in the query: their turns count this much more. A name in half the turns
+# is worth next to nothing to BM25, yet "what did Ben…" is mostly answered by Ben.
+SPEAKER_BOOST = 0.5
+MARK_OPEN, MARK_CLOSE = "**", "**"
+
+# Column weights. SQLite bm25: content, speaker, date words, context (the turns before).
+SQLITE_EVENT_WEIGHTS = (1.0, 0.5, 0.5, 0.2)
+SQLITE_FRAGMENT_WEIGHTS = (2.0, 1.0, 0.7, 0.5)  # key, ambient, recognition, inventory
+SQLITE_WM_WEIGHTS = (1.0, 0.5, 0.2)  # content, subject, type
+# PostgreSQL ts_rank weights for D, C, B, A (see the migration for what each letter holds).
+POSTGRES_WEIGHTS = "{0.1, 0.2, 0.5, 1.0}"
+
+STOP_WORDS = frozenset(
+    """
+    a about above after again against all am an and any are as at be because been before being
+    below between both but by can could did do does doing down during each else ever few for from
+    further get got had has have having he her here hers herself him himself his how i if in into
+    is it its itself just me mention mentioned might more most must my myself no nor not now of
+    off on once only or other our ours ourselves out over own said same say says she should so
+    some such tell than that the their theirs them themselves then there these they this those
+    through to too under until up very was we were what when where which while who whom whose why
+    will with would you your yours yourself yourselves
+    """.split()
+)
+_WORD_RE = re.compile(r"[^\W_]+", re.UNICODE)
+_TAG_RE = re.compile(r"</?[^\W\d_][\w'’-]*>")
+_MARK_START, _MARK_END = "\x02", "\x03"
+
+
+class SearchError(ValueError):
+    """A search that cannot be run as asked; the message says what is wrong."""
+
+
+@dataclass(frozen=True, slots=True)
+class Neighbour:
+    """A turn next to an event hit, so the reader sees the conversation around it."""
+
+    id: int
+    ts: datetime
+    actor: str
+    text: str
+
+
+@dataclass(frozen=True, slots=True)
+class Hit:
+    kind: str  # fragment | event | wm
+    id: int | None  # event or working-memory id
+    key: str | None  # fragment key
+    score: float
+    snippet: str  # the best passage, matched words in **bold**
+    ts: datetime | None  # events: when said; wm: created; fragments: last updated
+    text: str = ""  # the whole event, working-memory item or fragment (its fullest tier)
+    actor: str = ""
+    detail: str = ""  # wm: "type, status"
+    before: tuple[Neighbour, ...] = ()
+    after: tuple[Neighbour, ...] = ()
+
+    @property
+    def ref(self) -> str:
+        """``event:12``, ``wm:3``, ``fragment:fairy``."""
+        return f"{self.kind}:{self.key if self.kind == 'fragment' else self.id}"
+
+
+def query_terms(query: str) -> list[str]:
+    """The words searched for: lower-cased, common words dropped unless nothing else is left."""
+    words = list(dict.fromkeys(word.casefold() for word in _WORD_RE.findall(query or "")))
+    kept = [word for word in words if word not in STOP_WORDS]
+    return (kept or words)[:MAX_TERMS]
+
+
+def fts5_expression(terms: Sequence[str]) -> str:
+    """An FTS5 MATCH expression: any of the terms (each quoted, so none is an operator)."""
+    return " OR ".join(f'"{term}"' for term in terms)
+
+
+def tsquery_expression(terms: Sequence[str]) -> str:
+    """A ``to_tsquery`` text: any of the terms (words only, so nothing needs escaping)."""
+    return " | ".join(terms)
+
+
+def search(
+    query: str,
+    *,
+    kinds: Iterable[str] = KINDS,
+    limit: int = 10,
+    since: datetime | None = None,
+    until: datetime | None = None,
+    actor: str | None = None,
+    event_ids: tuple[int, int] | None = None,
+    neighbours: int = NEIGHBOURS,
+) -> list[Hit]:
+    """The best ``limit`` hits for ``query``, best first.
+
+    ``since``/``until``: events said, working memory created, fragments last updated in
+    ``[since, until)``. ``actor``: events and working memory by that speaker (fragments have
+    none, so they drop out). ``event_ids``: only events with ids in that inclusive range (one
+    conversation, one summary's span).
+    """
+    kinds = tuple(dict.fromkeys(kinds))
+    if unknown := [kind for kind in kinds if kind not in KINDS]:
+        raise SearchError(f"Unknown kind {unknown[0]!r}: search knows {', '.join(KINDS)}.")
+    if not isinstance(limit, int) or isinstance(limit, bool) or not 1 <= limit <= MAX_LIMIT:
+        raise SearchError(f"limit must be a whole number from 1 to {MAX_LIMIT}, not {limit!r}.")
+    if since and until and since >= until:
+        raise SearchError("since must come before until.")
+    terms = query_terms(query)
+    if not terms:
+        raise SearchError("The query has no words to search for.")
+    filters = _Filters(since=since, until=until, actor=actor or None, event_ids=event_ids)
+    hits: list[Hit] = []
+    if "event" in kinds:
+        hits += _events(terms, filters, limit, neighbours)
+    if "wm" in kinds:
+        hits += _working_memory(terms, filters, limit)
+    if "fragment" in kinds and filters.actor is None:
+        hits += _fragments(terms, filters, limit)
+    hits.sort(key=lambda hit: -hit.score)
+    return hits[:limit]
+
+
+# --- per kind ---------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class _Filters:
+    since: datetime | None
+    until: datetime | None
+    actor: str | None
+    event_ids: tuple[int, int] | None
+
+
+def _where(connection, filters: _Filters, *, ts: str, actor: str | None, id_column: str | None):
+    """SQL conditions and parameters for the filters, on the given columns."""
+    clauses, params = [], []
+    if filters.since is not None:
+        clauses.append(f"{ts} >= %s")
+        params.append(connection.ops.adapt_datetimefield_value(filters.since))
+    if filters.until is not None:
+        clauses.append(f"{ts} < %s")
+        params.append(connection.ops.adapt_datetimefield_value(filters.until))
+    if filters.actor is not None and actor is not None:
+        clauses.append(f"{actor} = %s")
+        params.append(filters.actor)
+    if filters.event_ids is not None and id_column is not None:
+        first, last = filters.event_ids
+        clauses.append(f"{id_column} BETWEEN %s AND %s")
+        params += [first, last]
+    return "".join(f" AND {clause}" for clause in clauses), params
+
+
+def _events(terms, filters: _Filters, limit: int, neighbours: int) -> list[Hit]:
+    connection = connections[store_for("heart", "event")]
+    ranked = event_ranking(connection, terms, filters, limit=min(limit * FUSION_POOL, 500))
+    named = set(terms)
+    scores = {
+        event_id: score * (1 + SPEAKER_BOOST if actor.casefold() in named else 1)
+        for event_id, score, actor in ranked
+    }
+    fused = sorted(
+        (
+            (score + NEIGHBOUR_FUSION * max(scores.get(i - 1, 0.0), scores.get(i + 1, 0.0)), i)
+            for i, score in scores.items()
+        ),
+        key=lambda pair: (-pair[0], pair[1]),
+    )[:limit]
+    if not fused:
+        return []
+    ids = [event_id for _, event_id in fused]
+    snippets = _event_snippets(connection, terms, ids)
+    events = _events_around(ids, neighbours, filters.event_ids)
+    hits = []
+    for score, event_id in fused:
+        event = events[event_id]
+        hits.append(
+            Hit(
+                kind="event",
+                id=event_id,
+                key=None,
+                score=score,
+                snippet=_snippet(snippets.get(event_id, event.text)),
+                ts=event.ts,
+                text=event.text,
+                actor=event.actor,
+                before=tuple(
+                    events[i] for i in sorted(events) if event_id - neighbours <= i < event_id
+                ),
+                after=tuple(
+                    events[i] for i in sorted(events) if event_id < i <= event_id + neighbours
+                ),
+            )
+        )
+    return hits
+
+
+def event_ranking(
+    connection, terms, filters: _Filters, *, limit: int
+) -> list[tuple[int, float, str]]:
+    """``(event id, score, actor)`` of the best ``limit`` events, best first: one query."""
+    where, params = _where(connection, filters, ts="e.ts", actor="e.actor", id_column="e.id")
+    if connection.vendor == "sqlite":
+        weights = ", ".join(str(w) for w in SQLITE_EVENT_WEIGHTS)
+        sql = (
+            f"SELECT f.rowid, -bm25(lens_event_fts, {weights}), e.actor "
+            "FROM lens_event_fts f JOIN heart_event e ON e.id = f.rowid "
+            f"WHERE lens_event_fts MATCH %s{where} "
+            f"ORDER BY bm25(lens_event_fts, {weights}) LIMIT %s"
+        )
+        rows = _fetch(connection, sql, [fts5_expression(terms), *params, limit])
+    else:
+        sql = (
+            "SELECT i.event_id, ts_rank(%s::float4[], i.document, q) AS score, e.actor "
+            "FROM lens_event_index i JOIN heart_event e ON e.id = i.event_id, "
+            "to_tsquery('english', %s) q "
+            f"WHERE i.document @@ q{where} ORDER BY score DESC, i.event_id LIMIT %s"
+        )
+        rows = _fetch(
+            connection, sql, [POSTGRES_WEIGHTS, tsquery_expression(terms), *params, limit]
+        )
+    return [(event_id, float(score), actor) for event_id, score, actor in rows]
+
+
+def _event_snippets(connection, terms, ids: list[int]) -> dict[int, str]:
+    """The best passage of each chosen event, matched words marked."""
+    marks = ", ".join(["%s"] * len(ids))
+    if connection.vendor == "sqlite":
+        sql = (
+            f"SELECT rowid, snippet(lens_event_fts, 0, '{_MARK_START}', '{_MARK_END}', '…', 24) "
+            f"FROM lens_event_fts WHERE lens_event_fts MATCH %s AND rowid IN ({marks})"
+        )
+        return dict(_fetch(connection, sql, [fts5_expression(terms), *ids]))
+    sql = (
+        f"SELECT e.id, ts_headline('english', e.content, q, '{_HEADLINE}') "
+        f"FROM heart_event e, to_tsquery('english', %s) q WHERE e.id IN ({marks})"
+    )
+    return dict(_fetch(connection, sql, [tsquery_expression(terms), *ids]))
+
+
+def _events_around(
+    ids: list[int], neighbours: int, bounds: tuple[int, int] | None
+) -> dict[int, Neighbour]:
+    """The hits and the events next to them (by id), in one query."""
+    ranges = Q()
+    for event_id in ids:
+        low, high = event_id - neighbours, event_id + neighbours
+        if bounds is not None:
+            low, high = max(low, bounds[0]), min(high, bounds[1])
+        ranges |= Q(pk__range=(low, high))
+    rows = Event.objects.filter(ranges).values_list("pk", "ts", "actor", "content")
+    return {pk: Neighbour(pk, ts, actor, content) for pk, ts, actor, content in rows}
+
+
+def _working_memory(terms, filters: _Filters, limit: int) -> list[Hit]:
+    connection = connections[store_for("gem", "workingmemory")]
+    where, params = _where(connection, filters, ts="w.created_at", actor="w.actor", id_column=None)
+    if connection.vendor == "sqlite":
+        weights = ", ".join(str(w) for w in SQLITE_WM_WEIGHTS)
+        sql = (
+            f"SELECT f.rowid, -bm25(lens_wm_fts, {weights}), "
+            f"snippet(lens_wm_fts, 0, '{_MARK_START}', '{_MARK_END}', '…', 24) "
+            "FROM lens_wm_fts f JOIN gem_workingmemory w ON w.id = f.rowid "
+            f"WHERE lens_wm_fts MATCH %s{where} ORDER BY bm25(lens_wm_fts, {weights}) LIMIT %s"
+        )
+        rows = _fetch(connection, sql, [fts5_expression(terms), *params, limit])
+    else:
+        sql = (
+            "SELECT w.id, ts_rank(%s::float4[], i.document, q) AS score, "
+            f"ts_headline('english', w.content, q, '{_HEADLINE}') "
+            "FROM lens_wm_index i JOIN gem_workingmemory w ON w.id = i.wm_id, "
+            "to_tsquery('english', %s) q "
+            f"WHERE i.document @@ q{where} ORDER BY score DESC, w.id LIMIT %s"
+        )
+        rows = _fetch(
+            connection, sql, [POSTGRES_WEIGHTS, tsquery_expression(terms), *params, limit]
+        )
+    items = WorkingMemory.objects.in_bulk([row[0] for row in rows])
+    return [
+        Hit(
+            kind="wm",
+            id=wm_id,
+            key=None,
+            score=float(score),
+            snippet=_snippet(snippet),
+            ts=items[wm_id].created_at,
+            text=items[wm_id].content,
+            actor=items[wm_id].actor,
+            detail=f"{items[wm_id].type}, {items[wm_id].status}",
+        )
+        for wm_id, score, snippet in rows
+        if wm_id in items
+    ]
+
+
+def _fragments(terms, filters: _Filters, limit: int) -> list[Hit]:
+    connection = connections[store_for("gem", "fragment")]
+    where, params = _where(connection, filters, ts="g.updated_at", actor=None, id_column=None)
+    if connection.vendor == "sqlite":
+        weights = ", ".join(str(w) for w in SQLITE_FRAGMENT_WEIGHTS)
+        sql = (
+            f"SELECT f.key, -bm25(lens_fragment_fts, {weights}), "
+            f"snippet(lens_fragment_fts, -1, '{_MARK_START}', '{_MARK_END}', '…', 24) "
+            "FROM lens_fragment_fts f JOIN gem_fragment g ON g.key = f.key "
+            f"WHERE lens_fragment_fts MATCH %s{where} "
+            f"ORDER BY bm25(lens_fragment_fts, {weights}) LIMIT %s"
+        )
+        rows = _fetch(connection, sql, [fts5_expression(terms), *params, limit])
+    else:
+        sql = (
+            "SELECT g.key, ts_rank(%s::float4[], i.document, q) AS score, ts_headline('english', "
+            "g.ambient || ' ' || g.recognition || ' ' || g.inventory, q, "
+            f"'{_HEADLINE}') "
+            "FROM lens_fragment_index i JOIN gem_fragment g ON g.key = i.key, "
+            "to_tsquery('english', %s) q "
+            f"WHERE i.document @@ q{where} ORDER BY score DESC, g.key LIMIT %s"
+        )
+        rows = _fetch(
+            connection, sql, [POSTGRES_WEIGHTS, tsquery_expression(terms), *params, limit]
+        )
+    fragments = Fragment.objects.in_bulk([row[0] for row in rows])
+    return [
+        Hit(
+            kind="fragment",
+            id=None,
+            key=key,
+            score=float(score),
+            snippet=_snippet(snippet),
+            ts=fragments[key].updated_at,
+            text=_fullest_tier(fragments[key]),
+        )
+        for key, score, snippet in rows
+        if key in fragments
+    ]
+
+
+_HEADLINE = f"StartSel={_MARK_START}, StopSel={_MARK_END}, MaxWords=24, MinWords=10"
+
+
+def _fetch(connection, sql: str, params: list) -> list[tuple]:
+    with connection.cursor() as cursor:
+        cursor.execute(sql, params)
+        return cursor.fetchall()
+
+
+def _snippet(raw: str) -> str:
+    """The passage without tag markup, matched words in bold, whitespace tidied."""
+    text = " ".join(_TAG_RE.sub(" ", raw or "").split())
+    text = text.replace(f"{_MARK_END} {_MARK_START}", " ")
+    return text.replace(_MARK_START, MARK_OPEN).replace(_MARK_END, MARK_CLOSE)
+
+
+def _fullest_tier(fragment: Fragment) -> str:
+    for tier in ("inventory", "recognition", "ambient"):
+        if text := getattr(fragment, tier).strip():
+            return text
+    return ""
+
+
+SEARCH_RECALL_HITS = 3  # hits a search(…) in a reply brings into the next turn
+
+
+def search_recalled(queries: Sequence[str], *, before_event: int) -> list[RecalledItem]:
+    """The best hits of each ``search(…)`` the companion wrote, as entries of the next turn's
+    Recalled section (the assembler keeps them within the recall budget). Events from the
+    message being answered on are left out (it is in the Message section). An event comes with
+    the turns around it; a query that finds nothing says so."""
+    items = []
+    for query in queries:
+        label = f'search "{" ".join(query.split())}"'
+        try:
+            hits = search(query, limit=SEARCH_RECALL_HITS, event_ids=(0, before_event - 1))
+        except SearchError as error:
+            items.append(RecalledItem("search", label, str(error)))
+            continue
+        if not hits:
+            items.append(RecalledItem("search", label, "Nothing matches."))
+        for hit in hits:
+            items.append(RecalledItem(hit.ref, label, _recalled_text(hit)))
+    return items
+
+
+def _recalled_text(hit: Hit) -> str:
+    if hit.kind != "event":
+        detail = f" ({hit.detail})" if hit.detail else ""
+        return f"{hit.text}{detail}"
+    when = timezone.localtime(hit.ts).strftime("%Y-%m-%d %H:%M")
+    turns = [*hit.before, Neighbour(hit.id, hit.ts, hit.actor, hit.text), *hit.after]
+    lines = [f"{turn.actor or 'unknown'}: {' '.join(turn.text.split())}" for turn in turns]
+    return f"{when}\n" + "\n".join(lines)

@@ -1,0 +1,56 @@
+"""``manage.py lens search`` and ``manage.py lens query`` (``lens eval``: test_evaluate.py)."""
+
+import json
+from datetime import UTC, datetime
+from io import StringIO
+
+import pytest
+from django.core.management import CommandError, call_command
+
+from gem.models import Fragment, WorkingMemory
+from heart.ingest import event_record
+
+pytestmark = pytest.mark.django_db(databases="__all__")
+
+
+def lens(*args):
+    out = StringIO()
+    call_command("lens", *args, stdout=out)
+    return out.getvalue()
+
+
+def test_search_prints_ranked_hits_with_the_turns_around_them():
+    at = datetime(2026, 3, 1, 18, 0, tzinfo=UTC)
+    event_record(text="where did you walk?", actor="ana", ts=at, identities=[])
+    event_record(text="out to the lighthouse", actor="ben", ts=at, identities=[])
+    Fragment.objects.create(key="lighthouse", ambient="The old lighthouse.")
+    text = lens("search", "lighthouse", "--limit", "5")
+    assert text.startswith("# Search: lighthouse")
+    assert "`fragment:lighthouse`" in text and "`event:2`" in text
+    assert "   > ana: where did you walk?" in text
+    assert "out to the **lighthouse**" in text
+
+
+def test_search_takes_kinds_and_an_actor():
+    WorkingMemory.objects.create(type="thought", content="lighthouse again", actor="claude")
+    Fragment.objects.create(key="lighthouse", ambient="The old lighthouse.")
+    text = lens("search", "lighthouse", "--kinds", "wm", "--actor", "claude")
+    assert "`wm:" in text and "fragment:" not in text
+
+
+def test_search_says_what_is_wrong():
+    with pytest.raises(CommandError, match="limit must be a whole number from 1 to 100"):
+        lens("search", "tea", "--limit", "500")
+
+
+def test_query_prints_json_with_the_filters_applied():
+    WorkingMemory.objects.create(type="feeling", content="glad", valence=0.8, importance=0.9)
+    WorkingMemory.objects.create(type="feeling", content="flat", valence=0.0)
+    rows = json.loads(lens("query", "--emotion", "positive", "--min-importance", "0.5", "--json"))
+    assert [row["content"] for row in rows] == ["glad"]
+    assert "- `wm:" in lens("query", "--type", "feeling")
+
+
+def test_query_names_the_bad_parameter():
+    with pytest.raises(CommandError, match="last_n_days: must be at least 1"):
+        lens("query", "--last-n-days", "0")

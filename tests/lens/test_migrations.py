@@ -1,0 +1,43 @@
+"""The search indexes' migration: rows that exist when it runs are indexed by it."""
+
+import importlib
+from datetime import UTC, datetime
+
+import pytest
+from django.db import connections
+
+from gem.models import Fragment, WorkingMemory
+from heart.ingest import event_record
+from lens.search import search
+
+pytestmark = pytest.mark.django_db(databases="__all__")
+
+migration = importlib.import_module("lens.migrations.0001_search_indexes")
+
+
+def run(alias: str, statements: dict[str, list[str]]) -> None:
+    connection = connections[alias]
+    with connection.cursor() as cursor:
+        for statement in statements[connection.vendor]:
+            cursor.execute(statement)
+
+
+def test_it_indexes_the_rows_that_exist_when_it_runs():
+    events = {"sqlite": migration.SQLITE_EVENTS_DROP, "postgresql": migration.POSTGRES_EVENTS_DROP}
+    gem = {"sqlite": migration.SQLITE_GEM_DROP, "postgresql": migration.POSTGRES_GEM_DROP}
+    run("events", events)
+    run("default", gem)
+    at = datetime(2026, 1, 5, 10, 0, tzinfo=UTC)
+    first, _ = event_record(text="which bakery is best?", actor="ana", ts=at, identities=[])
+    answer, _ = event_record(text="Marlow's, by the canal", actor="ben", ts=at, identities=[])
+    Fragment.objects.create(key="canal", ambient="The canal walk.")
+    item = WorkingMemory.objects.create(type="thought", content="bread from the canal bakery")
+    run("events", {"sqlite": migration.SQLITE_EVENTS, "postgresql": migration.POSTGRES_EVENTS})
+    run("default", {"sqlite": migration.SQLITE_GEM, "postgresql": migration.POSTGRES_GEM})
+    refs = {hit.ref for hit in search("canal")}
+    assert refs == {f"event:{answer.pk}", "fragment:canal", f"wm:{item.pk}"}
+    # the context of an event indexed afterwards is the one the trigger gives it
+    assert search("bakery", kinds=["event"])[0].id in {first.pk, answer.pk}
+    assert {hit.id for hit in search("bakery", kinds=["event"])} == {first.pk, answer.pk}
+    later, _ = event_record(text="and the canal boats", actor="ana", ts=at, identities=[])
+    assert later.pk in {hit.id for hit in search("canal", kinds=["event"])}

@@ -1,0 +1,239 @@
+"""Search over the FTS5 (SQLite) and tsvector (PostgreSQL) indexes the Lens's migration builds."""
+
+from datetime import UTC, datetime, timedelta
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from gem.models import Fragment, WorkingMemory
+from heart.ingest import event_record
+from lens.search import (
+    MARK_OPEN,
+    STOP_WORDS,
+    SearchError,
+    fts5_expression,
+    query_terms,
+    search,
+)
+
+pytestmark = pytest.mark.django_db(databases="__all__")
+
+START = datetime(2026, 3, 2, 9, 0, tzinfo=UTC)
+
+
+def say(text, *, actor="luna", at=0):
+    event, _ = event_record(text=text, actor=actor, ts=START + timedelta(hours=at), identities=[])
+    return event
+
+
+# --- query words (pure) ---------------------------------------------------------------------
+
+
+def test_it_drops_common_words_and_keeps_the_rest_once():
+    assert query_terms("What did Luna say about the Fairy, the fairy dress?") == [
+        "luna",
+        "fairy",
+        "dress",
+    ]
+
+
+def test_it_keeps_common_words_when_nothing_else_is_left():
+    assert query_terms("what was it") == ["what", "was", "it"]
+
+
+@given(st.text(max_size=300))
+def test_it_makes_a_safe_expression_of_any_text(text):
+    terms = query_terms(text)
+    expression = fts5_expression(terms)
+    assert all(term.isalnum() and term == term.casefold() for term in terms)
+    assert expression.count('"') == 2 * len(terms)
+    assert not terms or set(terms) - STOP_WORDS or set(terms) <= STOP_WORDS
+
+
+# --- events ---------------------------------------------------------------------------------
+
+
+def test_it_ranks_the_event_with_the_rarer_and_more_words_first():
+    say("we had tea in the garden")
+    best = say("the grey crewneck with the fairy stitch is drying by the window")
+    say("the window was open all day")
+    hits = search("fairy crewneck window", kinds=["event"])
+    assert [hit.id for hit in hits][:1] == [best.pk]
+    assert hits[0].score > hits[-1].score
+    assert hits[0].kind == "event" and hits[0].ref == f"event:{best.pk}"
+
+
+def test_it_finds_words_by_their_stem():
+    named = say("We named the puppies Biscuit and Crumb")
+    assert [hit.id for hit in search("puppy name", kinds=["event"])] == [named.pk]
+
+
+def test_it_marks_the_matched_words_in_the_snippet_without_tag_markup():
+    say("<claude><say>the lighthouse at dusk was beautiful</say></claude>", actor="claude")
+    (hit,) = search("lighthouse", kinds=["event"])
+    assert hit.snippet == f"the {MARK_OPEN}lighthouse{MARK_OPEN} at dusk was beautiful"
+    assert "<say>" not in hit.snippet
+
+
+def test_it_brings_the_turns_around_an_event_hit():
+    before = say("where did you go last weekend?", actor="ana")
+    hit_event = say("we hiked up to the old lighthouse", actor="ben", at=1)
+    after = say("that sounds lovely", actor="ana", at=2)
+    say("unrelated", actor="ben", at=3)
+    hit = search("lighthouse", kinds=["event"])[0]  # the next turns match by context too
+    assert hit.id == hit_event.pk
+    assert [n.id for n in hit.before] == [before.pk]
+    assert [n.id for n in hit.after] == [after.pk]
+    assert hit.after[0].text == "that sounds lovely" and hit.after[0].actor == "ana"
+
+
+def test_it_finds_an_answer_by_the_words_of_the_question_before_it():
+    say("Which bakery sells the best sourdough near you?", actor="ana")
+    answer = say("Probably Marlow's, down by the canal.", actor="ben", at=1)
+    say("I bought bread at the market today.", actor="ana", at=30)
+    hits = search("best sourdough bakery", kinds=["event"])
+    assert answer.pk in [hit.id for hit in hits[:2]]
+
+
+def test_it_finds_an_event_by_its_speaker_and_its_date_in_words():
+    say("the parcel came", actor="ana", at=0)  # Monday 2 March 2026
+    later = say("the parcel came", actor="ben", at=24 * 30)
+    hits = search("parcel april", kinds=["event"])
+    assert hits[0].id == later.pk
+    assert search("parcel ben", kinds=["event"])[0].id == later.pk
+
+
+def test_it_filters_events_by_time_actor_and_id_range():
+    early = say("tea time", actor="ana", at=0)
+    middle = say("tea again", actor="ben", at=5)
+    late = say("tea once more", actor="ana", at=10)
+    ids = lambda **kw: {hit.id for hit in search("tea", kinds=["event"], **kw)}  # noqa: E731
+    assert ids() == {early.pk, middle.pk, late.pk}
+    assert ids(since=START + timedelta(hours=5)) == {middle.pk, late.pk}
+    assert ids(until=START + timedelta(hours=5)) == {early.pk}
+    assert ids(actor="ana") == {early.pk, late.pk}
+    assert ids(event_ids=(middle.pk, late.pk)) == {middle.pk, late.pk}
+
+
+def test_it_indexes_every_event_as_it_is_logged():
+    for n in range(30):
+        say(f"note number {n} about walking", at=n)
+    assert len(search("walking", kinds=["event"], limit=100)) == 30
+
+
+# --- fragments and working memory --------------------------------------------------------------
+
+
+def test_it_finds_fragments_and_follows_their_edits():
+    Fragment.objects.create(key="fairy", ambient="White softness.", inventory="Grey crewneck.")
+    (hit,) = search("crewneck", kinds=["fragment"])
+    assert (hit.kind, hit.key, hit.id, hit.text) == ("fragment", "fairy", None, "Grey crewneck.")
+    Fragment.objects.filter(key="fairy").update(inventory="A cream cardigan.")
+    assert search("crewneck", kinds=["fragment"]) == []
+    assert search("cardigan", kinds=["fragment"])[0].key == "fairy"
+    Fragment.objects.filter(key="fairy").update(key="fae")
+    assert [hit.key for hit in search("cardigan", kinds=["fragment"])] == ["fae"]
+    Fragment.objects.filter(key="fae").delete()
+    assert search("cardigan", kinds=["fragment"]) == []
+
+
+def test_it_finds_a_fragment_by_its_key():
+    Fragment.objects.create(key="wardrobe", ambient="All the clothes.")
+    assert search("wardrobe", kinds=["fragment"])[0].key == "wardrobe"
+
+
+def test_it_finds_working_memory_and_follows_its_edits():
+    item = WorkingMemory.objects.create(type="thought", content="the piano needs tuning")
+    (hit,) = search("tuning", kinds=["wm"])
+    assert (hit.id, hit.detail) == (item.pk, "thought, active")
+    WorkingMemory.objects.filter(pk=item.pk).update(status="resolved")
+    assert search("tuning", kinds=["wm"])[0].detail == "thought, resolved"
+    WorkingMemory.objects.filter(pk=item.pk).update(content="the violin needs strings")
+    assert search("tuning", kinds=["wm"]) == []
+    assert search("violin", kinds=["wm"])[0].id == item.pk
+    item.delete()
+    assert search("violin", kinds=["wm"]) == []
+
+
+def test_it_merges_all_kinds_by_score_and_keeps_to_the_limit():
+    Fragment.objects.create(key="garden", ambient="The garden behind the house.")
+    WorkingMemory.objects.create(type="thought", content="the garden wants weeding")
+    say("I sat in the garden")
+    hits = search("garden")
+    assert {hit.kind for hit in hits} == {"fragment", "wm", "event"}
+    assert [hit.score for hit in hits] == sorted((hit.score for hit in hits), reverse=True)
+    assert len(search("garden", limit=2)) == 2
+
+
+def test_it_leaves_fragments_out_when_asked_for_one_speaker():
+    Fragment.objects.create(key="garden", ambient="The garden.")
+    say("garden talk", actor="ana")
+    assert {hit.kind for hit in search("garden", actor="ana")} == {"event"}
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "message"),
+    [
+        ({"kinds": ["events"]}, "Unknown kind 'events'"),
+        ({"limit": 0}, "limit must be a whole number from 1 to 100"),
+        ({"limit": 101}, "limit must be a whole number from 1 to 100"),
+        ({"since": START, "until": START}, "since must come before until"),
+    ],
+)
+def test_it_refuses_bad_arguments_with_a_clear_error(kwargs, message):
+    with pytest.raises(SearchError, match=message):
+        search("tea", **kwargs)
+
+
+def test_it_refuses_a_query_without_words():
+    with pytest.raises(SearchError, match="no words"):
+        search(" ?! ")
+
+
+# --- search(…) in a reply: the hits land in the next turn's Recalled section ------------------
+
+
+def test_it_brings_a_replys_search_hits_into_the_next_turn_only(fake_api, settings):
+    from heart.services import turn_submit
+    from heart.tasks import run_turns_task
+    from tests.fakeapi import FakeReply
+
+    def turn(text):
+        run_turns_task(turn_submit(text=text, actor="luna", enqueue=False).pk)
+        return "".join(b["text"] for b in fake_api.requests[-1]["messages"][0]["content"])
+
+    Fragment.objects.create(key="lighthouse", ambient="The old lighthouse at Pointe Noire.")
+    fake_api.push(
+        FakeReply('<say>let me think</say> search("pointe noire")'),
+        FakeReply("<say>found it</say>"),
+        FakeReply("<say>ok</say>"),
+    )
+    asking = turn("<luna>we walked out to Pointe Noire, remember?</luna>")
+    assert "## Recalled" not in asking
+    answered = turn("<luna>well?</luna>")
+    recalled = answered.split("## Recalled\n", 1)[1].split("\n## ", 1)[0]
+    assert '### fragment:lighthouse (search "pointe noire")' in recalled
+    assert "The old lighthouse at Pointe Noire." in recalled
+    assert "luna: <luna>we walked out to Pointe Noire, remember?</luna>" in recalled
+    assert "## Recalled" not in turn("<luna>and now?</luna>")
+
+
+def test_it_keeps_searched_hits_within_the_recall_budget(fake_api, settings):
+    from heart.assemble import estimate_tokens
+    from heart.models import ContextSnapshot
+    from heart.services import turn_submit
+    from heart.tasks import run_turns_task
+    from tests.fakeapi import FakeReply
+
+    settings.BUDGET_RECALL = 60
+    for n in range(5):
+        Fragment.objects.create(key=f"walk-{n}", ambient=f"walk number {n} " + "far " * 30)
+    fake_api.push(FakeReply('<say>hm</say> search("walk")'), FakeReply("<say>ok</say>"))
+    for text in ("<luna>a walk?</luna>", "<luna>so?</luna>"):
+        run_turns_task(turn_submit(text=text, actor="luna", enqueue=False).pk)
+    snapshot = ContextSnapshot.objects.order_by("-pk").first()
+    recalled = snapshot.assembled_user.split("## Recalled\n", 1)[1].split("\n\n## ", 1)[0]
+    assert 0 < estimate_tokens("## Recalled\n" + recalled) <= 60
+    assert snapshot.token_counts["recalled"] <= 60
+    assert snapshot.items_included["dropped"]["recalled"] > 0
