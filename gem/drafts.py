@@ -10,7 +10,7 @@ from django.db import transaction
 from django.db.models import Q
 
 from gem.models import Fragment, FragmentEdge
-from gem.services import TIERS, _log
+from gem.services import TIERS, fragment_log
 from lens.draft import DraftDiff, DraftEdge, draft_diff, draft_parse
 
 
@@ -48,14 +48,14 @@ def draft_apply(text: str, *, user) -> DraftDiff:
                 relation=relabel.new
             )
         for key in diff.fragments_created:
-            _log(
+            fragment_log(
                 user_id=user.pk,
                 fragment_key=key,
                 action=ADDITION,
                 message="Created from a draft" + _what_changed(diff, key),
             )
         for key in diff.fragments_changed():
-            _log(
+            fragment_log(
                 user_id=user.pk,
                 fragment_key=key,
                 action=CHANGE,

@@ -66,7 +66,8 @@ def _ambient_prose_repoint(*, old: str, new: str, author_id: int | None) -> bool
     return True
 
 
-def _log(*, user_id: int, fragment_key: str, action: int, message: str) -> None:
+def fragment_log(*, user_id: int, fragment_key: str, action: int, message: str) -> None:
+    """An admin log entry for a fragment by key: it may be gone by the time it is logged (fold)."""
     LogEntry.objects.create(
         user_id=user_id,
         content_type=ContentType.objects.get_for_model(Fragment),
@@ -134,7 +135,7 @@ def fragment_rename(*, old_key: str, new_key: str, user_id: int) -> Fragment:
         WorkingMemoryRef.objects.filter(fragment=old).update(fragment=renamed)
         prose = _ambient_prose_repoint(old=old_key, new=new_key, author_id=user_id)
         old.delete()
-        _log(
+        fragment_log(
             user_id=user_id,
             fragment_key=new_key,
             action=CHANGE,
@@ -222,7 +223,7 @@ def fragment_fold(*, source_key: str, into_key: str, user_id: int) -> FoldPlan:
         )
         _ambient_prose_repoint(old=source_key, new=into_key, author_id=user_id)
         source.delete()  # what was not moved was already held by ``into``
-        _log(
+        fragment_log(
             user_id=user_id,
             fragment_key=into_key,
             action=CHANGE,
@@ -232,7 +233,7 @@ def fragment_fold(*, source_key: str, into_key: str, user_id: int) -> FoldPlan:
                 f"duplicates, {plan.sources_moved} source(s) and {plan.refs_moved} link(s) moved"
             ),
         )
-        _log(
+        fragment_log(
             user_id=user_id,
             fragment_key=source_key,
             action=DELETION,
