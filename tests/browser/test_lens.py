@@ -69,3 +69,25 @@ def test_the_key_box_shows_what_connects_two_keys(context, owner, screenshot):
     expect(page).to_have_url(re.compile(r"/lens/connect/\?keys=well\+moon&depth=4$"))
     expect(page.locator(".path")).to_have_text("well←lives in—fairy←guides—moon")
     screenshot(page, "desktop")
+
+
+def test_the_search_page_finds_memory_and_fragments_and_opens_one(context, owner, screenshot):
+    lens_gem()
+    WorkingMemory.objects.create(type="pin", content="Bring the brass lantern to the well.")
+    page = context.new_page()
+    log_in(page)
+    page.goto("/lens/")
+    page.get_by_role("link", name="search", exact=True).click()
+
+    page.get_by_label("Words").fill("lantern well")
+    page.get_by_label("Words").press("Enter")
+
+    hits = page.locator("#results .hit")
+    expect(hits.first).to_be_visible()
+    expect(page.locator("#results")).to_contain_text("Bring the brass lantern to the well.")
+    expect(page.locator("#results")).to_contain_text("fragment:well")
+    expect(page).to_have_url(re.compile(r"/lens/search/\?q=lantern(%20|\+)well"))
+    screenshot(page, "desktop")
+
+    page.get_by_role("link", name="fragment:well").click()
+    expect(page).to_have_url(re.compile(r"/lens/fragments/well/$"))
