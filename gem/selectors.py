@@ -1,12 +1,14 @@
 """Reads of the Gem shared by the Heart, the Lens and the Anvil."""
 
 import re
+import threading
 from dataclasses import dataclass
 from datetime import datetime
 from functools import cached_property
 from typing import Any
 
 from django.conf import settings
+from django.db import connections, router
 
 from gem import decay
 from gem.models import AmbientProse, Fragment, Identity, WakeText, WorkingMemory
@@ -61,19 +63,77 @@ def working_memory_scored(*, now: datetime, current_turn: int) -> list[tuple[Any
     """Active working memory with its live decay score, strongest first.
 
     Rows are named tuples of ``LINGERING_FIELDS``: this runs every turn over every active
-    item, and plain rows cost a fraction of model instances.
+    item, and plain rows cost a fraction of model instances. They come from the process's
+    copy of the active rows, brought up to date first (`ActiveWorkingMemory`).
     """
-    rows = WorkingMemory.objects.filter(status="active").values_list(*LINGERING_FIELDS, named=True)
-    pressure = settings.DECAY_PRESSURE
-    scored = [
-        (
-            row,
-            decay.score(**decay_inputs(row, now=now, current_turn=current_turn), pressure=pressure),
-        )
-        for row in rows
-    ]
+    rows = active_working_memory.rows()
+    scores = decay.scores(
+        [(row.type, row.refreshed_at, row.turn, row.due) for row in rows],
+        now=now,
+        current_turn=current_turn,
+        pressure=settings.DECAY_PRESSURE,
+    )
+    scored = list(zip(rows, scores, strict=True))
     scored.sort(key=lambda pair: (-pair[1], pair[0].id))
     return scored
+
+
+class ActiveWorkingMemory:
+    """The active working-memory rows, kept in this process between turns.
+
+    Every turn reads all active working memory, and from one turn to the next only a few rows
+    change. Triggers (gem migration 0007) give each row that is inserted, updated or deleted,
+    by anything, a new ``seq`` in ``gem_workingmemory_change``, a number that only grows. A
+    read asks for the ids changed since the last ``seq`` it saw (one small query) and reads
+    those rows again; the rest are kept. A latest ``seq`` lower than the one seen means the
+    changes were emptied or rolled back: then every active row is read again, as on first use.
+    """
+
+    RELOAD_OVER = 500  # changed ids past which reading every active row is the cheaper way
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()  # the live server's threads share the process
+        self._seq: int | None = None
+        self._rows: dict[int, Any] = {}
+
+    def rows(self) -> list[Any]:
+        """Every active row as it is in the database now."""
+        with self._lock:
+            seen = self._seq or 0
+            with connections[router.db_for_read(WorkingMemory)].cursor() as cursor:
+                # The newest change always comes back, so a rollback below ``seen`` shows.
+                cursor.execute(
+                    f"SELECT wm_id, seq FROM {CHANGES} "
+                    f"WHERE seq > %s OR seq = (SELECT max(seq) FROM {CHANGES})",
+                    [seen],
+                )
+                changes = cursor.fetchall()
+            latest = max((seq for _, seq in changes), default=0)
+            changed = [wm_id for wm_id, seq in changes if seq > seen]
+            active = WorkingMemory.objects.filter(status="active")
+            if self._seq is None or latest < seen or len(changed) > self.RELOAD_OVER:
+                self._rows = {row.id: row for row in _lingering_rows(active)}
+            elif changed:
+                for wm_id in changed:
+                    self._rows.pop(wm_id, None)
+                self._rows.update(
+                    (row.id, row) for row in _lingering_rows(active.filter(pk__in=changed))
+                )
+            self._seq = latest
+            return list(self._rows.values())
+
+    def clear(self) -> None:
+        """Forget every row: the next read reads them all (tests between databases)."""
+        with self._lock:
+            self._seq, self._rows = None, {}
+
+
+CHANGES = "gem_workingmemory_change"
+active_working_memory = ActiveWorkingMemory()
+
+
+def _lingering_rows(queryset) -> Any:
+    return queryset.values_list(*LINGERING_FIELDS, named=True)
 
 
 def decay_inputs(item: Any, *, now: datetime, current_turn: int) -> dict:

@@ -51,6 +51,15 @@ def fast_password_hashing(settings):
     settings.PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
 
 
+@pytest.fixture(autouse=True)
+def fresh_working_memory_copy():
+    """Every test starts on a rolled-back or emptied database, where change numbers repeat:
+    the process's copy of the active working memory must start over with it."""
+    from gem.selectors import active_working_memory
+
+    active_working_memory.clear()
+
+
 @pytest.fixture
 def fake_api(settings, monkeypatch):
     """A local fake Messages API that the real SDK talks to, with the companion online.
