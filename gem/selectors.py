@@ -2,6 +2,7 @@
 
 import re
 import threading
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from functools import cached_property
@@ -59,14 +60,11 @@ def identities_current() -> Identities:
 LINGERING_FIELDS = ("id", "type", "content", "subject", "due", "turn", "refreshed_at")
 
 
-def working_memory_scored(*, now: datetime, current_turn: int) -> list[tuple[Any, float]]:
-    """Active working memory with its live decay score, strongest first.
-
-    Rows are named tuples of ``LINGERING_FIELDS``: this runs every turn over every active
-    item, and plain rows cost a fraction of model instances. They come from the process's
-    copy of the active rows, brought up to date first (`ActiveWorkingMemory`).
-    """
-    rows = active_working_memory.rows()
+def working_memory_scored(
+    rows: Sequence[Any], *, now: datetime, current_turn: int
+) -> list[tuple[Any, float]]:
+    """Active working-memory rows (`GemNow.working_memory`) with their live decay score,
+    strongest first (ties: lower id first)."""
     scores = decay.scores(
         [(row.type, row.refreshed_at, row.turn, row.due) for row in rows],
         now=now,
@@ -78,58 +76,110 @@ def working_memory_scored(*, now: datetime, current_turn: int) -> list[tuple[Any
     return scored
 
 
-class ActiveWorkingMemory:
-    """The active working-memory rows, kept in this process between turns.
+@dataclass(frozen=True)
+class GemNow:
+    """What every turn reads of the Gem, as it is in the database now.
 
-    Every turn reads all active working memory, and from one turn to the next only a few rows
-    change. Triggers (gem migration 0007) give each row that is inserted, updated or deleted,
-    by anything, a new ``seq`` in ``gem_workingmemory_change``, a number that only grows. A
-    read asks for the ids changed since the last ``seq`` it saw (one small query) and reads
-    those rows again; the rest are kept. A latest ``seq`` lower than the one seen means the
-    changes were emptied or rolled back: then every active row is read again, as on first use.
+    ``working_memory`` holds every active item as a named tuple of ``LINGERING_FIELDS``: it
+    is scored every turn, and plain rows cost a fraction of model instances.
     """
 
-    RELOAD_OVER = 500  # changed ids past which reading every active row is the cheaper way
+    identities: Identities
+    wake_text: str
+    image_text: str
+    ambient_prose: str
+    working_memory: list[Any]
+
+
+def gem_current() -> GemNow:
+    """The Gem as a turn reads it, through this process's copy (`GemCopy`)."""
+    return gem_copy.current()
+
+
+class GemCopy:
+    """What every turn reads of the Gem, kept in this process from one turn to the next.
+
+    A turn reads every active working-memory item, the identities, the wake texts and the
+    ambient prose; from one turn to the next only a few working-memory rows change, and the
+    rest hardly ever. Triggers (gem migration 0007) stamp every insert, update or delete of
+    those tables, whatever makes it (ingest, the decay sweep, the admin, raw SQL), with a new
+    ``seq`` in ``gem_change``: a number that only grows, per working-memory row and per table
+    for the others. A read asks for what changed after the ``seq`` it last saw (one small
+    query) and reads again only that: the changed working-memory rows, a changed table whole.
+
+    The newest change always comes back, so a latest ``seq`` lower than the one seen (the
+    changes rolled back, or another database) means everything is read again, as on first use.
+    Tests, whose databases roll back, start each with `clear`.
+    """
+
+    RELOAD_OVER = 500  # changed rows past which reading every active row is the cheaper way
 
     def __init__(self) -> None:
         self._lock = threading.Lock()  # the live server's threads share the process
-        self._seq: int | None = None
-        self._rows: dict[int, Any] = {}
-
-    def rows(self) -> list[Any]:
-        """Every active row as it is in the database now."""
-        with self._lock:
-            seen = self._seq or 0
-            with connections[router.db_for_read(WorkingMemory)].cursor() as cursor:
-                # The newest change always comes back, so a rollback below ``seen`` shows.
-                cursor.execute(
-                    f"SELECT wm_id, seq FROM {CHANGES} "
-                    f"WHERE seq > %s OR seq = (SELECT max(seq) FROM {CHANGES})",
-                    [seen],
-                )
-                changes = cursor.fetchall()
-            latest = max((seq for _, seq in changes), default=0)
-            changed = [wm_id for wm_id, seq in changes if seq > seen]
-            active = WorkingMemory.objects.filter(status="active")
-            if self._seq is None or latest < seen or len(changed) > self.RELOAD_OVER:
-                self._rows = {row.id: row for row in _lingering_rows(active)}
-            elif changed:
-                for wm_id in changed:
-                    self._rows.pop(wm_id, None)
-                self._rows.update(
-                    (row.id, row) for row in _lingering_rows(active.filter(pk__in=changed))
-                )
-            self._seq = latest
-            return list(self._rows.values())
+        self.clear()
 
     def clear(self) -> None:
-        """Forget every row: the next read reads them all (tests between databases)."""
+        """Forget everything: the next read reads it all."""
         with self._lock:
-            self._seq, self._rows = None, {}
+            self._seq: int | None = None
+            self._tables: dict[str, Any] = {}  # table → what was read from it
+            self._rows: dict[int, Any] = {}  # active working memory by id
+
+    def current(self) -> GemNow:
+        with self._lock:
+            self._refresh()
+            return GemNow(
+                identities=self._table(Identity, identities_current),
+                wake_text=self._table(WakeText, lambda: wake_text_current("wake")),
+                image_text=self._table(WakeText, lambda: wake_text_current("image"), "image"),
+                ambient_prose=self._table(AmbientProse, ambient_prose_current),
+                working_memory=list(self._rows.values()),
+            )
+
+    def _refresh(self) -> None:
+        seen = self._seq or 0
+        with connections[router.db_for_read(WorkingMemory)].cursor() as cursor:
+            cursor.execute(
+                f"SELECT source, row_id, seq FROM {CHANGES} "
+                f"WHERE seq > %s OR seq = (SELECT max(seq) FROM {CHANGES})",
+                [seen],
+            )
+            changes = cursor.fetchall()
+        latest = max((seq for *_, seq in changes), default=0)
+        fresh = [(source, row_id) for source, row_id, seq in changes if seq > seen]
+        rows = {row_id for source, row_id in fresh if source == WORKING_MEMORY}
+        active = WorkingMemory.objects.filter(status="active")
+        if (
+            self._seq is None
+            or latest < seen
+            or WHOLE_TABLE in rows
+            or len(rows) > self.RELOAD_OVER
+        ):
+            self._tables.clear()
+            self._rows = {row.id: row for row in _lingering_rows(active)}
+        else:
+            for source, _ in fresh:
+                for key in [key for key in self._tables if key[0] == source]:
+                    del self._tables[key]
+            if rows:
+                for row_id in rows:
+                    self._rows.pop(row_id, None)
+                self._rows.update(
+                    (row.id, row) for row in _lingering_rows(active.filter(pk__in=rows))
+                )
+        self._seq = latest
+
+    def _table(self, model, read: Callable[[], Any], part: str = "") -> Any:
+        key = (model._meta.db_table, part)
+        if key not in self._tables:
+            self._tables[key] = read()
+        return self._tables[key]
 
 
-CHANGES = "gem_workingmemory_change"
-active_working_memory = ActiveWorkingMemory()
+CHANGES = "gem_change"
+WORKING_MEMORY = WorkingMemory._meta.db_table
+WHOLE_TABLE = 0  # the row id of a change to a table as a whole (its rows are not told apart)
+gem_copy = GemCopy()
 
 
 def _lingering_rows(queryset) -> Any:

@@ -8,13 +8,8 @@ from django.conf import settings
 
 from gem import decay
 from gem.recall import recall_items
-from gem.selectors import (
-    Identities,
-    ambient_prose_current,
-    wake_text_current,
-    working_memory_scored,
-)
-from gem.state import CHARS_PER_TOKEN, PENDING_RECALL, state_get
+from gem.selectors import GemNow, Identities, working_memory_scored
+from gem.state import CHARS_PER_TOKEN, PENDING_RECALL, state_get_many
 from heart.assemble import (
     DEFAULT_CHARS_PER_TOKEN,
     Assembly,
@@ -35,10 +30,10 @@ RECENT_PAGE = 100
 RECENT_CAP = 1_000
 
 
-def budgets_from_settings() -> Budgets:
+def budgets_from_settings(*, chars_per_token: float) -> Budgets:
     """The budgets of the settings, measured with the calibrated characters per token."""
     return Budgets(
-        chars_per_token=state_get(CHARS_PER_TOKEN, DEFAULT_CHARS_PER_TOKEN),
+        chars_per_token=chars_per_token,
         working_memory=settings.BUDGET_WORKING_MEMORY,
         recall=settings.BUDGET_RECALL,
         summaries=settings.BUDGET_SUMMARIES,
@@ -93,16 +88,16 @@ def _recent_events(*, before: int, chars_wanted: int) -> list[tuple[int, datetim
     return events[::-1]
 
 
-def context_for_event(
-    *, event: Event, now: datetime, current_turn: int, who: Identities
-) -> Assembly:
-    """The assembled context for answering ``event`` at ``now``."""
-    budgets = budgets_from_settings()
+def context_for_event(*, event: Event, now: datetime, current_turn: int, gem: GemNow) -> Assembly:
+    """The assembled context for answering ``event`` at ``now``, from ``gem`` as read for it."""
+    state = state_get_many({CHARS_PER_TOKEN: DEFAULT_CHARS_PER_TOKEN, PENDING_RECALL: []})
+    budgets = budgets_from_settings(chars_per_token=state[CHARS_PER_TOKEN])
     pools = budgets.pool_user + budgets.pool_say + budgets.pool_do + budgets.pool_flex
     earlier = _recent_events(before=event.pk, chars_wanted=2 * 4 * pools)
+    scored = working_memory_scored(gem.working_memory, now=now, current_turn=current_turn)
     lingering = [
         LingeringItem(row.id, row.type, row.content, row.subject, score, row.due)
-        for row, score in working_memory_scored(now=now, current_turn=current_turn)
+        for row, score in scored
         if decay.is_surfacing(score)
     ]
     summaries = [
@@ -111,16 +106,16 @@ def context_for_event(
             superseded_by__isnull=True, last_event_id__lt=event.pk
         ).order_by("last_event_id", "pk")
     ]
-    pending = [Recall(r["key"], r["deep"]) for r in state_get(PENDING_RECALL, [])]
+    pending = [Recall(r["key"], r["deep"]) for r in state[PENDING_RECALL]]
     local_now = now.astimezone(ZoneInfo(settings.TIME_ZONE))
     return assemble(
-        wake=wake_text_current("wake"),
-        image_text=wake_text_current("image") if event.image else None,
-        ambient=ambient_prose_current(),
+        wake=gem.wake_text,
+        image_text=gem.image_text if event.image else None,
+        ambient=gem.ambient_prose,
         lingering=lingering,
         summaries=summaries,
         recalled=recall_items(pending),
-        conversation=conversation_lines(earlier, who=who),
+        conversation=conversation_lines(earlier, who=gem.identities),
         now=local_now,
         last_message_at=earlier[-1][1].astimezone(local_now.tzinfo) if earlier else None,
         message=event.content,

@@ -13,7 +13,7 @@ from django.db.models import Case, When
 from django.utils import timezone
 from django_q.tasks import async_task
 
-from gem.selectors import Identities, identities_current
+from gem.selectors import Identities, gem_current
 from gem.state import (
     CHARS_PER_TOKEN,
     PENDING_RECALL,
@@ -131,9 +131,10 @@ def turn_run(*, turn: Turn) -> Turn:
     def clock() -> datetime:
         return timezone.now() + offset
 
-    who = identities_current()
+    gem = gem_current()
+    who = gem.identities
     try:
-        assembly = context_for_event(event=event, now=clock(), current_turn=turn.number, who=who)
+        assembly = context_for_event(event=event, now=clock(), current_turn=turn.number, gem=gem)
         reply_event = turn.reply_event
         if reply_event is None:
             reply = _reply_stream(turn=turn, assembly=assembly, identities=who.names)

@@ -52,12 +52,12 @@ def fast_password_hashing(settings):
 
 
 @pytest.fixture(autouse=True)
-def fresh_working_memory_copy():
+def fresh_gem_copy():
     """Every test starts on a rolled-back or emptied database, where change numbers repeat:
-    the process's copy of the active working memory must start over with it."""
-    from gem.selectors import active_working_memory
+    the process's copy of what turns read of the Gem must start over with it."""
+    from gem.selectors import gem_copy
 
-    active_working_memory.clear()
+    gem_copy.clear()
 
 
 @pytest.fixture
