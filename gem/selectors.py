@@ -148,7 +148,7 @@ class GemCopy:
         latest = max((seq for *_, seq in changes), default=0)
         fresh = [(source, row_id) for source, row_id, seq in changes if seq > seen]
         rows = {row_id for source, row_id in fresh if source == WORKING_MEMORY}
-        active = WorkingMemory.objects.filter(status="active")
+        active = WorkingMemory.objects.filter(status="active").order_by()  # scoring sorts
         if (
             self._seq is None
             or latest < seen

@@ -38,12 +38,23 @@ class IngestResult:
 
 
 def event_record(
-    *, text: str, actor: str, ts: datetime, image: str = "", identities: list[str] | None = None
+    *,
+    text: str,
+    actor: str,
+    ts: datetime,
+    image: str = "",
+    identities: list[str] | None = None,
+    parsed: ParsedMessage | None = None,
 ) -> tuple[Event, ParsedMessage]:
-    """Write a message to the log with its tags, exactly as written. Nothing runs before this."""
-    names = identities_current().names if identities is None else identities
-    parsed = parse(text, identities=names)
-    with transaction.atomic(using="events"):
+    """Write a message to the log with its tags, exactly as written. Nothing runs before this.
+
+    ``parsed``: the text already parsed with the current identities, when the caller has it.
+    """
+    if parsed is None:
+        names = identities_current().names if identities is None else identities
+        parsed = parse(text, identities=names)
+    # Inside a caller's transaction no savepoint is needed: a failure here fails it whole.
+    with transaction.atomic(using="events", savepoint=False):
         event = Event.objects.create(ts=ts, content=text, actor=actor, image=image)
         EventTag.objects.bulk_create(
             [EventTag(event=event, tag=tag) for tag in sorted(parsed.tags)]

@@ -25,7 +25,7 @@ from heart.assemble import DEFAULT_CHARS_PER_TOKEN, Assembly, chars_per_token_ca
 from heart.context import context_for_event
 from heart.ingest import COMPANION, USER, event_record, working_memory_ingest
 from heart.models import ContextSnapshot, Event, Turn, TurnStatus
-from heart.parse import parse
+from heart.parse import ParsedMessage, parse
 from silentstar import claude
 from silentstar.claude import ClaudeError
 
@@ -138,12 +138,13 @@ def turn_run(*, turn: Turn) -> Turn:
         reply_event = turn.reply_event
         if reply_event is None:
             reply = _reply_stream(turn=turn, assembly=assembly, identities=who.names)
-            reply_event = _reply_record(
+            reply_event, parsed = _reply_record(
                 turn=turn, text=reply.text, ts=clock(), who=who, usage=reply
             )
             if not reply.offline and not event.image:  # image tokens are not text
                 _chars_per_token_calibrate(assembly=assembly, usage=reply.usage)
-        parsed = parse(reply_event.content, identities=who.names)
+        else:  # a retry: the reply was logged by an earlier attempt
+            parsed = parse(reply_event.content, identities=who.names)
         working_memory_ingest(parsed=parsed, event=reply_event, side=COMPANION, turn=turn.number)
         state_set(PENDING_RECALL, [{"key": r.key, "deep": r.deep} for r in parsed.recalls])
         ContextSnapshot.objects.create(
@@ -209,7 +210,7 @@ def _reply_stream(*, turn: Turn, assembly: Assembly, identities: list[str]) -> c
 
 def _reply_record(
     *, turn: Turn, text: str, ts: datetime, who: Identities, usage: claude.Reply
-) -> Event:
+) -> tuple[Event, ParsedMessage]:
     """Log the reply and link it to the turn in one transaction, with what the API reported."""
     parsed = parse(text, identities=who.names)
     with transaction.atomic(using="events"):
@@ -217,7 +218,7 @@ def _reply_record(
             text=text,
             actor=parsed.identity or who.default_companion,
             ts=ts,
-            identities=who.names,
+            parsed=parsed,
         )
         Turn.objects.filter(pk=turn.pk).update(
             reply_event=reply_event,
@@ -227,7 +228,7 @@ def _reply_record(
             cache_read_tokens=usage.usage.cache_read_tokens,
             cache_write_tokens=usage.usage.cache_write_tokens,
         )
-    return reply_event
+    return reply_event, parsed
 
 
 def _turn_fail(turn: Turn, reason: str) -> None:
