@@ -28,9 +28,9 @@ def state_get_many(defaults: dict[str, Any]) -> dict[str, Any]:
 
 def state_set(key: str, value: Any) -> None:
     encoded = json.dumps(value)
-    with transaction.atomic():
-        if not State.objects.filter(key=key).update(value=encoded, updated_at=timezone.now()):
-            State.objects.create(key=key, value=encoded)
+    # One statement when the key exists, as it does after its first turn.
+    if not State.objects.filter(key=key).update(value=encoded, updated_at=timezone.now()):
+        State.objects.update_or_create(key=key, defaults={"value": encoded})
 
 
 def turn_counter_current() -> int:
