@@ -1,5 +1,6 @@
 """Gathering what Claude wakes up to for one turn, from the stores, for the pure assembler."""
 
+import math
 from datetime import datetime
 from functools import lru_cache
 from zoneinfo import ZoneInfo
@@ -72,20 +73,34 @@ def _event_lines(
 
 
 def _recent_events(*, before: int, chars_wanted: int) -> list[tuple[int, datetime, str, str]]:
-    """The newest events before an id, oldest first, enough to fill the pools twice over."""
+    """The newest events before an id, oldest first, enough to fill the pools twice over.
+
+    Whole pages are taken until their text is enough, as if read one page per query; as many
+    pages as the last call took are read in one query (most turns need what the turn before
+    did), so the events taken are the same whichever way they were read.
+    """
     events, chars, upper = [], 0, before
+    unread: list[tuple[int, datetime, str, str]] = []
+    pages_at_once = _recent_pages_last["pages"]
     while chars < chars_wanted and len(events) < RECENT_CAP:
-        page = list(
-            Event.objects.filter(pk__lt=upper)
-            .order_by("-pk")
-            .values_list("pk", "ts", "actor", "content")[:RECENT_PAGE]
-        )
+        if not unread:
+            unread = list(
+                Event.objects.filter(pk__lt=upper)
+                .order_by("-pk")
+                .values_list("pk", "ts", "actor", "content")[: RECENT_PAGE * pages_at_once]
+            )
+            pages_at_once = 1
+        page, unread = unread[:RECENT_PAGE], unread[RECENT_PAGE:]
         if not page:
             break
         events.extend(page)
         chars += sum(len(content) for *_, content in page)
         upper = page[-1][0]
+    _recent_pages_last["pages"] = max(1, math.ceil(len(events) / RECENT_PAGE))
     return events[::-1]
+
+
+_recent_pages_last = {"pages": 1}  # how many pages the last read took, in this process
 
 
 def context_for_event(*, event: Event, now: datetime, current_turn: int, gem: GemNow) -> Assembly:

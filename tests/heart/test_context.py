@@ -1,13 +1,18 @@
 """The context of a turn: the same from the process's copy of the Gem as from a fresh read."""
 
+import math
 from datetime import UTC, datetime, timedelta
 
 import pytest
+from django.db import connections
+from django.test.utils import CaptureQueriesContext
 
 from gem.models import AmbientProse, WakeText, WorkingMemory
 from gem.selectors import gem_copy, gem_current
 from gem.services import working_memory_sweep
+from heart import context
 from heart.context import context_for_event
+from heart.models import Event
 from heart.services import turn_claim_next, turn_run, turn_submit
 
 pytestmark = pytest.mark.django_db(databases="__all__")
@@ -69,3 +74,25 @@ def test_it_builds_the_same_context_turn_after_turn():
         kept, fresh = contexts_kept_and_fresh(done, at)
         assert_same(kept, fresh)
         assert f"thing {n % 3}" in kept.user_text
+
+
+@pytest.mark.parametrize("pages_at_once", [1, 2, 3, 7])
+def test_it_takes_the_same_recent_events_however_many_pages_it_reads_at_once(
+    pages_at_once, monkeypatch
+):
+    at = START
+    for n in range(450):  # event texts of uneven lengths: the page where it stops varies
+        Event.objects.create(ts=at + timedelta(minutes=n), content="x" * (n % 37 + 1))
+    newest = Event.objects.order_by("-pk").first().pk + 1
+    for wanted in (10, 3_000, 7_000, 100_000):
+        monkeypatch.setitem(context._recent_pages_last, "pages", 1)
+        one_at_a_time = context._recent_events(before=newest, chars_wanted=wanted)
+        monkeypatch.setitem(context._recent_pages_last, "pages", pages_at_once)
+        with CaptureQueriesContext(connections["events"]) as queries:
+            assert context._recent_events(before=newest, chars_wanted=wanted) == one_at_a_time
+        pages = math.ceil(len(one_at_a_time) / context.RECENT_PAGE)
+        # The first query reads ``pages_at_once`` pages, later ones a page each, and one
+        # more finds nothing when the log runs out.
+        assert len(queries) <= 1 + max(0, pages - pages_at_once) + 1
+    assert one_at_a_time[-1][0] == newest - 1 and len(one_at_a_time) == 450
+    assert context._recent_pages_last["pages"] == 5  # the next read takes them all at once
