@@ -3,7 +3,7 @@
 import re
 import threading
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime
 from functools import cached_property
 from typing import Any
@@ -12,7 +12,10 @@ from django.conf import settings
 from django.db import connections, router
 
 from gem import decay
-from gem.models import AmbientProse, Fragment, Identity, WakeText, WorkingMemory
+from gem.models import AmbientProse, Fragment, FragmentEdge, Identity, WakeText, WorkingMemory
+from gem.recall import recall_items
+from heart.assemble import RecalledItem
+from heart.parse import Recall
 
 
 def wake_text_current(kind: str) -> str:
@@ -89,6 +92,17 @@ class GemNow:
     image_text: str
     ambient_prose: str
     working_memory: list[Any]
+    recalled_before: dict = field(repr=False, compare=False)  # recall results, same fragments
+
+    def recalled(self, requests: Sequence[Recall]) -> list[RecalledItem]:
+        """`gem.recall.recall_items`, read once for as long as fragments and edges are as they
+        are: a companion often asks for the same keys turn after turn."""
+        key = tuple(requests)
+        if key not in self.recalled_before:
+            if len(self.recalled_before) >= RECALLS_KEPT:
+                self.recalled_before.clear()
+            self.recalled_before[key] = recall_items(requests)
+        return self.recalled_before[key]
 
 
 def gem_current() -> GemNow:
@@ -100,12 +114,14 @@ class GemCopy:
     """What every turn reads of the Gem, kept in this process from one turn to the next.
 
     A turn reads every active working-memory item, the identities, the wake texts and the
-    ambient prose; from one turn to the next only a few working-memory rows change, and the
-    rest hardly ever. Triggers (gem migration 0007) stamp every insert, update or delete of
-    those tables, whatever makes it (ingest, the decay sweep, the admin, raw SQL), with a new
-    ``seq`` in ``gem_change``: a number that only grows, per working-memory row and per table
-    for the others. A read asks for what changed after the ``seq`` it last saw (one small
-    query) and reads again only that: the changed working-memory rows, a changed table whole.
+    ambient prose, and recalls fragments; from one turn to the next only a few working-memory
+    rows change, and the rest hardly ever. Triggers (gem migration 0007) stamp every insert,
+    update or delete of those tables, whatever makes it (ingest, the decay sweep, the admin,
+    raw SQL), with a new ``seq`` in ``gem_change``: a number that only grows, per
+    working-memory row and per table for the others. A read asks for what changed after the
+    ``seq`` it last saw (one small query) and reads again only that: the changed
+    working-memory rows, a changed table whole (any change to fragments or edges forgets
+    every recall result).
 
     The newest change always comes back, so a latest ``seq`` lower than the one seen (the
     changes rolled back, or another database) means everything is read again, as on first use.
@@ -134,6 +150,7 @@ class GemCopy:
                 image_text=self._table(WakeText, lambda: wake_text_current("image"), "image"),
                 ambient_prose=self._table(AmbientProse, ambient_prose_current),
                 working_memory=list(self._rows.values()),
+                recalled_before=self._table(Fragment, dict),
             )
 
     def _refresh(self) -> None:
@@ -159,6 +176,8 @@ class GemCopy:
             self._rows = {row.id: row for row in _lingering_rows(active)}
         else:
             for source, _ in fresh:
+                if source == EDGES:  # recall reads the edges with the fragments
+                    source = FRAGMENTS
                 for key in [key for key in self._tables if key[0] == source]:
                     del self._tables[key]
             if rows:
@@ -170,6 +189,7 @@ class GemCopy:
         self._seq = latest
 
     def _table(self, model, read: Callable[[], Any], part: str = "") -> Any:
+        """What ``read`` gives, read again once ``model``'s table changed."""
         key = (model._meta.db_table, part)
         if key not in self._tables:
             self._tables[key] = read()
@@ -179,6 +199,8 @@ class GemCopy:
 CHANGES = "gem_change"
 WORKING_MEMORY = WorkingMemory._meta.db_table
 WHOLE_TABLE = 0  # the row id of a change to a table as a whole (its rows are not told apart)
+FRAGMENTS, EDGES = Fragment._meta.db_table, FragmentEdge._meta.db_table
+RECALLS_KEPT = 256  # recall results kept at most; all are forgotten when it is reached
 gem_copy = GemCopy()
 
 

@@ -8,7 +8,6 @@ from zoneinfo import ZoneInfo
 from django.conf import settings
 
 from gem import decay
-from gem.recall import recall_items
 from gem.selectors import GemNow, Identities, working_memory_scored
 from gem.state import CHARS_PER_TOKEN, PENDING_RECALL, state_get_many
 from heart.assemble import (
@@ -129,7 +128,7 @@ def context_for_event(*, event: Event, now: datetime, current_turn: int, gem: Ge
         ambient=gem.ambient_prose,
         lingering=lingering,
         summaries=summaries,
-        recalled=recall_items(pending),
+        recalled=gem.recalled(pending),
         conversation=conversation_lines(earlier, who=gem.identities),
         now=local_now,
         last_message_at=earlier[-1][1].astimezone(local_now.tzinfo) if earlier else None,

@@ -1,8 +1,8 @@
 """Change numbers for what every turn reads of the Gem, kept by triggers whatever writes.
 
 ``gem_change`` holds one line per changed thing: a working-memory row (by id), or a whole
-table for the identities, wake texts and ambient prose (row id 0, as for a TRUNCATE of
-working memory), with ``seq``, a number that only grows, renewed at every insert, update or
+table for the identities, wake texts, ambient prose, fragments and edges (row id 0, as for a
+TRUNCATE of working memory), with ``seq``, a number that only grows, renewed at every insert, update or
 delete. A process that keeps these between turns (``gem.selectors.GemCopy``) asks only for
 what changed after the ``seq`` it last saw, so an edit made anywhere — ingest, the decay
 sweep, the admin, raw SQL — is seen on its next read.
@@ -16,7 +16,7 @@ from django.db import migrations
 
 TABLE = "gem_change"
 BY_ROW = ("gem_workingmemory",)
-WHOLE = ("gem_identity", "gem_waketext", "gem_ambientprose")
+WHOLE = ("gem_identity", "gem_waketext", "gem_ambientprose", "gem_fragment", "gem_fragmentedge")
 
 SQLITE_CREATE = [
     f"CREATE TABLE {TABLE} (source varchar(64) NOT NULL, row_id integer NOT NULL, "

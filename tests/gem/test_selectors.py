@@ -4,7 +4,8 @@ import pytest
 from django.db import connection, transaction
 from django.urls import reverse
 
-from gem.models import AmbientProse, Fragment, Identity, WakeText, WorkingMemory
+from gem.models import AmbientProse, Fragment, FragmentEdge, Identity, WakeText, WorkingMemory
+from gem.recall import recall_items
 from gem.selectors import (
     LINGERING_FIELDS,
     GemCopy,
@@ -17,7 +18,7 @@ from gem.selectors import (
 from gem.services import working_memory_sweep
 from heart.ingest import USER, working_memory_ingest
 from heart.models import Event
-from heart.parse import parse
+from heart.parse import Recall, parse
 
 pytestmark = pytest.mark.django_db
 
@@ -199,3 +200,17 @@ def test_it_gives_the_same_rows_as_reading_afresh():
     kept = gem_current().working_memory
     gem_copy.clear()
     assert sorted(kept) == sorted(gem_current().working_memory)
+
+
+def test_it_recalls_once_until_a_fragment_or_an_edge_changes(django_assert_num_queries):
+    fairy = Fragment.objects.create(key="fairy", ambient="Soft.", inventory="Grey crewneck.")
+    asked = [Recall("fairy")]
+    assert [i.text for i in gem_current().recalled(asked)] == ["Grey crewneck."]
+    with django_assert_num_queries(1):  # the change query only
+        assert [i.text for i in gem_current().recalled(asked)] == ["Grey crewneck."]
+    Fragment.objects.filter(key="fairy").update(inventory="Knitted overcoat.")
+    assert [i.text for i in gem_current().recalled(asked)] == ["Knitted overcoat."]
+    lace = Fragment.objects.create(key="lace", ambient="Lace.")
+    FragmentEdge.objects.create(source=fairy, target=lace)
+    assert [i.key for i in gem_current().recalled(asked)] == ["fairy", "lace"]
+    assert gem_current().recalled(asked) == recall_items(asked)
