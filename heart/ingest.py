@@ -90,14 +90,16 @@ def _ingest_item(item: KnowledgeItem, *, event: Event, side: str, turn: int, res
     content = item.text
     if item.kind == "feeling":
         content = " ".join(content.split()[:FEELING_WORD_CAP])
-    existing = WorkingMemory.objects.filter(
-        status="active", type=item.kind, content=content, subject=item.subject
-    ).first()
+    existing = (
+        WorkingMemory.objects.filter(
+            status="active", type=item.kind, content=content, subject=item.subject
+        )
+        .values_list("pk", flat=True)
+        .first()
+    )
     if existing:
-        existing.refreshed_at = event.ts
-        existing.turn = turn
-        existing.save(update_fields=["refreshed_at", "turn"])
-        result.refreshed.append(existing.pk)
+        WorkingMemory.objects.filter(pk=existing).update(refreshed_at=event.ts, turn=turn)
+        result.refreshed.append(existing)
         return
     if item.kind == "feeling":
         result.superseded.extend(_supersede(type="feeling", at=event.ts))
