@@ -138,7 +138,7 @@ class GemCopy:
         """Forget everything: the next read reads it all."""
         with self._lock:
             self._seq: int | None = None
-            self._tables: dict[str, Any] = {}  # table → what was read from it
+            self._tables: dict[tuple[str, str], Any] = {}  # (table, part) → what was read
             self._rows: dict[int, Any] = {}  # active working memory by id
 
     def current(self) -> GemNow:
