@@ -39,6 +39,7 @@ from gem.models import (
 from gem.selectors import (
     ambient_prose_check,
     ambient_prose_current,
+    gem_current,
     wake_text_current,
     working_memory_scored,
 )
@@ -451,7 +452,7 @@ class WorkingMemoryAdmin(admin.ModelAdmin):
             return queryset
         by_score: dict[float, list[int]] = {}
         for row, score in working_memory_scored(
-            now=timezone.now(), current_turn=turn_counter_current()
+            gem_current().working_memory, now=timezone.now(), current_turn=turn_counter_current()
         ):
             by_score.setdefault(round(score, 4), []).append(row.id)
         whens = [When(pk__in=ids, then=Value(score)) for score, ids in by_score.items()]

@@ -15,6 +15,7 @@ Items scoring under `FLOOR_THRESHOLD` are left out of context.
 """
 
 import math
+from collections.abc import Iterable
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Final
@@ -77,18 +78,51 @@ def score(
     """
     _check_type(type)
     _check_aware(refreshed_at=refreshed_at, now=now, due=due)
+    return scores(
+        [(type, refreshed_at, created_turn, due)],
+        now=now,
+        current_turn=current_turn,
+        pressure=pressure,
+    )[0]
+
+
+def scores(
+    items: Iterable[tuple[str, datetime, int | None, datetime | None]],
+    *,
+    now: datetime,
+    current_turn: int,
+    pressure: float = 0.0,
+) -> list[float]:
+    """`score` of many items at one moment, in order: ``(type, refreshed_at, created_turn,
+    due)`` each. The same numbers as `score`, bit for bit; the moment and the pressure are
+    checked once, each item's type and datetimes as it is scored (the context of every turn
+    scores all active working memory)."""
+    _check_aware(now=now)
     _check_pressure(pressure)
-    if type == SECRET:
-        return 1.0
-    if type == PLAN:
-        if due is None:
-            return 1.0
-        return plan_curve(refreshed_at=refreshed_at, now=now, due=due)
-    half_life = HALF_LIVES[type]
-    hours = _hours_between(refreshed_at, now)
-    turns = max(0, current_turn - created_turn) if created_turn is not None else 0
     shrink = 1.0 + pressure
-    return 0.5 ** (hours * shrink / half_life.hours) * 0.5 ** (turns * shrink / half_life.turns)
+    result = []
+    for type, refreshed_at, created_turn, due in items:
+        half_life = HALF_LIVES.get(type)
+        if half_life is None:
+            _check_type(type)
+            _check_aware(refreshed_at=refreshed_at, due=due)
+            if type == SECRET or due is None:  # a secret, or an untimed plan
+                result.append(1.0)
+            else:
+                result.append(plan_curve(refreshed_at=refreshed_at, now=now, due=due))
+            continue
+        try:
+            hours = max(0.0, (now - refreshed_at) / _HOUR)
+        except TypeError:  # naive minus aware: say which argument, as `score` does
+            _check_aware(refreshed_at=refreshed_at)
+            raise
+        if due is not None and due.utcoffset() is None:
+            _check_aware(due=due)
+        turns = max(0, current_turn - created_turn) if created_turn is not None else 0
+        result.append(
+            0.5 ** (hours * shrink / half_life.hours) * 0.5 ** (turns * shrink / half_life.turns)
+        )
+    return result
 
 
 def plan_curve(*, refreshed_at: datetime, now: datetime, due: datetime) -> float:

@@ -9,6 +9,8 @@ the asked-for fragments first, then neighbours — and the assembler trims them 
 
 from collections.abc import Sequence
 
+from django.db.models import Q
+
 from gem.models import Fragment, FragmentEdge
 from heart.assemble import RecalledItem
 from heart.parse import Recall
@@ -33,13 +35,17 @@ def recall_items(requests: Sequence[Recall]) -> list[RecalledItem]:
         tier = next((t for t in tiers if getattr(fragment, t).strip()), tiers[-1])
         asked.append(RecalledItem(fragment.key, tier, getattr(fragment, tier).strip()))
     seen = set(keys)
-    found = list(fragments)
-    outgoing = FragmentEdge.objects.filter(source__in=found).values_list(
-        "target", "target__ambient"
+    found = set(fragments)
+    # Edges either way in one query, in the edges' order; outgoing ones come first.
+    edges = FragmentEdge.objects.filter(Q(source__in=found) | Q(target__in=found)).values_list(
+        "source", "target", "source__ambient", "target__ambient"
     )
-    incoming = FragmentEdge.objects.filter(target__in=found).values_list(
-        "source", "source__ambient"
-    )
+    outgoing, incoming = [], []
+    for source, target, source_ambient, target_ambient in edges:
+        if source in found:
+            outgoing.append((target, target_ambient))
+        if target in found:
+            incoming.append((source, source_ambient))
     for key, ambient in [*outgoing, *incoming]:
         if key in seen or not ambient.strip():
             continue

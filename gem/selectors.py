@@ -1,15 +1,21 @@
 """Reads of the Gem shared by the Heart, the Lens and the Anvil."""
 
 import re
-from dataclasses import dataclass
+import threading
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
 from datetime import datetime
 from functools import cached_property
 from typing import Any
 
 from django.conf import settings
+from django.db import connections, router
 
 from gem import decay
-from gem.models import AmbientProse, Fragment, Identity, WakeText, WorkingMemory
+from gem.models import AmbientProse, Fragment, FragmentEdge, Identity, WakeText, WorkingMemory
+from gem.recall import recall_items
+from heart.assemble import RecalledItem
+from heart.parse import Recall
 
 
 def wake_text_current(kind: str) -> str:
@@ -57,23 +63,149 @@ def identities_current() -> Identities:
 LINGERING_FIELDS = ("id", "type", "content", "subject", "due", "turn", "refreshed_at")
 
 
-def working_memory_scored(*, now: datetime, current_turn: int) -> list[tuple[Any, float]]:
-    """Active working memory with its live decay score, strongest first.
-
-    Rows are named tuples of ``LINGERING_FIELDS``: this runs every turn over every active
-    item, and plain rows cost a fraction of model instances.
-    """
-    rows = WorkingMemory.objects.filter(status="active").values_list(*LINGERING_FIELDS, named=True)
-    pressure = settings.DECAY_PRESSURE
-    scored = [
-        (
-            row,
-            decay.score(**decay_inputs(row, now=now, current_turn=current_turn), pressure=pressure),
-        )
-        for row in rows
-    ]
+def working_memory_scored(
+    rows: Sequence[Any], *, now: datetime, current_turn: int
+) -> list[tuple[Any, float]]:
+    """Active working-memory rows (`GemNow.working_memory`) with their live decay score,
+    strongest first (ties: lower id first)."""
+    scores = decay.scores(
+        [(row.type, row.refreshed_at, row.turn, row.due) for row in rows],
+        now=now,
+        current_turn=current_turn,
+        pressure=settings.DECAY_PRESSURE,
+    )
+    scored = list(zip(rows, scores, strict=True))
     scored.sort(key=lambda pair: (-pair[1], pair[0].id))
     return scored
+
+
+@dataclass(frozen=True)
+class GemNow:
+    """What every turn reads of the Gem, as it is in the database now.
+
+    ``working_memory`` holds every active item as a named tuple of ``LINGERING_FIELDS``: it
+    is scored every turn, and plain rows cost a fraction of model instances.
+    """
+
+    identities: Identities
+    wake_text: str
+    image_text: str
+    ambient_prose: str
+    working_memory: list[Any]
+    recalled_before: dict = field(repr=False, compare=False)  # recall results, same fragments
+
+    def recalled(self, requests: Sequence[Recall]) -> list[RecalledItem]:
+        """`gem.recall.recall_items`, read once for as long as fragments and edges are as they
+        are: a companion often asks for the same keys turn after turn."""
+        key = tuple(requests)
+        if key not in self.recalled_before:
+            if len(self.recalled_before) >= RECALLS_KEPT:
+                self.recalled_before.clear()
+            self.recalled_before[key] = recall_items(requests)
+        return self.recalled_before[key]
+
+
+def gem_current() -> GemNow:
+    """The Gem as a turn reads it, through this process's copy (`GemCopy`)."""
+    return gem_copy.current()
+
+
+class GemCopy:
+    """What every turn reads of the Gem, kept in this process from one turn to the next.
+
+    A turn reads every active working-memory item, the identities, the wake texts and the
+    ambient prose, and recalls fragments; from one turn to the next only a few working-memory
+    rows change, and the rest hardly ever. Triggers (gem migration 0007) stamp every insert,
+    update or delete of those tables, whatever makes it (ingest, the decay sweep, the admin,
+    raw SQL), with a new ``seq`` in ``gem_change``: a number that only grows, per
+    working-memory row and per table for the others. A read asks for what changed after the
+    ``seq`` it last saw (one small query) and reads again only that: the changed
+    working-memory rows, a changed table whole (any change to fragments or edges forgets
+    every recall result).
+
+    The newest change always comes back, so a latest ``seq`` lower than the one seen (the
+    changes rolled back, or another database) means everything is read again, as on first use.
+    Tests, whose databases roll back, start each with `clear`.
+    """
+
+    RELOAD_OVER = 500  # changed rows past which reading every active row is the cheaper way
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()  # the live server's threads share the process
+        self.clear()
+
+    def clear(self) -> None:
+        """Forget everything: the next read reads it all."""
+        with self._lock:
+            self._seq: int | None = None
+            self._tables: dict[tuple[str, str], Any] = {}  # (table, part) → what was read
+            self._rows: dict[int, Any] = {}  # active working memory by id
+
+    def current(self) -> GemNow:
+        with self._lock:
+            self._refresh()
+            return GemNow(
+                identities=self._table(Identity, identities_current),
+                wake_text=self._table(WakeText, lambda: wake_text_current("wake")),
+                image_text=self._table(WakeText, lambda: wake_text_current("image"), "image"),
+                ambient_prose=self._table(AmbientProse, ambient_prose_current),
+                working_memory=list(self._rows.values()),
+                recalled_before=self._table(Fragment, dict),
+            )
+
+    def _refresh(self) -> None:
+        seen = self._seq or 0
+        with connections[router.db_for_read(WorkingMemory)].cursor() as cursor:
+            cursor.execute(
+                f"SELECT source, row_id, seq FROM {CHANGES} "
+                f"WHERE seq > %s OR seq = (SELECT max(seq) FROM {CHANGES})",
+                [seen],
+            )
+            changes = cursor.fetchall()
+        latest = max((seq for *_, seq in changes), default=0)
+        fresh = [(source, row_id) for source, row_id, seq in changes if seq > seen]
+        rows = {row_id for source, row_id in fresh if source == WORKING_MEMORY}
+        active = WorkingMemory.objects.filter(status="active").order_by()  # scoring sorts
+        if (
+            self._seq is None
+            or latest < seen
+            or WHOLE_TABLE in rows
+            or len(rows) > self.RELOAD_OVER
+        ):
+            self._tables.clear()
+            self._rows = {row.id: row for row in _lingering_rows(active)}
+        else:
+            for source, _ in fresh:
+                if source == EDGES:  # recall reads the edges with the fragments
+                    source = FRAGMENTS
+                for key in [key for key in self._tables if key[0] == source]:
+                    del self._tables[key]
+            if rows:
+                for row_id in rows:
+                    self._rows.pop(row_id, None)
+                self._rows.update(
+                    (row.id, row) for row in _lingering_rows(active.filter(pk__in=rows))
+                )
+        self._seq = latest
+
+    def _table(self, model, read: Callable[[], Any], part: str = "") -> Any:
+        """What ``read`` gives, read again once ``model``'s table changed."""
+        key = (model._meta.db_table, part)
+        if key not in self._tables:
+            self._tables[key] = read()
+        return self._tables[key]
+
+
+CHANGES = "gem_change"
+WORKING_MEMORY = WorkingMemory._meta.db_table
+WHOLE_TABLE = 0  # the row id of a change to a table as a whole (its rows are not told apart)
+FRAGMENTS, EDGES = Fragment._meta.db_table, FragmentEdge._meta.db_table
+RECALLS_KEPT = 256  # recall results kept at most; all are forgotten when it is reached
+gem_copy = GemCopy()
+
+
+def _lingering_rows(queryset) -> Any:
+    return queryset.values_list(*LINGERING_FIELDS, named=True)
 
 
 def decay_inputs(item: Any, *, now: datetime, current_turn: int) -> dict:

@@ -14,15 +14,23 @@ CHARS_PER_TOKEN = "chars_per_token"
 
 
 def state_get(key: str, default: Any = None) -> Any:
-    row = State.objects.filter(key=key).first()
-    return default if row is None else json.loads(row.value)
+    return state_get_many({key: default})[key]
+
+
+def state_get_many(defaults: dict[str, Any]) -> dict[str, Any]:
+    """Several values in one query: ``{key: default}`` in, ``{key: value}`` out."""
+    stored = dict(State.objects.filter(key__in=defaults).values_list("key", "value"))
+    return {
+        key: json.loads(stored[key]) if key in stored else default
+        for key, default in defaults.items()
+    }
 
 
 def state_set(key: str, value: Any) -> None:
     encoded = json.dumps(value)
-    with transaction.atomic():
-        if not State.objects.filter(key=key).update(value=encoded, updated_at=timezone.now()):
-            State.objects.create(key=key, value=encoded)
+    # One statement when the key exists, as it does after its first turn.
+    if not State.objects.filter(key=key).update(value=encoded, updated_at=timezone.now()):
+        State.objects.update_or_create(key=key, defaults={"value": encoded})
 
 
 def turn_counter_current() -> int:

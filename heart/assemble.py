@@ -119,7 +119,7 @@ from collections.abc import Callable, Sequence
 from contextlib import suppress
 from dataclasses import dataclass
 from datetime import datetime, timedelta, tzinfo
-from functools import lru_cache
+from functools import lru_cache, partial
 
 LINGER_THRESHOLD = 0.01  # working memory scoring under this is never included
 USER, SAY, DO, FLEX = "user", "say", "do", "flex"
@@ -566,14 +566,7 @@ def _recent(lines: Sequence[ConversationLine], budgets: Budgets, truncated: dict
         if pool in closed:
             dropped[pool] += 1
             continue
-        label = _one_line(line.actor) or UNKNOWN_ACTOR
-        label += ": " if pool == USER else f" ({pool}): "
-
-        def render(content: str, label: str = label) -> str:
-            return _guard(_hang(label, content))
-
-        content = _clean(line.text)
-        text = render(content)
+        label, content, text = _recent_line(line.actor, pool, line.text)
         # A line pays for its text and for the line break(s) after it (after the heading, for the
         # newest line), so the pools account for every character of the section but its heading.
         joint = 1 if not kept or kept[-1][0].event_id == line.event_id else 2
@@ -585,6 +578,7 @@ def _recent(lines: Sequence[ConversationLine], budgets: Budgets, truncated: dict
         whole = min(_characters(max(caps[pool], caps[FLEX]), cpt) - joint, limit - len(RECENT) - 1)
         if charged is None and len(text) > whole:  # it could never fit: cut it to what is left
             charged = pool if left[pool] >= left[FLEX] else FLEX
+            render = partial(_recent_render, label)
             text = _cut(render, content, min(room, _characters(left[charged], cpt) - joint))
             if text is not None:
                 truncated.setdefault("recent", []).append(line.event_id)
@@ -614,6 +608,20 @@ def _recent(lines: Sequence[ConversationLine], budgets: Budgets, truncated: dict
         pool_tokens={pool: caps[pool] - left[pool] for pool in (*POOLS, FLEX)},
         dropped=dropped,
     )
+
+
+@lru_cache(maxsize=8_192)
+def _recent_line(actor: str, pool: str, text: str) -> tuple[str, str, str]:
+    """A Recent line's label, cleaned content and whole text. Cached: the same lines come back
+    turn after turn, and the text depends on nothing else."""
+    label = _one_line(actor) or UNKNOWN_ACTOR
+    label += ": " if pool == USER else f" ({pool}): "
+    content = _clean(text)
+    return label, content, _recent_render(label, content)
+
+
+def _recent_render(label: str, content: str) -> str:
+    return _guard(_hang(label, content))
 
 
 # --- text helpers ------------------------------------------------------------------------------

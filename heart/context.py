@@ -1,5 +1,6 @@
 """Gathering what Claude wakes up to for one turn, from the stores, for the pure assembler."""
 
+import math
 from datetime import datetime
 from functools import lru_cache
 from zoneinfo import ZoneInfo
@@ -7,14 +8,8 @@ from zoneinfo import ZoneInfo
 from django.conf import settings
 
 from gem import decay
-from gem.recall import recall_items
-from gem.selectors import (
-    Identities,
-    ambient_prose_current,
-    wake_text_current,
-    working_memory_scored,
-)
-from gem.state import CHARS_PER_TOKEN, PENDING_RECALL, state_get
+from gem.selectors import GemNow, Identities, working_memory_scored
+from gem.state import CHARS_PER_TOKEN, PENDING_RECALL, state_get_many
 from heart.assemble import (
     DEFAULT_CHARS_PER_TOKEN,
     Assembly,
@@ -37,10 +32,10 @@ RECENT_PAGE = 100
 RECENT_CAP = 1_000
 
 
-def budgets_from_settings() -> Budgets:
+def budgets_from_settings(*, chars_per_token: float) -> Budgets:
     """The budgets of the settings, measured with the calibrated characters per token."""
     return Budgets(
-        chars_per_token=state_get(CHARS_PER_TOKEN, DEFAULT_CHARS_PER_TOKEN),
+        chars_per_token=chars_per_token,
         working_memory=settings.BUDGET_WORKING_MEMORY,
         recall=settings.BUDGET_RECALL,
         summaries=settings.BUDGET_SUMMARIES,
@@ -79,41 +74,55 @@ def _event_lines(
 
 
 def _recent_events(*, before: int, chars_wanted: int) -> list[tuple[int, datetime, str, str]]:
-    """The newest events before an id, oldest first, enough to fill the pools twice over."""
+    """The newest events before an id, oldest first, enough to fill the pools twice over.
+
+    Whole pages are taken until their text is enough, as if read one page per query; as many
+    pages as the last call took are read in one query (most turns need what the turn before
+    did), so the events taken are the same whichever way they were read.
+    """
     events, chars, upper = [], 0, before
+    unread: list[tuple[int, datetime, str, str]] = []
+    pages_at_once = _recent_pages_last["pages"]
     while chars < chars_wanted and len(events) < RECENT_CAP:
-        page = list(
-            Event.objects.filter(pk__lt=upper)
-            .order_by("-pk")
-            .values_list("pk", "ts", "actor", "content")[:RECENT_PAGE]
-        )
+        if not unread:
+            unread = list(
+                Event.objects.filter(pk__lt=upper)
+                .order_by("-pk")
+                .values_list("pk", "ts", "actor", "content")[: RECENT_PAGE * pages_at_once]
+            )
+            pages_at_once = 1
+        page, unread = unread[:RECENT_PAGE], unread[RECENT_PAGE:]
         if not page:
             break
         events.extend(page)
         chars += sum(len(content) for *_, content in page)
         upper = page[-1][0]
+    _recent_pages_last["pages"] = max(1, math.ceil(len(events) / RECENT_PAGE))
     return events[::-1]
 
 
-def context_for_event(
-    *, event: Event, now: datetime, current_turn: int, who: Identities
-) -> Assembly:
-    """The assembled context for answering ``event`` at ``now``."""
-    budgets = budgets_from_settings()
+_recent_pages_last = {"pages": 1}  # how many pages the last read took, in this process
+
+
+def context_for_event(*, event: Event, now: datetime, current_turn: int, gem: GemNow) -> Assembly:
+    """The assembled context for answering ``event`` at ``now``, from ``gem`` as read for it."""
+    state = state_get_many({CHARS_PER_TOKEN: DEFAULT_CHARS_PER_TOKEN, PENDING_RECALL: []})
+    budgets = budgets_from_settings(chars_per_token=state[CHARS_PER_TOKEN])
     pools = budgets.pool_user + budgets.pool_say + budgets.pool_do + budgets.pool_flex
     earlier = _recent_events(before=event.pk, chars_wanted=2 * 4 * pools)
+    scored = working_memory_scored(gem.working_memory, now=now, current_turn=current_turn)
     lingering = [
         LingeringItem(row.id, row.type, row.content, row.subject, score, row.due)
-        for row, score in working_memory_scored(now=now, current_turn=current_turn)
+        for row, score in scored
         if decay.is_surfacing(score)
     ]
-    pending = state_get(PENDING_RECALL, [])
+    pending = state[PENDING_RECALL]
     recalls = [Recall(r["key"], r["deep"]) for r in pending if "key" in r]
     searches = [r["search"] for r in pending if "search" in r]
-    recalled = recall_items(recalls) + search_recalled(searches, before_event=event.pk)
-    wake, ambient = wake_text_current("wake"), ambient_prose_current()
-    image_text = wake_text_current("image") if event.image else None
-    conversation = conversation_lines(earlier, who=who)
+    recalled = gem.recalled(recalls) + search_recalled(searches, before_event=event.pk)
+    wake, ambient = gem.wake_text, gem.ambient_prose
+    image_text = gem.image_text if event.image else None
+    conversation = conversation_lines(earlier, who=gem.identities)
     local_now = now.astimezone(ZoneInfo(settings.TIME_ZONE))
     spans = [
         Span(*row)

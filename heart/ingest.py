@@ -38,12 +38,23 @@ class IngestResult:
 
 
 def event_record(
-    *, text: str, actor: str, ts: datetime, image: str = "", identities: list[str] | None = None
+    *,
+    text: str,
+    actor: str,
+    ts: datetime,
+    image: str = "",
+    identities: list[str] | None = None,
+    parsed: ParsedMessage | None = None,
 ) -> tuple[Event, ParsedMessage]:
-    """Write a message to the log with its tags, exactly as written. Nothing runs before this."""
-    names = identities_current().names if identities is None else identities
-    parsed = parse(text, identities=names)
-    with transaction.atomic(using="events"):
+    """Write a message to the log with its tags, exactly as written. Nothing runs before this.
+
+    ``parsed``: the text already parsed with the current identities, when the caller has it.
+    """
+    if parsed is None:
+        names = identities_current().names if identities is None else identities
+        parsed = parse(text, identities=names)
+    # Inside a caller's transaction no savepoint is needed: a failure here fails it whole.
+    with transaction.atomic(using="events", savepoint=False):
         event = Event.objects.create(ts=ts, content=text, actor=actor, image=image)
         EventTag.objects.bulk_create(
             [EventTag(event=event, tag=tag) for tag in sorted(parsed.tags)]
@@ -79,14 +90,16 @@ def _ingest_item(item: KnowledgeItem, *, event: Event, side: str, turn: int, res
     content = item.text
     if item.kind == "feeling":
         content = " ".join(content.split()[:FEELING_WORD_CAP])
-    existing = WorkingMemory.objects.filter(
-        status="active", type=item.kind, content=content, subject=item.subject
-    ).first()
+    existing = (
+        WorkingMemory.objects.filter(
+            status="active", type=item.kind, content=content, subject=item.subject
+        )
+        .values_list("pk", flat=True)
+        .first()
+    )
     if existing:
-        existing.refreshed_at = event.ts
-        existing.turn = turn
-        existing.save(update_fields=["refreshed_at", "turn"])
-        result.refreshed.append(existing.pk)
+        WorkingMemory.objects.filter(pk=existing).update(refreshed_at=event.ts, turn=turn)
+        result.refreshed.append(existing)
         return
     if item.kind == "feeling":
         result.superseded.extend(_supersede(type="feeling", at=event.ts))

@@ -13,7 +13,7 @@ from django.db.models import Case, When
 from django.utils import timezone
 from django_q.tasks import async_task
 
-from gem.selectors import Identities, identities_current
+from gem.selectors import Identities, gem_current
 from gem.state import (
     CHARS_PER_TOKEN,
     PENDING_RECALL,
@@ -25,7 +25,7 @@ from heart.assemble import DEFAULT_CHARS_PER_TOKEN, Assembly, chars_per_token_ca
 from heart.context import context_for_event
 from heart.ingest import COMPANION, USER, event_record, working_memory_ingest
 from heart.models import ContextSnapshot, Event, Turn, TurnStatus
-from heart.parse import parse
+from heart.parse import ParsedMessage, parse
 from silentstar import claude
 from silentstar.claude import ClaudeError
 
@@ -131,18 +131,20 @@ def turn_run(*, turn: Turn) -> Turn:
     def clock() -> datetime:
         return timezone.now() + offset
 
-    who = identities_current()
+    gem = gem_current()
+    who = gem.identities
     try:
-        assembly = context_for_event(event=event, now=clock(), current_turn=turn.number, who=who)
+        assembly = context_for_event(event=event, now=clock(), current_turn=turn.number, gem=gem)
         reply_event = turn.reply_event
         if reply_event is None:
             reply = _reply_stream(turn=turn, assembly=assembly, identities=who.names)
-            reply_event = _reply_record(
+            reply_event, parsed = _reply_record(
                 turn=turn, text=reply.text, ts=clock(), who=who, usage=reply
             )
             if not reply.offline and not event.image:  # image tokens are not text
                 _chars_per_token_calibrate(assembly=assembly, usage=reply.usage)
-        parsed = parse(reply_event.content, identities=who.names)
+        else:  # a retry: the reply was logged by an earlier attempt
+            parsed = parse(reply_event.content, identities=who.names)
         working_memory_ingest(parsed=parsed, event=reply_event, side=COMPANION, turn=turn.number)
         state_set(
             PENDING_RECALL,
@@ -212,7 +214,7 @@ def _reply_stream(*, turn: Turn, assembly: Assembly, identities: list[str]) -> c
 
 def _reply_record(
     *, turn: Turn, text: str, ts: datetime, who: Identities, usage: claude.Reply
-) -> Event:
+) -> tuple[Event, ParsedMessage]:
     """Log the reply and link it to the turn in one transaction, with what the API reported."""
     parsed = parse(text, identities=who.names)
     with transaction.atomic(using="events"):
@@ -220,7 +222,7 @@ def _reply_record(
             text=text,
             actor=parsed.identity or who.default_companion,
             ts=ts,
-            identities=who.names,
+            parsed=parsed,
         )
         Turn.objects.filter(pk=turn.pk).update(
             reply_event=reply_event,
@@ -230,7 +232,7 @@ def _reply_record(
             cache_read_tokens=usage.usage.cache_read_tokens,
             cache_write_tokens=usage.usage.cache_write_tokens,
         )
-    return reply_event
+    return reply_event, parsed
 
 
 def _turn_fail(turn: Turn, reason: str) -> None:

@@ -16,7 +16,7 @@ from django.db.models import Q
 from django.utils import timezone
 
 from gem.models import Fragment, FragmentEdge, FragmentSource, WorkingMemoryRef
-from gem.selectors import working_memory_scored
+from gem.selectors import gem_current, working_memory_scored
 from gem.state import turn_counter_current
 from lens.draft import TIERS, Draft, DraftEdge, DraftFragment, draft_render, edges_ordered
 from mirror.models import Summary
@@ -301,7 +301,9 @@ def working_memory_lingering(*, now: datetime | None = None) -> tuple[int, list[
     """The turn counter and the active working memory, strongest first, scored as the Heart
     scores it."""
     turn = turn_counter_current()
-    scored = working_memory_scored(now=now or timezone.now(), current_turn=turn)
+    scored = working_memory_scored(
+        gem_current().working_memory, now=now or timezone.now(), current_turn=turn
+    )
     links: dict[int, list[str]] = {}
     for wm_id, key in (
         WorkingMemoryRef.objects.filter(wm_id__in=[row.id for row, _ in scored])

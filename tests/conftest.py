@@ -51,6 +51,15 @@ def fast_password_hashing(settings):
     settings.PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
 
 
+@pytest.fixture(autouse=True)
+def fresh_gem_copy():
+    """Every test starts on a rolled-back or emptied database, where change numbers repeat:
+    the process's copy of what turns read of the Gem must start over with it."""
+    from gem.selectors import gem_copy
+
+    gem_copy.clear()
+
+
 @pytest.fixture
 def fake_api(settings, monkeypatch):
     """A local fake Messages API that the real SDK talks to, with the companion online.

@@ -328,3 +328,53 @@ def test_it_sweeps_only_what_stays_under_the_threshold(
             type, hours=hours + later_hours, turns=turns + later_turns, pressure=p, due=due
         )
         assert later < 0.01
+
+
+item_st = st.tuples(
+    any_type,
+    st.floats(min_value=-48, max_value=24 * 400).map(lambda h: T0 - h * H),
+    st.none() | st.integers(min_value=0, max_value=1_000),
+    due_st,
+)
+
+
+@fast
+@given(items=st.lists(item_st, max_size=30), turn=turns_st, pressure=pressure_st)
+def test_it_scores_many_items_exactly_as_one_at_a_time(items, turn, pressure):
+    scored = decay.scores(items, now=T0, current_turn=turn, pressure=pressure)
+    assert scored == [
+        decay.score(
+            type=type,
+            refreshed_at=refreshed_at,
+            now=T0,
+            created_turn=created_turn,
+            current_turn=turn,
+            due=due,
+            pressure=pressure,
+        )
+        for type, refreshed_at, created_turn, due in items
+    ]
+    for (type, refreshed_at, created_turn, _), value in zip(items, scored, strict=True):
+        if type in decay.HALF_LIVES:  # the formula of the module docstring, bit for bit
+            hours = max(0.0, (T0 - refreshed_at) / H)
+            turns = max(0, turn - created_turn) if created_turn is not None else 0
+            life = decay.HALF_LIVES[type]
+            shrink = 1.0 + pressure
+            assert value == 0.5 ** (hours * shrink / life.hours) * 0.5 ** (
+                turns * shrink / life.turns
+            )
+
+
+def test_it_checks_every_item_it_scores_many_of():
+    naive = datetime(2026, 3, 1, 9, 0)
+    good = ("thought", T0, 1, None)
+    with pytest.raises(ValueError, match="refreshed_at must be a timezone-aware"):
+        decay.scores([good, ("thought", naive, 1, None)], now=T0, current_turn=2)
+    with pytest.raises(ValueError, match="due must be a timezone-aware"):
+        decay.scores([good, ("feeling", T0, 1, naive)], now=T0, current_turn=2)
+    with pytest.raises(ValueError, match="Unknown working-memory type"):
+        decay.scores([good, ("mood", T0, 1, None)], now=T0, current_turn=2)
+    with pytest.raises(ValueError, match="now must be a timezone-aware"):
+        decay.scores([good], now=naive, current_turn=2)
+    with pytest.raises(ValueError, match="pressure"):
+        decay.scores([good], now=T0, current_turn=2, pressure=-1)

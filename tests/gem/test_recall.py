@@ -66,3 +66,22 @@ def test_it_matches_keys_exactly_and_says_when_nothing_is_there(wardrobe):
 def test_it_asks_nothing_of_the_database_for_no_requests(django_assert_num_queries):
     with django_assert_num_queries(0):
         assert recall_items([]) == []
+
+
+def test_it_orders_neighbours_of_several_fragments_as_the_edges_are_ordered(
+    wardrobe, django_assert_num_queries
+):
+    closet = Fragment.objects.create(key="closet", ambient="Where they hang.")
+    FragmentEdge.objects.create(source=wardrobe["jirai"], target=closet)
+    FragmentEdge.objects.create(source=closet, target=wardrobe["street"])
+    FragmentEdge.objects.create(source=wardrobe["street"], target=wardrobe["fairy"])
+    with django_assert_num_queries(2):
+        items = recall_items([Recall("jirai"), Recall("fairy")])
+    # Outgoing edges of the found fragments by (source, target), then incoming ones.
+    assert [(i.key, i.tier) for i in items] == [
+        ("jirai", "recognition"),
+        ("fairy", "inventory"),
+        ("closet", "ambient"),
+        ("street", "ambient"),
+        ("wardrobe", "ambient"),
+    ]

@@ -5,7 +5,7 @@ from datetime import UTC, datetime, timedelta
 import pytest
 
 from gem.models import Fragment, WorkingMemory
-from gem.selectors import working_memory_scored
+from gem.selectors import gem_current, working_memory_scored
 from heart.models import ContextSnapshot
 from heart.services import turn_submit
 from heart.tasks import run_turns_task
@@ -92,7 +92,7 @@ def conversation(fake_api, settings):
 
 
 def plan_score(when: str) -> float:
-    scored = working_memory_scored(now=at(when), current_turn=0)
+    scored = working_memory_scored(gem_current().working_memory, now=at(when), current_turn=0)
     return next(score for item, score in scored if item.type == "plan")
 
 

@@ -11,7 +11,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from gem.models import Fragment, FragmentEdge, FragmentSource, WorkingMemory, WorkingMemoryRef
-from gem.selectors import working_memory_scored
+from gem.selectors import gem_current, working_memory_scored
 from gem.state import TURN_COUNTER, state_set
 from lens.draft import draft_diff, draft_parse
 from lens.extract import (
@@ -196,7 +196,7 @@ def test_working_memory_comes_with_the_scores_the_heart_uses(graph):
     WorkingMemory.objects.create(type="thought", content="gone", status="resolved", turn=1)
     WorkingMemoryRef.objects.create(wm=old, fragment_id="well")
     WorkingMemoryRef.objects.create(wm=old, fragment_id="fairy")
-    expected = working_memory_scored(now=NOW, current_turn=7)
+    expected = working_memory_scored(gem_current().working_memory, now=NOW, current_turn=7)
 
     turn, items = working_memory_lingering(now=NOW)
 

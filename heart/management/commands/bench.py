@@ -1,5 +1,6 @@
 import json
 import os
+import secrets
 import subprocess
 import sys
 import tempfile
@@ -187,6 +188,10 @@ class Command(BaseCommand):
                 "SILENTSTAR_DATA_DIR": data_dir,
                 "ANTHROPIC_API_KEY": "",
                 "SILENTSTAR_LOG_LEVEL": "WARNING",
+                # As in production: debug mode records every SQL query, a cost turns do not
+                # have there.
+                "SILENTSTAR_DEBUG": "false",
+                "SILENTSTAR_SECRET_KEY": secrets.token_urlsafe(50),
             }
             command = [sys.executable, "manage.py", "bench", *arguments, "--inside"]
             done = subprocess.run(

@@ -1,0 +1,98 @@
+"""The context of a turn: the same from the process's copy of the Gem as from a fresh read."""
+
+import math
+from datetime import UTC, datetime, timedelta
+
+import pytest
+from django.db import connections
+from django.test.utils import CaptureQueriesContext
+
+from gem.models import AmbientProse, WakeText, WorkingMemory
+from gem.selectors import gem_copy, gem_current
+from gem.services import working_memory_sweep
+from heart import context
+from heart.context import context_for_event
+from heart.models import Event
+from heart.services import turn_claim_next, turn_run, turn_submit
+
+pytestmark = pytest.mark.django_db(databases="__all__")
+
+START = datetime(2026, 3, 2, 9, 0, tzinfo=UTC)
+
+
+def turn(text: str, at: datetime):
+    """One whole turn with the offline companion, which keeps the process's copy warm."""
+    submitted = turn_submit(text=text, actor="luna", at=at, enqueue=False)
+    claimed = turn_claim_next()
+    assert claimed is not None and claimed.pk == submitted.pk
+    done = turn_run(turn=claimed)
+    assert done.status == "done", done.error
+    return done
+
+
+def contexts_kept_and_fresh(done, at: datetime):
+    """The context of the turn's event from the warm copy, then from a cleared one."""
+    kept = context_for_event(event=done.event, now=at, current_turn=done.number, gem=gem_current())
+    gem_copy.clear()
+    fresh = context_for_event(event=done.event, now=at, current_turn=done.number, gem=gem_current())
+    return kept, fresh
+
+
+def assert_same(kept, fresh):
+    assert kept.system_text == fresh.system_text
+    assert kept.user_text == fresh.user_text
+    assert kept.items_included == fresh.items_included
+    assert kept.token_counts == fresh.token_counts
+
+
+def test_it_builds_the_same_context_from_the_copy_after_every_kind_of_change():
+    at = START
+    turn("<luna><plan>call the pharmacy friday at 5pm</plan> hello</luna>", at)
+    turn("<luna><pin>tea without sugar</pin> and the rain</luna>", at := at + timedelta(hours=1))
+    gem_current()  # warm
+    # Changes the copy must see: the sweep, edits outside the turn, new texts.
+    WorkingMemory.objects.create(
+        type="feeling", content="restless", turn=1, refreshed_at=at - timedelta(days=5)
+    )
+    working_memory_sweep(now=at, current_turn=2)
+    WorkingMemory.objects.filter(type="pin").update(content="tea with honey")
+    AmbientProse.objects.create(content="Luna's quiet [evenings].")
+    WakeText.objects.create(kind="wake", content="Wake up gently.")
+    done = turn("<luna>what do you remember?</luna>", at := at + timedelta(hours=2))
+    kept, fresh = contexts_kept_and_fresh(done, at)
+    assert_same(kept, fresh)
+    assert "tea with honey" in kept.user_text and "restless" not in kept.user_text
+    assert kept.system_text.startswith("Wake up gently.")
+    assert "Luna's quiet [evenings]." in kept.system_text
+
+
+def test_it_builds_the_same_context_turn_after_turn():
+    at = START
+    for n in range(6):
+        at += timedelta(minutes=40)
+        done = turn(f"<luna><pin>thing {n % 3}</pin> message {n}</luna>", at)
+        kept, fresh = contexts_kept_and_fresh(done, at)
+        assert_same(kept, fresh)
+        assert f"thing {n % 3}" in kept.user_text
+
+
+@pytest.mark.parametrize("pages_at_once", [1, 2, 3, 7])
+def test_it_takes_the_same_recent_events_however_many_pages_it_reads_at_once(
+    pages_at_once, monkeypatch
+):
+    at = START
+    for n in range(450):  # event texts of uneven lengths: the page where it stops varies
+        Event.objects.create(ts=at + timedelta(minutes=n), content="x" * (n % 37 + 1))
+    newest = Event.objects.order_by("-pk").first().pk + 1
+    for wanted in (10, 3_000, 7_000, 100_000):
+        monkeypatch.setitem(context._recent_pages_last, "pages", 1)
+        one_at_a_time = context._recent_events(before=newest, chars_wanted=wanted)
+        monkeypatch.setitem(context._recent_pages_last, "pages", pages_at_once)
+        with CaptureQueriesContext(connections["events"]) as queries:
+            assert context._recent_events(before=newest, chars_wanted=wanted) == one_at_a_time
+        pages = math.ceil(len(one_at_a_time) / context.RECENT_PAGE)
+        # The first query reads ``pages_at_once`` pages, later ones a page each, and one
+        # more finds nothing when the log runs out.
+        assert len(queries) <= 1 + max(0, pages - pages_at_once) + 1
+    assert one_at_a_time[-1][0] == newest - 1 and len(one_at_a_time) == 450
+    assert context._recent_pages_last["pages"] == 5  # the next read takes them all at once
