@@ -22,11 +22,11 @@ def lens(*args):
 def test_search_prints_ranked_hits_with_the_turns_around_them():
     at = datetime(2026, 3, 1, 18, 0, tzinfo=UTC)
     event_record(text="where did you walk?", actor="ana", ts=at, identities=[])
-    event_record(text="out to the lighthouse", actor="ben", ts=at, identities=[])
+    answer, _ = event_record(text="out to the lighthouse", actor="ben", ts=at, identities=[])
     Fragment.objects.create(key="lighthouse", ambient="The old lighthouse.")
     text = lens("search", "lighthouse", "--limit", "5")
     assert text.startswith("# Search: lighthouse")
-    assert "`fragment:lighthouse`" in text and "`event:2`" in text
+    assert "`fragment:lighthouse`" in text and f"`event:{answer.pk}`" in text
     assert "   > ana: where did you walk?" in text
     assert "out to the **lighthouse**" in text
 
