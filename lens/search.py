@@ -5,17 +5,25 @@ FTS5 with the Porter stemmer on SQLite, weighted ``tsvector`` columns under GIN 
 Each lives in the store of what it indexes, so each kind is one query on one store.
 
 Query words
-    The query is cut into words; common English words ("what", "did", "the") are dropped unless
-    nothing else is left, and the rest are OR-ed: a hit needs one word, and ranking (BM25 on
-    SQLite, ``ts_rank`` on PostgreSQL) puts the hits with the rarer and more numerous words
-    first. Stemming makes "named" find "name" and "puppies" "puppy".
+    The query is cut into words; common English words ("what", "did", "the", and light verbs
+    such as "go", which match small talk far more than facts) and the ``s`` of a possessive
+    are dropped unless nothing else is left, and the rest are OR-ed: a hit needs one word, and
+    ranking (BM25 on SQLite, ``ts_rank`` on PostgreSQL) puts the hits with the rarer and more
+    numerous words first. Stemming makes "named" find "name" and "puppies" "puppy".
+
+Related words
+    People ask in other words than they told: "the concert" of a turn that says "the gig",
+    "lessons" of "a class". Each query word in ``RELATED_WORDS`` (a small hand-written table of
+    everyday synonyms) brings its group's other words, searched as a second query whose scores
+    are added at ``EXPANSION_WEIGHT``: a related word counts, but less than a word asked for.
 
 Events
     An event is indexed with its own text (weight 1), its speaker and its date in words (UTC),
     and the two events before it as context (a lower weight): the answer to a question is then
     found by the question's words. At query time, among the best few times ``limit`` events, an
     event also earns a share of the better score of the events just before and after it (turn
-    and window scores fused), and the turns of a speaker the query names count more. A hit
+    and window scores fused), and the turns of a speaker the query names count more. Only the
+    best ``limit × FUSION_POOL`` of each query are fetched, ranked and cut in SQL. A hit
     carries the turns around it (``neighbours`` each side). The weights were chosen on a
     development dataset generated apart from the one the figures are measured on.
 
@@ -43,11 +51,12 @@ MAX_TERMS = 32
 NEIGHBOURS = 1  # turns each side of an event hit
 # An event also earns this share of the better score of the events just before and after it
 # (a question and its answer, a story told over two turns), among this many times the limit.
-NEIGHBOUR_FUSION = 0.3
+NEIGHBOUR_FUSION = 0.6
 FUSION_POOL = 4
 # A speaker named in the query: their turns count this much more. A name in half the turns
 # is worth next to nothing to BM25, yet "what did Ben…" is mostly answered by Ben.
 SPEAKER_BOOST = 0.5
+EXPANSION_WEIGHT = 0.5  # a related word's worth, against a word of the query
 MARK_OPEN, MARK_CLOSE = "**", "**"
 
 # Column weights. SQLite bm25: content, speaker, date words, context (the turns before).
@@ -67,7 +76,58 @@ STOP_WORDS = frozenset(
     some such tell than that the their theirs them themselves then there these they this those
     through to too under until up very was we were what when where which while who whom whose why
     will with would you your yours yourself yourselves
+    go goes going gone went
     """.split()
+)
+
+# Words a person may use for one another: hand-written, general everyday English. A group holds
+# synonyms and inflections, or the words one kind of event is told with (a concert: gig, show,
+# band); never the members of an open category (kinds of pet, dances, desserts, cities), because
+# naming the member is what a "which pet…?" question asks for. A query word in a group also
+# searches the group's other words, which count EXPANSION_WEIGHT of a word of the query.
+RELATED_WORDS = (
+    "dog dogs puppy puppies pup hound",
+    "cat cats kitten kittens kitty",
+    "rabbit rabbits bunny bunnies",
+    "pet pets animal animals",
+    "rescue rescued shelter adopt adopted adoption",
+    "household home house",
+    "called name named",
+    "trip trips holiday holidays vacation travel travelled journey getaway away abroad "
+    "flight flew landed",
+    "city town",
+    "job jobs work career role position employer company hired hire boss colleague office",
+    "lessons lesson class classes course courses workshop",
+    "enrol enroll enrolled join joined signed",
+    "hurt hurts injury injured injure twisted sprained broke broken pain sore limping",
+    "jogging jog running run",
+    "book books novel novels read reading author chapter story stories",
+    "finish finished complete completed",
+    "ending end last",
+    "devastating devastated wrecked heartbreaking crushed",
+    "cook cooked cooking made make bake baked",
+    "scorched burned burnt charred",
+    "party birthday celebration celebrate celebrated",
+    "meal meals dinner lunch supper feast",
+    "married marry marrying wedding engaged engagement",
+    "sibling siblings sister brother",
+    "relative relatives family",
+    "move moved moving relocate relocated",
+    "lives live living",
+    "apartment flat",
+    "factory mill works",
+    "drawing sketching sketch",
+    "carpentry woodworking joinery",
+    "concert concerts gig gigs show live",
+    "act band bands group",
+    "doctor clinic hospital",
+    "film films movie movies cinema",
+    "car cars vehicle",
+    "phone mobile",
+    "shop store",
+    "holiday holidays",
+    "sick ill unwell",
+    "tired exhausted",
 )
 _WORD_RE = re.compile(r"[^\W_]+", re.UNICODE)
 _TAG_RE = re.compile(r"</?[^\W\d_][\w'’-]*>")
@@ -109,10 +169,31 @@ class Hit:
 
 
 def query_terms(query: str) -> list[str]:
-    """The words searched for: lower-cased, common words dropped unless nothing else is left."""
+    """The words searched for: lower-cased, common words (and the ``s`` of a possessive)
+    dropped unless nothing else is left."""
     words = list(dict.fromkeys(word.casefold() for word in _WORD_RE.findall(query or "")))
-    kept = [word for word in words if word not in STOP_WORDS]
+    kept = [word for word in words if word not in STOP_WORDS and len(word) > 1]
     return (kept or words)[:MAX_TERMS]
+
+
+def _related_index(groups: Sequence[str]) -> dict[str, tuple[str, ...]]:
+    """Each word of the groups, with every word it shares a group with (itself left out)."""
+    related: dict[str, dict[str, None]] = {}
+    for group in groups:
+        words = group.split()
+        for word in words:
+            related.setdefault(word, {}).update(dict.fromkeys(w for w in words if w != word))
+    return {word: tuple(others) for word, others in related.items()}
+
+
+RELATED = _related_index(RELATED_WORDS)
+
+
+def related_terms(terms: Sequence[str]) -> list[str]:
+    """The words related to ``terms`` (``RELATED_WORDS``), none of the terms themselves."""
+    asked = set(terms)
+    found = (word for term in terms for word in RELATED.get(term, ()))
+    return [word for word in dict.fromkeys(found) if word not in asked][:MAX_TERMS]
 
 
 def fts5_expression(terms: Sequence[str]) -> str:
@@ -197,11 +278,20 @@ def _where(connection, filters: _Filters, *, ts: str, actor: str | None, id_colu
 
 def _events(terms, filters: _Filters, limit: int, neighbours: int) -> list[Hit]:
     connection = connections[store_for("heart", "event")]
-    ranked = event_ranking(connection, terms, filters, limit=min(limit * FUSION_POOL, 500))
+    pool = min(limit * FUSION_POOL, 500)
     named = set(terms)
+    scores: dict[int, float] = {}
+    actors: dict[int, str] = {}
+    runs = [(terms, 1.0)]
+    if related := related_terms(terms):
+        runs.append((related, EXPANSION_WEIGHT))
+    for words, weight in runs:
+        for event_id, score, actor in event_ranking(connection, words, filters, limit=pool):
+            scores[event_id] = scores.get(event_id, 0.0) + weight * score
+            actors[event_id] = actor
     scores = {
-        event_id: score * (1 + SPEAKER_BOOST if actor.casefold() in named else 1)
-        for event_id, score, actor in ranked
+        event_id: score * (1 + SPEAKER_BOOST if actors[event_id].casefold() in named else 1)
+        for event_id, score in scores.items()
     }
     fused = sorted(
         (
