@@ -37,7 +37,6 @@ from dataclasses import dataclass
 from datetime import datetime
 
 from django.db import connections
-from django.db.models import Q
 from django.utils import timezone
 
 from gem.models import Fragment, WorkingMemory
@@ -332,28 +331,56 @@ def _events(terms, filters: _Filters, limit: int, neighbours: int) -> list[Hit]:
 def event_ranking(
     connection, terms, filters: _Filters, *, limit: int
 ) -> list[tuple[int, float, str]]:
-    """``(event id, score, actor)`` of the best ``limit`` events, best first: one query."""
+    """``(event id, score, actor)`` of the best ``limit`` events, best first.
+
+    SQLite ranks in the FTS5 index alone, an id range as a rowid range, and joins the log only
+    when a time or speaker filter needs it: a join before the LIMIT costs a log lookup for every
+    match, hundreds of thousands for a common word in a large log."""
+    if connection.vendor != "sqlite":
+        return [
+            (event_id, float(score), actor)
+            for event_id, score, actor in _fetch(
+                connection, *_postgres_event_ranking(connection, terms, filters, limit=limit)
+            )
+        ]
+    joined = filters.since is not None or filters.until is not None or filters.actor is not None
+    where, params = _where(connection, filters, ts="e.ts", actor="e.actor", id_column="f.rowid")
+    join = " JOIN heart_event e ON e.id = f.rowid" if joined else ""
+    rank = f"bm25(lens_event_fts, {', '.join(str(w) for w in SQLITE_EVENT_WEIGHTS)})"
+    sql = (
+        f"SELECT f.rowid, -{rank} FROM lens_event_fts f{join} "
+        f"WHERE lens_event_fts MATCH %s{where} ORDER BY {rank} LIMIT %s"
+    )
+    rows = _fetch(connection, sql, [fts5_expression(terms), *params, limit])
+    actors = dict(Event.objects.filter(pk__in=[row[0] for row in rows]).values_list("pk", "actor"))
+    return [(event_id, float(score), actors.get(event_id, "")) for event_id, score in rows]
+
+
+def _postgres_event_ranking(connection, terms, filters: _Filters, *, limit: int):
+    """``ts_rank`` knows nothing of how rare a word is, so a speaker's name in half the turns
+    would count as much as the one word that matters. Each word's ``ts_rank`` is weighted by
+    its BM25 inverse document frequency among the events the filters allow instead."""
     where, params = _where(connection, filters, ts="e.ts", actor="e.actor", id_column="e.id")
-    if connection.vendor == "sqlite":
-        weights = ", ".join(str(w) for w in SQLITE_EVENT_WEIGHTS)
-        sql = (
-            f"SELECT f.rowid, -bm25(lens_event_fts, {weights}), e.actor "
-            "FROM lens_event_fts f JOIN heart_event e ON e.id = f.rowid "
-            f"WHERE lens_event_fts MATCH %s{where} "
-            f"ORDER BY bm25(lens_event_fts, {weights}) LIMIT %s"
-        )
-        rows = _fetch(connection, sql, [fts5_expression(terms), *params, limit])
-    else:
-        sql = (
-            "SELECT i.event_id, ts_rank(%s::float4[], i.document, q) AS score, e.actor "
-            "FROM lens_event_index i JOIN heart_event e ON e.id = i.event_id, "
-            "to_tsquery('english', %s) q "
-            f"WHERE i.document @@ q{where} ORDER BY score DESC, i.event_id LIMIT %s"
-        )
-        rows = _fetch(
-            connection, sql, [POSTGRES_WEIGHTS, tsquery_expression(terms), *params, limit]
-        )
-    return [(event_id, float(score), actor) for event_id, score, actor in rows]
+    lexeme = "to_tsquery('english', %s)"
+    counts = ", ".join(
+        f"count(*) FILTER (WHERE h.document @@ {lexeme}) AS d{n}" for n in range(len(terms))
+    )
+    score = " + ".join(
+        f"ts_rank(%s::float4[], h.document, {lexeme}) "
+        f"* ln(1 + (f.n - f.d{n} + 0.5) / (f.d{n} + 0.5))"
+        for n in range(len(terms))
+    )
+    sql = (
+        "WITH h AS MATERIALIZED (SELECT i.event_id, i.document, e.actor "
+        "FROM lens_event_index i JOIN heart_event e ON e.id = i.event_id "
+        f"WHERE i.document @@ {lexeme}{where}), "
+        f"f AS (SELECT (SELECT count(*) FROM heart_event e WHERE TRUE{where}) AS n, {counts} "
+        "FROM h) "
+        f"SELECT h.event_id, {score} AS score, h.actor FROM h, f "
+        "ORDER BY score DESC, h.event_id LIMIT %s"
+    )
+    scored = [value for term in terms for value in (POSTGRES_WEIGHTS, term)]
+    return sql, [tsquery_expression(terms), *params, *params, *terms, *scored, limit]
 
 
 def _event_snippets(connection, terms, ids: list[int]) -> dict[int, str]:
@@ -375,14 +402,15 @@ def _event_snippets(connection, terms, ids: list[int]) -> dict[int, str]:
 def _events_around(
     ids: list[int], neighbours: int, bounds: tuple[int, int] | None
 ) -> dict[int, Neighbour]:
-    """The hits and the events next to them (by id), in one query."""
-    ranges = Q()
+    """The hits and the events next to them (by id), in one query. The ids are listed: an OR of
+    ranges makes SQLite scan the whole log."""
+    wanted = set()
     for event_id in ids:
         low, high = event_id - neighbours, event_id + neighbours
         if bounds is not None:
             low, high = max(low, bounds[0]), min(high, bounds[1])
-        ranges |= Q(pk__range=(low, high))
-    rows = Event.objects.filter(ranges).values_list("pk", "ts", "actor", "content")
+        wanted.update(range(low, high + 1))
+    rows = Event.objects.filter(pk__in=sorted(wanted)).values_list("pk", "ts", "actor", "content")
     return {pk: Neighbour(pk, ts, actor, content) for pk, ts, actor, content in rows}
 
 
