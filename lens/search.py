@@ -348,12 +348,13 @@ def event_ranking(
     join = " JOIN heart_event e ON e.id = f.rowid" if joined else ""
     rank = f"bm25(lens_event_fts, {', '.join(str(w) for w in SQLITE_EVENT_WEIGHTS)})"
     sql = (
-        f"SELECT f.rowid, -{rank} FROM lens_event_fts f{join} "
+        "SELECT best.id, best.score, a.actor FROM ("
+        f"SELECT f.rowid AS id, -{rank} AS score FROM lens_event_fts f{join} "
         f"WHERE lens_event_fts MATCH %s{where} ORDER BY {rank} LIMIT %s"
+        ") best JOIN heart_event a ON a.id = best.id ORDER BY best.score DESC"
     )
     rows = _fetch(connection, sql, [fts5_expression(terms), *params, limit])
-    actors = dict(Event.objects.filter(pk__in=[row[0] for row in rows]).values_list("pk", "actor"))
-    return [(event_id, float(score), actors.get(event_id, "")) for event_id, score in rows]
+    return [(event_id, float(score), actor) for event_id, score, actor in rows]
 
 
 def _postgres_event_ranking(connection, terms, filters: _Filters, *, limit: int):
