@@ -386,13 +386,9 @@ def _postgres_event_ranking(connection, terms, filters: _Filters, *, limit: int)
 
 def _event_snippets(connection, terms, ids: list[int]) -> dict[int, str]:
     """The best passage of each chosen event, matched words marked."""
-    marks = ", ".join(["%s"] * len(ids))
     if connection.vendor == "sqlite":
-        sql = (
-            f"SELECT rowid, snippet(lens_event_fts, 0, '{_MARK_START}', '{_MARK_END}', '…', 24) "
-            f"FROM lens_event_fts WHERE lens_event_fts MATCH %s AND rowid IN ({marks})"
-        )
-        return dict(_fetch(connection, sql, [fts5_expression(terms), *ids]))
+        return _fts5_snippets(connection, "lens_event_fts", 0, terms, ids)
+    marks = ", ".join(["%s"] * len(ids))
     sql = (
         f"SELECT e.id, ts_headline('english', e.content, q, '{_HEADLINE}') "
         f"FROM heart_event e, to_tsquery('english', %s) q WHERE e.id IN ({marks})"
@@ -411,7 +407,11 @@ def _events_around(
         if bounds is not None:
             low, high = max(low, bounds[0]), min(high, bounds[1])
         wanted.update(range(low, high + 1))
-    rows = Event.objects.filter(pk__in=sorted(wanted)).values_list("pk", "ts", "actor", "content")
+    rows = (
+        Event.objects.filter(pk__in=sorted(wanted))
+        .order_by()
+        .values_list("pk", "ts", "actor", "content")
+    )
     return {pk: Neighbour(pk, ts, actor, content) for pk, ts, actor, content in rows}
 
 
@@ -419,14 +419,18 @@ def _working_memory(terms, filters: _Filters, limit: int) -> list[Hit]:
     connection = connections[store_for("gem", "workingmemory")]
     where, params = _where(connection, filters, ts="w.created_at", actor="w.actor", id_column=None)
     if connection.vendor == "sqlite":
-        weights = ", ".join(str(w) for w in SQLITE_WM_WEIGHTS)
-        sql = (
-            f"SELECT f.rowid, -bm25(lens_wm_fts, {weights}), "
-            f"snippet(lens_wm_fts, 0, '{_MARK_START}', '{_MARK_END}', '…', 24) "
-            "FROM lens_wm_fts f JOIN gem_workingmemory w ON w.id = f.rowid "
-            f"WHERE lens_wm_fts MATCH %s{where} ORDER BY bm25(lens_wm_fts, {weights}) LIMIT %s"
+        joined = filters.since or filters.until or filters.actor
+        rows = _fts5_best(
+            connection,
+            table="lens_wm_fts",
+            weights=SQLITE_WM_WEIGHTS,
+            key="f.rowid",
+            join=" JOIN gem_workingmemory w ON w.id = f.rowid" if joined else "",
+            terms=terms,
+            where=(where, params),
+            limit=limit,
+            snippet_column=0,
         )
-        rows = _fetch(connection, sql, [fts5_expression(terms), *params, limit])
     else:
         sql = (
             "SELECT w.id, ts_rank(%s::float4[], i.document, q) AS score, "
@@ -438,7 +442,7 @@ def _working_memory(terms, filters: _Filters, limit: int) -> list[Hit]:
         rows = _fetch(
             connection, sql, [POSTGRES_WEIGHTS, tsquery_expression(terms), *params, limit]
         )
-    items = WorkingMemory.objects.in_bulk([row[0] for row in rows])
+    items = WorkingMemory.objects.order_by().in_bulk([row[0] for row in rows])
     return [
         Hit(
             kind="wm",
@@ -460,15 +464,17 @@ def _fragments(terms, filters: _Filters, limit: int) -> list[Hit]:
     connection = connections[store_for("gem", "fragment")]
     where, params = _where(connection, filters, ts="g.updated_at", actor=None, id_column=None)
     if connection.vendor == "sqlite":
-        weights = ", ".join(str(w) for w in SQLITE_FRAGMENT_WEIGHTS)
-        sql = (
-            f"SELECT f.key, -bm25(lens_fragment_fts, {weights}), "
-            f"snippet(lens_fragment_fts, -1, '{_MARK_START}', '{_MARK_END}', '…', 24) "
-            "FROM lens_fragment_fts f JOIN gem_fragment g ON g.key = f.key "
-            f"WHERE lens_fragment_fts MATCH %s{where} "
-            f"ORDER BY bm25(lens_fragment_fts, {weights}) LIMIT %s"
+        rows = _fts5_best(
+            connection,
+            table="lens_fragment_fts",
+            weights=SQLITE_FRAGMENT_WEIGHTS,
+            key="f.key",
+            join=" JOIN gem_fragment g ON g.key = f.key" if filters.since or filters.until else "",
+            terms=terms,
+            where=(where, params),
+            limit=limit,
+            snippet_column=-1,
         )
-        rows = _fetch(connection, sql, [fts5_expression(terms), *params, limit])
     else:
         sql = (
             "SELECT g.key, ts_rank(%s::float4[], i.document, q) AS score, ts_headline('english', "
@@ -481,7 +487,7 @@ def _fragments(terms, filters: _Filters, limit: int) -> list[Hit]:
         rows = _fetch(
             connection, sql, [POSTGRES_WEIGHTS, tsquery_expression(terms), *params, limit]
         )
-    fragments = Fragment.objects.in_bulk([row[0] for row in rows])
+    fragments = Fragment.objects.order_by().in_bulk([row[0] for row in rows])
     return [
         Hit(
             kind="fragment",
@@ -495,6 +501,37 @@ def _fragments(terms, filters: _Filters, limit: int) -> list[Hit]:
         for key, score, snippet in rows
         if key in fragments
     ]
+
+
+def _fts5_best(
+    connection, *, table, weights, key, join, terms, where, limit, snippet_column
+) -> list[tuple]:
+    """``(key, score, snippet)`` of the best ``limit`` rows of an FTS5 table, best first.
+
+    Ranked in the index with the LIMIT, joined to the indexed table only when a filter needs
+    it, and the snippets made for those rows alone: in the ranking query SQLite would make a
+    snippet, and follow the join, for every match before sorting."""
+    conditions, params = where
+    rank = f"bm25({table}, {', '.join(str(w) for w in weights)})"
+    sql = (
+        f"SELECT f.rowid, {key}, -{rank} FROM {table} f{join} "
+        f"WHERE {table} MATCH %s{conditions} ORDER BY {rank} LIMIT %s"
+    )
+    rows = _fetch(connection, sql, [fts5_expression(terms), *params, limit])
+    snippets = _fts5_snippets(connection, table, snippet_column, terms, [row[0] for row in rows])
+    return [(row_key, score, snippets.get(rowid, "")) for rowid, row_key, score in rows]
+
+
+def _fts5_snippets(connection, table: str, column: int, terms, rowids: list[int]) -> dict:
+    """The best passage of each of these rows (``column`` -1: of any column), words marked."""
+    if not rowids:
+        return {}
+    marks = ", ".join(["%s"] * len(rowids))
+    sql = (
+        f"SELECT rowid, snippet({table}, {column}, '{_MARK_START}', '{_MARK_END}', '…', 24) "
+        f"FROM {table} WHERE {table} MATCH %s AND rowid IN ({marks})"
+    )
+    return dict(_fetch(connection, sql, [fts5_expression(terms), *rowids]))
 
 
 _HEADLINE = f"StartSel={_MARK_START}, StopSel={_MARK_END}, MaxWords=24, MinWords=10"
