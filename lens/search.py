@@ -2,14 +2,16 @@
 
 The indexes are built and kept in step by triggers (``lens/migrations/0001_search_indexes.py``):
 FTS5 with the Porter stemmer on SQLite, weighted ``tsvector`` columns under GIN on PostgreSQL.
-Each lives in the store of what it indexes, so each kind is one query on one store.
+Each lives in the store of what it indexes, so each kind is searched in one store.
 
 Query words
     The query is cut into words; common English words ("what", "did", "the", and light verbs
     such as "go", which match small talk far more than facts) and the ``s`` of a possessive
     are dropped unless nothing else is left, and the rest are OR-ed: a hit needs one word, and
-    ranking (BM25 on SQLite, ``ts_rank`` on PostgreSQL) puts the hits with the rarer and more
-    numerous words first. Stemming makes "named" find "name" and "puppies" "puppy".
+    ranking puts the hits with the rarer and more numerous words first: BM25 on SQLite; on
+    PostgreSQL each word's ``ts_rank`` weighted by the word's BM25 inverse document frequency
+    (events; ``ts_rank`` alone counts a common word as much as a rare one). Stemming makes
+    "named" find "name" and "puppies" "puppy".
 
 Related words
     People ask in other words than they told: "the concert" of a turn that says "the gig",
@@ -24,8 +26,8 @@ Events
     event also earns a share of the better score of the events just before and after it (turn
     and window scores fused), and the turns of a speaker the query names count more. Only the
     best ``limit × FUSION_POOL`` of each query are fetched, ranked and cut in SQL. A hit
-    carries the turns around it (``neighbours`` each side). The weights were chosen on a
-    development dataset generated apart from the one the figures are measured on.
+    carries the turns around it (``neighbours`` each side). The weights were chosen on
+    ``lens/eval/dev.json``, generated apart from ``large.json`` the figures are measured on.
 
 Scores
     Higher is better, comparable within one backend; hits of all kinds are merged by score.
