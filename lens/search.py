@@ -18,8 +18,7 @@ Related words
     "lessons" of "a class". Each query word in ``RELATED_WORDS`` (a small hand-written table of
     everyday synonyms) brings its group's other words, searched among events as a second query
     whose scores are added at ``EXPANSION_WEIGHT``: a related word counts, but less than a word
-    asked for. (Fragments and working memory are written by the Gem's keepers in their own
-    words, and searched by the query's words alone.)
+    asked for. Fragments and working memory are searched by the query's words alone.
 
 Events
     An event is indexed with its own text (weight 1), its speaker and its date in words (UTC),
