@@ -259,7 +259,7 @@ def _fact(rng: random.Random, kind: str, who: str) -> dict:
                 ("paraphrase", f"Where did {who} holiday, eating {food} the whole time?"),
             ],
             "handle": f"the trip to {country}",
-            "words": [city, food],
+            "words": [city, activity, food],
             "entity": city,
         }
     if kind == "job":
@@ -348,7 +348,7 @@ def _fact(rng: random.Random, kind: str, who: str) -> dict:
                 ("paraphrase", f"Which {plain} got scorched at the party {who} hosted?"),
             ],
             "handle": "the birthday dinner",
-            "words": [dish, guest],
+            "words": [dish, guest, burnt],
             "entity": guest,
         }
     if kind == "wedding":

@@ -37,6 +37,14 @@ def test_every_evidence_turn_is_in_its_own_conversation_and_states_the_fact(name
             )
             # The fact is about a person the question names, and that person says it.
             assert turn["speaker"] in question["question"], (question, turn)
+            # No other turn of theirs (a later callback to the same fact) says it all.
+            saying = [
+                other["id"]
+                for other in own.values()
+                if other["speaker"] == turn["speaker"]
+                and all(word.casefold() in other["text"].casefold() for word in words)
+            ]
+            assert saying == [turn_id], (question, saying)
 
 
 def test_a_turn_id_names_one_turn_in_the_whole_dataset(named):
