@@ -1,28 +1,42 @@
 """Benchmark of search: ``lens.search.search`` next to the raw FTS query on the same index.
 
-Run through ``manage.py bench search``, which builds the Heart's synthetic Gem (``heart.bench``)
-in throwaway stores and calls ``search_measure`` there. The raw figure is the bare indexed
-query, best ``limit`` rows by rank and nothing else; the search adds the query words, the
-filters' join, the neighbour fusion, the snippets, the turns around each hit and the merging of
-kinds. Each query is timed raw and through the API in turn, so load from other processes falls
-on both alike.
+Run through ``manage.py bench search``, which calls ``search_measure`` in throwaway stores. The
+log, fragments and working memory are written here, in text shaped like conversation: a
+vocabulary of a few thousand words drawn by Zipf's law (a few words in nearly every turn, most
+in a handful), sentences of varied length, and the everyday words of the search's related-word
+table among them, so queries reach the expansion too. Queries are one to four words of the
+middle of the vocabulary, some phrased as questions. (The Heart's turn benchmark,
+``heart.bench``, keeps its thirty-word text: there every query would match most of the log.)
+
+The raw figure is the bare indexed query, best ``limit`` rows by rank and nothing else; the
+search adds the query words, the related-word query, the filters' join, the neighbour fusion,
+the snippets, the turns around each hit and the merging of kinds. Each query is timed raw and
+through the API in turn, so load from other processes falls on both alike, and without
+``DEBUG``'s query log (which costs a statement per statement, as no deployment pays).
 """
 
 import importlib
+import itertools
 import random
 import statistics
 import time
 from collections.abc import Callable
+from datetime import timedelta
 
 from django.db import connections, transaction
+from django.test.utils import override_settings
+from django.utils import timezone
 
-from heart.bench import WORDS, synthetic_gem_build
+from gem.models import Fragment, WorkingMemory
 from lens.search import (
     FUSION_POOL,
     KINDS,
+    RELATED_WORDS,
+    SEARCH_RECALL_HITS,
     SQLITE_EVENT_WEIGHTS,
     SQLITE_FRAGMENT_WEIGHTS,
     SQLITE_WM_WEIGHTS,
+    STOP_WORDS,
     fts5_expression,
     query_terms,
     search,
@@ -48,46 +62,140 @@ def raw_query(kind: str, expression: str, limit: int) -> list:
         return cursor.fetchall()
 
 
+USERS = ["luna", "hasuki", "renki", "chloe", "strah"]
+WM_TYPES = ["feeling", "thought", "pattern", "desc", "plan", "pin"]
+VOCABULARY_SIZE = 4_000
+ZIPF_EXPONENT = 1.0
+INSERT_BATCH = 20_000
+SYLLABLES = [c + v for c in "bdfgklmnprstvz" for v in ("a", "e", "i", "o", "u", "ai", "ou")]
+
+
+def vocabulary(seed: int) -> list[str]:
+    """Words by rank: common English words first (in every other turn, dropped from queries),
+    then made-up words with the related-word table's everyday words spread among them."""
+    rng = random.Random(seed)
+    common = sorted(STOP_WORDS)[:60]
+    related = list(dict.fromkeys(word for group in RELATED_WORDS for word in group.split()))
+    made_up: dict[str, None] = {}
+    while len(made_up) < VOCABULARY_SIZE - len(common) - len(related):
+        word = "".join(rng.choice(SYLLABLES) for _ in range(rng.choice([2, 2, 3, 3, 4])))
+        if word not in STOP_WORDS and word not in related:
+            made_up[word] = None
+    words = list(made_up)
+    step = len(words) // len(related)
+    for n, word in enumerate(related):
+        words.insert(40 + n * step, word)
+    return common + words
+
+
+class _Text:
+    """Sentences of Zipf-distributed words, of varied length (median about twelve words)."""
+
+    def __init__(self, words: list[str], rng: random.Random):
+        self.rng = rng
+        self.words = words
+        weights = [1 / rank**ZIPF_EXPONENT for rank in range(1, len(self.words) + 1)]
+        self.cumulative = list(itertools.accumulate(weights))
+
+    def sentence(self, median: int = 12) -> str:
+        length = max(2, min(80, round(self.rng.lognormvariate(0, 0.6) * median)))
+        return " ".join(self.rng.choices(self.words, cum_weights=self.cumulative, k=length))
+
+    def query(self) -> str:
+        """One to four words of the middle of the vocabulary, a third of them as a question."""
+        middle = self.words[100:3_000]
+        words = " ".join(self.rng.sample(middle, self.rng.choice([1, 2, 2, 3, 4])))
+        if self.rng.random() < 1 / 3:
+            return f"what did {self.rng.choice(USERS)} say about {words}?"
+        return words
+
+
+def realistic_gem_build(
+    *, events: int, fragments: int, working_memory: int, progress: Callable[[str], None], seed: int
+) -> None:
+    """Fill the empty throwaway stores: a conversation log, fragments and working memory."""
+    text = _Text(vocabulary(seed), random.Random(seed))
+    rng = text.rng
+    start = timezone.now() - timedelta(minutes=events)
+    sql = "INSERT INTO heart_event (id, ts, content, actor, image) VALUES (%s, %s, %s, %s, '')"
+    for first in range(1, events + 1, INSERT_BATCH):
+        rows = []
+        for event_id in range(first, min(first + INSERT_BATCH, events + 1)):
+            ts = start + timedelta(minutes=event_id - 1)
+            if event_id % 2:
+                user = rng.choice(USERS)
+                rows.append((event_id, ts, f"<{user}>{text.sentence()}</{user}>", user))
+            else:
+                said = f"<claude><say>{text.sentence(16)}</say></claude>"
+                rows.append((event_id, ts, said, "claude"))
+        with transaction.atomic(using=STORE["event"]), connections[STORE["event"]].cursor() as c:
+            c.executemany(sql, rows)
+        progress(f"events {min(first + INSERT_BATCH - 1, events):,}/{events:,}")
+    Fragment.objects.bulk_create(
+        [
+            Fragment(
+                key=f"topic-{n}",
+                ambient=text.sentence(8),
+                recognition=text.sentence(30),
+                inventory=text.sentence(90),
+            )
+            for n in range(fragments)
+        ],
+        batch_size=2_000,
+    )
+    now = timezone.now()
+    items = []
+    for _ in range(working_memory):
+        age = timedelta(hours=rng.uniform(0, 5_000))
+        items.append(
+            WorkingMemory(
+                event_id=rng.randint(1, events),
+                type=rng.choice(WM_TYPES),
+                content=text.sentence(8),
+                status=rng.choice(["active", "resolved", "decayed", "dropped"]),
+                turn=rng.randint(1, max(1, events // 2)),
+                created_at=now - age,
+                refreshed_at=now - age,
+            )
+        )
+    WorkingMemory.objects.bulk_create(items, batch_size=5_000)
+    progress(f"fragments {fragments:,}, working memory {working_memory:,}")
+
+
 def search_measure(
     *, events: int, queries: int, progress: Callable[[str], None], seed: int = 5
 ) -> dict:
-    """Build the synthetic Gem of ``bench turns`` (its sizes but ``events``) in the empty
-    throwaway stores, then p50/p95 of search and of the raw queries, for events alone and for
-    every kind."""
+    """Build a log of ``events`` turns with 5,000 fragments and 100,000 working-memory items in
+    the empty throwaway stores, then p50/p95 of the raw queries and of search: events alone,
+    every kind, and the search a turn runs (``search(…)`` in a reply: three hits, the log before
+    the turn)."""
     if connections[STORE["event"]].vendor != "sqlite":
         raise RuntimeError("bench search measures the SQLite FTS5 index")
     began = time.perf_counter()
     with _event_index_built_afterwards():
-        synthetic_gem_build(
+        realistic_gem_build(
             events=events,
             fragments=5_000,
-            edges=20_000,
             working_memory=100_000,
-            active=1_000,
             progress=progress,
+            seed=seed,
         )
     progress("event index built")
     build_seconds = time.perf_counter() - began
-    rng = random.Random(seed)
-    texts = [" ".join(rng.sample(WORDS, rng.choice([1, 2, 3]))) for _ in range(queries)]
+    text = _Text(vocabulary(seed), random.Random(seed + 1))  # the log's words, other draws
+    texts = [text.query() for _ in range(queries)]
     timings: dict[str, list[float]] = {
         "event_raw": [],
         "event_search": [],
         "all_raw": [],
         "all_search": [],
+        "turn_search": [],
     }
-    for n, text in enumerate(texts):
-        expression = fts5_expression(query_terms(text))
-        runs = {
-            "event_raw": lambda e=expression: raw_query("event", e, LIMIT),
-            "event_search": lambda t=text: search(t, kinds=["event"], limit=LIMIT),
-            "all_raw": lambda e=expression: [raw_query(kind, e, LIMIT) for kind in KINDS],
-            "all_search": lambda t=text: search(t, limit=LIMIT),
-        }
-        for name, run in runs.items():
-            timings[name].append(_timed(run))
-        if (n + 1) % 10 == 0:
-            progress(f"queries {n + 1}/{queries}")
+    with override_settings(DEBUG=False):
+        for n, query in enumerate(texts):
+            _time_query(query, events=events, timings=timings)
+            if (n + 1) % 10 == 0:
+                progress(f"queries {n + 1}/{queries}")
     result: dict = {
         "events": events,
         "build_s": build_seconds,
@@ -98,6 +206,19 @@ def search_measure(
         ms = sorted(s * 1000 for s in seconds)
         result[name] = {"p50_ms": statistics.median(ms), "p95_ms": ms[int(0.95 * (len(ms) - 1))]}
     return result
+
+
+def _time_query(query: str, *, events: int, timings: dict[str, list[float]]) -> None:
+    expression = fts5_expression(query_terms(query))
+    runs = {
+        "event_raw": lambda: raw_query("event", expression, LIMIT),
+        "event_search": lambda: search(query, kinds=["event"], limit=LIMIT),
+        "all_raw": lambda: [raw_query(kind, expression, LIMIT) for kind in KINDS],
+        "all_search": lambda: search(query, limit=LIMIT),
+        "turn_search": lambda: search(query, limit=SEARCH_RECALL_HITS, event_ids=(0, events)),
+    }
+    for name, run in runs.items():
+        timings[name].append(_timed(run))
 
 
 class _event_index_built_afterwards:

@@ -2,10 +2,15 @@
 
 Dataset (JSON)::
 
-    {"conversations": [{"id": "c1", "turns": [{"id": "D1:3", "ts": "2023-05-08T13:56:00",
+    {"conversations": [{"id": "c1", "turns": [{"id": "c1:D1:3", "ts": "2023-05-08T13:56:00",
                                                 "speaker": "Ana", "text": "…"}]}],
-     "questions": [{"conversation": "c1", "question": "…", "evidence": ["D1:3"],
-                    "category": "temporal"}]}
+     "questions": [{"conversation": "c1", "question": "…", "evidence": ["c1:D1:3"],
+                    "evidence_words": [["Lisbon", "pastries"]], "category": "temporal"}]}
+
+Turn ids are unique in the whole dataset, so an evidence id names one turn wherever it is read.
+``evidence_words`` (optional, one list per evidence id) are the words of the fact that turn
+states: a dataset whose evidence turn lacks one of them is refused, so evidence can never point
+at the wrong turn unnoticed.
 
 Each conversation is written through the event log's own path (``heart.ingest.event_record``,
 so the search triggers index it as they index every message), its questions are asked through
@@ -62,22 +67,24 @@ def dataset_check(data: object) -> None:
     if not isinstance(data, dict):
         raise DatasetError("the dataset must be a JSON object")
     conversations = _list(data, "conversations", "the dataset")
-    turns_of: dict[str, set[str]] = {}
+    turns_of: dict[str, dict[str, str]] = {}
+    seen: dict[str, str] = {}
     for n, conversation in enumerate(conversations):
         where = f"conversations[{n}]"
         cid = _text(conversation, "id", where)
         if cid in turns_of:
             raise DatasetError(f"{where}.id: {cid!r} is used twice")
-        turns_of[cid] = set()
+        turns_of[cid] = {}
         for t, turn in enumerate(_list(conversation, "turns", where)):
             at = f"{where}.turns[{t}]"
             turn_id = _text(turn, "id", at)
-            if turn_id in turns_of[cid]:
-                raise DatasetError(f"{at}.id: {turn_id!r} is used twice in {cid}")
-            turns_of[cid].add(turn_id)
+            if turn_id in seen:
+                raise DatasetError(f"{at}.id: {turn_id!r} is used twice (also in {seen[turn_id]})")
+            seen[turn_id] = cid
             _text(turn, "speaker", at)
             if not isinstance(turn.get("text"), str):
                 raise DatasetError(f"{at}.text: a string is needed")
+            turns_of[cid][turn_id] = turn["text"]
             try:
                 datetime.fromisoformat(_text(turn, "ts", at))
             except ValueError:
@@ -95,6 +102,24 @@ def dataset_check(data: object) -> None:
         for e, turn_id in enumerate(evidence):
             if turn_id not in turns_of[cid]:
                 raise DatasetError(f"{where}.evidence[{e}]: {turn_id!r} is not a turn of {cid}")
+        if "evidence_words" in question:
+            _evidence_words_check(question, turns_of[cid], where)
+
+
+def _evidence_words_check(question: dict, texts: dict[str, str], where: str) -> None:
+    """Each evidence turn holds every word of the fact it was meant to state."""
+    lists = _list(question, "evidence_words", where)
+    if len(lists) != len(question["evidence"]):
+        raise DatasetError(f"{where}.evidence_words: one list per evidence turn is needed")
+    for e, (turn_id, words) in enumerate(zip(question["evidence"], lists, strict=True)):
+        if not isinstance(words, list) or not all(isinstance(w, str) and w for w in words):
+            raise DatasetError(f"{where}.evidence_words[{e}]: a list of words is needed")
+        text = texts[turn_id].casefold()
+        if missing := [word for word in words if word.casefold() not in text]:
+            raise DatasetError(
+                f"{where}.evidence[{e}]: {turn_id!r} does not say {missing[0]!r} "
+                f"(it says {texts[turn_id]!r})"
+            )
 
 
 def evaluate(data: dict, *, ks: Sequence[int] = DEFAULT_KS) -> dict:

@@ -2,22 +2,33 @@
 
 The indexes are built and kept in step by triggers (``lens/migrations/0001_search_indexes.py``):
 FTS5 with the Porter stemmer on SQLite, weighted ``tsvector`` columns under GIN on PostgreSQL.
-Each lives in the store of what it indexes, so each kind is one query on one store.
+Each lives in the store of what it indexes, so each kind is searched in one store.
 
 Query words
-    The query is cut into words; common English words ("what", "did", "the") are dropped unless
-    nothing else is left, and the rest are OR-ed: a hit needs one word, and ranking (BM25 on
-    SQLite, ``ts_rank`` on PostgreSQL) puts the hits with the rarer and more numerous words
-    first. Stemming makes "named" find "name" and "puppies" "puppy".
+    The query is cut into words; common English words ("what", "did", "the", and light verbs
+    such as "go", which match small talk far more than facts) and the ``s`` of a possessive
+    are dropped unless nothing else is left, and the rest are OR-ed: a hit needs one word, and
+    ranking puts the hits with the rarer and more numerous words first: BM25 on SQLite; on
+    PostgreSQL each word's ``ts_rank`` weighted by the word's BM25 inverse document frequency
+    (events; ``ts_rank`` alone counts a common word as much as a rare one). Stemming makes
+    "named" find "name" and "puppies" "puppy".
+
+Related words
+    People ask in other words than they told: "the concert" of a turn that says "the gig",
+    "lessons" of "a class". Each query word in ``RELATED_WORDS`` (a small hand-written table of
+    everyday synonyms) brings its group's other words, searched among events as a second query
+    whose scores are added at ``EXPANSION_WEIGHT``: a related word counts, but less than a word
+    asked for. Fragments and working memory are searched by the query's words alone.
 
 Events
     An event is indexed with its own text (weight 1), its speaker and its date in words (UTC),
     and the two events before it as context (a lower weight): the answer to a question is then
     found by the question's words. At query time, among the best few times ``limit`` events, an
     event also earns a share of the better score of the events just before and after it (turn
-    and window scores fused), and the turns of a speaker the query names count more. A hit
-    carries the turns around it (``neighbours`` each side). The weights were chosen on a
-    development dataset generated apart from the one the figures are measured on.
+    and window scores fused), and the turns of a speaker the query names count more. Only the
+    best ``limit × FUSION_POOL`` of each query are fetched, ranked and cut in SQL. A hit
+    carries the turns around it (``neighbours`` each side). The weights were chosen on
+    ``lens/eval/dev.json``, generated apart from ``large.json`` the figures are measured on.
 
 Scores
     Higher is better, comparable within one backend; hits of all kinds are merged by score.
@@ -29,7 +40,6 @@ from dataclasses import dataclass
 from datetime import datetime
 
 from django.db import connections
-from django.db.models import Q
 from django.utils import timezone
 
 from gem.models import Fragment, WorkingMemory
@@ -43,11 +53,12 @@ MAX_TERMS = 32
 NEIGHBOURS = 1  # turns each side of an event hit
 # An event also earns this share of the better score of the events just before and after it
 # (a question and its answer, a story told over two turns), among this many times the limit.
-NEIGHBOUR_FUSION = 0.3
+NEIGHBOUR_FUSION = 0.6
 FUSION_POOL = 4
 # A speaker named in the query: their turns count this much more. A name in half the turns
 # is worth next to nothing to BM25, yet "what did Ben…" is mostly answered by Ben.
 SPEAKER_BOOST = 0.5
+EXPANSION_WEIGHT = 0.5  # a related word's worth, against a word of the query
 MARK_OPEN, MARK_CLOSE = "**", "**"
 
 # Column weights. SQLite bm25: content, speaker, date words, context (the turns before).
@@ -67,7 +78,58 @@ STOP_WORDS = frozenset(
     some such tell than that the their theirs them themselves then there these they this those
     through to too under until up very was we were what when where which while who whom whose why
     will with would you your yours yourself yourselves
+    go goes going gone went
     """.split()
+)
+
+# Words a person may use for one another: hand-written, general everyday English. A group holds
+# synonyms and inflections, or the words one kind of event is told with (a concert: gig, show,
+# band); never the members of an open category (kinds of pet, dances, desserts, cities), because
+# naming the member is what a "which pet…?" question asks for. A query word in a group also
+# searches the group's other words, which count EXPANSION_WEIGHT of a word of the query.
+RELATED_WORDS = (
+    "dog dogs puppy puppies pup hound",
+    "cat cats kitten kittens kitty",
+    "rabbit rabbits bunny bunnies",
+    "pet pets animal animals",
+    "rescue rescued shelter adopt adopted adoption",
+    "household home house",
+    "called name named",
+    "trip trips holiday holidays vacation travel travelled journey getaway away abroad "
+    "flight flew landed",
+    "city town",
+    "job jobs work career role position employer company hired hire boss colleague office",
+    "lessons lesson class classes course courses workshop",
+    "enrol enroll enrolled join joined signed",
+    "hurt hurts injury injured injure twisted sprained broke broken pain sore limping",
+    "jogging jog running run",
+    "book books novel novels read reading author chapter story stories",
+    "finish finished complete completed",
+    "ending end last",
+    "devastating devastated wrecked heartbreaking crushed",
+    "cook cooked cooking made make bake baked",
+    "scorched burned burnt charred",
+    "party birthday celebration celebrate celebrated",
+    "meal meals dinner lunch supper feast",
+    "married marry marrying wedding engaged engagement",
+    "sibling siblings sister brother",
+    "relative relatives family",
+    "move moved moving relocate relocated",
+    "lives live living",
+    "apartment flat",
+    "factory mill works",
+    "drawing sketching sketch",
+    "carpentry woodworking joinery",
+    "concert concerts gig gigs show live",
+    "act band bands group",
+    "doctor clinic hospital",
+    "film films movie movies cinema",
+    "car cars vehicle",
+    "phone mobile",
+    "shop store",
+    "holiday holidays",
+    "sick ill unwell",
+    "tired exhausted",
 )
 _WORD_RE = re.compile(r"[^\W_]+", re.UNICODE)
 _TAG_RE = re.compile(r"</?[^\W\d_][\w'’-]*>")
@@ -109,10 +171,31 @@ class Hit:
 
 
 def query_terms(query: str) -> list[str]:
-    """The words searched for: lower-cased, common words dropped unless nothing else is left."""
+    """The words searched for: lower-cased, common words (and the ``s`` of a possessive)
+    dropped unless nothing else is left."""
     words = list(dict.fromkeys(word.casefold() for word in _WORD_RE.findall(query or "")))
-    kept = [word for word in words if word not in STOP_WORDS]
+    kept = [word for word in words if word not in STOP_WORDS and len(word) > 1]
     return (kept or words)[:MAX_TERMS]
+
+
+def _related_index(groups: Sequence[str]) -> dict[str, tuple[str, ...]]:
+    """Each word of the groups, with every word it shares a group with (itself left out)."""
+    related: dict[str, dict[str, None]] = {}
+    for group in groups:
+        words = group.split()
+        for word in words:
+            related.setdefault(word, {}).update(dict.fromkeys(w for w in words if w != word))
+    return {word: tuple(others) for word, others in related.items()}
+
+
+RELATED = _related_index(RELATED_WORDS)
+
+
+def related_terms(terms: Sequence[str]) -> list[str]:
+    """The words related to ``terms`` (``RELATED_WORDS``), none of the terms themselves."""
+    asked = set(terms)
+    found = (word for term in terms for word in RELATED.get(term, ()))
+    return [word for word in dict.fromkeys(found) if word not in asked][:MAX_TERMS]
 
 
 def fts5_expression(terms: Sequence[str]) -> str:
@@ -197,11 +280,20 @@ def _where(connection, filters: _Filters, *, ts: str, actor: str | None, id_colu
 
 def _events(terms, filters: _Filters, limit: int, neighbours: int) -> list[Hit]:
     connection = connections[store_for("heart", "event")]
-    ranked = event_ranking(connection, terms, filters, limit=min(limit * FUSION_POOL, 500))
+    pool = min(limit * FUSION_POOL, 500)
     named = set(terms)
+    scores: dict[int, float] = {}
+    actors: dict[int, str] = {}
+    runs = [(terms, 1.0)]
+    if related := related_terms(terms):
+        runs.append((related, EXPANSION_WEIGHT))
+    for words, weight in runs:
+        for event_id, score, actor in event_ranking(connection, words, filters, limit=pool):
+            scores[event_id] = scores.get(event_id, 0.0) + weight * score
+            actors[event_id] = actor
     scores = {
-        event_id: score * (1 + SPEAKER_BOOST if actor.casefold() in named else 1)
-        for event_id, score, actor in ranked
+        event_id: score * (1 + SPEAKER_BOOST if actors[event_id].casefold() in named else 1)
+        for event_id, score in scores.items()
     }
     fused = sorted(
         (
@@ -242,39 +334,64 @@ def _events(terms, filters: _Filters, limit: int, neighbours: int) -> list[Hit]:
 def event_ranking(
     connection, terms, filters: _Filters, *, limit: int
 ) -> list[tuple[int, float, str]]:
-    """``(event id, score, actor)`` of the best ``limit`` events, best first: one query."""
-    where, params = _where(connection, filters, ts="e.ts", actor="e.actor", id_column="e.id")
-    if connection.vendor == "sqlite":
-        weights = ", ".join(str(w) for w in SQLITE_EVENT_WEIGHTS)
-        sql = (
-            f"SELECT f.rowid, -bm25(lens_event_fts, {weights}), e.actor "
-            "FROM lens_event_fts f JOIN heart_event e ON e.id = f.rowid "
-            f"WHERE lens_event_fts MATCH %s{where} "
-            f"ORDER BY bm25(lens_event_fts, {weights}) LIMIT %s"
-        )
-        rows = _fetch(connection, sql, [fts5_expression(terms), *params, limit])
-    else:
-        sql = (
-            "SELECT i.event_id, ts_rank(%s::float4[], i.document, q) AS score, e.actor "
-            "FROM lens_event_index i JOIN heart_event e ON e.id = i.event_id, "
-            "to_tsquery('english', %s) q "
-            f"WHERE i.document @@ q{where} ORDER BY score DESC, i.event_id LIMIT %s"
-        )
-        rows = _fetch(
-            connection, sql, [POSTGRES_WEIGHTS, tsquery_expression(terms), *params, limit]
-        )
+    """``(event id, score, actor)`` of the best ``limit`` events, best first.
+
+    SQLite ranks in the FTS5 index alone, an id range as a rowid range, and joins the log only
+    when a time or speaker filter needs it: a join before the LIMIT costs a log lookup for every
+    match, hundreds of thousands for a common word in a large log."""
+    if connection.vendor != "sqlite":
+        return [
+            (event_id, float(score), actor)
+            for event_id, score, actor in _fetch(
+                connection, *_postgres_event_ranking(connection, terms, filters, limit=limit)
+            )
+        ]
+    joined = filters.since is not None or filters.until is not None or filters.actor is not None
+    where, params = _where(connection, filters, ts="e.ts", actor="e.actor", id_column="f.rowid")
+    join = " JOIN heart_event e ON e.id = f.rowid" if joined else ""
+    rank = f"bm25(lens_event_fts, {', '.join(str(w) for w in SQLITE_EVENT_WEIGHTS)})"
+    sql = (
+        "SELECT best.id, best.score, a.actor FROM ("
+        f"SELECT f.rowid AS id, -{rank} AS score FROM lens_event_fts f{join} "
+        f"WHERE lens_event_fts MATCH %s{where} ORDER BY {rank} LIMIT %s"
+        ") best JOIN heart_event a ON a.id = best.id ORDER BY best.score DESC"
+    )
+    rows = _fetch(connection, sql, [fts5_expression(terms), *params, limit])
     return [(event_id, float(score), actor) for event_id, score, actor in rows]
+
+
+def _postgres_event_ranking(connection, terms, filters: _Filters, *, limit: int):
+    """``ts_rank`` knows nothing of how rare a word is, so a speaker's name in half the turns
+    would count as much as the one word that matters. Each word's ``ts_rank`` is weighted by
+    its BM25 inverse document frequency among the events the filters allow instead."""
+    where, params = _where(connection, filters, ts="e.ts", actor="e.actor", id_column="e.id")
+    lexeme = "to_tsquery('english', %s)"
+    counts = ", ".join(
+        f"count(*) FILTER (WHERE h.document @@ {lexeme}) AS d{n}" for n in range(len(terms))
+    )
+    score = " + ".join(
+        f"ts_rank(%s::float4[], h.document, {lexeme}) "
+        f"* ln(1 + (f.n - f.d{n} + 0.5) / (f.d{n} + 0.5))"
+        for n in range(len(terms))
+    )
+    sql = (
+        "WITH h AS MATERIALIZED (SELECT i.event_id, i.document, e.actor "
+        "FROM lens_event_index i JOIN heart_event e ON e.id = i.event_id "
+        f"WHERE i.document @@ {lexeme}{where}), "
+        f"f AS (SELECT (SELECT count(*) FROM heart_event e WHERE TRUE{where}) AS n, {counts} "
+        "FROM h) "
+        f"SELECT h.event_id, {score} AS score, h.actor FROM h, f "
+        "ORDER BY score DESC, h.event_id LIMIT %s"
+    )
+    scored = [value for term in terms for value in (POSTGRES_WEIGHTS, term)]
+    return sql, [tsquery_expression(terms), *params, *params, *terms, *scored, limit]
 
 
 def _event_snippets(connection, terms, ids: list[int]) -> dict[int, str]:
     """The best passage of each chosen event, matched words marked."""
-    marks = ", ".join(["%s"] * len(ids))
     if connection.vendor == "sqlite":
-        sql = (
-            f"SELECT rowid, snippet(lens_event_fts, 0, '{_MARK_START}', '{_MARK_END}', '…', 24) "
-            f"FROM lens_event_fts WHERE lens_event_fts MATCH %s AND rowid IN ({marks})"
-        )
-        return dict(_fetch(connection, sql, [fts5_expression(terms), *ids]))
+        return _fts5_snippets(connection, "lens_event_fts", 0, terms, ids)
+    marks = ", ".join(["%s"] * len(ids))
     sql = (
         f"SELECT e.id, ts_headline('english', e.content, q, '{_HEADLINE}') "
         f"FROM heart_event e, to_tsquery('english', %s) q WHERE e.id IN ({marks})"
@@ -285,14 +402,19 @@ def _event_snippets(connection, terms, ids: list[int]) -> dict[int, str]:
 def _events_around(
     ids: list[int], neighbours: int, bounds: tuple[int, int] | None
 ) -> dict[int, Neighbour]:
-    """The hits and the events next to them (by id), in one query."""
-    ranges = Q()
+    """The hits and the events next to them (by id), in one query. The ids are listed: an OR of
+    ranges makes SQLite scan the whole log."""
+    wanted = set()
     for event_id in ids:
         low, high = event_id - neighbours, event_id + neighbours
         if bounds is not None:
             low, high = max(low, bounds[0]), min(high, bounds[1])
-        ranges |= Q(pk__range=(low, high))
-    rows = Event.objects.filter(ranges).values_list("pk", "ts", "actor", "content")
+        wanted.update(range(low, high + 1))
+    rows = (
+        Event.objects.filter(pk__in=sorted(wanted))
+        .order_by()
+        .values_list("pk", "ts", "actor", "content")
+    )
     return {pk: Neighbour(pk, ts, actor, content) for pk, ts, actor, content in rows}
 
 
@@ -300,14 +422,18 @@ def _working_memory(terms, filters: _Filters, limit: int) -> list[Hit]:
     connection = connections[store_for("gem", "workingmemory")]
     where, params = _where(connection, filters, ts="w.created_at", actor="w.actor", id_column=None)
     if connection.vendor == "sqlite":
-        weights = ", ".join(str(w) for w in SQLITE_WM_WEIGHTS)
-        sql = (
-            f"SELECT f.rowid, -bm25(lens_wm_fts, {weights}), "
-            f"snippet(lens_wm_fts, 0, '{_MARK_START}', '{_MARK_END}', '…', 24) "
-            "FROM lens_wm_fts f JOIN gem_workingmemory w ON w.id = f.rowid "
-            f"WHERE lens_wm_fts MATCH %s{where} ORDER BY bm25(lens_wm_fts, {weights}) LIMIT %s"
+        joined = filters.since or filters.until or filters.actor
+        rows = _fts5_best(
+            connection,
+            table="lens_wm_fts",
+            weights=SQLITE_WM_WEIGHTS,
+            key="f.rowid",
+            join=" JOIN gem_workingmemory w ON w.id = f.rowid" if joined else "",
+            terms=terms,
+            where=(where, params),
+            limit=limit,
+            snippet_column=0,
         )
-        rows = _fetch(connection, sql, [fts5_expression(terms), *params, limit])
     else:
         sql = (
             "SELECT w.id, ts_rank(%s::float4[], i.document, q) AS score, "
@@ -319,7 +445,7 @@ def _working_memory(terms, filters: _Filters, limit: int) -> list[Hit]:
         rows = _fetch(
             connection, sql, [POSTGRES_WEIGHTS, tsquery_expression(terms), *params, limit]
         )
-    items = WorkingMemory.objects.in_bulk([row[0] for row in rows])
+    items = WorkingMemory.objects.order_by().in_bulk([row[0] for row in rows])
     return [
         Hit(
             kind="wm",
@@ -341,15 +467,17 @@ def _fragments(terms, filters: _Filters, limit: int) -> list[Hit]:
     connection = connections[store_for("gem", "fragment")]
     where, params = _where(connection, filters, ts="g.updated_at", actor=None, id_column=None)
     if connection.vendor == "sqlite":
-        weights = ", ".join(str(w) for w in SQLITE_FRAGMENT_WEIGHTS)
-        sql = (
-            f"SELECT f.key, -bm25(lens_fragment_fts, {weights}), "
-            f"snippet(lens_fragment_fts, -1, '{_MARK_START}', '{_MARK_END}', '…', 24) "
-            "FROM lens_fragment_fts f JOIN gem_fragment g ON g.key = f.key "
-            f"WHERE lens_fragment_fts MATCH %s{where} "
-            f"ORDER BY bm25(lens_fragment_fts, {weights}) LIMIT %s"
+        rows = _fts5_best(
+            connection,
+            table="lens_fragment_fts",
+            weights=SQLITE_FRAGMENT_WEIGHTS,
+            key="f.key",
+            join=" JOIN gem_fragment g ON g.key = f.key" if filters.since or filters.until else "",
+            terms=terms,
+            where=(where, params),
+            limit=limit,
+            snippet_column=-1,
         )
-        rows = _fetch(connection, sql, [fts5_expression(terms), *params, limit])
     else:
         sql = (
             "SELECT g.key, ts_rank(%s::float4[], i.document, q) AS score, ts_headline('english', "
@@ -362,7 +490,7 @@ def _fragments(terms, filters: _Filters, limit: int) -> list[Hit]:
         rows = _fetch(
             connection, sql, [POSTGRES_WEIGHTS, tsquery_expression(terms), *params, limit]
         )
-    fragments = Fragment.objects.in_bulk([row[0] for row in rows])
+    fragments = Fragment.objects.order_by().in_bulk([row[0] for row in rows])
     return [
         Hit(
             kind="fragment",
@@ -376,6 +504,37 @@ def _fragments(terms, filters: _Filters, limit: int) -> list[Hit]:
         for key, score, snippet in rows
         if key in fragments
     ]
+
+
+def _fts5_best(
+    connection, *, table, weights, key, join, terms, where, limit, snippet_column
+) -> list[tuple]:
+    """``(key, score, snippet)`` of the best ``limit`` rows of an FTS5 table, best first.
+
+    Ranked in the index with the LIMIT, joined to the indexed table only when a filter needs
+    it, and the snippets made for those rows alone: in the ranking query SQLite would make a
+    snippet, and follow the join, for every match before sorting."""
+    conditions, params = where
+    rank = f"bm25({table}, {', '.join(str(w) for w in weights)})"
+    sql = (
+        f"SELECT f.rowid, {key}, -{rank} FROM {table} f{join} "
+        f"WHERE {table} MATCH %s{conditions} ORDER BY {rank} LIMIT %s"
+    )
+    rows = _fetch(connection, sql, [fts5_expression(terms), *params, limit])
+    snippets = _fts5_snippets(connection, table, snippet_column, terms, [row[0] for row in rows])
+    return [(row_key, score, snippets.get(rowid, "")) for rowid, row_key, score in rows]
+
+
+def _fts5_snippets(connection, table: str, column: int, terms, rowids: list[int]) -> dict:
+    """The best passage of each of these rows (``column`` -1: of any column), words marked."""
+    if not rowids:
+        return {}
+    marks = ", ".join(["%s"] * len(rowids))
+    sql = (
+        f"SELECT rowid, snippet({table}, {column}, '{_MARK_START}', '{_MARK_END}', '…', 24) "
+        f"FROM {table} WHERE {table} MATCH %s AND rowid IN ({marks})"
+    )
+    return dict(_fetch(connection, sql, [fts5_expression(terms), *rowids]))
 
 
 _HEADLINE = f"StartSel={_MARK_START}, StopSel={_MARK_END}, MaxWords=24, MinWords=10"

@@ -15,8 +15,13 @@ Categories
                  book's genre), so the words barely overlap
     paraphrase   the fact reworded throughout, sharing at most a name with the turn
 
-Run: ``python -m lens.eval.generate`` writes ``small.json`` (for the tests) and ``large.json``
-(for the figures) next to this file.
+Turn ids carry their conversation (``c2:D4:13``), so an evidence id names one turn in the whole
+dataset; each question lists, per evidence turn, the words of the fact that turn states
+(``evidence_words``), and the harness refuses a dataset whose evidence turn lacks them.
+
+Run: ``python -m lens.eval.generate`` writes ``small.json`` (for the tests), ``dev.json`` (for
+choosing search's weights and word lists) and ``large.json`` (for the reported figures, never
+tuned on) next to this file, each from its own seed.
 """
 
 import json
@@ -231,6 +236,7 @@ def _fact(rng: random.Random, kind: str, who: str) -> dict:
                 ("paraphrase", f"Which {kind_word} joined {who}'s household from the rescue?"),
             ],
             "handle": f"the {plain}",
+            "words": [animal, name],
             "entity": name,
         }
     if kind == "trip":
@@ -253,6 +259,7 @@ def _fact(rng: random.Random, kind: str, who: str) -> dict:
                 ("paraphrase", f"Where did {who} holiday, eating {food} the whole time?"),
             ],
             "handle": f"the trip to {country}",
+            "words": [city, activity, food],
             "entity": city,
         }
     if kind == "job":
@@ -275,6 +282,7 @@ def _fact(rng: random.Random, kind: str, who: str) -> dict:
                 ("paraphrase", f"Which employer hired {who} as a {role}?"),
             ],
             "handle": "the new job",
+            "words": [company, role],
             "entity": company,
         }
     if kind == "hobby":
@@ -292,6 +300,7 @@ def _fact(rng: random.Random, kind: str, who: str) -> dict:
                 ("open-domain", f"What {field} lessons is {who} taking?"),
             ],
             "handle": f"the {hobby} class",
+            "words": [hobby, weekday],
             "entity": hobby,
         }
     if kind == "injury":
@@ -306,6 +315,7 @@ def _fact(rng: random.Random, kind: str, who: str) -> dict:
                 ("paraphrase", f"What injury kept {who} from jogging?"),
             ],
             "handle": f"the {part} injury",
+            "words": [part, where],
             "entity": part,
         }
     if kind == "book":
@@ -320,6 +330,7 @@ def _fact(rng: random.Random, kind: str, who: str) -> dict:
                 ("open-domain", f"What {genre} did {who} say had a devastating ending?"),
             ],
             "handle": "the book",
+            "words": [title, author],
             "entity": title,
         }
     if kind == "dinner":
@@ -337,6 +348,7 @@ def _fact(rng: random.Random, kind: str, who: str) -> dict:
                 ("paraphrase", f"Which {plain} got scorched at the party {who} hosted?"),
             ],
             "handle": "the birthday dinner",
+            "words": [dish, guest, burnt],
             "entity": guest,
         }
     if kind == "wedding":
@@ -353,6 +365,7 @@ def _fact(rng: random.Random, kind: str, who: str) -> dict:
                 ("temporal", f"In which month is the wedding of {who}'s {relative}?"),
             ],
             "handle": "the wedding news",
+            "words": [relative, name, town, month],
             "entity": name,
         }
     if kind == "move":
@@ -367,6 +380,7 @@ def _fact(rng: random.Random, kind: str, who: str) -> dict:
                 ("paraphrase", f"Describe the {plain} {who} now lives in."),
             ],
             "handle": "the move",
+            "words": [place],
             "entity": place,
         }
     band, genre = _pick(rng, BANDS)
@@ -381,6 +395,7 @@ def _fact(rng: random.Random, kind: str, who: str) -> dict:
             ("open-domain", f"What {genre} act did {who} go to a concert of?"),
         ],
         "handle": "the concert",
+        "words": [band, venue],
         "entity": band,
     }
 
@@ -434,7 +449,9 @@ def conversation(
             nonlocal number, clock
             number += 1
             clock += timedelta(minutes=rng.randint(1, 6))
-            turn_id = f"D{session}:{number}"
+            # Prefixed with the conversation: every conversation has a D1:4, and an evidence id
+            # read without its conversation would name another conversation's small talk.
+            turn_id = f"{cid}:D{session}:{number}"
             turns.append({"id": turn_id, "ts": clock.isoformat(), "speaker": who, "text": text})
             return turn_id
 
@@ -462,6 +479,7 @@ def conversation(
                             "conversation": cid,
                             "question": question,
                             "evidence": [evidence],
+                            "evidence_words": [fact["words"]],
                             "category": category,
                         }
                     )
@@ -492,6 +510,7 @@ def _multi_hop(rng: random.Random, cid: str, stated: list[dict]) -> list[dict]:
                     "question": f"Which came first for {who}: {first['handle']} "
                     f"or {second['handle']}?",
                     "evidence": [first["evidence"], second["evidence"]],
+                    "evidence_words": [first["words"], second["words"]],
                     "category": "multi-hop",
                 }
             )
@@ -505,6 +524,7 @@ def _multi_hop(rng: random.Random, cid: str, stated: list[dict]) -> list[dict]:
                     "question": f"What links {a['entity']} for {people[0]} "
                     f"and {b['entity']} for {people[1]}?",
                     "evidence": [a["evidence"], b["evidence"]],
+                    "evidence_words": [a["words"], b["words"]],
                     "category": "multi-hop",
                 }
             )
@@ -526,11 +546,13 @@ def dataset(*, conversations: int, sessions: int, facts_each: int, seed: int) ->
 
 
 SMALL = {"conversations": 2, "sessions": 8, "facts_each": 3, "seed": 1}
+DEV = {"conversations": 8, "sessions": 30, "facts_each": 8, "seed": 3}
 LARGE = {"conversations": 8, "sessions": 30, "facts_each": 8, "seed": 2}
+DATASETS = {"small": SMALL, "dev": DEV, "large": LARGE}
 
 
 def main() -> None:
-    for name, options in (("small", SMALL), ("large", LARGE)):
+    for name, options in DATASETS.items():
         data = dataset(**options)
         path = HERE / f"{name}.json"
         path.write_text(json.dumps(data, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")

@@ -6,16 +6,11 @@ from pathlib import Path
 import pytest
 
 from heart.models import Event
-from lens.eval.generate import SMALL, dataset
 from lens.evaluate import DatasetError, dataset_check, dataset_load, evaluate
 
 pytestmark = pytest.mark.django_db(databases="__all__")
 
 SMALL_PATH = Path(__file__).resolve().parents[2] / "lens" / "eval" / "small.json"
-
-
-def test_the_committed_datasets_are_what_the_generator_makes():
-    assert json.loads(SMALL_PATH.read_text(encoding="utf-8")) == dataset(**SMALL)
 
 
 def test_it_measures_recall_at_k_by_category_and_leaves_nothing_behind():
@@ -37,9 +32,9 @@ def test_it_counts_a_found_and_a_missed_question_exactly():
             {
                 "id": "c1",
                 "turns": [
-                    {"id": "D1:1", "ts": "2024-01-01T10:00:00", "speaker": "Ana", "text": "hi"},
+                    {"id": "c1:D1:1", "ts": "2024-01-01T10:00:00", "speaker": "Ana", "text": "hi"},
                     {
-                        "id": "D1:2",
+                        "id": "c1:D1:2",
                         "ts": "2024-01-01T10:01:00",
                         "speaker": "Ben",
                         "text": "I adopted a tortoise called Sheldon",
@@ -51,13 +46,13 @@ def test_it_counts_a_found_and_a_missed_question_exactly():
             {
                 "conversation": "c1",
                 "question": "tortoise name?",
-                "evidence": ["D1:2"],
+                "evidence": ["c1:D1:2"],
                 "category": "single-hop",
             },
             {
                 "conversation": "c1",
                 "question": "giraffes",
-                "evidence": ["D1:1"],
+                "evidence": ["c1:D1:1"],
                 "category": "paraphrase",
             },
         ],
@@ -74,7 +69,10 @@ def test_it_counts_a_found_and_a_missed_question_exactly():
     ("change", "message"),
     [
         (lambda d: d.pop("questions"), "'questions' must be a list"),
-        (lambda d: d["questions"][0].update(evidence=["D99:1"]), r"questions\[0\].evidence\[0\]"),
+        (
+            lambda d: d["questions"][0].update(evidence=["c1:D99:1"]),
+            r"questions\[0\].evidence\[0\]",
+        ),
         (lambda d: d["questions"][0].update(conversation="zz"), "no conversation 'zz'"),
         (lambda d: d["conversations"][0]["turns"][0].update(ts="soon"), "not an ISO date"),
     ],

@@ -10,10 +10,13 @@ from gem.models import Fragment, WorkingMemory
 from heart.ingest import event_record
 from lens.search import (
     MARK_OPEN,
+    RELATED,
+    RELATED_WORDS,
     STOP_WORDS,
     SearchError,
     fts5_expression,
     query_terms,
+    related_terms,
     search,
 )
 
@@ -49,6 +52,36 @@ def test_it_makes_a_safe_expression_of_any_text(text):
     assert all(term.isalnum() and term == term.casefold() for term in terms)
     assert expression.count('"') == 2 * len(terms)
     assert not terms or set(terms) - STOP_WORDS or set(terms) <= STOP_WORDS
+
+
+def test_it_drops_light_verbs_and_the_s_of_a_possessive():
+    assert query_terms("What indie act did Ana's cousin go to?") == [
+        "indie",
+        "act",
+        "ana",
+        "cousin",
+    ]
+
+
+def test_it_relates_the_words_of_a_group_both_ways_but_not_to_themselves():
+    assert "gig" in related_terms(["concert"]) and "concert" in related_terms(["gig"])
+    assert related_terms(["concert", "gig"]).count("show") == 1
+    assert "concert" not in related_terms(["concert", "gig"])
+    assert related_terms(["zeppelin"]) == []
+
+
+def test_the_related_words_are_searchable_words_and_not_common_ones():
+    words = [word for group in RELATED_WORDS for word in group.split()]
+    assert all(query_terms(word) == [word] for word in words)
+    assert all(len(group.split()) >= 2 for group in RELATED_WORDS)
+
+
+@given(st.lists(st.sampled_from(sorted(RELATED)), max_size=6))
+def test_related_words_never_repeat_or_echo_the_query(terms):
+    related = related_terms(terms)
+    assert len(related) == len(set(related))
+    assert not set(related) & set(terms)
+    assert all(any(word in RELATED[term] for term in terms) for word in related)
 
 
 # --- events ---------------------------------------------------------------------------------
@@ -94,6 +127,23 @@ def test_it_finds_an_answer_by_the_words_of_the_question_before_it():
     say("I bought bread at the market today.", actor="ana", at=30)
     hits = search("best sourdough bakery", kinds=["event"])
     assert answer.pk in [hit.id for hit in hits[:2]]
+
+
+def test_it_finds_an_event_told_in_related_words_but_ranks_the_asked_word_higher():
+    gig = say("The gig was incredible, I lost my voice.", actor="ana")
+    say("I bought new shoes today.", actor="ben", at=5)
+    concert = say("The concert was fine, a bit loud.", actor="ana", at=10)
+    ranked = [hit.id for hit in search("which concert?", kinds=["event"])]
+    assert ranked[0] == concert.pk and gig.pk in ranked
+
+
+def test_an_answer_earns_a_share_of_the_question_just_before_it():
+    say("I went out last night.", actor="ana", at=0)
+    alone = say("It was grand, honestly.", actor="ben", at=1)
+    say("How was the lighthouse walk?", actor="ana", at=30)
+    answer = say("It was grand, honestly.", actor="ben", at=31)
+    ranked = [hit.id for hit in search("grand lighthouse", kinds=["event"])]
+    assert ranked.index(answer.pk) < ranked.index(alone.pk)
 
 
 def test_it_finds_an_event_by_its_speaker_and_its_date_in_words():

@@ -111,6 +111,11 @@ class Command(BaseCommand):
                     f"{found['p50_ms']:>11.2f} {found['p95_ms']:>7.2f} "
                     f"{found['p50_ms'] / raw['p50_ms']:>9.2f}"
                 )
+            if turn := result.get("turn_search"):
+                self.stdout.write(
+                    f"{label:>5} search(…) in a reply (3 hits): p50 {turn['p50_ms']:.2f}, "
+                    f"p95 {turn['p95_ms']:.2f}"
+                )
 
     def _first_char(self, *, runs: int) -> None:
         """First streamed token → first visible character, in Chromium against a fake API."""

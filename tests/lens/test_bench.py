@@ -1,0 +1,35 @@
+"""The search benchmark's text: conversation-shaped, so a query matches a part of the log."""
+
+import random
+from collections import Counter
+
+from lens.bench import VOCABULARY_SIZE, _Text, vocabulary
+from lens.search import RELATED_WORDS, query_terms
+
+
+def test_the_vocabulary_is_the_same_for_a_seed_and_holds_the_related_words():
+    words = vocabulary(5)
+    assert words == vocabulary(5) != vocabulary(6)
+    assert len(words) == len(set(words)) == VOCABULARY_SIZE
+    related = {word for group in RELATED_WORDS for word in group.split()}
+    assert related <= set(words)
+
+
+def test_word_frequencies_fall_with_rank_and_sentences_vary_in_length():
+    text = _Text(vocabulary(5), random.Random(1))
+    sentences = [text.sentence() for _ in range(3_000)]
+    counts = Counter(word for sentence in sentences for word in sentence.split())
+    ranked = text.words
+    assert counts[ranked[0]] > 10 * counts[ranked[100]] > 0
+    assert sum(counts[word] > 0 for word in ranked) > VOCABULARY_SIZE // 2
+    lengths = {len(sentence.split()) for sentence in sentences}
+    assert min(lengths) <= 4 and max(lengths) >= 30
+
+
+def test_queries_search_for_words_of_the_log_but_not_its_commonest():
+    text = _Text(vocabulary(5), random.Random(2))
+    common = set(text.words[:100])
+    for _ in range(200):
+        terms = query_terms(text.query())
+        assert terms and not set(terms) & common
+        assert set(terms) <= set(text.words) | {"luna", "hasuki", "renki", "chloe", "strah"}

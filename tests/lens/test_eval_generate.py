@@ -1,0 +1,86 @@
+"""The generated evaluation datasets: every question's evidence is the turn that states its fact."""
+
+import json
+
+import pytest
+
+from lens.eval.generate import DATASETS, HERE, dataset
+from lens.evaluate import DatasetError, dataset_check
+
+
+def _committed(name: str) -> dict:
+    return json.loads((HERE / f"{name}.json").read_text(encoding="utf-8"))
+
+
+@pytest.fixture(scope="module", params=list(DATASETS))
+def named(request) -> tuple[str, dict]:
+    return request.param, _committed(request.param)
+
+
+def test_the_committed_datasets_are_what_the_generator_makes(named):
+    name, data = named
+    assert data == dataset(**DATASETS[name])
+
+
+def test_every_evidence_turn_is_in_its_own_conversation_and_states_the_fact(named):
+    _, data = named
+    dataset_check(data)
+    turns = {c["id"]: {t["id"]: t for t in c["turns"]} for c in data["conversations"]}
+    for question in data["questions"]:
+        own = turns[question["conversation"]]
+        assert len(question["evidence_words"]) == len(question["evidence"]) >= 1
+        for turn_id, words in zip(question["evidence"], question["evidence_words"], strict=True):
+            turn = own[turn_id]
+            assert words and all(word.casefold() in turn["text"].casefold() for word in words), (
+                question,
+                turn,
+            )
+            # The fact is about a person the question names, and that person says it.
+            assert turn["speaker"] in question["question"], (question, turn)
+            # No other turn of theirs (a later callback to the same fact) says it all.
+            saying = [
+                other["id"]
+                for other in own.values()
+                if other["speaker"] == turn["speaker"]
+                and all(word.casefold() in other["text"].casefold() for word in words)
+            ]
+            assert saying == [turn_id], (question, saying)
+
+
+def test_a_turn_id_names_one_turn_in_the_whole_dataset(named):
+    _, data = named
+    ids = [t["id"] for c in data["conversations"] for t in c["turns"]]
+    assert len(ids) == len(set(ids))
+    for conversation in data["conversations"]:
+        assert all(t["id"].startswith(f"{conversation['id']}:") for t in conversation["turns"])
+
+
+def test_the_reported_set_is_not_the_tuning_set():
+    seeds = [options["seed"] for options in DATASETS.values()]
+    assert len(seeds) == len(set(seeds))
+    dev, large = _committed("dev"), _committed("large")
+    dev_texts = {t["text"] for c in dev["conversations"] for t in c["turns"]}
+    large_texts = [t["text"] for c in large["conversations"] for t in c["turns"]]
+    assert sum(text in dev_texts for text in large_texts) < len(large_texts)
+
+
+def test_evidence_moved_to_a_filler_turn_is_refused():
+    data = _committed("small")
+    question = data["questions"][0]
+    conversation = next(c for c in data["conversations"] if c["id"] == question["conversation"])
+    filler = next(
+        t["id"]
+        for t in conversation["turns"]
+        if not any(w.casefold() in t["text"].casefold() for w in question["evidence_words"][0])
+    )
+    question["evidence"] = [filler]
+    with pytest.raises(DatasetError, match=r"questions\[0\]\.evidence\[0\]: .* does not say"):
+        dataset_check(data)
+
+
+def test_an_evidence_id_read_across_conversations_is_refused():
+    data = _committed("small")
+    first, second = data["conversations"][:2]
+    second["turns"][0]["id"] = first["turns"][0]["id"]
+    with pytest.raises(DatasetError, match="is used twice"):
+        dataset_check(data)
