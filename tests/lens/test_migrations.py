@@ -41,3 +41,20 @@ def test_it_indexes_the_rows_that_exist_when_it_runs():
     assert {hit.id for hit in search("bakery", kinds=["event"])} == {first.pk, answer.pk}
     later, _ = event_record(text="and the canal boats", actor="ana", ts=at, identities=[])
     assert later.pk in {hit.id for hit in search("canal", kinds=["event"])}
+
+
+def test_emptying_a_table_empties_its_index():
+    """TRUNCATE on PostgreSQL (row triggers do not see it), DELETE on SQLite."""
+    Fragment.objects.create(key="canal", ambient="The canal walk.")
+    WorkingMemory.objects.create(type="thought", content="bread from the canal bakery")
+    connection = connections["default"]
+    with connection.cursor() as cursor:
+        for table in ("gem_fragment", "gem_workingmemory"):
+            if connection.vendor == "postgresql":
+                cursor.execute(f"TRUNCATE {table} CASCADE")
+            else:
+                cursor.execute(f"DELETE FROM {table}")
+    assert search("canal", kinds=["fragment", "wm"]) == []
+
+    Fragment.objects.create(key="canal", ambient="Walked again.")
+    assert [hit.ref for hit in search("canal", kinds=["fragment"])] == ["fragment:canal"]
