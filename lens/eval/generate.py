@@ -19,9 +19,11 @@ Turn ids carry their conversation (``c2:D4:13``), so an evidence id names one tu
 dataset; each question lists, per evidence turn, the words of the fact that turn states
 (``evidence_words``), and the harness refuses a dataset whose evidence turn lacks them.
 
-Run: ``python -m lens.eval.generate`` writes ``small.json`` (for the tests), ``dev.json`` (for
-choosing search's weights and word lists) and ``large.json`` (for the reported figures, never
-tuned on) next to this file, each from its own seed.
+Run: ``python -m lens.eval.generate`` writes, next to this file, each from its own seed:
+``small.json`` (for the tests), ``dev.json`` (for choosing search's weights and word lists),
+``large.json`` (more of dev's kind: the same facts and question templates, so what was tuned on
+dev's wording carries over to it) and ``heldout.json`` (the figure to quote: other events, other
+names and vocabulary, and question wordings that neither dev nor the tuning ever saw).
 """
 
 import json
