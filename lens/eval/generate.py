@@ -462,11 +462,11 @@ CHARITIES = [
 ]
 WEEKEND_MORNINGS = ["Saturday", "Sunday", "Friday"]
 LOSSES = [
-    # (the thing, a plainer word, where it was left)
-    ("wallet", "money", "tram"),
-    ("passport", "travel documents", "airport shuttle"),
-    ("wedding ring", "jewellery", "swimming baths"),
-    ("house keys", "way into the flat", "ferry"),
+    # (the thing, where it was left)
+    ("wallet", "tram"),
+    ("passport", "airport shuttle"),
+    ("wedding ring", "swimming baths"),
+    ("house keys", "ferry"),
 ]
 FINDERS = ["Gwen", "Dimitri", "Aurelio", "Bettina", "Kwame"]
 CROPS = [
@@ -477,12 +477,7 @@ CROPS = [
     ("marrow", "squash"),
 ]
 SHOWS = ["village show", "county fair", "harvest festival"]
-NEWBORN_PARENTS = [
-    # (who had the baby, as the turn says it and as a question may)
-    ("sister-in-law", "in-laws"),
-    ("best mate", "closest friend"),
-    ("flatmate", "housemate"),
-]
+NEWBORN_PARENTS = ["sister-in-law", "best mate", "flatmate"]
 NEWBORN_NAMES = ["Florence", "Idris", "Wren", "Caspian", "Ottilie", "Ezra"]
 EXAMS = [
     # (the exam, what passing it gets you)
@@ -515,12 +510,15 @@ def _heldout_fact(rng: random.Random, kind: str, who: str) -> dict:
             "react": "You absolute legend. Ice bath tonight.",
             "callbacks": [f"Still walking down stairs backwards after {city}."],
             "questions": [
-                ("single-hop", f"How long did it take {who} to get round the course?"),
-                ("temporal", f"Remind me when {who} ran that big race?"),
-                ("open-domain", f"{who} ran through a {RACE_COUNTRIES[city]} city. Which one?"),
+                ("single-hop", f"What was {who}'s finishing time in {city}?"),
+                ("temporal", f"Remind me when {who} ran in {city}?"),
+                (
+                    "open-domain",
+                    f"{who} ran the {race} in a {RACE_COUNTRIES[city]} city. Which one?",
+                ),
             ],
             "handle": "race",
-            "done": "finished the running event",
+            "done": "ran a race",
             "words": [race, city, time],
             "entity": city,
         }
@@ -534,12 +532,12 @@ def _heldout_fact(rng: random.Random, kind: str, who: str) -> dict:
             "react": "Play me something once you can.",
             "callbacks": [f"Practised scales for an hour, {teacher} would be proud."],
             "questions": [
-                ("single-hop", f"Who's giving {who} music lessons these days?"),
+                ("single-hop", f"Who's teaching {who} the {instrument}?"),
                 ("open-domain", f"Which {family} instrument has {who} taken up?"),
                 ("paraphrase", f"Has {who} started learning to play anything?"),
             ],
             "handle": "music lessons",
-            "done": "started having music lessons",
+            "done": f"started learning the {instrument}",
             "words": [instrument, teacher],
             "entity": teacher,
         }
@@ -557,7 +555,7 @@ def _heldout_fact(rng: random.Random, kind: str, who: str) -> dict:
                 ("paraphrase", f"How does {who} get around now, since the purchase?"),
             ],
             "handle": "new wheels",
-            "done": "bought a second-hand vehicle",
+            "done": "bought some wheels",
             "words": [colour, make, vehicle],
             "entity": f"the {make}",
         }
@@ -571,16 +569,16 @@ def _heldout_fact(rng: random.Random, kind: str, who: str) -> dict:
             "callbacks": [f"Long shift at the {place}, but people were so grateful."],
             "questions": [
                 ("single-hop", f"Where does {who} give up their time for free?"),
-                ("temporal", f"Which day of the week is {who} busy with charity work?"),
-                ("paraphrase", f"What unpaid good deed has {who} signed on for?"),
+                ("temporal", f"Which morning is {who}'s shift at the {place}?"),
+                ("paraphrase", f"What unpaid good deed does {who} do on {day}s?"),
             ],
             "handle": "charity shifts",
-            "done": "began doing charity work",
+            "done": f"started at the {place}",
             "words": [place, day],
             "entity": f"the {place}",
         }
     if kind == "lost":
-        item, plain, transport = _pick(rng, LOSSES)
+        item, transport = _pick(rng, LOSSES)
         finder = _pick(rng, FINDERS)
         return {
             "ask": "Why did you call me in a panic earlier?",
@@ -589,9 +587,12 @@ def _heldout_fact(rng: random.Random, kind: str, who: str) -> dict:
             "react": "Oh thank goodness. What a kind person.",
             "callbacks": [f"Bought {finder} a bunch of flowers to say thanks."],
             "questions": [
-                ("single-hop", f"What was the name of the person who returned what {who} lost?"),
-                ("temporal", f"When did {who} nearly lose their {plain}?"),
-                ("paraphrase", f"What did {who} misplace on the way somewhere?"),
+                (
+                    "single-hop",
+                    f"What was the name of the person who handed in {who}'s {item}?",
+                ),
+                ("temporal", f"When did {who} leave something on the {transport}?"),
+                ("paraphrase", f"What did {who} misplace, that {finder} found?"),
             ],
             "handle": "lost-property scare",
             "done": "got a lost belonging back",
@@ -607,17 +608,17 @@ def _heldout_fact(rng: random.Random, kind: str, who: str) -> dict:
             "react": "A prize winner! I knew it.",
             "callbacks": [f"Someone asked me for {crop} seeds, I feel like a celebrity."],
             "questions": [
-                ("single-hop", f"What did {who} grow that won a ribbon?"),
+                ("single-hop", f"Which event did {who}'s {crop} win a prize at?"),
                 ("open-domain", f"Which {plain} from {who}'s plot impressed the judges?"),
                 ("paraphrase", f"Did {who}'s gardening earn an award anywhere?"),
             ],
             "handle": "gardening prize",
-            "done": "won a gardening prize",
+            "done": f"won a prize for the {crop}",
             "words": [crop, show],
             "entity": f"the {crop}",
         }
     if kind == "newborn":
-        parent, plain = _pick(rng, NEWBORN_PARENTS)
+        parent = _pick(rng, NEWBORN_PARENTS)
         name = _pick(rng, NEWBORN_NAMES)
         return {
             "ask": "Any news from the hospital?",
@@ -625,8 +626,8 @@ def _heldout_fact(rng: random.Random, kind: str, who: str) -> dict:
             "react": "Welcome to the world, little one!",
             "callbacks": [f"Held {name} today, I'm completely smitten."],
             "questions": [
-                ("single-hop", f"What did they call the little one {who} told me about?"),
-                ("temporal", f"When was the baby born to {who}'s {plain}?"),
+                ("single-hop", f"What's the name of the baby {who}'s {parent} had?"),
+                ("temporal", f"When did {name} arrive, the baby {who} told me about?"),
                 ("paraphrase", f"Who close to {who} became a parent?"),
             ],
             "handle": "news from the maternity ward",
@@ -643,12 +644,12 @@ def _heldout_fact(rng: random.Random, kind: str, who: str) -> dict:
             "react": "I'm so proud of you. Celebrate tonight!",
             "callbacks": [f"Framed the letter from the {exam}, tacky but I don't care."],
             "questions": [
-                ("single-hop", f"How many attempts did it take {who} to get the {earns}?"),
-                ("temporal", f"When did {who} hear they'd got through?"),
-                ("paraphrase", f"Which qualification did {who} finally earn?"),
+                ("single-hop", f"Which try was it when {who} got through the {exam}?"),
+                ("temporal", f"When did {who} hear about the {exam}?"),
+                ("paraphrase", f"What did {who} have to pass to get the {earns}?"),
             ],
             "handle": "exam result",
-            "done": "got through an assessment",
+            "done": f"passed the {exam}",
             "words": [exam, attempt],
             "entity": f"the {exam}",
         }
@@ -661,7 +662,7 @@ def _heldout_fact(rng: random.Random, kind: str, who: str) -> dict:
             "callbacks": [f"The {room} looks so much bigger now."],
             "questions": [
                 ("single-hop", f"What shade did {who} pick for the walls?"),
-                ("paraphrase", f"Which part of the home did {who} redo with a brush?"),
+                ("paraphrase", f"Which part of the home did {who} redo in {colour}?"),
             ],
             "handle": "redecorating",
             "done": "redecorated",
@@ -676,12 +677,12 @@ def _heldout_fact(rng: random.Random, kind: str, who: str) -> dict:
         "react": "Ha, a proper outdoors story then.",
         "callbacks": [f"Dried out the sleeping bags from {lake} at last."],
         "questions": [
-            ("temporal", f"When was {who}'s eventful night under canvas?"),
+            ("temporal", f"When did {who} camp at {lake}?"),
             ("open-domain", f"Which {origin} stretch of water did {who} stay beside?"),
             ("paraphrase", f"What went wrong when {who} slept outdoors?"),
         ],
         "handle": "camping trip",
-        "done": "went camping",
+        "done": f"camped at {lake}",
         "words": [lake, mishap],
         "entity": lake,
     }
@@ -706,7 +707,7 @@ ORDER_QUESTIONS = [
 ]
 BOTH_QUESTIONS = [
     "What's the latest with {a}'s {a_handle} and {b}'s {b_handle}?",
-    "{a} mentioned {entity_a} and {b} told me about their {b_handle}. What was each about?",
+    "{a} brought up {entity_a} and {b} brought up {entity_b}. What was the story with each?",
 ]
 
 
@@ -741,6 +742,7 @@ def _heldout_multi_hop(rng: random.Random, cid: str, stated: list[dict]) -> list
                     a_handle=a["handle"],
                     b_handle=b["handle"],
                     entity_a=a["entity"],
+                    entity_b=b["entity"],
                 ),
                 "evidence": [a["evidence"], b["evidence"]],
                 "evidence_words": [a["words"], b["words"]],
