@@ -19,9 +19,11 @@ Turn ids carry their conversation (``c2:D4:13``), so an evidence id names one tu
 dataset; each question lists, per evidence turn, the words of the fact that turn states
 (``evidence_words``), and the harness refuses a dataset whose evidence turn lacks them.
 
-Run: ``python -m lens.eval.generate`` writes ``small.json`` (for the tests), ``dev.json`` (for
-choosing search's weights and word lists) and ``large.json`` (for the reported figures, never
-tuned on) next to this file, each from its own seed.
+Run: ``python -m lens.eval.generate`` writes, next to this file, each from its own seed:
+``small.json`` (for the tests), ``dev.json`` (for choosing search's weights and word lists),
+``large.json`` (more of dev's kind: the same facts and question templates, so what was tuned on
+dev's wording carries over to it) and ``heldout.json`` (the figure to quote: other events, other
+names and vocabulary, and question wordings that neither dev nor the tuning ever saw).
 """
 
 import json
@@ -403,6 +405,353 @@ def _fact(rng: random.Random, kind: str, who: str) -> dict:
 FACT_KINDS = ["pet", "trip", "job", "hobby", "injury", "book", "dinner", "wedding", "move", "gig"]
 
 
+# --- the held-out facts -----------------------------------------------------------------------
+# Other events, other names and vocabulary, and questions worded as none of the above are: no
+# question template, fact kind or fact vocabulary here is shared with the facts above, which
+# dev.json (the tuning set) and large.json are made from. Small talk is shared: it is filler.
+
+HELDOUT_PAIRS = [
+    ("Priya", "Marco"),
+    ("Elena", "Kofi"),
+    ("Sofia", "Arjun"),
+    ("Yara", "Theo"),
+    ("Mila", "Tariq"),
+    ("Leah", "Callum"),
+    ("Zoe", "Mateo"),
+    ("Ines", "Rafael"),
+]
+RACES = [
+    # (the race as the turn names it, where, the finishing time)
+    ("half marathon", "Rotterdam", "two hours and six minutes"),
+    ("10k", "Valencia", "fifty-eight minutes"),
+    ("trail ultra", "Ljubljana", "nine hours flat"),
+    ("charity fun run", "Gothenburg", "forty minutes"),
+    ("marathon", "Vienna", "four hours and twelve minutes"),
+]
+RACE_COUNTRIES = {
+    "Rotterdam": "Dutch",
+    "Valencia": "Spanish",
+    "Ljubljana": "Slovenian",
+    "Gothenburg": "Swedish",
+    "Vienna": "Austrian",
+}
+INSTRUMENTS = [
+    # (instrument, the family a question may name it by)
+    ("cello", "string"),
+    ("trumpet", "brass"),
+    ("clarinet", "woodwind"),
+    ("accordion", "squeezebox"),
+    ("harp", "plucked"),
+]
+TEACHERS = ["Mrs Okonkwo", "Viktor", "Dolores", "Mr Hadley", "Saoirse"]
+VEHICLES = [
+    # (what it is, its make, where the make comes from)
+    ("scooter", "Vespa", "Italian"),
+    ("camper van", "Volkswagen", "German"),
+    ("motorbike", "Triumph", "British"),
+    ("estate car", "Volvo", "Swedish"),
+    ("hatchback", "Skoda", "Czech"),
+]
+PAINT_COLOURS = ["mustard yellow", "teal", "cherry red", "pale lilac", "olive"]
+CHARITIES = [
+    # (where, what they do there)
+    ("food bank", "sorting tins"),
+    ("hospice", "serving tea"),
+    ("beach clean-up", "picking up plastic"),
+    ("literacy project", "reading with kids"),
+]
+WEEKEND_MORNINGS = ["Saturday", "Sunday", "Friday"]
+LOSSES = [
+    # (the thing, where it was left)
+    ("wallet", "tram"),
+    ("passport", "airport shuttle"),
+    ("wedding ring", "swimming baths"),
+    ("house keys", "ferry"),
+]
+FINDERS = ["Gwen", "Dimitri", "Aurelio", "Bettina", "Kwame"]
+CROPS = [
+    # (what was grown, what a question may call it)
+    ("pumpkin", "gourd"),
+    ("runner beans", "legume"),
+    ("dahlias", "blooms"),
+    ("marrow", "squash"),
+]
+SHOWS = ["village show", "county fair", "harvest festival"]
+NEWBORN_PARENTS = ["sister-in-law", "best mate", "flatmate"]
+NEWBORN_NAMES = ["Florence", "Idris", "Wren", "Caspian", "Ottilie", "Ezra"]
+EXAMS = [
+    # (the exam, what passing it gets you)
+    ("driving test", "licence"),
+    ("sommelier exam", "wine qualification"),
+    ("lifeguard assessment", "pool certificate"),
+    ("citizenship interview", "new passport"),
+]
+ATTEMPTS = ["second", "third", "fourth"]
+ROOMS = ["spare room", "hallway", "nursery", "downstairs loo"]
+LAKES = [
+    # (the lake, its country)
+    ("Loch Lomond", "Scottish"),
+    ("Lake Bled", "Slovenian"),
+    ("Lake Como", "Italian"),
+    ("Lake Balaton", "Hungarian"),
+    ("Lough Corrib", "Irish"),
+]
+CAMPING_MISHAPS = ["the tent flooded", "a fox stole our sausages", "the airbed punctured"]
+
+
+def _heldout_fact(rng: random.Random, kind: str, who: str) -> dict:
+    """One held-out fact about ``who``, shaped as ``_fact``'s with ``done`` (what they did, in
+    the past tense, for questions that ask about two facts)."""
+    if kind == "race":
+        race, city, time = _pick(rng, RACES)
+        return {
+            "ask": "Well?? Did you make it to the finish line?",
+            "say": f"I did! The {race} in {city}, {time}. My legs have filed a complaint.",
+            "react": "You absolute legend. Ice bath tonight.",
+            "callbacks": [f"Still walking down stairs backwards after {city}."],
+            "questions": [
+                ("single-hop", f"What was {who}'s finishing time in {city}?"),
+                ("temporal", f"Remind me when {who} ran in {city}?"),
+                (
+                    "open-domain",
+                    f"{who} ran the {race} in a {RACE_COUNTRIES[city]} city. Which one?",
+                ),
+            ],
+            "handle": "race",
+            "done": "ran a race",
+            "words": [race, city, time],
+            "entity": city,
+        }
+    if kind == "music":
+        instrument, family = _pick(rng, INSTRUMENTS)
+        teacher = _pick(rng, TEACHERS)
+        return {
+            "ask": "What's that case you were carrying yesterday?",
+            "say": f"Ha, my {instrument}! First lesson with {teacher} on Thursday. "
+            "The neighbours are going to hate me.",
+            "react": "Play me something once you can.",
+            "callbacks": [f"Practised scales for an hour, {teacher} would be proud."],
+            "questions": [
+                ("single-hop", f"Who's teaching {who} the {instrument}?"),
+                ("open-domain", f"Which {family} instrument has {who} taken up?"),
+                ("paraphrase", f"Has {who} started learning to play anything?"),
+            ],
+            "handle": "music lessons",
+            "done": f"started learning the {instrument}",
+            "words": [instrument, teacher],
+            "entity": teacher,
+        }
+    if kind == "vehicle":
+        vehicle, make, origin = _pick(rng, VEHICLES)
+        colour = _pick(rng, PAINT_COLOURS)
+        return {
+            "ask": "Did the seller get back to you in the end?",
+            "say": f"Collected it this morning: a {colour} {make} {vehicle}, cheaper than my sofa.",
+            "react": "Take me for a spin!",
+            "callbacks": [f"Washed the {make} for the first time, it gleams."],
+            "questions": [
+                ("single-hop", f"What colour is the set of wheels {who} just bought?"),
+                ("open-domain", f"What {origin}-made thing did {who} pay for second-hand?"),
+                ("paraphrase", f"How does {who} get around now, since the purchase?"),
+            ],
+            "handle": "new wheels",
+            "done": "bought some wheels",
+            "words": [colour, make, vehicle],
+            "entity": f"the {make}",
+        }
+    if kind == "volunteer":
+        place, task = _pick(rng, CHARITIES)
+        day = _pick(rng, WEEKEND_MORNINGS)
+        return {
+            "ask": "Where were you at the weekend? You went quiet.",
+            "say": f"I've started helping out at the {place} on {day} mornings, mostly {task}.",
+            "react": "That's really good of you.",
+            "callbacks": [f"Long shift at the {place}, but people were so grateful."],
+            "questions": [
+                ("single-hop", f"Where does {who} give up their time for free?"),
+                ("temporal", f"Which morning is {who}'s shift at the {place}?"),
+                ("paraphrase", f"What unpaid good deed does {who} do on {day}s?"),
+            ],
+            "handle": "charity shifts",
+            "done": f"started at the {place}",
+            "words": [place, day],
+            "entity": f"the {place}",
+        }
+    if kind == "lost":
+        item, transport = _pick(rng, LOSSES)
+        finder = _pick(rng, FINDERS)
+        return {
+            "ask": "Why did you call me in a panic earlier?",
+            "say": f"I left my {item} on the {transport}! A stranger called {finder} "
+            "handed it in, faith in humanity restored.",
+            "react": "Oh thank goodness. What a kind person.",
+            "callbacks": [f"Bought {finder} a bunch of flowers to say thanks."],
+            "questions": [
+                (
+                    "single-hop",
+                    f"What was the name of the person who handed in {who}'s {item}?",
+                ),
+                ("temporal", f"When did {who} leave something on the {transport}?"),
+                ("paraphrase", f"What did {who} misplace, that {finder} found?"),
+            ],
+            "handle": "lost-property scare",
+            "done": "got a lost belonging back",
+            "words": [item, transport, finder],
+            "entity": finder,
+        }
+    if kind == "garden":
+        crop, plain = _pick(rng, CROPS)
+        show = _pick(rng, SHOWS)
+        return {
+            "ask": "How did the judging go?",
+            "say": f"My {crop} came second at the {show}! All that watering paid off.",
+            "react": "A prize winner! I knew it.",
+            "callbacks": [f"Someone asked me for {crop} seeds, I feel like a celebrity."],
+            "questions": [
+                ("single-hop", f"Which event did {who}'s {crop} win a prize at?"),
+                ("open-domain", f"Which {plain} from {who}'s plot impressed the judges?"),
+                ("paraphrase", f"Did {who}'s gardening earn an award anywhere?"),
+            ],
+            "handle": "gardening prize",
+            "done": f"won a prize for the {crop}",
+            "words": [crop, show],
+            "entity": f"the {crop}",
+        }
+    if kind == "newborn":
+        parent = _pick(rng, NEWBORN_PARENTS)
+        name = _pick(rng, NEWBORN_NAMES)
+        return {
+            "ask": "Any news from the hospital?",
+            "say": f"My {parent} had the baby at four this morning! {name}, tiny and very loud.",
+            "react": "Welcome to the world, little one!",
+            "callbacks": [f"Held {name} today, I'm completely smitten."],
+            "questions": [
+                ("single-hop", f"What's the name of the baby {who}'s {parent} had?"),
+                ("temporal", f"When did {name} arrive, the baby {who} told me about?"),
+                ("paraphrase", f"Who close to {who} became a parent?"),
+            ],
+            "handle": "news from the maternity ward",
+            "done": "heard a baby was born to someone close",
+            "words": [parent, name],
+            "entity": name,
+        }
+    if kind == "exam":
+        exam, earns = _pick(rng, EXAMS)
+        attempt = _pick(rng, ATTEMPTS)
+        return {
+            "ask": "Results day, right? Don't leave me hanging.",
+            "say": f"Passed my {exam} on the {attempt} go! Never again.",
+            "react": "I'm so proud of you. Celebrate tonight!",
+            "callbacks": [f"Framed the letter from the {exam}, tacky but I don't care."],
+            "questions": [
+                ("single-hop", f"Which try was it when {who} got through the {exam}?"),
+                ("temporal", f"When did {who} hear about the {exam}?"),
+                ("paraphrase", f"What did {who} have to pass to get the {earns}?"),
+            ],
+            "handle": "exam result",
+            "done": f"passed the {exam}",
+            "words": [exam, attempt],
+            "entity": f"the {exam}",
+        }
+    if kind == "decorate":
+        room, colour = _pick(rng, ROOMS), _pick(rng, PAINT_COLOURS)
+        return {
+            "ask": "Why do you have paint in your hair in that selfie?",
+            "say": f"Spent the whole weekend doing the {room} in {colour}. Two coats, no regrets.",
+            "react": "Brave choice! Show me when it's dry.",
+            "callbacks": [f"The {room} looks so much bigger now."],
+            "questions": [
+                ("single-hop", f"What shade did {who} pick for the walls?"),
+                ("paraphrase", f"Which part of the home did {who} redo in {colour}?"),
+            ],
+            "handle": "redecorating",
+            "done": "redecorated",
+            "words": [room, colour],
+            "entity": f"the {room}",
+        }
+    lake, origin = _pick(rng, LAKES)
+    mishap = _pick(rng, CAMPING_MISHAPS)
+    return {
+        "ask": "How was sleeping under the stars?",
+        "say": f"We pitched up by {lake} and on the second night {mishap}. Still beautiful.",
+        "react": "Ha, a proper outdoors story then.",
+        "callbacks": [f"Dried out the sleeping bags from {lake} at last."],
+        "questions": [
+            ("temporal", f"When did {who} camp at {lake}?"),
+            ("open-domain", f"Which {origin} stretch of water did {who} stay beside?"),
+            ("paraphrase", f"What went wrong when {who} slept outdoors?"),
+        ],
+        "handle": "camping trip",
+        "done": f"camped at {lake}",
+        "words": [lake, mishap],
+        "entity": lake,
+    }
+
+
+HELDOUT_KINDS = [
+    "race",
+    "music",
+    "vehicle",
+    "volunteer",
+    "lost",
+    "garden",
+    "newborn",
+    "exam",
+    "decorate",
+    "camping",
+]
+ORDER_QUESTIONS = [
+    "{who} {first}, and {who} also {second}. In what order did those happen?",
+    "Remind me of the order: {who} {first} and {who} {second}. Which was earlier?",
+    "Was it after {who} {second} that they {first}?",
+]
+BOTH_QUESTIONS = [
+    "What's the latest with {a}'s {a_handle} and {b}'s {b_handle}?",
+    "{a} brought up {entity_a} and {b} brought up {entity_b}. What was the story with each?",
+]
+
+
+def _heldout_multi_hop(rng: random.Random, cid: str, stated: list[dict]) -> list[dict]:
+    """Questions that need two held-out facts, in their own wordings."""
+    out = []
+    by_person: dict[str, list[dict]] = {}
+    for fact in stated:
+        by_person.setdefault(fact["who"], []).append(fact)
+    for who, facts in by_person.items():
+        for first, second in zip(facts[::2], facts[1::2], strict=False):
+            out.append(
+                {
+                    "conversation": cid,
+                    "question": _pick(rng, ORDER_QUESTIONS).format(
+                        who=who, first=first["done"], second=second["done"]
+                    ),
+                    "evidence": [first["evidence"], second["evidence"]],
+                    "evidence_words": [first["words"], second["words"]],
+                    "category": "multi-hop",
+                }
+            )
+    people = list(by_person)
+    if len(people) == 2:
+        a, b = _pick(rng, by_person[people[0]]), _pick(rng, by_person[people[1]])
+        out.append(
+            {
+                "conversation": cid,
+                "question": _pick(rng, BOTH_QUESTIONS).format(
+                    a=people[0],
+                    b=people[1],
+                    a_handle=a["handle"],
+                    b_handle=b["handle"],
+                    entity_a=a["entity"],
+                    entity_b=b["entity"],
+                ),
+                "evidence": [a["evidence"], b["evidence"]],
+                "evidence_words": [a["words"], b["words"]],
+                "category": "multi-hop",
+            }
+        )
+    return out
+
+
 def _small_talk(rng: random.Random) -> str:
     return _pick(rng, SMALL_TALK).format(
         day=_pick(rng, DAY),
@@ -423,15 +772,22 @@ def _opener(rng: random.Random) -> str:
 
 
 def conversation(
-    rng: random.Random, *, cid: str, pair: tuple[str, str], sessions: int, facts_each: int
+    rng: random.Random,
+    *,
+    cid: str,
+    pair: tuple[str, str],
+    sessions: int,
+    facts_each: int,
+    wording: str = "seen",
 ) -> tuple[dict, list[dict]]:
-    """One conversation and its questions."""
+    """One conversation and its questions, its facts from ``WORDINGS[wording]``."""
+    kinds, fact_of, multi_hop = WORDINGS[wording]
     start = datetime(2023, 1, 1) + timedelta(days=rng.randrange(365))
     people = list(pair)
     # Which session states which fact: spread over the conversation, never the first session.
     planned = []
     for who in people:
-        for kind in rng.sample(FACT_KINDS, facts_each):
+        for kind in rng.sample(kinds, facts_each):
             planned.append((rng.randrange(1, sessions), who, kind))
     by_session: dict[int, list[tuple[str, str]]] = {}
     for session, who, kind in planned:
@@ -466,7 +822,7 @@ def conversation(
             if slot in fact_at:
                 who, kind = facts_here[fact_at.index(slot)]
                 other = people[1 - people.index(who)]
-                fact = _fact(rng, kind, who)
+                fact = fact_of(rng, kind, who)
                 add(fact["ask"], other)
                 evidence = add(fact["say"], who)
                 add(fact["react"], other)
@@ -492,7 +848,7 @@ def conversation(
             add(text, who)
         add(_pick(rng, SMALL_TALK[-3:]), people[1 - speaker])
 
-    questions += _multi_hop(rng, cid, stated)
+    questions += multi_hop(rng, cid, stated)
     return {"id": cid, "turns": turns}, questions
 
 
@@ -532,13 +888,28 @@ def _multi_hop(rng: random.Random, cid: str, stated: list[dict]) -> list[dict]:
     return out
 
 
-def dataset(*, conversations: int, sessions: int, facts_each: int, seed: int) -> dict:
+# Which facts, and which question wordings, a dataset is made of: the kinds, one fact of a kind,
+# and the questions that need two facts.
+WORDINGS = {
+    "seen": (FACT_KINDS, _fact, _multi_hop),
+    "unseen": (HELDOUT_KINDS, _heldout_fact, _heldout_multi_hop),
+}
+
+
+def dataset(
+    *, conversations: int, sessions: int, facts_each: int, seed: int, wording: str = "seen"
+) -> dict:
     rng = random.Random(seed)
+    pairs = HELDOUT_PAIRS if wording == "unseen" else PAIRS
     convs, questions = [], []
     for n in range(conversations):
-        pair = PAIRS[n % len(PAIRS)]
         conv, qs = conversation(
-            rng, cid=f"c{n + 1}", pair=pair, sessions=sessions, facts_each=facts_each
+            rng,
+            cid=f"c{n + 1}",
+            pair=pairs[n % len(pairs)],
+            sessions=sessions,
+            facts_each=facts_each,
+            wording=wording,
         )
         convs.append(conv)
         questions += qs
@@ -548,7 +919,8 @@ def dataset(*, conversations: int, sessions: int, facts_each: int, seed: int) ->
 SMALL = {"conversations": 2, "sessions": 8, "facts_each": 3, "seed": 1}
 DEV = {"conversations": 8, "sessions": 30, "facts_each": 8, "seed": 3}
 LARGE = {"conversations": 8, "sessions": 30, "facts_each": 8, "seed": 2}
-DATASETS = {"small": SMALL, "dev": DEV, "large": LARGE}
+HELDOUT = {"conversations": 8, "sessions": 30, "facts_each": 8, "seed": 4, "wording": "unseen"}
+DATASETS = {"small": SMALL, "dev": DEV, "large": LARGE, "heldout": HELDOUT}
 
 
 def main() -> None:

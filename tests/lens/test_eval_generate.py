@@ -1,6 +1,7 @@
 """The generated evaluation datasets: every question's evidence is the turn that states its fact."""
 
 import json
+import re
 
 import pytest
 
@@ -62,6 +63,30 @@ def test_the_reported_set_is_not_the_tuning_set():
     dev_texts = {t["text"] for c in dev["conversations"] for t in c["turns"]}
     large_texts = [t["text"] for c in large["conversations"] for t in c["turns"]]
     assert sum(text in dev_texts for text in large_texts) < len(large_texts)
+
+
+def _word_runs(text: str, length: int = 4) -> set[tuple[str, ...]]:
+    words = re.findall(r"[\w']+", text.casefold())
+    return {tuple(words[n : n + length]) for n in range(len(words) - length + 1)}
+
+
+def test_the_held_out_set_asks_in_wordings_and_of_facts_the_tuning_set_never_had():
+    dev, heldout = _committed("dev"), _committed("heldout")
+    assert {q["category"] for q in heldout["questions"]} == {
+        q["category"] for q in dev["questions"]
+    }
+    dev_runs = set().union(*(_word_runs(q["question"]) for q in dev["questions"]))
+    for question in heldout["questions"]:
+        assert not _word_runs(question["question"]) & dev_runs, question
+
+    def fact_words(data: dict) -> set[str]:
+        return {w.casefold() for q in data["questions"] for ws in q["evidence_words"] for w in ws}
+
+    def speakers(data: dict) -> set[str]:
+        return {t["speaker"] for c in data["conversations"] for t in c["turns"]}
+
+    assert not fact_words(heldout) & fact_words(dev)
+    assert not speakers(heldout) & speakers(dev)
 
 
 def test_evidence_moved_to_a_filler_turn_is_refused():
