@@ -278,7 +278,7 @@ def _where(connection, filters: _Filters, *, ts: str, actor: str | None, id_colu
 
 def _events(terms, filters: _Filters, limit: int, neighbours: int) -> list[Hit]:
     connection = connections[store_for("heart", "event")]
-    pool = min(limit * FUSION_POOL, 500)
+    pool = fusion_pool(limit)
     named = set(terms)
     runs = [(terms, 1.0)]
     if related := related_terms(terms):
@@ -326,6 +326,11 @@ def _events(terms, filters: _Filters, limit: int, neighbours: int) -> list[Hit]:
             )
         )
     return hits
+
+
+def fusion_pool(limit: int) -> int:
+    """Events ranked for a search of ``limit`` hits, among which the neighbour fusion picks."""
+    return min(limit * FUSION_POOL, 500)
 
 
 def event_ranking(
