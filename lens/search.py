@@ -401,8 +401,9 @@ def _events_around(
     connection, terms, ids: list[int], neighbours: int, bounds: tuple[int, int] | None
 ) -> tuple[dict[int, Neighbour], dict[int, str]]:
     """The hits and the events next to them (by id), and the best passage of each hit with the
-    matched words marked, in one query. The ids are listed: an OR of ranges makes SQLite scan
-    the whole log."""
+    matched words marked, in one query (on SQLite the log's rows and the index's snippets are
+    two halves of a UNION: joined, SQLite would build a temporary index). The ids are listed: an
+    OR of ranges makes SQLite scan the whole log."""
     wanted = set()
     for event_id in ids:
         low, high = event_id - neighbours, event_id + neighbours
@@ -414,13 +415,12 @@ def _events_around(
     wanted_marks = ", ".join(["%s"] * len(wanted))
     if connection.vendor == "sqlite":
         sql = (
-            "SELECT e.id, e.ts, e.actor, e.content, s.snippet FROM heart_event e LEFT JOIN ("
-            f"SELECT rowid AS id, snippet(lens_event_fts, 0, '{_MARK_START}', '{_MARK_END}', "
-            "'…', 24) AS snippet FROM lens_event_fts "
-            f"WHERE lens_event_fts MATCH %s AND rowid IN ({hit_marks})) s ON s.id = e.id "
-            f"WHERE e.id IN ({wanted_marks})"
+            f"SELECT id, ts, actor, content, NULL FROM heart_event WHERE id IN ({wanted_marks}) "
+            "UNION ALL SELECT rowid, NULL, NULL, NULL, snippet(lens_event_fts, 0, "
+            f"'{_MARK_START}', '{_MARK_END}', '…', 24) FROM lens_event_fts "
+            f"WHERE lens_event_fts MATCH %s AND rowid IN ({hit_marks})"
         )
-        params = [fts5_expression(terms), *ids, *sorted(wanted)]
+        params = [*sorted(wanted), fts5_expression(terms), *ids]
     else:
         sql = (
             f"SELECT e.id, e.ts, e.actor, e.content, CASE WHEN e.id IN ({hit_marks}) "
@@ -430,7 +430,8 @@ def _events_around(
         params = [*ids, tsquery_expression(terms), *sorted(wanted)]
     events, snippets = {}, {}
     for pk, ts, actor, content, snippet in _fetch(connection, sql, params):
-        events[pk] = Neighbour(pk, _aware(connection, ts), actor, content)
+        if ts is not None:
+            events[pk] = Neighbour(pk, _aware(connection, ts), actor, content)
         if snippet is not None:
             snippets[pk] = snippet
     return events, snippets
