@@ -442,17 +442,15 @@ def _working_memory(terms, filters: _Filters, limit: int) -> list[Hit]:
     where, params = _where(connection, filters, ts="w.created_at", actor="w.actor", id_column=None)
     columns = "w.created_at, w.content, w.actor, w.type, w.status"
     if connection.vendor == "sqlite":
-        joined = filters.since or filters.until or filters.actor
         sql, values = _fts5_best(
             table="lens_wm_fts",
             weights=SQLITE_WM_WEIGHTS,
             key="f.rowid",
-            join=" JOIN gem_workingmemory w ON w.id = f.rowid" if joined else "",
             terms=terms,
             where=(where, params),
             limit=limit,
             snippet_column=0,
-            row=("gem_workingmemory w ON w.id = best.row_id", columns),
+            row=("gem_workingmemory w ON w.id = f.rowid", columns),
         )
     else:
         sql = (
@@ -490,12 +488,11 @@ def _fragments(terms, filters: _Filters, limit: int) -> list[Hit]:
             table="lens_fragment_fts",
             weights=SQLITE_FRAGMENT_WEIGHTS,
             key="f.key",
-            join=" JOIN gem_fragment g ON g.key = f.key" if filters.since or filters.until else "",
             terms=terms,
             where=(where, params),
             limit=limit,
             snippet_column=-1,
-            row=("gem_fragment g ON g.key = best.key", columns),
+            row=("gem_fragment g ON g.key = f.key", columns),
         )
     else:
         sql = (
@@ -522,27 +519,25 @@ def _fragments(terms, filters: _Filters, limit: int) -> list[Hit]:
 
 
 def _fts5_best(
-    *, table, weights, key, join, terms, where, limit, snippet_column, row
+    *, table, weights, key, terms, where, limit, snippet_column, row
 ) -> tuple[str, list]:
     """The query of the best ``limit`` rows of an FTS5 table, best first: ``(key, score,
     snippet, *columns)`` with the indexed table's ``row = (join, columns)``.
 
-    Ranked in the index with the LIMIT, joined to the indexed table only when a filter needs
-    it; the snippets and the indexed rows are fetched for those best rows alone, in the same
-    statement: in the ranking query SQLite would make a snippet, and follow the join, for every
-    match before sorting."""
+    FTS5 ranks by its own ``rank`` column, set to the weighted BM25, so it sorts the matches
+    itself and hands them over best first, each with the positions of its matched words: the
+    snippets and the indexed rows (and the filters on them) are then made for the rows the
+    LIMIT keeps alone, without looking any row up again (``ORDER BY bm25(…)`` would make a
+    snippet, and follow the join, for every match before sorting)."""
     conditions, params = where
     joined, columns = row
-    rank = f"bm25({table}, {', '.join(str(w) for w in weights)})"
+    rank = f"bm25({', '.join(str(w) for w in weights)})"
     sql = (
-        f"WITH best AS MATERIALIZED (SELECT f.rowid AS row_id, {key} AS key, -{rank} AS score "
-        f"FROM {table} f{join} WHERE {table} MATCH %s{conditions} ORDER BY {rank} LIMIT %s) "
-        f"SELECT best.key, best.score, snippet({table}, {snippet_column}, '{_MARK_START}', "
-        f"'{_MARK_END}', '…', 24), {columns} FROM best JOIN {table} s ON s.rowid = best.row_id "
-        f"JOIN {joined} WHERE {table} MATCH %s ORDER BY best.score DESC, best.row_id"
+        f"SELECT {key}, -f.rank, snippet({table}, {snippet_column}, '{_MARK_START}', "
+        f"'{_MARK_END}', '…', 24), {columns} FROM {table} f CROSS JOIN {joined} "
+        f"WHERE {table} MATCH %s AND f.rank MATCH '{rank}'{conditions} ORDER BY f.rank LIMIT %s"
     )
-    expression = fts5_expression(terms)
-    return sql, [expression, *params, limit, expression]
+    return sql, [fts5_expression(terms), *params, limit]
 
 
 _HEADLINE = f"StartSel={_MARK_START}, StopSel={_MARK_END}, MaxWords=24, MinWords=10"
