@@ -355,9 +355,12 @@ def event_ranking(
     where, params = _where(connection, filters, ts="e.ts", actor="e.actor", id_column="f.rowid")
     join = " JOIN heart_event e ON e.id = f.rowid" if joined else ""
     rank = f"bm25(lens_event_fts, {', '.join(str(w) for w in SQLITE_EVENT_WEIGHTS)})"
+    # The weight is applied outside the ranking: a score column other than the ORDER BY term
+    # would make SQLite compute BM25 twice for every match.
     best = (
-        f"SELECT * FROM (SELECT f.rowid AS id, -%s * {rank} AS score FROM lens_event_fts f{join} "
-        f"WHERE lens_event_fts MATCH %s{where} ORDER BY {rank} LIMIT %s)"
+        f"SELECT id, -%s * bm25_rank AS score FROM (SELECT f.rowid AS id, {rank} AS bm25_rank "
+        f"FROM lens_event_fts f{join} WHERE lens_event_fts MATCH %s{where} "
+        "ORDER BY bm25_rank LIMIT %s)"
     )
     sql = (
         f"SELECT best.id, best.score, a.actor FROM ({' UNION ALL '.join([best] * len(runs))}) "
