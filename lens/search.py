@@ -339,18 +339,18 @@ def event_ranking(
     """``(event id, weighted score, actor)`` of the best ``limit`` events of each run of words
     (the query's words, their related words), each score times its run's weight.
 
-    SQLite ranks every run in one statement, in the FTS5 index alone, an id range as a rowid
-    range, and joins the log only when a time or speaker filter needs it: a join before the
-    LIMIT costs a log lookup for every match, hundreds of thousands for a common word in a large
-    log."""
+    Every run is ranked in one statement. SQLite ranks in the FTS5 index alone, an id range as
+    a rowid range, and joins the log only when a time or speaker filter needs it: a join before
+    the LIMIT costs a log lookup for every match, hundreds of thousands for a common word in a
+    large log."""
     if connection.vendor != "sqlite":
-        return [
-            (event_id, weight * float(score), actor)
-            for words, weight in runs
-            for event_id, score, actor in _fetch(
-                connection, *_postgres_event_ranking(connection, words, filters, limit=limit)
-            )
-        ]
+        arms, values = [], []
+        for words, weight in runs:
+            sql, params = _postgres_event_ranking(connection, words, filters, limit=limit)
+            arms.append(f"SELECT event_id, %s * score, actor FROM ({sql}) best")
+            values += [weight, *params]
+        rows = _fetch(connection, " UNION ALL ".join(arms), values)
+        return [(event_id, float(score), actor) for event_id, score, actor in rows]
     joined = filters.since is not None or filters.until is not None or filters.actor is not None
     where, params = _where(connection, filters, ts="e.ts", actor="e.actor", id_column="f.rowid")
     join = " JOIN heart_event e ON e.id = f.rowid" if joined else ""
