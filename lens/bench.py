@@ -8,9 +8,11 @@ table among them, so queries reach the expansion too. Queries are one to four wo
 middle of the vocabulary, some phrased as questions. (The Heart's turn benchmark,
 ``heart.bench``, keeps its thirty-word text: there every query would match most of the log.)
 
-The raw figure is the bare indexed query, best ``limit`` rows by rank and nothing else; the
-search adds the query words, the related-word query, the filters' join, the neighbour fusion,
-the snippets, the turns around each hit and the merging of kinds. Each query is timed raw and
+The raw figure is the bare indexed query of each kind searched, with the search's own words and
+as many rows as the search ranks (events: ``limit × FUSION_POOL``, for the neighbour fusion;
+the other kinds: ``limit``), by rank and nothing else; the search adds the related-word query,
+the filters' join, the neighbour fusion, the snippets, the turns around each hit and the
+merging of kinds. Each query is timed raw and
 through the API in turn, so load from other processes falls on both alike, and without
 ``DEBUG``'s query log (which costs a statement per statement, as no deployment pays).
 """
@@ -29,7 +31,6 @@ from django.utils import timezone
 
 from gem.models import Fragment, WorkingMemory
 from lens.search import (
-    FUSION_POOL,
     KINDS,
     RELATED_WORDS,
     SEARCH_RECALL_HITS,
@@ -38,6 +39,7 @@ from lens.search import (
     SQLITE_WM_WEIGHTS,
     STOP_WORDS,
     fts5_expression,
+    fusion_pool,
     query_terms,
     search,
 )
@@ -53,13 +55,20 @@ STORE = {"event": store_for("heart", "event"), "wm": "default", "fragment": "def
 
 
 def raw_query(kind: str, expression: str, limit: int) -> list:
-    """The bare FTS5 query of one kind: the best ``limit`` rows by BM25."""
+    """The bare FTS5 query of one kind: the best rows by BM25, as many as the search of
+    ``limit`` hits ranks."""
+    limit = raw_rows(kind, limit)
     table, weights, column = RAW_SQL[kind]
     rank = f"bm25({table}, {', '.join(str(w) for w in weights)})"
     sql = f"SELECT {column} FROM {table} WHERE {table} MATCH %s ORDER BY {rank} LIMIT %s"
     with connections[STORE[kind]].cursor() as cursor:
         cursor.execute(sql, [expression, limit])
         return cursor.fetchall()
+
+
+def raw_rows(kind: str, limit: int) -> int:
+    """Rows the search of ``limit`` hits ranks: events a pool for the neighbour fusion."""
+    return fusion_pool(limit) if kind == "event" else limit
 
 
 USERS = ["luna", "hasuki", "renki", "chloe", "strah"]
@@ -200,7 +209,7 @@ def search_measure(
         "events": events,
         "build_s": build_seconds,
         "queries": queries,
-        "fusion_pool": FUSION_POOL * LIMIT,
+        "fusion_pool": fusion_pool(LIMIT),
     }
     for name, seconds in timings.items():
         ms = sorted(s * 1000 for s in seconds)

@@ -42,9 +42,7 @@ from datetime import datetime
 from django.db import connections
 from django.utils import timezone
 
-from gem.models import Fragment, WorkingMemory
 from heart.assemble import RecalledItem
-from heart.models import Event
 from silentstar.router import store_for
 
 KINDS = ("fragment", "event", "wm")
@@ -280,17 +278,16 @@ def _where(connection, filters: _Filters, *, ts: str, actor: str | None, id_colu
 
 def _events(terms, filters: _Filters, limit: int, neighbours: int) -> list[Hit]:
     connection = connections[store_for("heart", "event")]
-    pool = min(limit * FUSION_POOL, 500)
+    pool = fusion_pool(limit)
     named = set(terms)
-    scores: dict[int, float] = {}
-    actors: dict[int, str] = {}
     runs = [(terms, 1.0)]
     if related := related_terms(terms):
         runs.append((related, EXPANSION_WEIGHT))
-    for words, weight in runs:
-        for event_id, score, actor in event_ranking(connection, words, filters, limit=pool):
-            scores[event_id] = scores.get(event_id, 0.0) + weight * score
-            actors[event_id] = actor
+    scores: dict[int, float] = {}
+    actors: dict[int, str] = {}
+    for event_id, score, actor in event_ranking(connection, runs, filters, limit=pool):
+        scores[event_id] = scores.get(event_id, 0.0) + score
+        actors[event_id] = actor
     scores = {
         event_id: score * (1 + SPEAKER_BOOST if actors[event_id].casefold() in named else 1)
         for event_id, score in scores.items()
@@ -304,9 +301,9 @@ def _events(terms, filters: _Filters, limit: int, neighbours: int) -> list[Hit]:
     )[:limit]
     if not fused:
         return []
-    ids = [event_id for _, event_id in fused]
-    snippets = _event_snippets(connection, terms, ids)
-    events = _events_around(ids, neighbours, filters.event_ids)
+    events, snippets = _events_around(
+        connection, terms, [event_id for _, event_id in fused], neighbours, filters.event_ids
+    )
     hits = []
     for score, event_id in fused:
         event = events[event_id]
@@ -316,48 +313,64 @@ def _events(terms, filters: _Filters, limit: int, neighbours: int) -> list[Hit]:
                 id=event_id,
                 key=None,
                 score=score,
-                snippet=_snippet(snippets.get(event_id, event.text)),
+                snippet=_snippet(snippets.get(event_id) or event.text),
                 ts=event.ts,
                 text=event.text,
                 actor=event.actor,
                 before=tuple(
-                    events[i] for i in sorted(events) if event_id - neighbours <= i < event_id
+                    events[i] for i in range(event_id - neighbours, event_id) if i in events
                 ),
                 after=tuple(
-                    events[i] for i in sorted(events) if event_id < i <= event_id + neighbours
+                    events[i] for i in range(event_id + 1, event_id + neighbours + 1) if i in events
                 ),
             )
         )
     return hits
 
 
-def event_ranking(
-    connection, terms, filters: _Filters, *, limit: int
-) -> list[tuple[int, float, str]]:
-    """``(event id, score, actor)`` of the best ``limit`` events, best first.
+def fusion_pool(limit: int) -> int:
+    """Events ranked for a search of ``limit`` hits, among which the neighbour fusion picks."""
+    return min(limit * FUSION_POOL, 500)
 
-    SQLite ranks in the FTS5 index alone, an id range as a rowid range, and joins the log only
-    when a time or speaker filter needs it: a join before the LIMIT costs a log lookup for every
-    match, hundreds of thousands for a common word in a large log."""
+
+def event_ranking(
+    connection, runs: Sequence[tuple[Sequence[str], float]], filters: _Filters, *, limit: int
+) -> list[tuple[int, float, str]]:
+    """``(event id, weighted score, actor)`` of the best ``limit`` events of each run of words
+    (the query's words, their related words), each score times its run's weight.
+
+    Every run is ranked in one statement. SQLite ranks in the FTS5 index alone, an id range as
+    a rowid range, and joins the log only when a time or speaker filter needs it: a join before
+    the LIMIT costs a log lookup for every match, hundreds of thousands for a common word in a
+    large log."""
     if connection.vendor != "sqlite":
-        return [
-            (event_id, float(score), actor)
-            for event_id, score, actor in _fetch(
-                connection, *_postgres_event_ranking(connection, terms, filters, limit=limit)
-            )
-        ]
+        arms, values = [], []
+        for words, weight in runs:
+            sql, params = _postgres_event_ranking(connection, words, filters, limit=limit)
+            arms.append(f"SELECT event_id, %s * score, actor FROM ({sql}) best")
+            values += [weight, *params]
+        rows = _fetch(connection, " UNION ALL ".join(arms), values)
+        return [(event_id, float(score), actor) for event_id, score, actor in rows]
     joined = filters.since is not None or filters.until is not None or filters.actor is not None
     where, params = _where(connection, filters, ts="e.ts", actor="e.actor", id_column="f.rowid")
     join = " JOIN heart_event e ON e.id = f.rowid" if joined else ""
     rank = f"bm25(lens_event_fts, {', '.join(str(w) for w in SQLITE_EVENT_WEIGHTS)})"
-    sql = (
-        "SELECT best.id, best.score, a.actor FROM ("
-        f"SELECT f.rowid AS id, -{rank} AS score FROM lens_event_fts f{join} "
-        f"WHERE lens_event_fts MATCH %s{where} ORDER BY {rank} LIMIT %s"
-        ") best JOIN heart_event a ON a.id = best.id ORDER BY best.score DESC"
+    # The weight is applied outside the ranking: a score column other than the ORDER BY term
+    # would make SQLite compute BM25 twice for every match.
+    best = (
+        f"SELECT id, -%s * bm25_rank AS score FROM (SELECT f.rowid AS id, {rank} AS bm25_rank "
+        f"FROM lens_event_fts f{join} WHERE lens_event_fts MATCH %s{where} "
+        "ORDER BY bm25_rank LIMIT %s)"
     )
-    rows = _fetch(connection, sql, [fts5_expression(terms), *params, limit])
-    return [(event_id, float(score), actor) for event_id, score, actor in rows]
+    sql = (
+        f"SELECT best.id, best.score, a.actor FROM ({' UNION ALL '.join([best] * len(runs))}) "
+        "best JOIN heart_event a ON a.id = best.id"
+    )
+    values = [v for words, weight in runs for v in (weight, fts5_expression(words), *params, limit)]
+    return [
+        (event_id, float(score), actor)
+        for event_id, score, actor in _fetch(connection, sql, values)
+    ]
 
 
 def _postgres_event_ranking(connection, terms, filters: _Filters, *, limit: int):
@@ -387,65 +400,70 @@ def _postgres_event_ranking(connection, terms, filters: _Filters, *, limit: int)
     return sql, [tsquery_expression(terms), *params, *params, *terms, *scored, limit]
 
 
-def _event_snippets(connection, terms, ids: list[int]) -> dict[int, str]:
-    """The best passage of each chosen event, matched words marked."""
-    if connection.vendor == "sqlite":
-        return _fts5_snippets(connection, "lens_event_fts", 0, terms, ids)
-    marks = ", ".join(["%s"] * len(ids))
-    sql = (
-        f"SELECT e.id, ts_headline('english', e.content, q, '{_HEADLINE}') "
-        f"FROM heart_event e, to_tsquery('english', %s) q WHERE e.id IN ({marks})"
-    )
-    return dict(_fetch(connection, sql, [tsquery_expression(terms), *ids]))
-
-
 def _events_around(
-    ids: list[int], neighbours: int, bounds: tuple[int, int] | None
-) -> dict[int, Neighbour]:
-    """The hits and the events next to them (by id), in one query. The ids are listed: an OR of
-    ranges makes SQLite scan the whole log."""
+    connection, terms, ids: list[int], neighbours: int, bounds: tuple[int, int] | None
+) -> tuple[dict[int, Neighbour], dict[int, str]]:
+    """The hits and the events next to them (by id), and the best passage of each hit with the
+    matched words marked, in one query (on SQLite the log's rows and the index's snippets are
+    two halves of a UNION: joined, SQLite would build a temporary index). The ids are listed: an
+    OR of ranges makes SQLite scan the whole log."""
     wanted = set()
     for event_id in ids:
         low, high = event_id - neighbours, event_id + neighbours
         if bounds is not None:
             low, high = max(low, bounds[0]), min(high, bounds[1])
         wanted.update(range(low, high + 1))
-    rows = (
-        Event.objects.filter(pk__in=sorted(wanted))
-        .order_by()
-        .values_list("pk", "ts", "actor", "content")
-    )
-    return {pk: Neighbour(pk, ts, actor, content) for pk, ts, actor, content in rows}
+    wanted.update(ids)
+    hit_marks = ", ".join(["%s"] * len(ids))
+    wanted_marks = ", ".join(["%s"] * len(wanted))
+    if connection.vendor == "sqlite":
+        sql = (
+            f"SELECT id, ts, actor, content, NULL FROM heart_event WHERE id IN ({wanted_marks}) "
+            "UNION ALL SELECT rowid, NULL, NULL, NULL, snippet(lens_event_fts, 0, "
+            f"'{_MARK_START}', '{_MARK_END}', '…', 24) FROM lens_event_fts "
+            f"WHERE lens_event_fts MATCH %s AND rowid IN ({hit_marks})"
+        )
+        params = [*sorted(wanted), fts5_expression(terms), *ids]
+    else:
+        sql = (
+            f"SELECT e.id, e.ts, e.actor, e.content, CASE WHEN e.id IN ({hit_marks}) "
+            f"THEN ts_headline('english', e.content, q, '{_HEADLINE}') END "
+            f"FROM heart_event e, to_tsquery('english', %s) q WHERE e.id IN ({wanted_marks})"
+        )
+        params = [*ids, tsquery_expression(terms), *sorted(wanted)]
+    events, snippets = {}, {}
+    for pk, ts, actor, content, snippet in _fetch(connection, sql, params):
+        if ts is not None:
+            events[pk] = Neighbour(pk, _aware(connection, ts), actor, content)
+        if snippet is not None:
+            snippets[pk] = snippet
+    return events, snippets
 
 
 def _working_memory(terms, filters: _Filters, limit: int) -> list[Hit]:
     connection = connections[store_for("gem", "workingmemory")]
     where, params = _where(connection, filters, ts="w.created_at", actor="w.actor", id_column=None)
+    columns = "w.created_at, w.content, w.actor, w.type, w.status"
     if connection.vendor == "sqlite":
-        joined = filters.since or filters.until or filters.actor
-        rows = _fts5_best(
-            connection,
+        sql, values = _fts5_best(
             table="lens_wm_fts",
             weights=SQLITE_WM_WEIGHTS,
             key="f.rowid",
-            join=" JOIN gem_workingmemory w ON w.id = f.rowid" if joined else "",
             terms=terms,
             where=(where, params),
             limit=limit,
             snippet_column=0,
+            row=("gem_workingmemory w ON w.id = f.rowid", columns),
         )
     else:
         sql = (
             "SELECT w.id, ts_rank(%s::float4[], i.document, q) AS score, "
-            f"ts_headline('english', w.content, q, '{_HEADLINE}') "
+            f"ts_headline('english', w.content, q, '{_HEADLINE}'), {columns} "
             "FROM lens_wm_index i JOIN gem_workingmemory w ON w.id = i.wm_id, "
             "to_tsquery('english', %s) q "
             f"WHERE i.document @@ q{where} ORDER BY score DESC, w.id LIMIT %s"
         )
-        rows = _fetch(
-            connection, sql, [POSTGRES_WEIGHTS, tsquery_expression(terms), *params, limit]
-        )
-    items = WorkingMemory.objects.order_by().in_bulk([row[0] for row in rows])
+        values = [POSTGRES_WEIGHTS, tsquery_expression(terms), *params, limit]
     return [
         Hit(
             kind="wm",
@@ -453,44 +471,42 @@ def _working_memory(terms, filters: _Filters, limit: int) -> list[Hit]:
             key=None,
             score=float(score),
             snippet=_snippet(snippet),
-            ts=items[wm_id].created_at,
-            text=items[wm_id].content,
-            actor=items[wm_id].actor,
-            detail=f"{items[wm_id].type}, {items[wm_id].status}",
+            ts=_aware(connection, created_at),
+            text=content,
+            actor=actor,
+            detail=f"{type_}, {status}",
         )
-        for wm_id, score, snippet in rows
-        if wm_id in items
+        for wm_id, score, snippet, created_at, content, actor, type_, status in _fetch(
+            connection, sql, values
+        )
     ]
 
 
 def _fragments(terms, filters: _Filters, limit: int) -> list[Hit]:
     connection = connections[store_for("gem", "fragment")]
     where, params = _where(connection, filters, ts="g.updated_at", actor=None, id_column=None)
+    columns = "g.updated_at, g.inventory, g.recognition, g.ambient"
     if connection.vendor == "sqlite":
-        rows = _fts5_best(
-            connection,
+        sql, values = _fts5_best(
             table="lens_fragment_fts",
             weights=SQLITE_FRAGMENT_WEIGHTS,
             key="f.key",
-            join=" JOIN gem_fragment g ON g.key = f.key" if filters.since or filters.until else "",
             terms=terms,
             where=(where, params),
             limit=limit,
             snippet_column=-1,
+            row=("gem_fragment g ON g.key = f.key", columns),
         )
     else:
         sql = (
             "SELECT g.key, ts_rank(%s::float4[], i.document, q) AS score, ts_headline('english', "
             "g.ambient || ' ' || g.recognition || ' ' || g.inventory, q, "
-            f"'{_HEADLINE}') "
+            f"'{_HEADLINE}'), {columns} "
             "FROM lens_fragment_index i JOIN gem_fragment g ON g.key = i.key, "
             "to_tsquery('english', %s) q "
             f"WHERE i.document @@ q{where} ORDER BY score DESC, g.key LIMIT %s"
         )
-        rows = _fetch(
-            connection, sql, [POSTGRES_WEIGHTS, tsquery_expression(terms), *params, limit]
-        )
-    fragments = Fragment.objects.order_by().in_bulk([row[0] for row in rows])
+        values = [POSTGRES_WEIGHTS, tsquery_expression(terms), *params, limit]
     return [
         Hit(
             kind="fragment",
@@ -498,43 +514,33 @@ def _fragments(terms, filters: _Filters, limit: int) -> list[Hit]:
             key=key,
             score=float(score),
             snippet=_snippet(snippet),
-            ts=fragments[key].updated_at,
-            text=_fullest_tier(fragments[key]),
+            ts=_aware(connection, updated_at),
+            text=_fullest_tier(tiers),
         )
-        for key, score, snippet in rows
-        if key in fragments
+        for key, score, snippet, updated_at, *tiers in _fetch(connection, sql, values)
     ]
 
 
 def _fts5_best(
-    connection, *, table, weights, key, join, terms, where, limit, snippet_column
-) -> list[tuple]:
-    """``(key, score, snippet)`` of the best ``limit`` rows of an FTS5 table, best first.
+    *, table, weights, key, terms, where, limit, snippet_column, row
+) -> tuple[str, list]:
+    """The query of the best ``limit`` rows of an FTS5 table, best first: ``(key, score,
+    snippet, *columns)`` with the indexed table's ``row = (join, columns)``.
 
-    Ranked in the index with the LIMIT, joined to the indexed table only when a filter needs
-    it, and the snippets made for those rows alone: in the ranking query SQLite would make a
-    snippet, and follow the join, for every match before sorting."""
+    FTS5 ranks by its own ``rank`` column, set to the weighted BM25, so it sorts the matches
+    itself and hands them over best first, each with the positions of its matched words: the
+    snippets and the indexed rows (and the filters on them) are then made for the rows the
+    LIMIT keeps alone, without looking any row up again (``ORDER BY bm25(…)`` would make a
+    snippet, and follow the join, for every match before sorting)."""
     conditions, params = where
-    rank = f"bm25({table}, {', '.join(str(w) for w in weights)})"
+    joined, columns = row
+    rank = f"bm25({', '.join(str(w) for w in weights)})"
     sql = (
-        f"SELECT f.rowid, {key}, -{rank} FROM {table} f{join} "
-        f"WHERE {table} MATCH %s{conditions} ORDER BY {rank} LIMIT %s"
+        f"SELECT {key}, -f.rank, snippet({table}, {snippet_column}, '{_MARK_START}', "
+        f"'{_MARK_END}', '…', 24), {columns} FROM {table} f CROSS JOIN {joined} "
+        f"WHERE {table} MATCH %s AND f.rank MATCH '{rank}'{conditions} ORDER BY f.rank LIMIT %s"
     )
-    rows = _fetch(connection, sql, [fts5_expression(terms), *params, limit])
-    snippets = _fts5_snippets(connection, table, snippet_column, terms, [row[0] for row in rows])
-    return [(row_key, score, snippets.get(rowid, "")) for rowid, row_key, score in rows]
-
-
-def _fts5_snippets(connection, table: str, column: int, terms, rowids: list[int]) -> dict:
-    """The best passage of each of these rows (``column`` -1: of any column), words marked."""
-    if not rowids:
-        return {}
-    marks = ", ".join(["%s"] * len(rowids))
-    sql = (
-        f"SELECT rowid, snippet({table}, {column}, '{_MARK_START}', '{_MARK_END}', '…', 24) "
-        f"FROM {table} WHERE {table} MATCH %s AND rowid IN ({marks})"
-    )
-    return dict(_fetch(connection, sql, [fts5_expression(terms), *rowids]))
+    return sql, [fts5_expression(terms), *params, limit]
 
 
 _HEADLINE = f"StartSel={_MARK_START}, StopSel={_MARK_END}, MaxWords=24, MinWords=10"
@@ -553,11 +559,19 @@ def _snippet(raw: str) -> str:
     return text.replace(_MARK_START, MARK_OPEN).replace(_MARK_END, MARK_CLOSE)
 
 
-def _fullest_tier(fragment: Fragment) -> str:
-    for tier in ("inventory", "recognition", "ambient"):
-        if text := getattr(fragment, tier).strip():
+def _fullest_tier(tiers: Sequence[str]) -> str:
+    """The first tier with text of ``(inventory, recognition, ambient)``."""
+    for tier in tiers:
+        if text := tier.strip():
             return text
     return ""
+
+
+def _aware(connection, value: datetime | str) -> datetime:
+    """A timestamp read by a bare cursor, as the ORM gives it: aware, in the store's zone."""
+    if isinstance(value, str):
+        value = datetime.fromisoformat(value)
+    return timezone.make_aware(value, connection.timezone) if timezone.is_naive(value) else value
 
 
 SEARCH_RECALL_HITS = 3  # hits a search(…) in a reply brings into the next turn

@@ -3,8 +3,8 @@
 import random
 from collections import Counter
 
-from lens.bench import VOCABULARY_SIZE, _Text, vocabulary
-from lens.search import RELATED_WORDS, query_terms
+from lens.bench import VOCABULARY_SIZE, _Text, raw_rows, vocabulary
+from lens.search import RELATED_WORDS, fusion_pool, query_terms
 
 
 def test_the_vocabulary_is_the_same_for_a_seed_and_holds_the_related_words():
@@ -33,3 +33,8 @@ def test_queries_search_for_words_of_the_log_but_not_its_commonest():
         terms = query_terms(text.query())
         assert terms and not set(terms) & common
         assert set(terms) <= set(text.words) | {"luna", "hasuki", "renki", "chloe", "strah"}
+
+
+def test_the_raw_query_ranks_as_many_rows_as_the_search_it_is_compared_with():
+    assert raw_rows("event", 10) == fusion_pool(10) > 10  # the pool the neighbour fusion picks from
+    assert raw_rows("wm", 10) == raw_rows("fragment", 10) == 10

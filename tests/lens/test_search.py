@@ -3,6 +3,7 @@
 from datetime import UTC, datetime, timedelta
 
 import pytest
+from django.db import connections
 from hypothesis import given
 from hypothesis import strategies as st
 
@@ -19,6 +20,7 @@ from lens.search import (
     related_terms,
     search,
 )
+from silentstar.router import store_for
 
 pytestmark = pytest.mark.django_db(databases="__all__")
 
@@ -287,3 +289,53 @@ def test_it_keeps_searched_hits_within_the_recall_budget(fake_api, settings):
     assert 0 < estimate_tokens("## Recalled\n" + recalled) <= 60
     assert snapshot.token_counts["recalled"] <= 60
     assert snapshot.items_included["dropped"]["recalled"] > 0
+
+
+# --- what each search reads ------------------------------------------------------------------
+
+
+def test_it_filters_working_memory_and_fragments_by_time_and_speaker():
+    old = WorkingMemory.objects.create(type="thought", content="kite string", actor="ana")
+    new = WorkingMemory.objects.create(type="thought", content="kite tail", actor="ben")
+    WorkingMemory.objects.filter(pk=old.pk).update(created_at=START)
+    WorkingMemory.objects.filter(pk=new.pk).update(created_at=START + timedelta(days=1))
+    Fragment.objects.create(key="kite", ambient="The red kite.")
+    Fragment.objects.filter(key="kite").update(updated_at=START)
+    ids = lambda **kw: [hit.ref for hit in search("kite", kinds=["wm", "fragment"], **kw)]  # noqa: E731
+    assert set(ids()) == {f"wm:{old.pk}", f"wm:{new.pk}", "fragment:kite"}
+    assert set(ids(until=START + timedelta(hours=1))) == {f"wm:{old.pk}", "fragment:kite"}
+    assert ids(since=START + timedelta(hours=1)) == [f"wm:{new.pk}"]
+    assert ids(actor="ben") == [f"wm:{new.pk}"]
+
+
+def test_hits_carry_the_stored_rows_as_the_orm_reads_them():
+    first = say("the harbour at night", actor="ana", at=0)
+    second = say("the harbour lights", actor="ben", at=1)
+    item = WorkingMemory.objects.create(type="plan", content="walk the harbour", actor="ana")
+    fragment = Fragment.objects.create(key="harbour", recognition="Boats.", inventory=" ")
+    hits = {hit.ref: hit for hit in search("harbour")}
+    event_hit = hits[f"event:{second.pk}"]
+    assert (event_hit.ts, event_hit.actor, event_hit.text) == (second.ts, "ben", second.content)
+    assert event_hit.before[0].ts == first.ts and event_hit.ts.tzinfo is not None
+    wm_hit = hits[f"wm:{item.pk}"]
+    assert (wm_hit.ts, wm_hit.actor, wm_hit.detail) == (item.created_at, "ana", "plan, active")
+    fragment.refresh_from_db()
+    assert (hits["fragment:harbour"].ts, hits["fragment:harbour"].text) == (
+        fragment.updated_at,
+        "Boats.",
+    )
+
+
+def test_each_kind_is_searched_in_few_statements(django_assert_max_num_queries):
+    for n in range(5):
+        say(f"the concert in the park, part {n}", at=n)
+    WorkingMemory.objects.create(type="thought", content="concert tickets")
+    Fragment.objects.create(key="music", ambient="The concert hall.")
+    store = lambda app, model: connections[store_for(app, model)]  # noqa: E731
+    # The ranking of the asked and the related words, then the hits with their turns.
+    with django_assert_max_num_queries(2, connection=store("heart", "event")):
+        assert search("concert", kinds=["event"])
+    with django_assert_max_num_queries(1, connection=store("gem", "workingmemory")):
+        assert search("concert", kinds=["wm"])
+    with django_assert_max_num_queries(1, connection=store("gem", "fragment")):
+        assert search("concert", kinds=["fragment"])
