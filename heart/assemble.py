@@ -547,6 +547,13 @@ class _Recent:
     dropped: dict[str, int]
 
 
+def recent_oldest_event(lines: Sequence[ConversationLine], budgets: Budgets) -> int | None:
+    """The oldest event the Recent section of ``assemble`` shows for these lines and budgets
+    (None when it shows none): summaries stand for what lies before it."""
+    recent = _recent(lines, budgets, {})
+    return min((i for ids in recent.event_ids.values() for i in ids), default=None)
+
+
 def _recent(lines: Sequence[ConversationLine], budgets: Budgets, truncated: dict) -> _Recent:
     caps = {
         USER: max(budgets.pool_user, 0),

@@ -18,6 +18,7 @@ from heart.assemble import (
     LingeringItem,
     SummaryItem,
     assemble,
+    recent_oldest_event,
 )
 from heart.models import Event
 from heart.parse import MARKUP, Recall, parse
@@ -120,8 +121,6 @@ def context_for_event(*, event: Event, now: datetime, current_turn: int, gem: Ge
     recalls = [Recall(r["key"], r["deep"]) for r in pending if "key" in r]
     searches = [r["search"] for r in pending if "search" in r]
     recalled = gem.recalled(recalls) + search_recalled(searches, before_event=event.pk)
-    wake, ambient = gem.wake_text, gem.ambient_prose
-    image_text = gem.image_text if event.image else None
     conversation = conversation_lines(earlier, who=gem.identities)
     local_now = now.astimezone(ZoneInfo(settings.TIME_ZONE))
     spans = [
@@ -131,37 +130,30 @@ def context_for_event(*, event: Event, now: datetime, current_turn: int, gem: Ge
         ).values_list("id", "level", "first_event_id", "last_event_id")
     ]
 
-    def assembled(summaries: list[SummaryItem]) -> Assembly:
-        return assemble(
-            wake=wake,
-            image_text=image_text,
-            ambient=ambient,
-            lingering=lingering,
-            summaries=summaries,
-            recalled=recalled,
-            conversation=conversation,
-            now=local_now,
-            last_message_at=earlier[-1][1].astimezone(local_now.tzinfo) if earlier else None,
-            message=event.content,
-            actor=event.actor,
-            budgets=budgets,
+    summaries: list[SummaryItem] = []
+    if spans:
+        # Summaries stand for what is older than the Recent window; the window does not depend
+        # on the summaries, so it is found first and the summaries are chosen behind it.
+        oldest = recent_oldest_event(conversation, budgets)
+        chosen = summaries_for_context(spans, before=event.pk if oldest is None else oldest)
+        contents = dict(
+            Summary.objects.filter(pk__in=[s.id for s in chosen]).values_list("id", "content")
         )
-
-    assembly = assembled([])
-    if not spans:
-        return assembly
-    # Summaries stand for what is older than the Recent window, so the window is found first
-    # (its pools do not depend on the summaries), then the summaries are chosen behind it.
-    shown = [i for ids in assembly.items_included["recent"].values() for i in ids]
-    chosen = summaries_for_context(spans, before=min(shown, default=event.pk))
-    if not chosen:
-        return assembly
-    contents = dict(
-        Summary.objects.filter(pk__in=[s.id for s in chosen]).values_list("id", "content")
-    )
-    return assembled(
-        [
+        summaries = [
             SummaryItem(s.id, s.level, s.first_event_id, s.last_event_id, contents[s.id])
             for s in chosen
         ]
+    return assemble(
+        wake=gem.wake_text,
+        image_text=gem.image_text if event.image else None,
+        ambient=gem.ambient_prose,
+        lingering=lingering,
+        summaries=summaries,
+        recalled=recalled,
+        conversation=conversation,
+        now=local_now,
+        last_message_at=earlier[-1][1].astimezone(local_now.tzinfo) if earlier else None,
+        message=event.content,
+        actor=event.actor,
+        budgets=budgets,
     )

@@ -18,6 +18,7 @@ from heart.assemble import (
     assemble,
     estimate_tokens,
     now_in_words,
+    recent_oldest_event,
 )
 
 NOW = datetime(2026, 11, 22, 5, 40, tzinfo=UTC)
@@ -706,3 +707,22 @@ def test_it_moves_the_calibration_a_fifth_of_the_way_and_ignores_nonsense():
     assert chars_per_token_calibrated(previous=4.0, characters=3000, tokens=0) == 4.0
     assert chars_per_token_calibrated(previous=4.0, characters=30, tokens=1000) == 4.0
     assert chars_per_token_calibrated(previous=4.0, characters=90_000, tokens=1000) == 4.0
+
+
+@settings(max_examples=100, deadline=None)
+@given(
+    conversation=conversation_lines,
+    pools=st.tuples(*[st.integers(0, 120)] * 4),
+    chars_per_token=st.floats(min_value=1.5, max_value=8.0),
+)
+def test_the_oldest_recent_event_is_the_one_assembled(conversation, pools, chars_per_token):
+    budgets = Budgets(
+        pool_user=pools[0],
+        pool_say=pools[1],
+        pool_do=pools[2],
+        pool_flex=pools[3],
+        chars_per_token=chars_per_token,
+    )
+    shown = build(conversation=conversation, budgets=budgets).items_included["recent"]
+    oldest = min((i for ids in shown.values() for i in ids), default=None)
+    assert recent_oldest_event(conversation, budgets) == oldest
