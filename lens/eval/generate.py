@@ -31,6 +31,8 @@ import random
 from datetime import datetime, timedelta
 from pathlib import Path
 
+from heart.assemble import MONTHS
+
 HERE = Path(__file__).resolve().parent
 
 PAIRS = [
@@ -192,21 +194,6 @@ BANDS = [
     ("Velvet Harbour", "jazz"),
 ]
 VENUES = ["the Roundhouse", "the old corn exchange", "a tiny club by the docks"]
-
-MONTHS = [
-    "January",
-    "February",
-    "March",
-    "April",
-    "May",
-    "June",
-    "July",
-    "August",
-    "September",
-    "October",
-    "November",
-    "December",
-]
 
 
 def _pick(rng, options):
