@@ -15,17 +15,6 @@ pytestmark = pytest.mark.django_db(databases="__all__")
 
 
 @pytest.fixture
-def owner(django_user_model):
-    return django_user_model.objects.create_superuser("mono", password="x")
-
-
-@pytest.fixture
-def client_in(client, owner):
-    client.force_login(owner)
-    return client
-
-
-@pytest.fixture
 def fragments():
     made = {
         key: Fragment.objects.create(key=key, ambient=ambient, inventory=inventory)
@@ -71,9 +60,9 @@ def test_it_sends_a_logged_out_visitor_to_sign_in(client, fragments, url):
 # --- Fragments ----------------------------------------------------------------------------
 
 
-def test_it_shows_token_estimates_at_the_calibrated_rate(client_in, fragments):
+def test_it_shows_token_estimates_at_the_calibrated_rate(admin_client, fragments):
     state_set(CHARS_PER_TOKEN, 2.5)
-    response = client_in.get(reverse("admin:gem_fragment_change", args=["cottagecore"]))
+    response = admin_client.get(reverse("admin:gem_fragment_change", args=["cottagecore"]))
     page = response.content.decode()
     # "Soft rural." is 11 characters, "Cream apron dress." 18: ceil(/2.5) = 5 and 8.
     assert "ambient 5, recognition 0, inventory 8 (saved text, at 2.50" in page
@@ -81,7 +70,7 @@ def test_it_shows_token_estimates_at_the_calibrated_rate(client_in, fragments):
     assert "anvil/tokens.js" in page
 
 
-def test_it_edits_edges_inline_and_logs_the_change(client_in, owner, fragments):
+def test_it_edits_edges_inline_and_logs_the_change(admin_client, admin_user, fragments):
     url = reverse("admin:gem_fragment_change", args=["fairy"])
     form = {
         "ambient": "White softness.",
@@ -100,7 +89,7 @@ def test_it_edits_edges_inline_and_logs_the_change(client_in, owner, fragments):
         "sources-TOTAL_FORMS": "0",
         "sources-INITIAL_FORMS": "0",
     }
-    response = client_in.post(url, form)
+    response = admin_client.post(url, form)
     assert response.status_code == 302, response.context["errors"]
     assert Fragment.objects.get(key="fairy").inventory == "Grey crewneck."
     assert FragmentEdge.objects.filter(source="fairy", target="ouji", relation="kin").exists()
@@ -121,27 +110,29 @@ def test_it_edits_edges_inline_and_logs_the_change(client_in, owner, fragments):
         ("q=apron", ["cottagecore"]),
     ],
 )
-def test_it_filters_and_searches_fragments(client_in, fragments, query, expected):
-    response = client_in.get(f"{reverse('admin:gem_fragment_changelist')}?{query}")
+def test_it_filters_and_searches_fragments(admin_client, fragments, query, expected):
+    response = admin_client.get(f"{reverse('admin:gem_fragment_changelist')}?{query}")
     assert keys_listed(response) == expected
 
 
-def test_it_filters_fragments_changed_recently(client_in, fragments):
+def test_it_filters_fragments_changed_recently(admin_client, fragments):
     Fragment.objects.filter(key="lonely").update(updated_at=timezone.now() - timedelta(days=40))
     url = reverse("admin:gem_fragment_changelist")
     [recent] = [
-        f for f in client_in.get(url).context["cl"].filter_specs if f.title == "recently changed"
+        f for f in admin_client.get(url).context["cl"].filter_specs if f.title == "recently changed"
     ]
     [past_week] = [
-        c for c in recent.choices(client_in.get(url).context["cl"]) if c["display"] == "Past 7 days"
+        c
+        for c in recent.choices(admin_client.get(url).context["cl"])
+        if c["display"] == "Past 7 days"
     ]
-    response = client_in.get(url + past_week["query_string"])
+    response = admin_client.get(url + past_week["query_string"])
     assert keys_listed(response) == ["cottagecore", "fairy", "ouji"]
 
 
-def test_it_previews_a_rename_without_changing_anything(client_in, fragments):
+def test_it_previews_a_rename_without_changing_anything(admin_client, fragments):
     AmbientProse.objects.create(content="Luna loves [fairy].")
-    response = client_in.post(
+    response = admin_client.post(
         reverse("admin:gem_fragment_rename", args=["fairy"]), {"new_key": "fae"}
     )
     page = response.content.decode()
@@ -154,8 +145,8 @@ def test_it_previews_a_rename_without_changing_anything(client_in, fragments):
     assert not LogEntry.objects.exists()
 
 
-def test_it_renames_on_confirmation(client_in, fragments):
-    response = client_in.post(
+def test_it_renames_on_confirmation(admin_client, fragments):
+    response = admin_client.post(
         reverse("admin:gem_fragment_rename", args=["fairy"]), {"new_key": "fae", "confirm": "1"}
     )
     assert response.url == reverse("admin:gem_fragment_change", args=["fae"])
@@ -171,8 +162,8 @@ def test_it_renames_on_confirmation(client_in, fragments):
         ("fairy", "already has that key"),
     ],
 )
-def test_it_refuses_a_bad_rename_and_says_why(client_in, fragments, new_key, reason):
-    response = client_in.post(
+def test_it_refuses_a_bad_rename_and_says_why(admin_client, fragments, new_key, reason):
+    response = admin_client.post(
         reverse("admin:gem_fragment_rename", args=["fairy"]),
         {"new_key": new_key, "confirm": "1"},
     )
@@ -182,8 +173,8 @@ def test_it_refuses_a_bad_rename_and_says_why(client_in, fragments, new_key, rea
     assert not LogEntry.objects.exists()
 
 
-def test_it_previews_a_fold_with_tier_diffs_without_changing_anything(client_in, fragments):
-    response = client_in.post(
+def test_it_previews_a_fold_with_tier_diffs_without_changing_anything(admin_client, fragments):
+    response = admin_client.post(
         reverse("admin:gem_fragment_fold", args=["ouji"]), {"into": "cottagecore"}
     )
     page = response.content.decode()
@@ -195,8 +186,8 @@ def test_it_previews_a_fold_with_tier_diffs_without_changing_anything(client_in,
     assert not LogEntry.objects.exists()
 
 
-def test_it_folds_on_confirmation(client_in, fragments):
-    response = client_in.post(
+def test_it_folds_on_confirmation(admin_client, fragments):
+    response = admin_client.post(
         reverse("admin:gem_fragment_fold", args=["ouji"]), {"into": "cottagecore", "confirm": "1"}
     )
     assert response.url == reverse("admin:gem_fragment_change", args=["cottagecore"])
@@ -207,16 +198,16 @@ def test_it_folds_on_confirmation(client_in, fragments):
     assert len(log_messages()) == 2
 
 
-def test_it_refuses_to_fold_into_a_missing_fragment(client_in, fragments):
-    response = client_in.post(
+def test_it_refuses_to_fold_into_a_missing_fragment(admin_client, fragments):
+    response = admin_client.post(
         reverse("admin:gem_fragment_fold", args=["ouji"]), {"into": "nowhere", "confirm": "1"}
     )
     assert response.context["form"].errors["into"] == ["There is no fragment “nowhere”."]
     assert Fragment.objects.filter(key="ouji").exists()
 
 
-def test_it_draws_the_whole_graph_with_labelled_edges_and_links(client_in, fragments):
-    response = client_in.get(reverse("admin:gem_fragment_graph"))
+def test_it_draws_the_whole_graph_with_labelled_edges_and_links(admin_client, fragments):
+    response = admin_client.get(reverse("admin:gem_fragment_graph"))
     elements = response.context["elements"]
     assert [node["data"]["id"] for node in elements["nodes"]] == [
         "cottagecore",
@@ -234,32 +225,32 @@ def test_it_draws_the_whole_graph_with_labelled_edges_and_links(client_in, fragm
     assert 'id="anvil-graph-elements"' in response.content.decode()
 
 
-def test_it_draws_a_neighbourhood_when_the_graph_is_large(client_in, fragments, monkeypatch):
+def test_it_draws_a_neighbourhood_when_the_graph_is_large(admin_client, fragments, monkeypatch):
     monkeypatch.setattr(graph, "WHOLE_GRAPH_LIMIT", 2)
     url = reverse("admin:gem_fragment_graph")
-    assert client_in.get(url).context["graph"] is None
-    assert "name a key" in client_in.get(url).content.decode()
-    around = client_in.get(url, {"key": "fairy", "depth": 1}).context["elements"]
+    assert admin_client.get(url).context["graph"] is None
+    assert "name a key" in admin_client.get(url).content.decode()
+    around = admin_client.get(url, {"key": "fairy", "depth": 1}).context["elements"]
     assert [node["data"]["id"] for node in around["nodes"]] == ["cottagecore", "fairy"]
     assert [node["data"]["focus"] for node in around["nodes"]] == [False, True]
 
 
-def test_it_says_when_the_graph_key_is_unknown(client_in, fragments):
-    response = client_in.get(reverse("admin:gem_fragment_graph"), {"key": "nope"})
+def test_it_says_when_the_graph_key_is_unknown(admin_client, fragments):
+    response = admin_client.get(reverse("admin:gem_fragment_graph"), {"key": "nope"})
     assert "There is no fragment “nope”." in response.content.decode()
 
 
 # --- Ambient prose and wake texts ---------------------------------------------------------
 
 
-def test_it_saves_every_ambient_edit_as_a_new_version_and_checks_its_keys(client_in, fragments):
+def test_it_saves_every_ambient_edit_as_a_new_version_and_checks_its_keys(admin_client, fragments):
     AmbientProse.objects.create(content="Luna loves [fairy].")
     add = reverse("admin:gem_ambientprose_add")
-    form = client_in.get(add)
+    form = admin_client.get(add)
     assert form.context["adminform"].form.initial["content"] == "Luna loves [fairy]."
     assert form.context["check"].unmentioned == ["cottagecore", "lonely", "ouji"]
 
-    response = client_in.post(add, {"content": "Luna loves [fairy] and [tea]."}, follow=True)
+    response = admin_client.post(add, {"content": "Luna loves [fairy] and [tea]."}, follow=True)
 
     assert list(AmbientProse.objects.order_by("pk").values_list("content", flat=True)) == [
         "Luna loves [fairy].",
@@ -272,37 +263,37 @@ def test_it_saves_every_ambient_edit_as_a_new_version_and_checks_its_keys(client
     assert entry.change_message == "New version: 1 line(s) added, 1 removed"
 
 
-def test_it_keeps_ambient_versions_unchanged(client_in):
+def test_it_keeps_ambient_versions_unchanged(admin_client):
     version = AmbientProse.objects.create(content="first")
     url = reverse("admin:gem_ambientprose_change", args=[version.pk])
-    client_in.post(url, {"content": "overwritten"})
-    client_in.post(reverse("admin:gem_ambientprose_delete", args=[version.pk]), {"post": "yes"})
+    admin_client.post(url, {"content": "overwritten"})
+    admin_client.post(reverse("admin:gem_ambientprose_delete", args=[version.pk]), {"post": "yes"})
     assert AmbientProse.objects.get().content == "first"
 
 
-def test_it_compares_any_two_versions(client_in):
+def test_it_compares_any_two_versions(admin_client):
     first = AmbientProse.objects.create(content="one\ntwo <b>")
     AmbientProse.objects.create(content="middle")
     last = AmbientProse.objects.create(content="one\nthree")
     url = reverse("admin:gem_ambientprose_diff")
-    response = client_in.get(url, {"old": first.pk, "new": last.pk})
+    response = admin_client.get(url, {"old": first.pk, "new": last.pk})
     page = response.content.decode()
     assert response.context["summary"] == "1 line(s) added, 1 removed"
     assert "two&nbsp;&lt;b&gt;" in page  # escaped
     assert 'class="diff_sub"' in page or 'class="diff_chg"' in page
 
 
-def test_it_compares_a_version_with_the_one_it_replaced(client_in):
+def test_it_compares_a_version_with_the_one_it_replaced(admin_client):
     AmbientProse.objects.create(content="one")
     second = AmbientProse.objects.create(content="two")
-    response = client_in.get(reverse("admin:gem_ambientprose_diff"), {"new": second.pk})
+    response = admin_client.get(reverse("admin:gem_ambientprose_diff"), {"new": second.pk})
     assert response.context["old"].content == "one"
 
 
-def test_it_compares_two_versions_selected_in_the_list(client_in):
+def test_it_compares_two_versions_selected_in_the_list(admin_client):
     first = AmbientProse.objects.create(content="one")
     second = AmbientProse.objects.create(content="two")
-    response = client_in.post(
+    response = admin_client.post(
         reverse("admin:gem_ambientprose_changelist"),
         {"action": "versions_compare", "_selected_action": [second.pk, first.pk]},
     )
@@ -311,31 +302,31 @@ def test_it_compares_two_versions_selected_in_the_list(client_in):
     )
 
 
-def test_it_says_how_to_ask_for_a_comparison(client_in):
-    response = client_in.get(reverse("admin:gem_ambientprose_diff"), {"new": "x"}, follow=True)
+def test_it_says_how_to_ask_for_a_comparison(admin_client):
+    response = admin_client.get(reverse("admin:gem_ambientprose_diff"), {"new": "x"}, follow=True)
     [message] = response.context["messages"]
     assert "Say which versions to compare" in str(message)
 
 
-def test_it_versions_each_wake_text_on_its_own(client_in):
+def test_it_versions_each_wake_text_on_its_own(admin_client):
     wake_before = WakeText.objects.filter(kind="wake").count()
     image = WakeText.objects.create(kind="image", content="An image: describe it.")
-    form = client_in.get(reverse("admin:gem_waketext_add"), {"kind": "image"})
+    form = admin_client.get(reverse("admin:gem_waketext_add"), {"kind": "image"})
     assert form.context["adminform"].form.initial["content"] == "An image: describe it."
-    client_in.post(
+    admin_client.post(
         reverse("admin:gem_waketext_add"), {"kind": "image", "content": "An image: look closely."}
     )
     newest = WakeText.objects.filter(kind="image").order_by("-pk").first()
     assert newest.content == "An image: look closely."
     assert WakeText.objects.filter(kind="wake").count() == wake_before
-    response = client_in.get(reverse("admin:gem_waketext_diff"), {"new": newest.pk})
+    response = admin_client.get(reverse("admin:gem_waketext_diff"), {"new": newest.pk})
     assert response.context["old"] == image
 
 
 # --- Working memory -----------------------------------------------------------------------
 
 
-def test_it_lists_active_items_by_live_score(client_in):
+def test_it_lists_active_items_by_live_score(admin_client):
     now = timezone.now()
     fresh = WorkingMemory.objects.create(type="feeling", content="fresh", refreshed_at=now)
     older = WorkingMemory.objects.create(
@@ -343,11 +334,11 @@ def test_it_lists_active_items_by_live_score(client_in):
     )
     done = WorkingMemory.objects.create(type="thought", content="done", status="resolved")
     url = reverse("admin:gem_workingmemory_changelist")
-    changelist = client_in.get(url).context["cl"]
+    changelist = admin_client.get(url).context["cl"]
     column = changelist.list_display.index("live_score")
 
-    strongest_first = client_in.get(url, {"o": f"-{column}"}).context["cl"].result_list
-    weakest_first = client_in.get(url, {"o": f"{column}"}).context["cl"].result_list
+    strongest_first = admin_client.get(url, {"o": f"-{column}"}).context["cl"].result_list
+    weakest_first = admin_client.get(url, {"o": f"{column}"}).context["cl"].result_list
 
     assert [item.pk for item in strongest_first] == [fresh.pk, older.pk, done.pk]
     assert [item.pk for item in weakest_first] == [done.pk, older.pk, fresh.pk]
@@ -356,18 +347,18 @@ def test_it_lists_active_items_by_live_score(client_in):
     assert scores[done.pk] is None
 
 
-def test_it_changes_status_only_with_a_reason_and_keeps_it(client_in, owner):
+def test_it_changes_status_only_with_a_reason_and_keeps_it(admin_client, admin_user):
     item = WorkingMemory.objects.create(type="plan", content="buy tea")
     url = reverse("admin:gem_workingmemory_changelist")
     chosen = {"action": "status_change", "_selected_action": [item.pk]}
 
-    asked = client_in.post(url, chosen)
+    asked = admin_client.post(url, chosen)
     assert "Change the status of 1 item(s)" in asked.content.decode()
-    refused = client_in.post(url, {**chosen, "apply": "1", "status": "resolved", "reason": " "})
+    refused = admin_client.post(url, {**chosen, "apply": "1", "status": "resolved", "reason": " "})
     assert refused.status_code == 200
     assert WorkingMemory.objects.get().status == "active"
 
-    done = client_in.post(
+    done = admin_client.post(
         url, {**chosen, "apply": "1", "status": "resolved", "reason": "bought it on Friday"}
     )
 
@@ -376,13 +367,13 @@ def test_it_changes_status_only_with_a_reason_and_keeps_it(client_in, owner):
     assert item.status == "resolved"
     assert item.resolved_at is not None
     assert log_messages() == ["Status active → resolved: bought it on Friday"]
-    history = client_in.get(reverse("admin:gem_workingmemory_history", args=[item.pk]))
+    history = admin_client.get(reverse("admin:gem_workingmemory_history", args=[item.pk]))
     assert "bought it on Friday" in history.content.decode()
 
 
-def test_it_creates_an_item_of_any_type_as_the_person(client_in):
+def test_it_creates_an_item_of_any_type_as_the_person(admin_client):
     for type_ in ("secret", "pattern"):
-        response = client_in.post(
+        response = admin_client.post(
             reverse("admin:gem_workingmemory_add"),
             {
                 "type": type_,
@@ -397,15 +388,15 @@ def test_it_creates_an_item_of_any_type_as_the_person(client_in):
         assert response.status_code == 302
     items = WorkingMemory.objects.order_by("pk")
     assert [(i.type, i.actor, i.status) for i in items] == [
-        ("secret", "mono", "active"),
-        ("pattern", "mono", "active"),
+        ("secret", "admin", "active"),
+        ("pattern", "admin", "active"),
     ]
     assert LogEntry.objects.filter(action_flag=ADDITION).count() == 2
 
 
-def test_it_does_not_change_status_from_the_plain_form(client_in):
+def test_it_does_not_change_status_from_the_plain_form(admin_client):
     item = WorkingMemory.objects.create(type="pin", content="tea")
-    client_in.post(
+    admin_client.post(
         reverse("admin:gem_workingmemory_change", args=[item.pk]),
         {
             "type": "pin",
@@ -451,9 +442,9 @@ def gem_state() -> tuple:
     )
 
 
-def test_it_previews_a_pasted_draft_per_fragment_tier_and_edge(client_in, fragments):
+def test_it_previews_a_pasted_draft_per_fragment_tier_and_edge(admin_client, fragments):
     before = gem_state()
-    response = client_in.post(reverse("admin:gem_fragment_draft"), {"text": DRAFT})
+    response = admin_client.post(reverse("admin:gem_fragment_draft"), {"text": DRAFT})
     page = response.content.decode()
     assert [(f["key"], f["created"]) for f in response.context["fragments"]] == [
         ("moon", True),
@@ -468,13 +459,13 @@ def test_it_previews_a_pasted_draft_per_fragment_tier_and_edge(client_in, fragme
     assert gem_state() == before
 
 
-def test_it_applies_an_uploaded_draft_on_confirmation(client_in, fragments):
+def test_it_applies_an_uploaded_draft_on_confirmation(admin_client, fragments):
     url = reverse("admin:gem_fragment_draft")
-    preview = client_in.post(
+    preview = admin_client.post(
         url, {"upload": SimpleUploadedFile("fairy.md", DRAFT.encode(), "text/markdown")}
     )
     carried = preview.context["text"]
-    response = client_in.post(url, {"text": carried.replace("\n", "\r\n"), "confirm": "1"})
+    response = admin_client.post(url, {"text": carried.replace("\n", "\r\n"), "confirm": "1"})
 
     assert response.url == reverse("admin:gem_fragment_changelist")
     assert Fragment.objects.get(key="fairy").inventory == "A grey crewneck, soft."
@@ -491,27 +482,27 @@ def test_it_applies_an_uploaded_draft_on_confirmation(client_in, fragments):
         ({"text": "   "}, "The draft is empty."),
     ],
 )
-def test_it_refuses_a_bad_draft_and_changes_nothing(client_in, fragments, form, error):
+def test_it_refuses_a_bad_draft_and_changes_nothing(admin_client, fragments, form, error):
     before = gem_state()
     for confirm in ({}, {"confirm": "1"}):
-        response = client_in.post(reverse("admin:gem_fragment_draft"), {**form, **confirm})
+        response = admin_client.post(reverse("admin:gem_fragment_draft"), {**form, **confirm})
         assert response.status_code == 200
         assert error in " ".join(response.context["form"].non_field_errors())
     assert gem_state() == before
 
 
-def test_it_refuses_an_upload_that_is_not_a_text_draft(client_in):
+def test_it_refuses_an_upload_that_is_not_a_text_draft(admin_client):
     url = reverse("admin:gem_fragment_draft")
-    picture = client_in.post(url, {"upload": SimpleUploadedFile("a.png", b"\x89PNG")})
+    picture = admin_client.post(url, {"upload": SimpleUploadedFile("a.png", b"\x89PNG")})
     assert "is not a draft" in " ".join(picture.context["form"].non_field_errors())
-    latin = client_in.post(
+    latin = admin_client.post(
         url, {"upload": SimpleUploadedFile("a.md", "# caf\xe9".encode("latin-1"))}
     )
     assert "not UTF-8 text (byte 5)" in " ".join(latin.context["form"].non_field_errors())
 
 
-def test_it_says_when_a_draft_changes_nothing(client_in, fragments):
-    response = client_in.post(
+def test_it_says_when_a_draft_changes_nothing(admin_client, fragments):
+    response = admin_client.post(
         reverse("admin:gem_fragment_draft"), {"text": "# ouji\n\n## ambient\n\nPrince style.\n"}
     )
     assert "Nothing would change" in response.content.decode()
@@ -546,30 +537,30 @@ def test_it_lets_a_reader_look_but_not_reshape_or_change_status(
     assert Fragment.objects.filter(key="fairy").exists()
 
 
-def test_it_lists_working_memory_with_nothing_active(client_in):
+def test_it_lists_working_memory_with_nothing_active(admin_client):
     WorkingMemory.objects.create(type="thought", content="done", status="resolved")
     url = reverse("admin:gem_workingmemory_changelist")
-    column = client_in.get(url).context["cl"].list_display.index("live_score")
-    response = client_in.get(url, {"o": f"-{column}"})
+    column = admin_client.get(url).context["cl"].list_display.index("live_score")
+    response = admin_client.get(url, {"o": f"-{column}"})
     assert [item.live_score for item in response.context["cl"].result_list] == [None]
     assert '<td class="field-live_score">—</td>' in response.content.decode()
 
 
-def test_it_offers_a_new_version_of_each_wake_text(client_in):
-    page = client_in.get(reverse("admin:gem_waketext_changelist")).content.decode()
+def test_it_offers_a_new_version_of_each_wake_text(admin_client):
+    page = admin_client.get(reverse("admin:gem_waketext_changelist")).content.decode()
     add = reverse("admin:gem_waketext_add")
     assert f'href="{add}?kind=wake"' in page
     assert f'href="{add}?kind=image"' in page
 
 
-def test_it_changes_one_items_status_from_its_page(client_in):
+def test_it_changes_one_items_status_from_its_page(admin_client):
     item = WorkingMemory.objects.create(type="plan", content="buy tea")
     change = reverse("admin:gem_workingmemory_change", args=[item.pk])
     status = reverse("admin:gem_workingmemory_status", args=[item.pk])
-    assert status in client_in.get(change).content.decode()
-    assert "Change the status of 1 item(s)" in client_in.get(status).content.decode()
+    assert status in admin_client.get(change).content.decode()
+    assert "Change the status of 1 item(s)" in admin_client.get(status).content.decode()
 
-    response = client_in.post(
+    response = admin_client.post(
         status,
         {"_selected_action": [item.pk], "apply": "1", "status": "dropped", "reason": "not now"},
     )

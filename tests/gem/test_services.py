@@ -69,11 +69,6 @@ def test_it_sweeps_from_the_command_line(capsys):
 
 
 @pytest.fixture
-def owner(django_user_model):
-    return django_user_model.objects.create_superuser("mono", password="x")
-
-
-@pytest.fixture
 def wardrobe():
     keys = {}
     for key, tiers in {
@@ -98,8 +93,8 @@ def wardrobe():
     return keys
 
 
-def test_it_renames_a_key_and_everything_follows(owner, wardrobe):
-    fragment_rename(old_key="cottagecore", new_key="ouji-soft", user_id=owner.pk)
+def test_it_renames_a_key_and_everything_follows(admin_user, wardrobe):
+    fragment_rename(old_key="cottagecore", new_key="ouji-soft", user_id=admin_user.pk)
     renamed = Fragment.objects.get(key="ouji-soft")
     assert (renamed.ambient, renamed.recognition, renamed.inventory) == (
         "Soft rural.",
@@ -134,9 +129,11 @@ def test_it_renames_a_key_and_everything_follows(owner, wardrobe):
         ("cottagecore", "two words", "cannot be a key"),
     ],
 )
-def test_it_refuses_a_rename_it_cannot_do_and_changes_nothing(owner, wardrobe, old, new, reason):
+def test_it_refuses_a_rename_it_cannot_do_and_changes_nothing(
+    admin_user, wardrobe, old, new, reason
+):
     with pytest.raises(ReshapeError, match=reason):
-        fragment_rename(old_key=old, new_key=new, user_id=owner.pk)
+        fragment_rename(old_key=old, new_key=new, user_id=admin_user.pk)
     assert Fragment.objects.count() == 4 and FragmentEdge.objects.count() == 4
     assert AmbientProse.objects.count() == 1 and not LogEntry.objects.exists()
 
@@ -155,8 +152,8 @@ def test_it_previews_a_fold_without_writing(wardrobe):
     assert Fragment.objects.get(key="ouji").ambient == "Prince style."
 
 
-def test_it_folds_one_fragment_into_another_losing_nothing(owner, wardrobe):
-    fragment_fold(source_key="cottagecore", into_key="ouji", user_id=owner.pk)
+def test_it_folds_one_fragment_into_another_losing_nothing(admin_user, wardrobe):
+    fragment_fold(source_key="cottagecore", into_key="ouji", user_id=admin_user.pk)
     ouji = Fragment.objects.get(key="ouji")
     for text in ("Soft rural.", "Linen and lace.", "Cream apron dress.", "Prince style."):
         assert text in ouji.ambient + ouji.recognition + ouji.inventory
@@ -175,15 +172,15 @@ def test_it_folds_one_fragment_into_another_losing_nothing(owner, wardrobe):
     assert messages[1] == ("cottagecore", "Folded into “ouji”")
 
 
-def test_it_refuses_to_fold_a_fragment_into_itself_or_into_nothing(owner, wardrobe):
+def test_it_refuses_to_fold_a_fragment_into_itself_or_into_nothing(admin_user, wardrobe):
     with pytest.raises(ReshapeError, match="into itself"):
-        fragment_fold(source_key="ouji", into_key="ouji", user_id=owner.pk)
+        fragment_fold(source_key="ouji", into_key="ouji", user_id=admin_user.pk)
     with pytest.raises(ReshapeError, match="no fragment “nothing”"):
-        fragment_fold(source_key="nothing", into_key="ouji", user_id=owner.pk)
+        fragment_fold(source_key="nothing", into_key="ouji", user_id=admin_user.pk)
     assert Fragment.objects.count() == 4 and not LogEntry.objects.exists()
 
 
-def test_it_previews_a_rename_without_writing(owner, wardrobe):
+def test_it_previews_a_rename_without_writing(admin_user, wardrobe):
     plan = fragment_rename_preview(old_key="cottagecore", new_key="ouji-soft")
     assert (plan.edges, plan.sources, plan.refs, plan.ambient_mentions) == (3, 2, 1, 2)
     assert Fragment.objects.filter(key="cottagecore").exists()
@@ -195,7 +192,7 @@ def test_it_previews_a_rename_without_writing(owner, wardrobe):
 # --- Working memory status ----------------------------------------------------------------
 
 
-def test_it_changes_status_for_a_reason_kept_in_the_log(owner):
+def test_it_changes_status_for_a_reason_kept_in_the_log(admin_user):
     plan = WorkingMemory.objects.create(type="plan", content="buy tea")
     pin = WorkingMemory.objects.create(type="pin", content="tea", status="dropped")
     already = WorkingMemory.objects.create(type="thought", content="x", status="resolved")
@@ -204,7 +201,7 @@ def test_it_changes_status_for_a_reason_kept_in_the_log(owner):
         item_ids=[plan.pk, pin.pk, already.pk],
         status="resolved",
         reason="done on Friday",
-        user_id=owner.pk,
+        user_id=admin_user.pk,
         now=NOW,
     )
 
@@ -218,12 +215,12 @@ def test_it_changes_status_for_a_reason_kept_in_the_log(owner):
     }
 
 
-def test_it_clears_the_resolution_when_an_item_comes_back(owner):
+def test_it_clears_the_resolution_when_an_item_comes_back(admin_user):
     item = WorkingMemory.objects.create(
         type="pin", content="tea", status="dropped", resolved_at=NOW
     )
     working_memory_status_set(
-        item_ids=[item.pk], status="active", reason="still true", user_id=owner.pk, now=NOW
+        item_ids=[item.pk], status="active", reason="still true", user_id=admin_user.pk, now=NOW
     )
     item.refresh_from_db()
     assert (item.status, item.resolved_at) == ("active", None)
@@ -233,11 +230,11 @@ def test_it_clears_the_resolution_when_an_item_comes_back(owner):
     ("status", "reason", "message"),
     [("resolved", "  ", "Say why"), ("gone", "because", "not a working-memory status")],
 )
-def test_it_refuses_a_status_change_without_a_reason_or_status(owner, status, reason, message):
+def test_it_refuses_a_status_change_without_a_reason_or_status(admin_user, status, reason, message):
     item = WorkingMemory.objects.create(type="pin", content="tea")
     with pytest.raises(WorkingMemoryError, match=message):
         working_memory_status_set(
-            item_ids=[item.pk], status=status, reason=reason, user_id=owner.pk, now=NOW
+            item_ids=[item.pk], status=status, reason=reason, user_id=admin_user.pk, now=NOW
         )
     assert WorkingMemory.objects.get().status == "active"
     assert not LogEntry.objects.exists()

@@ -12,17 +12,6 @@ QUEUE = "admin:mirror_tagsuggestion_changelist"
 
 
 @pytest.fixture
-def owner(django_user_model):
-    return django_user_model.objects.create_superuser("mono", password="x")
-
-
-@pytest.fixture
-def client_in(client, owner):
-    client.force_login(owner)
-    return client
-
-
-@pytest.fixture
 def summary():
     events = [
         Event.objects.create(content=text, actor=actor)
@@ -72,15 +61,17 @@ def test_it_refuses_a_logged_out_visitor(client, suggestions):
     assert not WorkingMemory.objects.exists()
 
 
-def test_it_opens_the_queue_on_pending_suggestions(client_in, suggestions):
-    pending = client_in.get(reverse(QUEUE)).context["cl"].result_list
+def test_it_opens_the_queue_on_pending_suggestions(admin_client, suggestions):
+    pending = admin_client.get(reverse(QUEUE)).context["cl"].result_list
     assert sorted(s.pk for s in pending) == [suggestions[0].pk, suggestions[1].pk]
-    everything = client_in.get(reverse(QUEUE), {"status": "all"}).context["cl"].result_list
+    everything = admin_client.get(reverse(QUEUE), {"status": "all"}).context["cl"].result_list
     assert len(everything) == 3
 
 
-def test_it_shows_a_suggestion_with_its_summary_and_source_events(client_in, suggestions):
-    response = client_in.get(reverse("admin:mirror_tagsuggestion_change", args=[suggestions[0].pk]))
+def test_it_shows_a_suggestion_with_its_summary_and_source_events(admin_client, suggestions):
+    response = admin_client.get(
+        reverse("admin:mirror_tagsuggestion_change", args=[suggestions[0].pk])
+    )
     page = response.content.decode()
     assert "Luna was particular about tea, warmly." in page
     assert "I only drink tea without sugar" in page
@@ -88,9 +79,9 @@ def test_it_shows_a_suggestion_with_its_summary_and_source_events(client_in, sug
     assert 'name="_promote"' in page
 
 
-def test_it_promotes_with_edits_from_the_suggestions_page(client_in, suggestions):
+def test_it_promotes_with_edits_from_the_suggestions_page(admin_client, suggestions):
     suggestion = suggestions[1]
-    response = client_in.post(
+    response = admin_client.post(
         reverse("admin:mirror_tagsuggestion_change", args=[suggestion.pk]),
         {"type": "plan", "content": "buy tea friday at 5pm", "subject": "tea", "_promote": "1"},
         follow=True,
@@ -103,13 +94,13 @@ def test_it_promotes_with_edits_from_the_suggestions_page(client_in, suggestions
     assert f"Promoted 1: {suggestion.pk} → working memory item {item.pk}" in messages_of(response)
 
 
-def test_it_links_a_promoted_item_and_its_suggestion_both_ways(client_in, suggestions):
-    decide(client_in, "promote_selected", [suggestions[0]])
+def test_it_links_a_promoted_item_and_its_suggestion_both_ways(admin_client, suggestions):
+    decide(admin_client, "promote_selected", [suggestions[0]])
     item = WorkingMemory.objects.get()
-    suggestion_page = client_in.get(
+    suggestion_page = admin_client.get(
         reverse("admin:mirror_tagsuggestion_change", args=[suggestions[0].pk])
     ).content.decode()
-    item_page = client_in.get(
+    item_page = admin_client.get(
         reverse("admin:gem_workingmemory_change", args=[item.pk])
     ).content.decode()
     assert reverse("admin:gem_workingmemory_change", args=[item.pk]) in suggestion_page
@@ -117,12 +108,12 @@ def test_it_links_a_promoted_item_and_its_suggestion_both_ways(client_in, sugges
     assert "cannot be acted on again" in suggestion_page
 
 
-def test_it_promotes_in_bulk_once(client_in, suggestions):
-    first = decide(client_in, "promote_selected", suggestions[:2])
+def test_it_promotes_in_bulk_once(admin_client, suggestions):
+    first = decide(admin_client, "promote_selected", suggestions[:2])
     assert "Promoted 2" in messages_of(first)
     assert WorkingMemory.objects.count() == 2
 
-    again = decide(client_in, "promote_selected", suggestions)
+    again = decide(admin_client, "promote_selected", suggestions)
 
     assert WorkingMemory.objects.count() == 2
     said = messages_of(again)
@@ -131,20 +122,20 @@ def test_it_promotes_in_bulk_once(client_in, suggestions):
     assert f"Suggestion {suggestions[2].pk} was already rejected." in said
 
 
-def test_it_rejects_in_bulk_once_and_never_promotes_a_rejected_one(client_in, suggestions):
-    rejected = decide(client_in, "reject_selected", suggestions[:2])
+def test_it_rejects_in_bulk_once_and_never_promotes_a_rejected_one(admin_client, suggestions):
+    rejected = decide(admin_client, "reject_selected", suggestions[:2])
     assert "Rejected 2" in messages_of(rejected)
     assert set(TagSuggestion.objects.values_list("status", flat=True)) == {"rejected"}
 
-    again = decide(client_in, "promote_selected", suggestions[:1])
+    again = decide(admin_client, "promote_selected", suggestions[:1])
 
     assert "already rejected" in messages_of(again)
     assert not WorkingMemory.objects.exists()
 
 
-def test_it_rejects_from_the_suggestions_page(client_in, suggestions):
+def test_it_rejects_from_the_suggestions_page(admin_client, suggestions):
     suggestion = suggestions[0]
-    client_in.post(
+    admin_client.post(
         reverse("admin:mirror_tagsuggestion_change", args=[suggestion.pk]),
         {"type": "pin", "content": "tea, no sugar", "subject": "", "_reject": "1"},
     )
@@ -153,14 +144,14 @@ def test_it_rejects_from_the_suggestions_page(client_in, suggestions):
     assert LogEntry.objects.filter(object_id=str(suggestion.pk), change_message="Rejected").exists()
 
 
-def test_it_keeps_a_decided_suggestion_as_it_was(client_in, suggestions):
+def test_it_keeps_a_decided_suggestion_as_it_was(admin_client, suggestions):
     decided = suggestions[2]
-    client_in.post(
+    admin_client.post(
         reverse("admin:mirror_tagsuggestion_change", args=[decided.pk]),
         {"type": "pin", "content": "rewritten", "subject": "x", "_save": "1"},
     )
     decided.refresh_from_db()
     assert (decided.type, decided.content) == ("thought", "old")
     delete = reverse("admin:mirror_tagsuggestion_delete", args=[decided.pk])
-    assert client_in.post(delete, {"post": "yes"}).status_code == 403
+    assert admin_client.post(delete, {"post": "yes"}).status_code == 403
     assert TagSuggestion.objects.count() == 3

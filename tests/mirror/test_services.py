@@ -9,18 +9,13 @@ pytestmark = pytest.mark.django_db(databases="__all__")
 
 
 @pytest.fixture
-def owner(django_user_model):
-    return django_user_model.objects.create_superuser("mono", password="x")
-
-
-@pytest.fixture
 def suggestion():
     summary = Summary.objects.create(level="L0", first_event_id=10, last_event_id=40, content="s")
     return TagSuggestion.objects.create(summary=summary, type="pin", content="tea, no sugar")
 
 
-def test_it_promotes_a_suggestion_into_working_memory_linked_back(owner, suggestion):
-    item = suggestion_promote(user_id=owner.pk, suggestion_id=suggestion.pk)
+def test_it_promotes_a_suggestion_into_working_memory_linked_back(admin_user, suggestion):
+    item = suggestion_promote(user_id=admin_user.pk, suggestion_id=suggestion.pk)
     suggestion.refresh_from_db()
     assert (item.type, item.content, item.status, item.actor) == (
         "pin",
@@ -34,9 +29,9 @@ def test_it_promotes_a_suggestion_into_working_memory_linked_back(owner, suggest
     assert suggestion.decided_at is not None
 
 
-def test_it_promotes_with_a_persons_edits(owner, suggestion):
+def test_it_promotes_with_a_persons_edits(admin_user, suggestion):
     item = suggestion_promote(
-        user_id=owner.pk,
+        user_id=admin_user.pk,
         suggestion_id=suggestion.pk,
         edits={"type": "plan", "content": "buy tea friday at 5pm"},
     )
@@ -44,20 +39,20 @@ def test_it_promotes_with_a_persons_edits(owner, suggestion):
     assert TagSuggestion.objects.get().content == "buy tea friday at 5pm"
 
 
-def test_it_acts_on_a_suggestion_only_once(owner, suggestion):
-    suggestion_promote(user_id=owner.pk, suggestion_id=suggestion.pk)
+def test_it_acts_on_a_suggestion_only_once(admin_user, suggestion):
+    suggestion_promote(user_id=admin_user.pk, suggestion_id=suggestion.pk)
     with pytest.raises(SuggestionError, match="already promoted"):
-        suggestion_promote(user_id=owner.pk, suggestion_id=suggestion.pk)
+        suggestion_promote(user_id=admin_user.pk, suggestion_id=suggestion.pk)
     with pytest.raises(SuggestionError, match="already promoted"):
-        suggestion_reject(user_id=owner.pk, suggestion_id=suggestion.pk)
+        suggestion_reject(user_id=admin_user.pk, suggestion_id=suggestion.pk)
     assert WorkingMemory.objects.count() == 1
 
 
-def test_it_rejects_a_suggestion_without_touching_working_memory(owner, suggestion):
-    suggestion_reject(user_id=owner.pk, suggestion_id=suggestion.pk)
+def test_it_rejects_a_suggestion_without_touching_working_memory(admin_user, suggestion):
+    suggestion_reject(user_id=admin_user.pk, suggestion_id=suggestion.pk)
     assert TagSuggestion.objects.get().status == "rejected"
     with pytest.raises(SuggestionError, match="already rejected"):
-        suggestion_promote(user_id=owner.pk, suggestion_id=suggestion.pk)
+        suggestion_promote(user_id=admin_user.pk, suggestion_id=suggestion.pk)
     assert not WorkingMemory.objects.exists()
 
 
@@ -69,24 +64,26 @@ def test_it_rejects_a_suggestion_without_touching_working_memory(owner, suggesti
         ({"status": "active"}, "can be edited"),
     ],
 )
-def test_it_refuses_bad_edits_and_leaves_the_suggestion_pending(owner, suggestion, edits, reason):
+def test_it_refuses_bad_edits_and_leaves_the_suggestion_pending(
+    admin_user, suggestion, edits, reason
+):
     with pytest.raises(SuggestionError, match=reason):
-        suggestion_promote(user_id=owner.pk, suggestion_id=suggestion.pk, edits=edits)
+        suggestion_promote(user_id=admin_user.pk, suggestion_id=suggestion.pk, edits=edits)
     assert TagSuggestion.objects.get().status == "pending"
 
 
-def test_it_says_when_there_is_no_such_suggestion(owner):
+def test_it_says_when_there_is_no_such_suggestion(admin_user):
     with pytest.raises(SuggestionError, match="no suggestion 99"):
-        suggestion_reject(user_id=owner.pk, suggestion_id=99)
+        suggestion_reject(user_id=admin_user.pk, suggestion_id=99)
 
 
-def test_it_logs_each_decision_under_the_person(owner, suggestion):
+def test_it_logs_each_decision_under_the_person(admin_user, suggestion):
     item = suggestion_promote(
-        user_id=owner.pk, suggestion_id=suggestion.pk, edits={"subject": "tea"}
+        user_id=admin_user.pk, suggestion_id=suggestion.pk, edits={"subject": "tea"}
     )
     messages = {
         (entry.content_type.model, entry.object_id): entry.change_message
-        for entry in LogEntry.objects.filter(user=owner)
+        for entry in LogEntry.objects.filter(user=admin_user)
     }
     assert messages == {
         ("tagsuggestion", str(suggestion.pk)): f"Promoted to working memory item {item.pk}, "
