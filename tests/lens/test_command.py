@@ -97,3 +97,11 @@ def test_it_runs_as_a_command_line(manage):
     result = manage("lens", "nothing-here", env=SQLITE_ONLY)
     assert result.returncode == 1
     assert "No fragment “nothing-here”." in result.stderr
+
+
+def test_options_may_come_before_or_after_the_keys(gem):
+    before = lens("--depth", "1", "--wm", "fairy", "well")
+    after = lens("fairy", "well", "--depth", "1", "--wm")
+    assert before == after
+    assert "(paths of at most 1 edge)" in before and "# Working memory" in before
+    assert "(paths of at most 2 edges)" in lens("--depth", "1", "fairy", "well", "--depth", "2")

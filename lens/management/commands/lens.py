@@ -36,6 +36,8 @@ from lens.extract import (
 from lens.query import QUERY_PARAMETERS, QueryError, memory_query, query_from_params
 from lens.search import KINDS, SearchError, search
 
+KEYS_OPTIONS = ("key", "wm", "summaries", "depth", "limit")
+
 
 def _keys_options(parser: argparse.ArgumentParser) -> None:
     """The options of the keys form; the command has them too, so ``lens --wm`` works alone."""
@@ -67,19 +69,19 @@ def _keys(command: "Command", words: list[str], options: dict) -> None:
     parser = command.word_parser("KEY", "A fragment, or what connects several keys.")
     parser.add_argument("keys", nargs="*")
     _keys_options(parser)
-    own = parser.parse_args(words)
-    keys = [*own.keys, *options["key"], *own.key]
+    # Options given before the first key are the command's; those after it override them.
+    parser.set_defaults(**{name: options[name] for name in KEYS_OPTIONS})
+    asked = parser.parse_args(words)
+    keys = [*asked.keys, *asked.key]
     parts = []
     if len(keys) == 1:
         parts.append(fragment_markdown(keys[0]))
     elif keys:
-        depth = own.depth if own.depth != DEPTH_DEFAULT else options["depth"]
-        parts.append(intersection_markdown(keys, depth=depth))
-    if options["wm"] or own.wm:
+        parts.append(intersection_markdown(keys, depth=asked.depth))
+    if asked.wm:
         parts.append(working_memory_markdown())
-    if options["summaries"] or own.summaries:
-        limit = own.limit if own.limit != SUMMARIES_DEFAULT else options["limit"]
-        parts.append(summaries_markdown(limit=limit))
+    if asked.summaries:
+        parts.append(summaries_markdown(limit=asked.limit))
     if not parts:
         raise CommandError("Name a fragment key (or several), or ask for --wm or --summaries.")
     command.stdout.write("\n".join(parts), ending="")
