@@ -93,18 +93,7 @@ class TagSuggestionAdmin(admin.ModelAdmin):
     list_select_related = ["summary"]
     search_fields = ["content", "subject"]
     actions = ["promote_selected", "reject_selected"]
-    fields = [
-        "type",
-        "content",
-        "subject",
-        "status",
-        "promoted_link",
-        "decided_at",
-        "summary_text",
-        "source_events",
-        "created_at",
-    ]
-    decided_fields = ["type", "content", "subject"]
+    decided_fields = ["type", "content", "subject"]  # editable until the suggestion is decided
     readonly_fields = [
         "status",
         "promoted_link",
@@ -113,6 +102,7 @@ class TagSuggestionAdmin(admin.ModelAdmin):
         "source_events",
         "created_at",
     ]
+    fields = [*decided_fields, *readonly_fields]
 
     def has_add_permission(self, request):
         return False  # the Mirror stages suggestions; a person decides on them
