@@ -19,6 +19,8 @@ def run_turns_task(turn_id: int | None = None) -> list[int]:
     answered = []
     while (turn := turn_claim_next()) is not None:
         answered.append(turn_run(turn=turn).pk)
+    if answered and settings.SEARCH_SEMANTIC:
+        async_task("lens.tasks.vectors_fill_task", group="search")
     return answered
 
 

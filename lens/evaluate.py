@@ -150,6 +150,10 @@ def _conversation_recalls(conversation: dict, questions: list[dict], ks: list[in
             )
             turn_of[event.pk] = turn["id"]
         bounds = (min(turn_of), max(turn_of))
+        if settings.SEARCH_SEMANTIC:
+            from lens.semantic import vectors_fill  # NumPy and the model only when on
+
+            vectors_fill(event_ids=bounds)
         results = []
         for question in questions:
             hits = search(
@@ -185,14 +189,16 @@ def _summary(recalls: list[tuple[str, dict[int, float]]], ks: list[int]) -> dict
     }
 
 
-def evaluate_in_throwaway_stores(*, path: Path, ks: Sequence[int]) -> dict:
-    """Run ``manage.py lens eval … --here`` in a new process on fresh SQLite stores."""
+def evaluate_in_throwaway_stores(*, path: Path, ks: Sequence[int], semantic_on: bool) -> dict:
+    """Run ``manage.py lens eval … --here`` in a new process on fresh SQLite stores, with the
+    semantic search on or off."""
     with tempfile.TemporaryDirectory(prefix="silentstar-eval-") as data_dir:
         env = {
             **os.environ,
             **dict.fromkeys(STORE_URLS, ""),
             "SILENTSTAR_DATA_DIR": data_dir,
             "SILENTSTAR_LOG_LEVEL": "WARNING",
+            "SILENTSTAR_SEARCH_SEMANTIC": "true" if semantic_on else "false",
         }
         command = [sys.executable, "manage.py", "lens", "eval", str(Path(path).resolve())]
         command += ["--k", *map(str, ks), "--here", "--migrate"]

@@ -39,6 +39,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 
+from django.conf import settings
 from django.db import connections
 from django.utils import timezone
 
@@ -237,7 +238,7 @@ def search(
     filters = _Filters(since=since, until=until, actor=actor or None, event_ids=event_ids)
     hits: list[Hit] = []
     if "event" in kinds:
-        hits += _events(terms, filters, limit, neighbours)
+        hits += _events(query, terms, filters, limit, neighbours)
     if "wm" in kinds:
         hits += _working_memory(terms, filters, limit)
     if "fragment" in kinds and filters.actor is None:
@@ -276,7 +277,7 @@ def _where(connection, filters: _Filters, *, ts: str, actor: str | None, id_colu
     return "".join(f" AND {clause}" for clause in clauses), params
 
 
-def _events(terms, filters: _Filters, limit: int, neighbours: int) -> list[Hit]:
+def _events(query: str, terms, filters: _Filters, limit: int, neighbours: int) -> list[Hit]:
     connection = connections[store_for("heart", "event")]
     pool = fusion_pool(limit)
     named = set(terms)
@@ -298,7 +299,18 @@ def _events(terms, filters: _Filters, limit: int, neighbours: int) -> list[Hit]:
             for i, score in scores.items()
         ),
         key=lambda pair: (-pair[0], pair[1]),
-    )[:limit]
+    )
+    if settings.SEARCH_SEMANTIC:
+        from lens import semantic  # NumPy and the model only when the search is on
+
+        where, params = _where(connection, filters, ts="e.ts", actor="e.actor", id_column="e.id")
+        fused = semantic.reciprocal_rank_fusion(
+            [
+                [event_id for _, event_id in fused[: semantic.RRF_DEPTH]],
+                semantic.semantic_ranking(query, where, params),
+            ]
+        )
+    fused = fused[:limit]
     if not fused:
         return []
     events, snippets = _events_around(

@@ -244,6 +244,11 @@ MIRROR_SUGGESTION_CAP = env_int("SILENTSTAR_MIRROR_SUGGESTION_CAP", 2, minimum=0
 MIRROR_CHECK_MINUTES = env_int("SILENTSTAR_MIRROR_CHECK_MINUTES", 10, minimum=1)
 MIRROR_HISTORY_MARKERS = env_bool("SILENTSTAR_MIRROR_HISTORY_MARKERS", False)
 
+# --- The Lens: the optional semantic half of event search (lens/semantic.py) ----------------
+SEARCH_SEMANTIC = env_bool("SILENTSTAR_SEARCH_SEMANTIC", False)
+SEARCH_SEMANTIC_MODEL = env_str("SILENTSTAR_SEARCH_SEMANTIC_MODEL", "")
+SEARCH_SEMANTIC_WINDOW = env_int("SILENTSTAR_SEARCH_SEMANTIC_WINDOW", 20_000, minimum=1)
+
 # --- What Claude wakes up to: budgets in tokens (estimated as characters / 4) ----------------
 BUDGET_WORKING_MEMORY = env_int("SILENTSTAR_BUDGET_WORKING_MEMORY", 1500, minimum=0)
 BUDGET_RECALL = env_int("SILENTSTAR_BUDGET_RECALL", 1000, minimum=0)

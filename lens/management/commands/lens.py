@@ -13,6 +13,7 @@ import json
 from datetime import datetime
 from pathlib import Path
 
+from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 from django.utils import timezone
 
@@ -174,7 +175,18 @@ def _eval(command: "Command", words: list[str], options: dict) -> None:
         "instead of fresh throwaway SQLite stores",
     )
     parser.add_argument("--migrate", action="store_true", help="migrate the stores first")
+    parser.add_argument(
+        "--semantic",
+        choices=("on", "off"),
+        help="with or without the optional semantic search (default: SILENTSTAR_SEARCH_SEMANTIC;"
+        " not with --here, which uses the configured setting)",
+    )
     asked = parser.parse_args(words)
+    if asked.here and asked.semantic:
+        raise CommandError(
+            "--semantic is for the throwaway stores; with --here set "
+            "SILENTSTAR_SEARCH_SEMANTIC instead"
+        )
     if any(k < 1 for k in asked.k):
         raise CommandError("--k takes whole numbers of at least 1")
     try:
@@ -183,9 +195,14 @@ def _eval(command: "Command", words: list[str], options: dict) -> None:
                 command.migrate_all()
             result = evaluate(dataset_load(asked.dataset), ks=asked.k)
             command.stdout.write(json.dumps(result))
+            if asked.json_file:
+                asked.json_file.write_text(json.dumps(result, indent=1) + "\n", encoding="utf-8")
             return
         dataset_load(asked.dataset)  # a bad dataset is reported before anything starts
-        result = evaluate_in_throwaway_stores(path=asked.dataset, ks=asked.k)
+        semantic_on = settings.SEARCH_SEMANTIC if asked.semantic is None else asked.semantic == "on"
+        result = evaluate_in_throwaway_stores(
+            path=asked.dataset, ks=asked.k, semantic_on=semantic_on
+        )
     except (DatasetError, RuntimeError) as error:
         raise CommandError(str(error)) from error
     ks = [str(k) for k in sorted(set(asked.k))]
@@ -211,7 +228,8 @@ class Command(BaseCommand):
         "Read the Gem; writes nothing. `lens KEY` (a fragment), `lens K1 K2 …` (what connects "
         "them), `--wm`, `--summaries`; `lens diff DRAFT.md` (what a draft would change); "
         '`lens search "words"` (full-text search); `lens query --contains … --last-n-days 7 …` '
-        "(Mira's memory query); `lens eval DATASET.json [--k 5 10 25] [--json FILE]` (recall@k "
+        "(Mira's memory query); `lens eval DATASET.json [--k 5 10 25] [--json FILE] "
+        "[--semantic on|off]` (recall@k "
         "of search). `lens WORD --help` for each word's options."
     )
 

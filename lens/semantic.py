@@ -1,0 +1,161 @@
+"""The optional semantic half of event search (``SILENTSTAR_SEARCH_SEMANTIC``, off by default).
+
+BM25 finds a turn by the words it shares with the question, and people often ask in other
+words than they told: "which string instrument…" of "my cello!", "who became a parent" of "had
+the baby". With the semantic search on, each event also has a sentence vector
+(``lens.encoder``), and the events of a search are ranked twice — by the lexical search and by
+the similarity of their vectors to the question's — and the two rankings fused by reciprocal
+rank: an event high in either comes up, one high in both first. Fragments and working memory
+stay lexical.
+
+Vectors
+    Kept in ``lens_event_vector`` beside the log (lens 0003), one per event: the speaker and
+    the text without tags, the turn before it as context (a reply is understood by what it
+    answers). ``vectors_fill`` writes the missing ones: a task queued after each turn
+    (``lens.tasks.vectors_fill_task``) those of the newest events, so new turns are in before
+    the next message; a backlog (switching the search on over a long history) is written by
+    ``manage.py search_vectors``, with progress. The search itself only reads: an event
+    without a vector yet is found by its words alone.
+
+Scale
+    A search compares the question with the vectors of the newest ``SEMANTIC_WINDOW`` events
+    its filters allow (read from the store each time: nothing to go stale); older events are
+    still found by their words.
+
+It stays only because it beats BM25 on the evaluation harness (README, "Search quality").
+Imported only when the search is on (NumPy and the tokenizer are needed then alone).
+"""
+
+import re
+from collections.abc import Callable, Sequence
+
+import numpy as np
+from django.conf import settings
+from django.db import connections, transaction
+
+from lens.encoder import encoder
+from silentstar.router import store_for
+
+# Reciprocal-rank fusion: an event at rank r (from 0) of a ranking earns 1 / (RRF_K + r). A
+# small K lets the top of each ranking lead; both rankings are cut at RRF_DEPTH.
+RRF_K = 10
+RRF_DEPTH = 50
+FILL_AFTER_TURNS = 500  # missing vectors the task after a turn writes (the newest)
+FILL_BATCH = 128
+_TAG_RE = re.compile(r"</?[^\W\d_][\w'’-]*>")
+
+
+def event_sentence(actor: str, content: str, previous: tuple[str, str] | None) -> str:
+    """What an event's vector is made of: ``"Speaker: text"`` without tags, after the turn
+    before it."""
+    own = f"{actor}: {_plain(content)}"
+    if previous is None:
+        return own
+    return f"{previous[0]}: {_plain(previous[1])} {own}"
+
+
+def _plain(content: str) -> str:
+    return " ".join(_TAG_RE.sub(" ", content or "").split())
+
+
+def vectors_fill(
+    *,
+    event_ids: tuple[int, int] | None = None,
+    newest: int | None = None,
+    progress: Callable[[int, int], None] | None = None,
+) -> int:
+    """Write the vectors of the events that have none (of ``event_ids``, an inclusive id
+    range, if given; only the ``newest`` of them, if given), oldest first, in batches each
+    committed on its own; return how many were written. ``progress(done, total)`` after each
+    batch."""
+    connection = connections[store_for("heart", "event")]
+    missing = _missing(connection, event_ids, newest)
+    model = encoder()
+    for start in range(0, len(missing), FILL_BATCH):
+        batch = missing[start : start + FILL_BATCH]
+        rows = _events_with_previous(connection, batch)
+        sentences = [event_sentence(actor, content, previous) for actor, content, previous in rows]
+        vectors = model.encode(sentences).astype(np.float16)
+        with transaction.atomic(using=connection.alias), connection.cursor() as cursor:
+            cursor.executemany(
+                "INSERT INTO lens_event_vector (event_id, vector) VALUES (%s, %s) "
+                "ON CONFLICT (event_id) DO NOTHING",
+                [
+                    (event_id, vector.tobytes())
+                    for event_id, vector in zip(batch, vectors, strict=True)
+                ],
+            )
+        if progress is not None:
+            progress(min(start + FILL_BATCH, len(missing)), len(missing))
+    return len(missing)
+
+
+def _missing(connection, event_ids: tuple[int, int] | None, newest: int | None) -> list[int]:
+    where, params = "", []
+    if event_ids is not None:
+        where, params = " AND e.id BETWEEN %s AND %s", list(event_ids)
+    sql = (
+        "SELECT e.id FROM heart_event e LEFT JOIN lens_event_vector v ON v.event_id = e.id "
+        f"WHERE v.event_id IS NULL{where} ORDER BY e.id DESC"
+    )
+    if newest is not None:
+        sql += " LIMIT %s"
+        params.append(newest)
+    with connection.cursor() as cursor:
+        cursor.execute(sql, params)
+        return sorted(event_id for (event_id,) in cursor.fetchall())
+
+
+def _events_with_previous(connection, ids: Sequence[int]):
+    """``(actor, content, (previous actor, previous content) or None)`` of each id, in order."""
+    marks = ", ".join(["%s"] * len(ids))
+    with connection.cursor() as cursor:
+        cursor.execute(
+            f"SELECT e.id, e.actor, e.content, p.actor, p.content FROM heart_event e "
+            "LEFT JOIN heart_event p ON p.id = (SELECT max(id) FROM heart_event "
+            f"WHERE id < e.id) WHERE e.id IN ({marks})",
+            list(ids),
+        )
+        found = {row[0]: row[1:] for row in cursor.fetchall()}
+    return [
+        (actor, content, None if previous_actor is None else (previous_actor, previous_content))
+        for actor, content, previous_actor, previous_content in (found[i] for i in ids)
+    ]
+
+
+def semantic_ranking(query: str, where: str, params: list, *, depth: int = RRF_DEPTH):
+    """The ids of the events most like ``query``, best first: among the newest
+    ``SEMANTIC_WINDOW`` events that match the SQL conditions ``where`` (on ``e``, the log)."""
+    connection = connections[store_for("heart", "event")]
+    rows = _fetch(
+        connection,
+        "SELECT v.event_id, v.vector FROM lens_event_vector v "
+        f"JOIN heart_event e ON e.id = v.event_id WHERE TRUE{where} "
+        "ORDER BY v.event_id DESC LIMIT %s",
+        [*params, settings.SEARCH_SEMANTIC_WINDOW],
+    )
+    if not rows:
+        return []
+    ids = np.fromiter((event_id for event_id, _ in rows), dtype=np.int64, count=len(rows))
+    matrix = np.frombuffer(b"".join(bytes(vector) for _, vector in rows), dtype=np.float16)
+    similarity = matrix.reshape(len(rows), -1).astype(np.float32) @ encoder().encode([query])[0]
+    best = np.argsort(-similarity, kind="stable")[:depth]
+    return [int(ids[n]) for n in best]
+
+
+def reciprocal_rank_fusion(
+    rankings: Sequence[Sequence[int]], *, k: int = RRF_K
+) -> list[tuple[float, int]]:
+    """``(fused score, id)`` best first: each id earns ``1 / (k + rank)`` from each ranking it
+    is in (ranks from 0); ties go to the smaller id."""
+    scores: dict[int, float] = {}
+    for ranking in rankings:
+        for rank, item in enumerate(ranking):
+            scores[item] = scores.get(item, 0.0) + 1.0 / (k + rank)
+    return sorted(((score, item) for item, score in scores.items()), key=lambda p: (-p[0], p[1]))
+
+
+def _fetch(connection, sql: str, params: list) -> list[tuple]:
+    with connection.cursor() as cursor:
+        cursor.execute(sql, params)
+        return cursor.fetchall()

@@ -1,0 +1,122 @@
+"""The optional semantic half of event search: vectors kept beside the log, fused rankings."""
+
+from datetime import UTC, datetime, timedelta
+
+import pytest
+from django.db import connections
+from django.test import override_settings
+from hypothesis import given
+from hypothesis import strategies as st
+
+from heart.ingest import event_record
+from lens import semantic
+from lens.search import search
+from lens.tasks import vectors_fill_task
+from silentstar.router import store_for
+
+pytestmark = pytest.mark.django_db(databases="__all__")
+
+START = datetime(2026, 3, 2, 9, 0, tzinfo=UTC)
+STORY = [
+    ("Priya", "Morning! What's that case you were carrying yesterday?"),
+    ("Theo", "Ha, my cello! First lesson with Dolores on Thursday."),
+    ("Priya", "Play me something once you can."),
+    ("Theo", "We ordered sushi again, nobody had the energy to cook."),
+    ("Priya", "Traffic was terrible, it took an hour to get across town."),
+    ("Theo", "I watched half a documentary about deep sea mining and fell asleep."),
+]
+
+
+def tell(story=STORY):
+    return [
+        event_record(text=text, actor=actor, ts=START + timedelta(minutes=n), identities=[])[0]
+        for n, (actor, text) in enumerate(story)
+    ]
+
+
+def vector_ids() -> list[int]:
+    with connections[store_for("heart", "event")].cursor() as cursor:
+        cursor.execute("SELECT event_id FROM lens_event_vector ORDER BY event_id")
+        return [event_id for (event_id,) in cursor.fetchall()]
+
+
+def test_an_event_is_embedded_with_its_speaker_and_the_turn_before_without_tags():
+    assert semantic.event_sentence("luna", "<luna>hi <b>there</b></luna>", None) == "luna: hi there"
+    assert (
+        semantic.event_sentence("claude", "<claude><say>Hello.</say></claude>", ("luna", "Hi!"))
+        == "luna: Hi! claude: Hello."
+    )
+
+
+def test_fill_writes_one_vector_per_event_once_and_shows_progress():
+    events = tell()
+    seen = []
+    assert semantic.vectors_fill(progress=lambda done, total: seen.append((done, total))) == 6
+    assert vector_ids() == [event.pk for event in events]
+    assert seen[-1] == (6, 6)
+    assert semantic.vectors_fill() == 0
+
+
+def test_fill_can_be_kept_to_an_id_range_or_the_newest():
+    events = tell()
+    assert semantic.vectors_fill(event_ids=(events[1].pk, events[2].pk)) == 2
+    assert semantic.vectors_fill(newest=1) == 1
+    assert vector_ids() == [events[1].pk, events[2].pk, events[-1].pk]
+
+
+def test_the_task_after_turns_writes_the_newest_missing_vectors():
+    events = tell()
+    assert vectors_fill_task() == len(events)
+    assert vector_ids() == [event.pk for event in events]
+
+
+def test_a_turn_that_shares_no_word_with_the_question_is_found_only_semantically():
+    events = tell()
+    semantic.vectors_fill()
+    question = "Who has taken up a string instrument?"
+    lexical = search(question, kinds=["event"], limit=2, neighbours=0)
+    assert events[1].pk not in [hit.id for hit in lexical]
+    with override_settings(SEARCH_SEMANTIC=True):
+        hits = search(question, kinds=["event"], limit=2, neighbours=0)
+    assert events[1].pk in [hit.id for hit in hits]
+    # The reply after it carries it as context, so the two lead the ranking.
+    assert set(semantic.semantic_ranking(question, "", [])[:2]) == {events[1].pk, events[2].pk}
+
+
+def test_the_ranking_keeps_to_the_filters_and_the_window():
+    events = tell()
+    semantic.vectors_fill()
+    question = "Which string instrument has Theo taken up?"
+    ranked = semantic.semantic_ranking(question, " AND e.actor = %s", ["Priya"])
+    assert set(ranked) == {events[0].pk, events[2].pk, events[4].pk}
+    with override_settings(SEARCH_SEMANTIC_WINDOW=2):
+        assert set(semantic.semantic_ranking(question, "", [])) == {events[4].pk, events[5].pk}
+
+
+def test_a_semantic_search_only_reads():
+    tell()
+    semantic.vectors_fill()
+    statements = []
+    connection = connections[store_for("heart", "event")]
+
+    def record(execute, sql, params, many, context):
+        statements.append(sql.lstrip().split()[0].upper())
+        return execute(sql, params, many, context)
+
+    with override_settings(SEARCH_SEMANTIC=True), connection.execute_wrapper(record):
+        search("who is learning an instrument?", kinds=["event"])
+    assert statements and set(statements) <= {"SELECT", "WITH"}
+
+
+@given(st.lists(st.lists(st.integers(0, 30), unique=True, max_size=12), min_size=1, max_size=3))
+def test_reciprocal_rank_fusion_adds_each_rankings_share(rankings):
+    fused = semantic.reciprocal_rank_fusion(rankings, k=10)
+    expected = {}
+    for ranking in rankings:
+        for rank, item in enumerate(ranking):
+            expected[item] = expected.get(item, 0.0) + 1 / (10 + rank)
+    assert {item: score for score, item in fused} == pytest.approx(expected)
+    assert [score for score, _ in fused] == sorted((score for score, _ in fused), reverse=True)
+    leaders = {ranking[0] for ranking in rankings if ranking}
+    if len(leaders) == 1 and all(rankings):
+        assert fused[0][1] in leaders
