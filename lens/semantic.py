@@ -10,8 +10,7 @@ stay lexical.
 
 Vectors
     Kept in ``lens_event_vector`` beside the log (lens 0003), one per event: the speaker and
-    the text without tags, the turn before it as context (a reply is understood by what it
-    answers). ``vectors_fill`` writes the missing ones: a task queued after each turn
+    the text without tags. ``vectors_fill`` writes the missing ones: a task queued after each turn
     (``lens.tasks.vectors_fill_task``) those of the newest events, so new turns are in before
     the next message; a backlog (switching the search on over a long history) is written by
     ``manage.py search_vectors``, with progress. The search itself only reads: an event
@@ -45,17 +44,10 @@ FILL_BATCH = 128
 _TAG_RE = re.compile(r"</?[^\W\d_][\w'’-]*>")
 
 
-def event_sentence(actor: str, content: str, previous: tuple[str, str] | None) -> str:
-    """What an event's vector is made of: ``"Speaker: text"`` without tags, after the turn
-    before it."""
-    own = f"{actor}: {_plain(content)}"
-    if previous is None:
-        return own
-    return f"{previous[0]}: {_plain(previous[1])} {own}"
-
-
-def _plain(content: str) -> str:
-    return " ".join(_TAG_RE.sub(" ", content or "").split())
+def event_sentence(actor: str, content: str) -> str:
+    """What an event's vector is made of: ``"Speaker: text"`` without tags. The turn alone: the
+    word index already carries the turns before it, and a mean of two turns' words blurs both."""
+    return f"{actor}: {' '.join(_TAG_RE.sub(' ', content or '').split())}"
 
 
 def vectors_fill(
@@ -73,8 +65,9 @@ def vectors_fill(
     model = encoder()
     for start in range(0, len(missing), FILL_BATCH):
         batch = missing[start : start + FILL_BATCH]
-        rows = _events_with_previous(connection, batch)
-        sentences = [event_sentence(actor, content, previous) for actor, content, previous in rows]
+        sentences = [
+            event_sentence(actor, content) for actor, content in _events(connection, batch)
+        ]
         vectors = model.encode(sentences).astype(np.float16)
         with transaction.atomic(using=connection.alias), connection.cursor() as cursor:
             cursor.executemany(
@@ -106,21 +99,14 @@ def _missing(connection, event_ids: tuple[int, int] | None, newest: int | None) 
         return sorted(event_id for (event_id,) in cursor.fetchall())
 
 
-def _events_with_previous(connection, ids: Sequence[int]):
-    """``(actor, content, (previous actor, previous content) or None)`` of each id, in order."""
+def _events(connection, ids: Sequence[int]) -> list[tuple[str, str]]:
+    """``(actor, content)`` of each id, in order."""
     marks = ", ".join(["%s"] * len(ids))
-    with connection.cursor() as cursor:
-        cursor.execute(
-            f"SELECT e.id, e.actor, e.content, p.actor, p.content FROM heart_event e "
-            "LEFT JOIN heart_event p ON p.id = (SELECT max(id) FROM heart_event "
-            f"WHERE id < e.id) WHERE e.id IN ({marks})",
-            list(ids),
-        )
-        found = {row[0]: row[1:] for row in cursor.fetchall()}
-    return [
-        (actor, content, None if previous_actor is None else (previous_actor, previous_content))
-        for actor, content, previous_actor, previous_content in (found[i] for i in ids)
-    ]
+    rows = _fetch(
+        connection, f"SELECT id, actor, content FROM heart_event WHERE id IN ({marks})", list(ids)
+    )
+    found = {event_id: (actor, content) for event_id, actor, content in rows}
+    return [found[event_id] for event_id in ids]
 
 
 def semantic_ranking(query: str, where: str, params: list, *, depth: int = RRF_DEPTH):

@@ -40,11 +40,11 @@ def vector_ids() -> list[int]:
         return [event_id for (event_id,) in cursor.fetchall()]
 
 
-def test_an_event_is_embedded_with_its_speaker_and_the_turn_before_without_tags():
-    assert semantic.event_sentence("luna", "<luna>hi <b>there</b></luna>", None) == "luna: hi there"
+def test_an_event_is_embedded_with_its_speaker_without_tags():
+    assert semantic.event_sentence("luna", "<luna>hi <b>there</b></luna>") == "luna: hi there"
     assert (
-        semantic.event_sentence("claude", "<claude><say>Hello.</say></claude>", ("luna", "Hi!"))
-        == "luna: Hi! claude: Hello."
+        semantic.event_sentence("claude", "<claude><say>Hello.</say>\n<do>waves</do></claude>")
+        == "claude: Hello. waves"
     )
 
 
@@ -79,8 +79,7 @@ def test_a_turn_that_shares_no_word_with_the_question_is_found_only_semantically
     with override_settings(SEARCH_SEMANTIC=True):
         hits = search(question, kinds=["event"], limit=2, neighbours=0)
     assert events[1].pk in [hit.id for hit in hits]
-    # The reply after it carries it as context, so the two lead the ranking.
-    assert set(semantic.semantic_ranking(question, "", [])[:2]) == {events[1].pk, events[2].pk}
+    assert semantic.semantic_ranking(question, "", [])[0] == events[1].pk
 
 
 def test_the_ranking_keeps_to_the_filters_and_the_window():
