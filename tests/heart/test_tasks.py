@@ -1,11 +1,12 @@
 from datetime import timedelta
 
 import pytest
+from django.db import connections
 from django.utils import timezone
 
 from heart.models import ContextSnapshot, Turn
 from heart.services import turn_submit
-from heart.tasks import prune_snapshots_task, recover_turns_task
+from heart.tasks import prune_snapshots_task, recover_turns_task, run_turns_task
 
 pytestmark = pytest.mark.django_db(databases="__all__")
 
@@ -37,3 +38,14 @@ def test_it_prunes_snapshots_past_the_retention(settings):
     ContextSnapshot.objects.create(turn=2, assembled_system="", assembled_user="")
     assert prune_snapshots_task() == 1
     assert list(ContextSnapshot.objects.values_list("turn", flat=True)) == [2]
+
+
+def test_with_the_semantic_search_on_a_turn_is_followed_by_its_vectors(settings):
+    settings.COMPANION_OFFLINE = True
+    settings.SEARCH_SEMANTIC = True
+    turn = turn_submit(text="<luna>I took up the cello</luna>", actor="luna", enqueue=False)
+    assert run_turns_task(turn.pk) == [turn.pk]
+    with connections["events"].cursor() as cursor:
+        cursor.execute("SELECT count(*) FROM lens_event_vector")
+        (vectors,) = cursor.fetchone()
+    assert vectors == 2  # the message and the reply
