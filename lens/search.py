@@ -295,8 +295,12 @@ def _events(query: str, terms, filters: _Filters, limit: int, neighbours: int) -
     }
     fused = sorted(
         (
-            (score + NEIGHBOUR_FUSION * max(scores.get(i - 1, 0.0), scores.get(i + 1, 0.0)), i)
-            for i, score in scores.items()
+            (
+                scores.get(i, 0.0)
+                + NEIGHBOUR_FUSION * max(scores.get(i - 1, 0.0), scores.get(i + 1, 0.0)),
+                i,
+            )
+            for i in _with_neighbours(scores, filters)
         ),
         key=lambda pair: (-pair[0], pair[1]),
     )
@@ -318,6 +322,8 @@ def _events(query: str, terms, filters: _Filters, limit: int, neighbours: int) -
     )
     hits = []
     for score, event_id in fused:
+        if event_id not in events:  # a neighbour past the newest event
+            continue
         event = events[event_id]
         hits.append(
             Hit(
@@ -338,6 +344,18 @@ def _events(query: str, terms, filters: _Filters, limit: int, neighbours: int) -
             )
         )
     return hits
+
+
+def _with_neighbours(ranked: dict[int, float], filters: _Filters) -> list[int]:
+    """The ranked events and the events just before and after each: a turn that shares no word
+    with the query, between the question that asked for it and the reply to it, earns its share
+    of their scores even though its own kept it out of the pool. Not under a time or speaker
+    filter, which a neighbour may not pass."""
+    if filters.since is not None or filters.until is not None or filters.actor is not None:
+        return list(ranked)
+    low, high = filters.event_ids or (1, None)
+    around = (n for i in ranked for n in (i - 1, i, i + 1))
+    return [n for n in dict.fromkeys(around) if low <= n and (high is None or n <= high)]
 
 
 def fusion_pool(limit: int) -> int:

@@ -148,6 +148,19 @@ def test_an_answer_earns_a_share_of_the_question_just_before_it():
     assert ranked.index(answer.pk) < ranked.index(alone.pk)
 
 
+def test_a_turn_without_the_words_is_found_between_the_turns_that_have_them():
+    say("What's that case you were carrying yesterday?", actor="ana")
+    answer = say("Ha, my cello! First lesson on Thursday.", actor="ben", at=1)
+    say("Play me a tune once you can.", actor="ana", at=2)
+    for hour in range(3, 9):
+        say(f"Nothing much happened at {hour}.", actor="ben", at=hour)
+    assert answer.pk in [hit.id for hit in search("a tune", kinds=["event"], limit=3)]
+    # A neighbour is not brought in past a speaker filter it may not pass.
+    assert answer.pk not in [
+        hit.id for hit in search("a tune", kinds=["event"], limit=3, actor="ana")
+    ]
+
+
 def test_it_finds_an_event_by_its_speaker_and_its_date_in_words():
     say("the parcel came", actor="ana", at=0)  # Monday 2 March 2026
     later = say("the parcel came", actor="ben", at=24 * 30)
