@@ -189,7 +189,12 @@ def memory_query(query: MemoryQuery, *, now: datetime | None = None) -> list[Ent
     if query.contains:
         try:
             hits = search(
-                query.contains, kinds=kinds, limit=MAX_LIMIT, since=since, until=query.until
+                query.contains,
+                kinds=kinds,
+                limit=MAX_LIMIT,
+                since=since,
+                until=query.until,
+                words_only=True,
             )
         except SearchError as error:
             raise QueryError(f"contains: {error}") from error

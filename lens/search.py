@@ -217,13 +217,16 @@ def search(
     actor: str | None = None,
     event_ids: tuple[int, int] | None = None,
     neighbours: int = NEIGHBOURS,
+    words_only: bool = False,
 ) -> list[Hit]:
     """The best ``limit`` hits for ``query``, best first.
 
     ``since``/``until``: events said, working memory created, fragments last updated in
     ``[since, until)``. ``actor``: events and working memory by that speaker (fragments have
     none, so they drop out). ``event_ids``: only events with ids in that inclusive range (one
-    conversation, one summary's span).
+    conversation, one summary's span). ``words_only``: only what the query's words match (in
+    an event's text or its context), as a filter needs: no turn brought in by its neighbours'
+    scores, no semantic ranking.
     """
     kinds = tuple(dict.fromkeys(kinds))
     if unknown := [kind for kind in kinds if kind not in KINDS]:
@@ -235,7 +238,9 @@ def search(
     terms = query_terms(query)
     if not terms:
         raise SearchError("The query has no words to search for.")
-    filters = _Filters(since=since, until=until, actor=actor or None, event_ids=event_ids)
+    filters = _Filters(
+        since=since, until=until, actor=actor or None, event_ids=event_ids, words_only=words_only
+    )
     hits: list[Hit] = []
     if "event" in kinds:
         hits += _events(query, terms, filters, limit, neighbours)
@@ -256,6 +261,7 @@ class _Filters:
     until: datetime | None
     actor: str | None
     event_ids: tuple[int, int] | None
+    words_only: bool = False
 
 
 def _where(connection, filters: _Filters, *, ts: str, actor: str | None, id_column: str | None):
@@ -304,7 +310,7 @@ def _events(query: str, terms, filters: _Filters, limit: int, neighbours: int) -
         ),
         key=lambda pair: (-pair[0], pair[1]),
     )
-    if settings.SEARCH_SEMANTIC:
+    if settings.SEARCH_SEMANTIC and not filters.words_only:
         from lens import semantic  # NumPy and the model only when the search is on
 
         where, params = _where(connection, filters, ts="e.ts", actor="e.actor", id_column="e.id")
@@ -350,8 +356,10 @@ def _with_neighbours(ranked: dict[int, float], filters: _Filters) -> list[int]:
     """The ranked events and the events just before and after each: a turn that shares no word
     with the query, between the question that asked for it and the reply to it, earns its share
     of their scores even though its own kept it out of the pool. Not under a time or speaker
-    filter, which a neighbour may not pass."""
-    if filters.since is not None or filters.until is not None or filters.actor is not None:
+    filter, which a neighbour may not pass, nor when only the words' matches are wanted."""
+    if filters.words_only or any(
+        f is not None for f in (filters.since, filters.until, filters.actor)
+    ):
         return list(ranked)
     low, high = filters.event_ids or (1, None)
     around = (n for i in ranked for n in (i - 1, i, i + 1))

@@ -155,9 +155,12 @@ def test_a_turn_without_the_words_is_found_between_the_turns_that_have_them():
     for hour in range(3, 9):
         say(f"Nothing much happened at {hour}.", actor="ben", at=hour)
     assert answer.pk in [hit.id for hit in search("a tune", kinds=["event"], limit=3)]
-    # A neighbour is not brought in past a speaker filter it may not pass.
+    # A neighbour is not brought in past a speaker filter it may not pass, nor as a match.
     assert answer.pk not in [
         hit.id for hit in search("a tune", kinds=["event"], limit=3, actor="ana")
+    ]
+    assert answer.pk not in [
+        hit.id for hit in search("a tune", kinds=["event"], limit=3, words_only=True)
     ]
 
 
