@@ -451,6 +451,10 @@ def _lingering(
         line = _lingering_line(item, now.tzinfo)
         if len(line) <= section.room():
             text, cut = line, False
+        elif len(line) <= section.whole():
+            # It would fit an empty section, so it is skipped whole, never cut: most items
+            # below a full section end here, and cost only their cached line.
+            continue
         else:
             render = _lingering_render(item, now)
             text, cut = section.place(render, _clean(item.content), line)
