@@ -13,8 +13,9 @@ import statistics
 import subprocess
 import sys
 import time
-from collections.abc import Callable
-from datetime import timedelta
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from datetime import datetime, timedelta
 from pathlib import Path
 
 from django.db import connections, transaction
@@ -23,6 +24,7 @@ from django.utils import timezone
 from gem.models import Fragment, FragmentEdge, WorkingMemory
 from gem.state import TURN_COUNTER, state_set
 from heart.services import turn_claim_next, turn_run, turn_submit
+from lens.bench import _event_index_built_afterwards
 from silentstar import claude
 
 WORDS = (
@@ -51,29 +53,9 @@ def synthetic_gem_build(
     """Fill the (empty, throwaway) stores with a conversation history and a curated Gem."""
     rng = random.Random(seed)
     start = timezone.now() - timedelta(minutes=events)
-    event_sql = (
-        "INSERT INTO heart_event (id, ts, content, actor, image) VALUES (%s, %s, %s, %s, '')"
-    )
-    tag_sql = "INSERT INTO heart_eventtag (event_id, tag) VALUES (%s, %s)"
-    for first in range(1, events + 1, INSERT_BATCH):
-        rows, tags = [], []
-        for event_id in range(first, min(first + INSERT_BATCH, events + 1)):
-            ts = start + timedelta(minutes=event_id - 1)
-            if event_id % 2:
-                user = rng.choice(USERS)
-                content = f"<{user}>{_sentence(rng, 18)}</{user}>"
-                rows.append((event_id, ts, content, user))
-                tags.append((event_id, user))
-            else:
-                content = (
-                    f"<claude><say>{_sentence(rng, 22)}</say><do>{_sentence(rng, 12)}</do></claude>"
-                )
-                rows.append((event_id, ts, content, "claude"))
-                tags.extend([(event_id, "claude"), (event_id, "say"), (event_id, "do")])
-        with transaction.atomic(using="events"), connections["events"].cursor() as cursor:
-            cursor.executemany(event_sql, rows)
-            cursor.executemany(tag_sql, tags)
-        progress(f"events {min(first + INSERT_BATCH - 1, events):,}/{events:,}")
+    with _page_cache_kept("events"), _event_index_built_afterwards():
+        _events_insert(events=events, start=start, rng=rng, progress=progress)
+    progress("event index built")
 
     keys = [f"topic-{n}" for n in range(fragments)]
     Fragment.objects.bulk_create(
@@ -117,6 +99,49 @@ def synthetic_gem_build(
     WorkingMemory.objects.bulk_create(items, batch_size=5_000)
     state_set(TURN_COUNTER, events // 2)
     progress(f"working memory {working_memory:,} ({active:,} active)")
+
+
+def _events_insert(
+    *, events: int, start: datetime, rng: random.Random, progress: Callable[[str], None]
+) -> None:
+    """The conversation: a person's message, then the companion's reply, a minute apart."""
+    event_sql = (
+        "INSERT INTO heart_event (id, ts, content, actor, image) VALUES (%s, %s, %s, %s, '')"
+    )
+    tag_sql = "INSERT INTO heart_eventtag (event_id, tag) VALUES (%s, %s)"
+    for first in range(1, events + 1, INSERT_BATCH):
+        rows, tags = [], []
+        for event_id in range(first, min(first + INSERT_BATCH, events + 1)):
+            ts = start + timedelta(minutes=event_id - 1)
+            if event_id % 2:
+                user = rng.choice(USERS)
+                content = f"<{user}>{_sentence(rng, 18)}</{user}>"
+                rows.append((event_id, ts, content, user))
+                tags.append((event_id, user))
+            else:
+                content = (
+                    f"<claude><say>{_sentence(rng, 22)}</say><do>{_sentence(rng, 12)}</do></claude>"
+                )
+                rows.append((event_id, ts, content, "claude"))
+                tags.extend([(event_id, "claude"), (event_id, "say"), (event_id, "do")])
+        with transaction.atomic(using="events"), connections["events"].cursor() as cursor:
+            cursor.executemany(event_sql, rows)
+            cursor.executemany(tag_sql, tags)
+        progress(f"events {min(first + INSERT_BATCH - 1, events):,}/{events:,}")
+
+
+@contextmanager
+def _page_cache_kept(alias: str) -> Iterator[None]:
+    """The connection's SQLite page cache as it was before, whatever the block sets: the
+    index build enlarges it, and the turns measured afterwards must run as deployed."""
+    with connections[alias].cursor() as cursor:
+        cursor.execute("PRAGMA cache_size")
+        (pages,) = cursor.fetchone()
+    try:
+        yield
+    finally:
+        with connections[alias].cursor() as cursor:
+            cursor.execute(f"PRAGMA cache_size = {int(pages)}")
 
 
 def turns_measure(*, turns: int, progress: Callable[[str], None], seed: int = 11) -> dict:
