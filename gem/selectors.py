@@ -63,17 +63,23 @@ def identities_current() -> Identities:
 LINGERING_FIELDS = ("id", "type", "content", "subject", "due", "turn", "refreshed_at")
 
 
-def working_memory_scored(
-    rows: Sequence[Any], *, now: datetime, current_turn: int
-) -> list[tuple[Any, float]]:
-    """Active working-memory rows (`GemNow.working_memory`) with their live decay score,
-    strongest first (ties: lower id first)."""
-    scores = decay.scores(
+def working_memory_scores(rows: Sequence[Any], *, now: datetime, current_turn: int) -> list[float]:
+    """The live decay score of each active working-memory row (`GemNow.working_memory`), in
+    the rows' order."""
+    return decay.scores(
         [(row.type, row.refreshed_at, row.turn, row.due) for row in rows],
         now=now,
         current_turn=current_turn,
         pressure=settings.DECAY_PRESSURE,
     )
+
+
+def working_memory_scored(
+    rows: Sequence[Any], *, now: datetime, current_turn: int
+) -> list[tuple[Any, float]]:
+    """Active working-memory rows (`GemNow.working_memory`) with their live decay score,
+    strongest first (ties: lower id first)."""
+    scores = working_memory_scores(rows, now=now, current_turn=current_turn)
     scored = list(zip(rows, scores, strict=True))
     scored.sort(key=lambda pair: (-pair[1], pair[0].id))
     return scored
