@@ -3,7 +3,7 @@
 import json
 from typing import Any
 
-from django.db import transaction
+from django.db import connections, router
 from django.utils import timezone
 
 from gem.models import State
@@ -39,13 +39,23 @@ def turn_counter_current() -> int:
 
 def turn_counter_advance() -> int:
     """Add one to the turn counter (user messages only) and return the new value."""
-    # FOR UPDATE serialises this on PostgreSQL; SQLite ignores it, but its IMMEDIATE
-    # transactions already hold the write lock from the start.
-    with transaction.atomic():
-        row, _ = State.objects.select_for_update().get_or_create(
-            key=TURN_COUNTER, defaults={"value": "0"}
-        )
-        number = json.loads(row.value) + 1
-        row.value = json.dumps(number)
-        row.save(update_fields=["value", "updated_at"])
+    number = _turn_counter_increment()
+    if number is None:  # the first turn ever: the counter starts at 0
+        State.objects.get_or_create(key=TURN_COUNTER, defaults={"value": "0"})
+        number = _turn_counter_increment()
     return number
+
+
+def _turn_counter_increment() -> int | None:
+    """One statement reads, adds and writes, so two turns never get the same number: the
+    row stays locked from the read to the write (SQLite: one writer at a time). None when
+    the counter does not exist yet."""
+    connection = connections[router.db_for_write(State)]
+    with connection.cursor() as cursor:
+        cursor.execute(
+            f"UPDATE {State._meta.db_table} SET value = CAST(CAST(value AS bigint) + 1 AS text), "
+            "updated_at = %s WHERE key = %s RETURNING value",
+            [connection.ops.adapt_datetimefield_value(timezone.now()), TURN_COUNTER],
+        )
+        row = cursor.fetchone()
+    return None if row is None else json.loads(row[0])
