@@ -9,7 +9,6 @@ from datetime import datetime, timedelta
 from django.conf import settings
 from django.contrib.auth import get_user_model
 from django.db import connections, transaction
-from django.db.models import Case, When
 from django.utils import timezone
 from django_q.tasks import async_task
 
@@ -95,26 +94,38 @@ def turn_submit(
 
 def turn_claim_next() -> Turn | None:
     """Claim the oldest queued turn, unless a turn is already running (one at a time)."""
-    with transaction.atomic(using="events"):
-        connection = connections["events"]
-        if connection.vendor == "postgresql":
+    connection = connections["events"]
+    if connection.vendor == "postgresql":
+        with transaction.atomic(using="events"):
             with connection.cursor() as cursor:  # serialise claims across workers
                 cursor.execute("SELECT pg_advisory_xact_lock(%s)", [TURN_CLAIM_LOCK])
-        # One query: a running turn sorts first and means "not now"; else the oldest queued.
-        turn = (
-            Turn.objects.filter(status__in=[TurnStatus.RUNNING, TurnStatus.QUEUED])
-            .select_related("event")
-            .order_by(Case(When(status=TurnStatus.RUNNING, then=0), default=1), "queued_at", "pk")
-            .first()
+            claimed = _turn_claim_oldest(connection)
+    else:  # one statement is atomic alone, and SQLite has one writer at a time
+        claimed = _turn_claim_oldest(connection)
+    if claimed is None:
+        return None
+    return Turn.objects.select_related("event").get(pk=claimed)
+
+
+def _turn_claim_oldest(connection) -> int | None:
+    """One statement: the oldest queued turn becomes running, unless a turn is running."""
+    table = Turn._meta.db_table
+    with connection.cursor() as cursor:
+        cursor.execute(
+            f"UPDATE {table} SET status = %s, started_at = %s, attempts = attempts + 1, "
+            f"error = '' WHERE status = %s AND id = (SELECT id FROM {table} "
+            "WHERE status = %s ORDER BY queued_at, id LIMIT 1) "
+            f"AND NOT EXISTS (SELECT 1 FROM {table} WHERE status = %s) RETURNING id",
+            [
+                TurnStatus.RUNNING,
+                connection.ops.adapt_datetimefield_value(timezone.now()),
+                TurnStatus.QUEUED,
+                TurnStatus.QUEUED,
+                TurnStatus.RUNNING,
+            ],
         )
-        if turn is None or turn.status == TurnStatus.RUNNING:
-            return None
-        turn.status, turn.started_at, turn.error = TurnStatus.RUNNING, timezone.now(), ""
-        turn.attempts += 1
-        Turn.objects.filter(pk=turn.pk, status=TurnStatus.QUEUED).update(
-            status=turn.status, started_at=turn.started_at, attempts=turn.attempts, error=""
-        )
-    return turn
+        row = cursor.fetchone()
+    return None if row is None else row[0]
 
 
 TURN_CLAIM_LOCK = 7_351_001  # any constant: the advisory lock's name on PostgreSQL
