@@ -144,43 +144,55 @@ def _page_cache_kept(alias: str) -> Iterator[None]:
             cursor.execute(f"PRAGMA cache_size = {int(pages)}")
 
 
-def turns_measure(*, turns: int, progress: Callable[[str], None], seed: int = 11) -> dict:
-    """Run turns with the offline companion; the turn's own time is the total less Claude's."""
-    rng = random.Random(seed)
-    real_complete = claude.complete
-    model_seconds = []
+class TurnRunner:
+    """Turns with the offline companion, a batch at a time; the turn's own time of each is
+    its total less Claude's. The messages follow one random sequence however the turns are
+    batched."""
 
-    def timed_complete(**kwargs):
-        began = time.perf_counter()
-        try:
-            return real_complete(**kwargs)
-        finally:
-            model_seconds.append(time.perf_counter() - began)
+    def __init__(self, *, seed: int = 11) -> None:
+        self.rng = random.Random(seed)
+        self.done = 0
 
-    claude.complete = timed_complete
-    overheads = []
-    try:
-        for n in range(turns):
-            text = f"<luna>{_sentence(rng, 15)} [topic-{rng.randrange(100)}]</luna>"
+    def run(self, turns: int) -> list[float]:
+        """The overhead of each of the next ``turns`` turns, in milliseconds."""
+        real_complete = claude.complete
+        model_seconds = []
+
+        def timed_complete(**kwargs):
             began = time.perf_counter()
-            submitted = turn_submit(text=text, actor="luna", enqueue=False)
-            turn = turn_claim_next()
-            assert turn is not None and turn.pk == submitted.pk
-            finished = turn_run(turn=turn)
-            total = time.perf_counter() - began
-            if finished.status != "done":
-                raise RuntimeError(f"turn {n} failed: {finished.error}")
-            overheads.append(total - model_seconds[-1])
-            if (n + 1) % 50 == 0:
-                progress(f"turns {n + 1}/{turns}")
-    finally:
-        claude.complete = real_complete
-    overheads_ms = sorted(seconds * 1000 for seconds in overheads)
+            try:
+                return real_complete(**kwargs)
+            finally:
+                model_seconds.append(time.perf_counter() - began)
+
+        claude.complete = timed_complete
+        overheads = []
+        try:
+            for _ in range(turns):
+                text = f"<luna>{_sentence(self.rng, 15)} [topic-{self.rng.randrange(100)}]</luna>"
+                began = time.perf_counter()
+                submitted = turn_submit(text=text, actor="luna", enqueue=False)
+                turn = turn_claim_next()
+                assert turn is not None and turn.pk == submitted.pk
+                finished = turn_run(turn=turn)
+                total = time.perf_counter() - began
+                if finished.status != "done":
+                    raise RuntimeError(f"turn {self.done} failed: {finished.error}")
+                overheads.append((total - model_seconds[-1]) * 1000)
+                self.done += 1
+        finally:
+            claude.complete = real_complete
+        return overheads
+
+
+def overhead_figures(overheads_ms: list[float]) -> dict:
+    """p50, p95 and the worst of the turns' overheads."""
+    ordered = sorted(overheads_ms)
     return {
-        "turns": turns,
-        "p50_ms": statistics.median(overheads_ms),
-        "p95_ms": overheads_ms[int(0.95 * (len(overheads_ms) - 1))],
-        "max_ms": overheads_ms[-1],
+        "turns": len(ordered),
+        "p50_ms": statistics.median(ordered),
+        "p95_ms": ordered[int(0.95 * (len(ordered) - 1))],
+        "max_ms": ordered[-1],
     }
 
 
