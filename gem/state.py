@@ -19,7 +19,16 @@ def state_get(key: str, default: Any = None) -> Any:
 
 def state_get_many(defaults: dict[str, Any]) -> dict[str, Any]:
     """Several values in one query: ``{key: default}`` in, ``{key: value}`` out."""
-    stored = dict(State.objects.filter(key__in=defaults).values_list("key", "value"))
+    keys = list(defaults)
+    stored = {}
+    if keys:  # plain SQL: every turn reads and writes these, and they are two text columns
+        with _connection().cursor() as cursor:
+            cursor.execute(
+                f'SELECT "key", "value" FROM {TABLE} '
+                f'WHERE "key" IN ({", ".join(["%s"] * len(keys))})',
+                keys,
+            )
+            stored = dict(cursor.fetchall())
     return {
         key: json.loads(stored[key]) if key in stored else default
         for key, default in defaults.items()
@@ -28,9 +37,23 @@ def state_get_many(defaults: dict[str, Any]) -> dict[str, Any]:
 
 def state_set(key: str, value: Any) -> None:
     encoded = json.dumps(value)
+    connection = _connection()
     # One statement when the key exists, as it does after its first turn.
-    if not State.objects.filter(key=key).update(value=encoded, updated_at=timezone.now()):
+    with connection.cursor() as cursor:
+        cursor.execute(
+            f'UPDATE {TABLE} SET "value" = %s, "updated_at" = %s WHERE "key" = %s',
+            [encoded, connection.ops.adapt_datetimefield_value(timezone.now()), key],
+        )
+        updated = cursor.rowcount
+    if not updated:
         State.objects.update_or_create(key=key, defaults={"value": encoded})
+
+
+def _connection():
+    return connections[router.db_for_write(State)]
+
+
+TABLE = State._meta.db_table
 
 
 def turn_counter_current() -> int:
@@ -50,11 +73,11 @@ def _turn_counter_increment() -> int | None:
     """One statement reads, adds and writes, so two turns never get the same number: the
     row stays locked from the read to the write (SQLite: one writer at a time). None when
     the counter does not exist yet."""
-    connection = connections[router.db_for_write(State)]
+    connection = _connection()
     with connection.cursor() as cursor:
         cursor.execute(
-            f"UPDATE {State._meta.db_table} SET value = CAST(CAST(value AS bigint) + 1 AS text), "
-            "updated_at = %s WHERE key = %s RETURNING value",
+            f'UPDATE {TABLE} SET "value" = CAST(CAST("value" AS bigint) + 1 AS text), '
+            '"updated_at" = %s WHERE "key" = %s RETURNING "value"',
             [connection.ops.adapt_datetimefield_value(timezone.now()), TURN_COUNTER],
         )
         row = cursor.fetchone()
