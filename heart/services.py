@@ -8,7 +8,7 @@ from datetime import datetime, timedelta
 
 from django.conf import settings
 from django.contrib.auth import get_user_model
-from django.db import connections, transaction
+from django.db import connections, router, transaction
 from django.utils import timezone
 from django_q.tasks import async_task
 
@@ -170,8 +170,11 @@ def turn_run(*, turn: Turn) -> Turn:
             token_counts=assembly.token_counts,
             items_included=assembly.items_included,
         )
-        Turn.objects.filter(pk=turn.pk).update(
-            status=TurnStatus.DONE, partial_text=parsed.display_text, finished_at=timezone.now()
+        _turn_update(
+            turn.pk,
+            status=TurnStatus.DONE,
+            partial_text=parsed.display_text,
+            finished_at=timezone.now(),
         )
     except ClaudeError as error:
         _turn_fail(turn, str(error))
@@ -208,7 +211,7 @@ def _reply_stream(*, turn: Turn, assembly: Assembly, identities: list[str]) -> c
         if not first_token_saved:
             changes["first_token_at"] = timezone.now()
             first_token_saved = True
-        Turn.objects.filter(pk=turn.pk).update(**changes)
+        _turn_update(turn.pk, **changes)
 
     content = list(assembly.user)
     if event.image:
@@ -235,8 +238,9 @@ def _reply_record(
             ts=ts,
             parsed=parsed,
         )
-        Turn.objects.filter(pk=turn.pk).update(
-            reply_event=reply_event,
+        _turn_update(
+            turn.pk,
+            reply_event=reply_event.pk,
             model=usage.model,
             input_tokens=usage.usage.input_tokens,
             output_tokens=usage.usage.output_tokens,
@@ -247,9 +251,24 @@ def _reply_record(
 
 
 def _turn_fail(turn: Turn, reason: str) -> None:
-    Turn.objects.filter(pk=turn.pk).update(
-        status=TurnStatus.ERROR, error=reason, finished_at=timezone.now()
-    )
+    _turn_update(turn.pk, status=TurnStatus.ERROR, error=reason, finished_at=timezone.now())
+
+
+def _turn_update(turn_id: int, **changes) -> None:
+    """``Turn.objects.filter(pk=turn_id).update(**changes)`` (a foreign key by its id) in
+    plain SQL: a turn writes its row three times, and the ORM takes longer to build each of
+    these statements than the database takes to run it."""
+    connection = connections[router.db_for_write(Turn)]
+    fields = [Turn._meta.get_field(name) for name in changes]
+    assignments = ", ".join(f"{connection.ops.quote_name(field.column)} = %s" for field in fields)
+    values = [
+        field.get_db_prep_save(value, connection)
+        for field, value in zip(fields, changes.values(), strict=True)
+    ]
+    with connection.cursor() as cursor:
+        cursor.execute(
+            f"UPDATE {Turn._meta.db_table} SET {assignments} WHERE id = %s", [*values, turn_id]
+        )
 
 
 def turn_retry(*, turn_id: int, enqueue: bool = True) -> Turn:
