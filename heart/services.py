@@ -80,7 +80,9 @@ def turn_submit(
             f"A turn at {ts.isoformat()} would come before the last event in the log "
             f"({last.isoformat()}); turns happen in order."
         )
-    event, parsed = event_record(text=text, actor=actor, ts=ts, image=image)
+    # The identities from the process's copy of the Gem: the turn reads it next anyway.
+    names = gem_current().identities.names
+    event, parsed = event_record(text=text, actor=actor, ts=ts, image=image, identities=names)
     number = turn_counter_advance()
     working_memory_ingest(parsed=parsed, event=event, side=USER, turn=number)
     turn = Turn.objects.create(event=event, number=number)
