@@ -101,27 +101,32 @@ def scores(
     _check_pressure(pressure)
     shrink = 1.0 + pressure
     result = []
+    append = result.append  # the loop runs for every active item, every turn
+    half_lives = {type: (life.hours, life.turns) for type, life in HALF_LIVES.items()}
     for type, refreshed_at, created_turn, due in items:
-        half_life = HALF_LIVES.get(type)
+        half_life = half_lives.get(type)
         if half_life is None:
             _check_type(type)
             _check_aware(refreshed_at=refreshed_at, due=due)
             if type == SECRET or due is None:  # a secret, or an untimed plan
-                result.append(1.0)
+                append(1.0)
             else:
-                result.append(plan_curve(refreshed_at=refreshed_at, now=now, due=due))
+                append(plan_curve(refreshed_at=refreshed_at, now=now, due=due))
             continue
         try:
-            hours = max(0.0, (now - refreshed_at) / _HOUR)
+            hours = (now - refreshed_at) / _HOUR
         except TypeError:  # naive minus aware: say which argument, as `score` does
             _check_aware(refreshed_at=refreshed_at)
             raise
+        if hours < 0.0:
+            hours = 0.0
         if due is not None and due.utcoffset() is None:
             _check_aware(due=due)
-        turns = max(0, current_turn - created_turn) if created_turn is not None else 0
-        result.append(
-            0.5 ** (hours * shrink / half_life.hours) * 0.5 ** (turns * shrink / half_life.turns)
-        )
+        turns = current_turn - created_turn if created_turn is not None else 0
+        if turns < 0:
+            turns = 0
+        in_hours, in_turns = half_life
+        append(0.5 ** (hours * shrink / in_hours) * 0.5 ** (turns * shrink / in_turns))
     return result
 
 

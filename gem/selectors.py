@@ -63,17 +63,23 @@ def identities_current() -> Identities:
 LINGERING_FIELDS = ("id", "type", "content", "subject", "due", "turn", "refreshed_at")
 
 
-def working_memory_scored(
-    rows: Sequence[Any], *, now: datetime, current_turn: int
-) -> list[tuple[Any, float]]:
-    """Active working-memory rows (`GemNow.working_memory`) with their live decay score,
-    strongest first (ties: lower id first)."""
-    scores = decay.scores(
+def working_memory_scores(rows: Sequence[Any], *, now: datetime, current_turn: int) -> list[float]:
+    """The live decay score of each active working-memory row (`GemNow.working_memory`), in
+    the rows' order."""
+    return decay.scores(
         [(row.type, row.refreshed_at, row.turn, row.due) for row in rows],
         now=now,
         current_turn=current_turn,
         pressure=settings.DECAY_PRESSURE,
     )
+
+
+def working_memory_scored(
+    rows: Sequence[Any], *, now: datetime, current_turn: int
+) -> list[tuple[Any, float]]:
+    """Active working-memory rows (`GemNow.working_memory`) with their live decay score,
+    strongest first (ties: lower id first)."""
+    scores = working_memory_scores(rows, now=now, current_turn=current_turn)
     scored = list(zip(rows, scores, strict=True))
     scored.sort(key=lambda pair: (-pair[1], pair[0].id))
     return scored
@@ -165,7 +171,6 @@ class GemCopy:
         latest = max((seq for *_, seq in changes), default=0)
         fresh = [(source, row_id) for source, row_id, seq in changes if seq > seen]
         rows = {row_id for source, row_id in fresh if source == WORKING_MEMORY}
-        active = WorkingMemory.objects.filter(status="active").order_by()  # scoring sorts
         if (
             self._seq is None
             or latest < seen
@@ -173,7 +178,7 @@ class GemCopy:
             or len(rows) > self.RELOAD_OVER
         ):
             self._tables.clear()
-            self._rows = {row.id: row for row in _lingering_rows(active)}
+            self._rows = {row.id: row for row in _lingering_rows(_active())}
         else:
             for source, _ in fresh:
                 if source == EDGES:  # recall reads the edges with the fragments
@@ -184,7 +189,7 @@ class GemCopy:
                 for row_id in rows:
                     self._rows.pop(row_id, None)
                 self._rows.update(
-                    (row.id, row) for row in _lingering_rows(active.filter(pk__in=rows))
+                    (row.id, row) for row in _lingering_rows(_active().filter(pk__in=rows))
                 )
         self._seq = latest
 
@@ -202,6 +207,10 @@ WHOLE_TABLE = 0  # the row id of a change to a table as a whole (its rows are no
 FRAGMENTS, EDGES = Fragment._meta.db_table, FragmentEdge._meta.db_table
 RECALLS_KEPT = 256  # recall results kept at most; all are forgotten when it is reached
 gem_copy = GemCopy()
+
+
+def _active():
+    return WorkingMemory.objects.filter(status="active").order_by()  # scoring sorts
 
 
 def _lingering_rows(queryset) -> Any:

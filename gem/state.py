@@ -3,7 +3,7 @@
 import json
 from typing import Any
 
-from django.db import transaction
+from django.db import connections, router
 from django.utils import timezone
 
 from gem.models import State
@@ -19,7 +19,16 @@ def state_get(key: str, default: Any = None) -> Any:
 
 def state_get_many(defaults: dict[str, Any]) -> dict[str, Any]:
     """Several values in one query: ``{key: default}`` in, ``{key: value}`` out."""
-    stored = dict(State.objects.filter(key__in=defaults).values_list("key", "value"))
+    keys = list(defaults)
+    stored = {}
+    if keys:  # plain SQL: every turn reads and writes these, and they are two text columns
+        with _connection().cursor() as cursor:
+            cursor.execute(
+                f'SELECT "key", "value" FROM {TABLE} '
+                f'WHERE "key" IN ({", ".join(["%s"] * len(keys))})',
+                keys,
+            )
+            stored = dict(cursor.fetchall())
     return {
         key: json.loads(stored[key]) if key in stored else default
         for key, default in defaults.items()
@@ -28,9 +37,23 @@ def state_get_many(defaults: dict[str, Any]) -> dict[str, Any]:
 
 def state_set(key: str, value: Any) -> None:
     encoded = json.dumps(value)
+    connection = _connection()
     # One statement when the key exists, as it does after its first turn.
-    if not State.objects.filter(key=key).update(value=encoded, updated_at=timezone.now()):
+    with connection.cursor() as cursor:
+        cursor.execute(
+            f'UPDATE {TABLE} SET "value" = %s, "updated_at" = %s WHERE "key" = %s',
+            [encoded, connection.ops.adapt_datetimefield_value(timezone.now()), key],
+        )
+        updated = cursor.rowcount
+    if not updated:
         State.objects.update_or_create(key=key, defaults={"value": encoded})
+
+
+def _connection():
+    return connections[router.db_for_write(State)]
+
+
+TABLE = State._meta.db_table
 
 
 def turn_counter_current() -> int:
@@ -39,13 +62,23 @@ def turn_counter_current() -> int:
 
 def turn_counter_advance() -> int:
     """Add one to the turn counter (user messages only) and return the new value."""
-    # FOR UPDATE serialises this on PostgreSQL; SQLite ignores it, but its IMMEDIATE
-    # transactions already hold the write lock from the start.
-    with transaction.atomic():
-        row, _ = State.objects.select_for_update().get_or_create(
-            key=TURN_COUNTER, defaults={"value": "0"}
-        )
-        number = json.loads(row.value) + 1
-        row.value = json.dumps(number)
-        row.save(update_fields=["value", "updated_at"])
+    number = _turn_counter_increment()
+    if number is None:  # the first turn ever: the counter starts at 0
+        State.objects.get_or_create(key=TURN_COUNTER, defaults={"value": "0"})
+        number = _turn_counter_increment()
     return number
+
+
+def _turn_counter_increment() -> int | None:
+    """One statement reads, adds and writes, so two turns never get the same number: the
+    row stays locked from the read to the write (SQLite: one writer at a time). None when
+    the counter does not exist yet."""
+    connection = _connection()
+    with connection.cursor() as cursor:
+        cursor.execute(
+            f'UPDATE {TABLE} SET "value" = CAST(CAST("value" AS bigint) + 1 AS text), '
+            '"updated_at" = %s WHERE "key" = %s RETURNING "value"',
+            [connection.ops.adapt_datetimefield_value(timezone.now()), TURN_COUNTER],
+        )
+        row = cursor.fetchone()
+    return None if row is None else json.loads(row[0])

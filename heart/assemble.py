@@ -120,6 +120,8 @@ from contextlib import suppress
 from dataclasses import dataclass
 from datetime import datetime, timedelta, tzinfo
 from functools import lru_cache, partial
+from operator import attrgetter
+from typing import NamedTuple
 
 LINGER_THRESHOLD = 0.01  # working memory scoring under this is never included
 USER, SAY, DO, FLEX = "user", "say", "do", "flex"
@@ -200,8 +202,10 @@ class Budgets:
     chars_per_token: float = DEFAULT_CHARS_PER_TOKEN
 
 
-@dataclass(frozen=True, slots=True)
-class LingeringItem:
+class LingeringItem(NamedTuple):
+    """A working-memory item and its score. A named tuple: a turn makes one for every active
+    item, and a tuple is made in a fraction of the time a frozen dataclass takes."""
+
     id: int
     type: str
     content: str
@@ -444,19 +448,27 @@ def _lingering(
 ) -> tuple[str, list[int], int, int]:
     eligible = [item for item in items if item.score >= LINGER_THRESHOLD]  # NaN is left out too
     section = _Section(LINGERING, limit, "\n")
+    whole, room = section.whole(), section.room()
     chosen: list[tuple[LingeringItem, str]] = []
-    for item in sorted(eligible, key=lambda item: (-item.score, item.id)):
-        if section.room() < SMALLEST_LINE:
+    # Highest score first, ties by lower id: sorted by id, then (stably) by score.
+    by_id = sorted(eligible, key=attrgetter("id"))
+    for item in sorted(by_id, key=attrgetter("score"), reverse=True):
+        if room < SMALLEST_LINE:
             break  # full: nothing more can fit
-        line = _lingering_line(item, now.tzinfo)
-        if len(line) <= section.room():
+        line = _lingering_line_cached(item.type, item.subject, item.content, item.due, now.tzinfo)
+        if len(line) <= room:
             text, cut = line, False
+        elif len(line) <= whole:
+            # It would fit an empty section, so it is skipped whole, never cut: most items
+            # below a full section end here, and cost only their cached line.
+            continue
         else:
             render = _lingering_render(item, now)
             text, cut = section.place(render, _clean(item.content), line)
         if text is None:
             continue
         section.add(text)
+        room = section.room()
         chosen.append((item, text))
         if cut:
             truncated.setdefault("lingering", []).append(item.id)
@@ -470,14 +482,10 @@ def _lingering(
 def _lingering_line_cached(
     type: str, subject: str, content: str, due: datetime | None, zone: tzinfo | None
 ) -> str:
-    item = LingeringItem(0, type, content, subject, 1.0, due)
-    return _lingering_render(item, _ZONE_CLOCK.replace(tzinfo=zone))(_clean(content))
-
-
-def _lingering_line(item: LingeringItem, zone: tzinfo | None) -> str:
     """An item's whole line. Cached: working memory repeats turn after turn, and its line
     depends only on the item and the time zone (due dates are written as calendar dates)."""
-    return _lingering_line_cached(item.type, item.subject, item.content, item.due, zone)
+    item = LingeringItem(0, type, content, subject, 1.0, due)
+    return _lingering_render(item, _ZONE_CLOCK.replace(tzinfo=zone))(_clean(content))
 
 
 _ZONE_CLOCK = datetime(2000, 1, 1)

@@ -13,8 +13,9 @@ import statistics
 import subprocess
 import sys
 import time
-from collections.abc import Callable
-from datetime import timedelta
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from datetime import datetime, timedelta
 from pathlib import Path
 
 from django.db import connections, transaction
@@ -23,6 +24,7 @@ from django.utils import timezone
 from gem.models import Fragment, FragmentEdge, WorkingMemory
 from gem.state import TURN_COUNTER, state_set
 from heart.services import turn_claim_next, turn_run, turn_submit
+from lens.bench import _event_index_built_afterwards
 from silentstar import claude
 
 WORDS = (
@@ -51,29 +53,9 @@ def synthetic_gem_build(
     """Fill the (empty, throwaway) stores with a conversation history and a curated Gem."""
     rng = random.Random(seed)
     start = timezone.now() - timedelta(minutes=events)
-    event_sql = (
-        "INSERT INTO heart_event (id, ts, content, actor, image) VALUES (%s, %s, %s, %s, '')"
-    )
-    tag_sql = "INSERT INTO heart_eventtag (event_id, tag) VALUES (%s, %s)"
-    for first in range(1, events + 1, INSERT_BATCH):
-        rows, tags = [], []
-        for event_id in range(first, min(first + INSERT_BATCH, events + 1)):
-            ts = start + timedelta(minutes=event_id - 1)
-            if event_id % 2:
-                user = rng.choice(USERS)
-                content = f"<{user}>{_sentence(rng, 18)}</{user}>"
-                rows.append((event_id, ts, content, user))
-                tags.append((event_id, user))
-            else:
-                content = (
-                    f"<claude><say>{_sentence(rng, 22)}</say><do>{_sentence(rng, 12)}</do></claude>"
-                )
-                rows.append((event_id, ts, content, "claude"))
-                tags.extend([(event_id, "claude"), (event_id, "say"), (event_id, "do")])
-        with transaction.atomic(using="events"), connections["events"].cursor() as cursor:
-            cursor.executemany(event_sql, rows)
-            cursor.executemany(tag_sql, tags)
-        progress(f"events {min(first + INSERT_BATCH - 1, events):,}/{events:,}")
+    with _page_cache_kept("events"), _event_index_built_afterwards():
+        _events_insert(events=events, start=start, rng=rng, progress=progress)
+    progress("event index built")
 
     keys = [f"topic-{n}" for n in range(fragments)]
     Fragment.objects.bulk_create(
@@ -119,43 +101,98 @@ def synthetic_gem_build(
     progress(f"working memory {working_memory:,} ({active:,} active)")
 
 
-def turns_measure(*, turns: int, progress: Callable[[str], None], seed: int = 11) -> dict:
-    """Run turns with the offline companion; the turn's own time is the total less Claude's."""
-    rng = random.Random(seed)
-    real_complete = claude.complete
-    model_seconds = []
+def _events_insert(
+    *, events: int, start: datetime, rng: random.Random, progress: Callable[[str], None]
+) -> None:
+    """The conversation: a person's message, then the companion's reply, a minute apart."""
+    event_sql = (
+        "INSERT INTO heart_event (id, ts, content, actor, image) VALUES (%s, %s, %s, %s, '')"
+    )
+    tag_sql = "INSERT INTO heart_eventtag (event_id, tag) VALUES (%s, %s)"
+    for first in range(1, events + 1, INSERT_BATCH):
+        rows, tags = [], []
+        for event_id in range(first, min(first + INSERT_BATCH, events + 1)):
+            ts = start + timedelta(minutes=event_id - 1)
+            if event_id % 2:
+                user = rng.choice(USERS)
+                content = f"<{user}>{_sentence(rng, 18)}</{user}>"
+                rows.append((event_id, ts, content, user))
+                tags.append((event_id, user))
+            else:
+                content = (
+                    f"<claude><say>{_sentence(rng, 22)}</say><do>{_sentence(rng, 12)}</do></claude>"
+                )
+                rows.append((event_id, ts, content, "claude"))
+                tags.extend([(event_id, "claude"), (event_id, "say"), (event_id, "do")])
+        with transaction.atomic(using="events"), connections["events"].cursor() as cursor:
+            cursor.executemany(event_sql, rows)
+            cursor.executemany(tag_sql, tags)
+        progress(f"events {min(first + INSERT_BATCH - 1, events):,}/{events:,}")
 
-    def timed_complete(**kwargs):
-        began = time.perf_counter()
-        try:
-            return real_complete(**kwargs)
-        finally:
-            model_seconds.append(time.perf_counter() - began)
 
-    claude.complete = timed_complete
-    overheads = []
+@contextmanager
+def _page_cache_kept(alias: str) -> Iterator[None]:
+    """The connection's SQLite page cache as it was before, whatever the block sets: the
+    index build enlarges it, and the turns measured afterwards must run as deployed."""
+    with connections[alias].cursor() as cursor:
+        cursor.execute("PRAGMA cache_size")
+        (pages,) = cursor.fetchone()
     try:
-        for n in range(turns):
-            text = f"<luna>{_sentence(rng, 15)} [topic-{rng.randrange(100)}]</luna>"
-            began = time.perf_counter()
-            submitted = turn_submit(text=text, actor="luna", enqueue=False)
-            turn = turn_claim_next()
-            assert turn is not None and turn.pk == submitted.pk
-            finished = turn_run(turn=turn)
-            total = time.perf_counter() - began
-            if finished.status != "done":
-                raise RuntimeError(f"turn {n} failed: {finished.error}")
-            overheads.append(total - model_seconds[-1])
-            if (n + 1) % 50 == 0:
-                progress(f"turns {n + 1}/{turns}")
+        yield
     finally:
-        claude.complete = real_complete
-    overheads_ms = sorted(seconds * 1000 for seconds in overheads)
+        with connections[alias].cursor() as cursor:
+            cursor.execute(f"PRAGMA cache_size = {int(pages)}")
+
+
+class TurnRunner:
+    """Turns with the offline companion, a batch at a time; the turn's own time of each is
+    its total less Claude's. The messages follow one random sequence however the turns are
+    batched."""
+
+    def __init__(self, *, seed: int = 11) -> None:
+        self.rng = random.Random(seed)
+        self.done = 0
+
+    def run(self, turns: int) -> list[float]:
+        """The overhead of each of the next ``turns`` turns, in milliseconds."""
+        real_complete = claude.complete
+        model_seconds = []
+
+        def timed_complete(**kwargs):
+            began = time.perf_counter()
+            try:
+                return real_complete(**kwargs)
+            finally:
+                model_seconds.append(time.perf_counter() - began)
+
+        claude.complete = timed_complete
+        overheads = []
+        try:
+            for _ in range(turns):
+                text = f"<luna>{_sentence(self.rng, 15)} [topic-{self.rng.randrange(100)}]</luna>"
+                began = time.perf_counter()
+                submitted = turn_submit(text=text, actor="luna", enqueue=False)
+                turn = turn_claim_next()
+                assert turn is not None and turn.pk == submitted.pk
+                finished = turn_run(turn=turn)
+                total = time.perf_counter() - began
+                if finished.status != "done":
+                    raise RuntimeError(f"turn {self.done} failed: {finished.error}")
+                overheads.append((total - model_seconds[-1]) * 1000)
+                self.done += 1
+        finally:
+            claude.complete = real_complete
+        return overheads
+
+
+def overhead_figures(overheads_ms: list[float]) -> dict:
+    """p50, p95 and the worst of the turns' overheads."""
+    ordered = sorted(overheads_ms)
     return {
-        "turns": turns,
-        "p50_ms": statistics.median(overheads_ms),
-        "p95_ms": overheads_ms[int(0.95 * (len(overheads_ms) - 1))],
-        "max_ms": overheads_ms[-1],
+        "turns": len(ordered),
+        "p50_ms": statistics.median(ordered),
+        "p95_ms": ordered[int(0.95 * (len(ordered) - 1))],
+        "max_ms": ordered[-1],
     }
 
 

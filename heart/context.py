@@ -8,7 +8,7 @@ from zoneinfo import ZoneInfo
 from django.conf import settings
 
 from gem import decay
-from gem.selectors import GemNow, Identities, working_memory_scored
+from gem.selectors import GemNow, Identities, working_memory_scores
 from gem.state import CHARS_PER_TOKEN, PENDING_RECALL, state_get_many
 from heart.assemble import (
     DEFAULT_CHARS_PER_TOKEN,
@@ -111,10 +111,11 @@ def context_for_event(*, event: Event, now: datetime, current_turn: int, gem: Ge
     budgets = budgets_from_settings(chars_per_token=state[CHARS_PER_TOKEN])
     pools = budgets.pool_user + budgets.pool_say + budgets.pool_do + budgets.pool_flex
     earlier = _recent_events(before=event.pk, chars_wanted=2 * 4 * pools)
-    scored = working_memory_scored(gem.working_memory, now=now, current_turn=current_turn)
-    lingering = [
+    rows = gem.working_memory
+    scores = working_memory_scores(rows, now=now, current_turn=current_turn)
+    lingering = [  # in no particular order: the assembler chooses by score
         LingeringItem(row.id, row.type, row.content, row.subject, score, row.due)
-        for row, score in scored
+        for row, score in zip(rows, scores, strict=True)
         if decay.is_surfacing(score)
     ]
     pending = state[PENDING_RECALL]

@@ -12,7 +12,7 @@ from dataclasses import asdict, dataclass, field
 from datetime import datetime
 
 from django.conf import settings
-from django.db import transaction
+from django.db import connections, router, transaction
 
 from gem.models import Fragment, IngestRecord, WorkingMemory, WorkingMemoryRef
 from gem.selectors import identities_current
@@ -56,10 +56,21 @@ def event_record(
     # Inside a caller's transaction no savepoint is needed: a failure here fails it whole.
     with transaction.atomic(using="events", savepoint=False):
         event = Event.objects.create(ts=ts, content=text, actor=actor, image=image)
-        EventTag.objects.bulk_create(
-            [EventTag(event=event, tag=tag) for tag in sorted(parsed.tags)]
-        )
+        _event_tags_insert(event_id=event.pk, tags=sorted(parsed.tags))
     return event, parsed
+
+
+def _event_tags_insert(*, event_id: int, tags: list[str]) -> None:
+    """The tags in one plain INSERT: every turn logs two messages, and the ORM's bulk insert
+    takes longer to prepare than the database to run."""
+    if not tags:
+        return
+    rows = ", ".join(["(%s, %s)"] * len(tags))
+    with connections[router.db_for_write(EventTag)].cursor() as cursor:
+        cursor.execute(
+            f"INSERT INTO {EventTag._meta.db_table} (event_id, tag) VALUES {rows}",
+            [value for tag in tags for value in (event_id, tag)],
+        )
 
 
 def working_memory_ingest(

@@ -200,6 +200,28 @@ def test_it_lets_a_smaller_item_take_room_a_bigger_one_could_not():
     assert assembly.items_included["lingering"] == [1, 3]
 
 
+@settings(max_examples=200, deadline=None)
+@given(
+    scored=st.lists(
+        st.tuples(st.sampled_from([0.01, 0.2, 0.5, 1.0]), st.integers(1, 40)), max_size=40
+    ),
+    budget=st.integers(20, 200),
+)
+def test_it_takes_lingering_greedily_highest_score_first_then_lower_id(scored, budget):
+    # Lines too short ever to be cut: each goes in whole if what is left holds it.
+    items = [wm(id, score, "x" * length) for id, (score, length) in enumerate(scored, start=1)]
+    limit = budget * 4  # characters, at four to a token
+    used, expected = len("## Lingering"), set()
+    for item in sorted(items, key=lambda item: (-item.score, item.id)):
+        line = f"- [thought] {item.content}"
+        if used + 1 + len(line) <= limit:
+            used += 1 + len(line)
+            expected.add(item.id)
+    assembly = build(lingering=items, budgets=Budgets(working_memory=budget))
+    assert assembly.items_included["lingering"] == sorted(expected)
+    assert assembly.items_included["dropped"]["lingering"] == len(items) - len(expected)
+
+
 def test_it_never_includes_lingering_under_the_threshold():
     items = [wm(1, 0.0099), wm(2, 0.01), wm(3, float("nan")), wm(4, 0.0)]
     assembly = build(lingering=items)

@@ -2,11 +2,14 @@
 
 import itertools
 import math
+from contextlib import ExitStack
 from datetime import timedelta
 
 import pytest
 from django.core.files.base import ContentFile
 from django.core.files.storage import default_storage
+from django.db import connections
+from django.test.utils import CaptureQueriesContext
 from django.utils import timezone
 
 from gem.models import Fragment, FragmentEdge, WorkingMemory
@@ -328,3 +331,59 @@ def test_it_does_not_calibrate_from_offline_turns(settings):
     settings.COMPANION_OFFLINE = True
     run_turns_task(submit("<luna>hi</luna>").pk)
     assert state_get("chars_per_token") is None
+
+
+def statements_run(captured: list[CaptureQueriesContext]) -> list[str]:
+    """The statements the code ran, without the savepoints a test's transaction makes of its
+    transactions (outside a test they are BEGIN and COMMIT, which are not captured)."""
+    bookkeeping = ("SAVEPOINT", "RELEASE SAVEPOINT", "ROLLBACK TO SAVEPOINT")
+    return [
+        query["sql"]
+        for queries in captured
+        for query in queries
+        if not query["sql"].startswith(bookkeeping)
+    ]
+
+
+def postgresql() -> bool:
+    return connections["events"].vendor == "postgresql"
+
+
+def test_it_claims_the_oldest_queued_turn_marking_it_running():
+    first, second = submit("<luna>one</luna>"), submit("<luna>two</luna>")
+    Turn.objects.filter(pk=first.pk).update(error="an earlier attempt's reason", attempts=1)
+    with CaptureQueriesContext(connections["events"]) as captured:
+        claimed = turn_claim_next()
+    # The claim and the read of the turn with its event (PostgreSQL: a lock first).
+    assert len(statements_run([captured])) == (3 if postgresql() else 2)
+    assert (claimed.pk, claimed.status, claimed.attempts, claimed.error) == (
+        first.pk,
+        "running",
+        2,
+        "",
+    )
+    assert claimed.started_at is not None and claimed.event.content == "<luna>one</luna>"
+    assert Turn.objects.get(pk=second.pk).status == "queued"
+
+
+def test_it_claims_nothing_when_nothing_is_queued():
+    assert turn_claim_next() is None
+    done = submit("<luna>one</luna>")
+    Turn.objects.filter(pk=done.pk).update(status="done")
+    assert turn_claim_next() is None
+
+
+TURN_STATEMENTS = 20  # every store, the Gem copy warm; the claims' locks on PostgreSQL aside
+
+
+def test_it_takes_a_bounded_number_of_statements_per_turn(settings):
+    settings.COMPANION_OFFLINE = True
+    for n in range(3):  # warm the process's copy of the Gem and the recent-events pages
+        run_turns_task(submit(f"<luna>warming up {n} [fairy]</luna>").pk)
+    turn = submit("<luna>and now? [fairy]</luna>")
+    with ExitStack() as stack:
+        captured = [stack.enter_context(CaptureQueriesContext(connections[a])) for a in connections]
+        assert run_turns_task(turn.pk) == [turn.pk]
+    statements = statements_run(captured)
+    locks = 2 if postgresql() else 0  # the turn's claim, and the claim that finds none left
+    assert len(statements) <= TURN_STATEMENTS + locks, "\n".join(statements)

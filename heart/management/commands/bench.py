@@ -5,16 +5,18 @@ import subprocess
 import sys
 import tempfile
 import time
+from contextlib import ExitStack
 
 from django.conf import settings
 from django.core.management import call_command
 from django.core.management.base import BaseCommand, CommandError
 
 from heart.bench import (
+    TurnRunner,
     first_char_measure,
+    overhead_figures,
     queue_pickup_measure,
     synthetic_gem_build,
-    turns_measure,
 )
 from mirror.bench import mirror_measure
 
@@ -66,12 +68,9 @@ class Command(BaseCommand):
             self._queue(inside=inside, tasks=turns)
             return
         if inside:
-            self._measure_here(events=size, turns=turns)
+            self._turns_here(events=size)
             return
-        results = {}
-        for label in sizes:
-            self.stderr.write(f"[{label}] building a synthetic Gem of {SIZES[label]:,} events...")
-            results[label] = self._measure_in_throwaway_stores(events=SIZES[label], turns=turns)
+        results = self._turns_interleaved(sizes=sizes, turns=turns)
         self.stdout.write(
             f"\n{'size':>5} {'events':>10} {'build s':>8} {'p50 ms':>8} {'p95 ms':>8}"
         )
@@ -82,7 +81,10 @@ class Command(BaseCommand):
             )
         if {"10k", "1M"} <= results.keys():
             ratio = results["1M"]["p50_ms"] / results["10k"]["p50_ms"]
-            self.stdout.write(f"p50 ratio 1M / 10k: {ratio:.2f} ({turns} turns each)")
+            self.stdout.write(
+                f"p50 ratio 1M / 10k: {ratio:.2f} ({turns} turns each, {TURNS_AT_ONCE} at a "
+                "time by turns)"
+            )
 
     def _search(self, *, sizes: list[str], queries: int, size: int | None, inside: bool) -> None:
         """lens.search.search next to the raw FTS5 query on the same index (lens/bench.py)."""
@@ -181,26 +183,15 @@ class Command(BaseCommand):
             cluster.wait(timeout=30)
         self.stdout.write(json.dumps(result))
 
-    def _measure_in_throwaway_stores(self, *, events: int, turns: int) -> dict:
-        return self._run_inside(["turns", "--size", str(events), "--turns", str(turns)])
-
     def _run_inside(self, arguments: list[str]) -> dict:
         """Run this command again, with --inside, in a new process on throwaway SQLite stores."""
         with tempfile.TemporaryDirectory(prefix="silentstar-bench-") as data_dir:
-            env = {
-                **os.environ,
-                **dict.fromkeys(STORE_URLS, ""),
-                "SILENTSTAR_DATA_DIR": data_dir,
-                "ANTHROPIC_API_KEY": "",
-                "SILENTSTAR_LOG_LEVEL": "WARNING",
-                # As in production: debug mode records every SQL query, a cost turns do not
-                # have there.
-                "SILENTSTAR_DEBUG": "false",
-                "SILENTSTAR_SECRET_KEY": secrets.token_urlsafe(50),
-            }
-            command = [sys.executable, "manage.py", "bench", *arguments, "--inside"]
             done = subprocess.run(
-                command, cwd=settings.BASE_DIR, env=env, stdout=subprocess.PIPE, text=True
+                _inside_command(arguments),
+                cwd=settings.BASE_DIR,
+                env=_inside_env(data_dir),
+                stdout=subprocess.PIPE,
+                text=True,
             )
             if done.returncode != 0:
                 raise CommandError(f"the benchmark ({' '.join(arguments)}) failed")
@@ -212,7 +203,36 @@ class Command(BaseCommand):
         for alias in ("default", "events", "summaries", "snapshots"):
             call_command("migrate", database=alias, verbosity=0)
 
-    def _measure_here(self, *, events: int, turns: int) -> None:
+    def _turns_interleaved(self, *, sizes: list[str], turns: int) -> dict[str, dict]:
+        """Each size's Gem is built in a process of its own (one after the other); then the
+        processes take turns, ``TURNS_AT_ONCE`` at a time, so a load on the machine that comes
+        and goes falls on every size alike and the ratio stays fair."""
+        with ExitStack() as stack:
+            runs = {}
+            for label in sizes:
+                self.stderr.write(
+                    f"[{label}] building a synthetic Gem of {SIZES[label]:,} events..."
+                )
+                data_dir = stack.enter_context(
+                    tempfile.TemporaryDirectory(prefix="silentstar-bench-")
+                )
+                runs[label] = stack.enter_context(
+                    _TurnsInside(events=SIZES[label], data_dir=data_dir)
+                )
+            overheads: dict[str, list[float]] = {label: [] for label in sizes}
+            for first in range(0, turns, TURNS_AT_ONCE):
+                batch = min(TURNS_AT_ONCE, turns - first)
+                for label, run in runs.items():
+                    overheads[label] += run.turns(batch)
+                if (first + batch) % 50 == 0 or first + batch == turns:
+                    self.stderr.write(f"  turns {first + batch}/{turns} at each size")
+            return {
+                label: {**run.built, **overhead_figures(overheads[label])}
+                for label, run in runs.items()
+            }
+
+    def _turns_here(self, *, events: int) -> None:
+        """Inside: build, say so, then run as many turns as each line of stdin asks for."""
         self._migrate_throwaway_stores()
         began = time.perf_counter()
         synthetic_gem_build(
@@ -223,9 +243,68 @@ class Command(BaseCommand):
             active=1_000,
             progress=lambda line: self.stderr.write(f"  {line}"),
         )
-        build_seconds = time.perf_counter() - began
-        result = turns_measure(turns=turns, progress=lambda line: self.stderr.write(f"  {line}"))
-        self.stdout.write(json.dumps({"events": events, "build_s": build_seconds, **result}))
+        built = {"events": events, "build_s": time.perf_counter() - began}
+        self.stdout.write(json.dumps(built))
+        self.stdout.flush()
+        runner = TurnRunner()
+        for line in sys.stdin:
+            self.stdout.write(json.dumps(runner.run(int(line))))
+            self.stdout.flush()
+
+
+TURNS_AT_ONCE = 10  # turns a size runs before the other takes its turn
+
+
+class _TurnsInside:
+    """``bench turns --inside`` in a process of its own on throwaway stores, asked for turns."""
+
+    def __init__(self, *, events: int, data_dir: str) -> None:
+        self.process = subprocess.Popen(
+            _inside_command(["turns", "--size", str(events)]),
+            cwd=settings.BASE_DIR,
+            env=_inside_env(data_dir),
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            text=True,
+        )
+        self.built = self._answer()
+
+    def __enter__(self) -> "_TurnsInside":
+        return self
+
+    def __exit__(self, *exc_info) -> None:
+        self.process.stdin.close()
+        self.process.wait()
+
+    def turns(self, count: int) -> list[float]:
+        self.process.stdin.write(f"{count}\n")
+        self.process.stdin.flush()
+        return self._answer()
+
+    def _answer(self):
+        line = self.process.stdout.readline()
+        if not line:
+            self.process.kill()
+            raise CommandError(f"the benchmark stopped (exit status {self.process.wait()})")
+        return json.loads(line)
+
+
+def _inside_command(arguments: list[str]) -> list[str]:
+    return [sys.executable, "manage.py", "bench", *arguments, "--inside"]
+
+
+def _inside_env(data_dir: str) -> dict[str, str]:
+    """Offline, on SQLite stores in ``data_dir``."""
+    return {
+        **os.environ,
+        **dict.fromkeys(STORE_URLS, ""),
+        "SILENTSTAR_DATA_DIR": data_dir,
+        "ANTHROPIC_API_KEY": "",
+        "SILENTSTAR_LOG_LEVEL": "WARNING",
+        # As in production: debug mode records every SQL query, a cost turns do not have there.
+        "SILENTSTAR_DEBUG": "false",
+        "SILENTSTAR_SECRET_KEY": secrets.token_urlsafe(50),
+    }
 
 
 def argparse_hidden():
