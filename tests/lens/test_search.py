@@ -10,6 +10,7 @@ from hypothesis import strategies as st
 from gem.models import Fragment, WorkingMemory
 from heart.ingest import event_record
 from lens.search import (
+    MARK_CLOSE,
     MARK_OPEN,
     RELATED,
     RELATED_WORDS,
@@ -109,6 +110,33 @@ def test_it_marks_the_matched_words_in_the_snippet_without_tag_markup():
     (hit,) = search("lighthouse", kinds=["event"])
     assert hit.snippet == f"the {MARK_OPEN}lighthouse{MARK_OPEN} at dusk was beautiful"
     assert "<say>" not in hit.snippet
+
+
+LONG_TURN = (
+    "We drove for hours. The road was empty: nothing but fields. Then the coast came into view "
+    "and we stopped at a café. Later we walked along the cliffs until the lighthouses showed, "
+    "white against the sky, and my sister said the lighthouse keeper still lives there. We "
+    "stayed until dark."
+)
+
+
+@pytest.mark.parametrize("text", [LONG_TURN, f"{LONG_TURN} 🙂 best day"])
+def test_it_gives_an_event_hit_the_passage_fts5_would(text):
+    """Made from the hit's text as snippet() makes it (left to snippet() for the emoji)."""
+    event = say(text)
+    (hit,) = search("lighthouse keeper", kinds=["event"])
+    assert hit.id == event.pk
+    assert f"{MARK_OPEN}lighthouses{MARK_CLOSE}" in hit.snippet
+    assert len(hit.snippet) < len(text)
+    connection = connections[store_for("heart", "event")]
+    if connection.vendor == "sqlite":
+        with connection.cursor() as cursor:
+            cursor.execute(
+                "SELECT snippet(lens_event_fts, 0, '**', '**', '…', 24) FROM lens_event_fts "
+                "WHERE lens_event_fts MATCH %s AND rowid = %s",
+                [fts5_expression(["lighthouse", "keeper"]), event.pk],
+            )
+            assert hit.snippet == cursor.fetchone()[0].replace("** **", " ")
 
 
 def test_it_brings_the_turns_around_an_event_hit():
