@@ -15,6 +15,7 @@ import re
 import unicodedata
 from bisect import bisect_left, bisect_right
 from collections.abc import Sequence
+from dataclasses import dataclass
 from functools import lru_cache
 
 # The characters cut and folded here exactly as by the tokenizer: ASCII, the Latin letters of
@@ -219,51 +220,65 @@ def snippet(
     ``text`` in a row matched by ``"word1" OR "word2" …``: the best ``size`` tokens of the
     text, each matched word between ``start`` and ``end``, ``ellipsis`` where text is cut.
     ``None`` when the text or a word is not plain (``is_plain``): FTS5 must make that one."""
-    if not is_plain(text) or not all(map(is_plain, words)):
+    query = _query(tuple(words))
+    if query is None or not is_plain(text):
         return None
     pieces = _split(text)  # tokens at the odd places
-    phrases = _phrases(tuple(words))
-    found = _phrase_matches(list(map(stem, pieces[1::2])), phrases)
-    lengths = [len(phrase) for phrase in phrases]
-    first = _best_start(pieces, found, lengths, size)
-    return _highlight(pieces, found, lengths, first, size, start, end, ellipsis)
+    found = _phrase_matches(list(map(stem, pieces[1::2])), query)
+    first = _best_start(pieces, found, query.lengths, size)
+    return _highlight(pieces, found, query.lengths, first, size, start, end, ellipsis)
+
+
+@dataclass(frozen=True, slots=True)
+class _Query:
+    """The phrases of ``"word1" OR "word2" …``, each the stems its word is searched by."""
+
+    lengths: list[int]  # tokens in each phrase
+    single: dict[str, tuple[int, ...]]  # the phrases of one token, by their stem
+    longer: list[tuple[int, list[str]]]  # the others (a word the tokenizer cuts in two)
 
 
 @lru_cache(maxsize=256)
-def _phrases(words: tuple[str, ...]) -> list[list[str]]:
-    """Each quoted word of the query, as the stems it is searched by."""
-    return [tokens(word) for word in words]
+def _query(words: tuple[str, ...]) -> _Query | None:
+    if not all(map(is_plain, words)):
+        return None
+    phrases = [tokens(word) for word in words]
+    single: dict[str, tuple[int, ...]] = {}
+    for phrase, stems in enumerate(phrases):
+        if len(stems) == 1:
+            single[stems[0]] = (*single.get(stems[0], ()), phrase)
+    longer = [(phrase, stems) for phrase, stems in enumerate(phrases) if len(stems) > 1]
+    return _Query([len(stems) for stems in phrases], single, longer)
 
 
-def _phrase_matches(stems: list[str], phrases: list[list[str]]) -> list[tuple[int, int]]:
+def _phrase_matches(stems: list[str], query: _Query) -> list[tuple[int, int]]:
     """``(token position, phrase)`` of each match of a phrase, in the text's order."""
-    single: dict[str, list[int]] = {}
-    found = []
-    for phrase, phrase_stems in enumerate(phrases):
-        if len(phrase_stems) == 1:
-            single.setdefault(phrase_stems[0], []).append(phrase)
-        elif phrase_stems:
+    single = query.single
+    found = [
+        (position, phrase)
+        for position, token in enumerate(stems)
+        if token in single
+        for phrase in single[token]
+    ]
+    if query.longer:
+        for phrase, phrase_stems in query.longer:
             width = len(phrase_stems)
             found += [
                 (position, phrase)
                 for position in range(len(stems) - width + 1)
                 if stems[position : position + width] == phrase_stems
             ]
-    found += [
-        (position, phrase)
-        for position, token in enumerate(stems)
-        if token in single
-        for phrase in single[token]
-    ]
-    found.sort()
+        found.sort()
     return found
 
 
 def _best_start(pieces, found, lengths, size) -> int:
     """The first token of the passage: the window that scores best, FTS5's way."""
     count = len(pieces) // 2
+    if count <= size:
+        return 0  # every window is the whole text
     positions = [position for position, _ in found]
-    sentences = _sentence_starts(pieces) if found and count > size else []
+    sentences = _sentence_starts(pieces) if found else []
     best_score, best_start = 0, 0
     for position in positions:
         score, adjusted = _window_score(found, positions, lengths, position, size, count)
