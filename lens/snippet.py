@@ -1,9 +1,8 @@
 """The best passage of a text for some query words, made as SQLite's FTS5 ``snippet()`` makes it.
 
-A search hit's passage used to come from ``snippet()`` in a second FTS5 query: FTS5 can only
-make it inside a MATCH, so the query's words were matched over the whole index a second time,
-for the ten hits already known, and that second match cost as much as the ranking itself. The
-text and the query words are enough: this module cuts the text into tokens as the index's
+FTS5 makes a passage only inside a MATCH: for search hits already found, ``snippet()`` would
+match the query's words over the whole index a second time, at the cost of the ranking itself.
+The text and the query words are enough: this module cuts the text into tokens as the index's
 tokenizer (``porter unicode61 remove_diacritics 2``, ``lens/migrations/0001_search_indexes.py``)
 does, finds the tokens whose stem is a query word's, and picks and marks the passage by FTS5's
 own rules (the window of ``size`` tokens with the most distinct words, then the most words,
