@@ -138,6 +138,15 @@ def test_it_gives_an_event_hit_the_passage_fts5_would(text):
             assert hit.snippet == cursor.fetchone()[0].replace("** **", " ")
 
 
+def test_an_event_found_by_a_related_word_alone_shows_its_opening():
+    """None of the query's words to mark: the passage is where the text begins."""
+    event = say(f"The gig went on late. {LONG_TURN}")
+    (hit,) = search("concert", kinds=["event"])
+    assert hit.id == event.pk
+    assert hit.snippet.startswith("The gig went on late.") and len(hit.snippet) < len(event.content)
+    assert MARK_OPEN not in hit.snippet
+
+
 def test_it_brings_the_turns_around_an_event_hit():
     before = say("where did you go last weekend?", actor="ana")
     hit_event = say("we hiked up to the old lighthouse", actor="ben", at=1)
