@@ -44,6 +44,7 @@ from django.db import connections
 from django.utils import timezone
 
 from heart.assemble import RecalledItem
+from lens.snippet import snippet as fts5_snippet
 from silentstar.router import store_for
 
 KINDS = ("fragment", "event", "wm")
@@ -59,6 +60,8 @@ FUSION_POOL = 4
 SPEAKER_BOOST = 0.5
 EXPANSION_WEIGHT = 0.5  # a related word's worth, against a word of the query
 MARK_OPEN, MARK_CLOSE = "**", "**"
+SNIPPET_TOKENS = 24  # words in a hit's passage
+SNIPPET_ELLIPSIS = "…"
 
 # Column weights. SQLite bm25: content, speaker, date words, context (the turns before).
 SQLITE_EVENT_WEIGHTS = (1.0, 0.5, 0.5, 0.2)
@@ -442,9 +445,12 @@ def _events_around(
     connection, terms, ids: list[int], neighbours: int, bounds: tuple[int, int] | None
 ) -> tuple[dict[int, Neighbour], dict[int, str]]:
     """The hits and the events next to them (by id), and the best passage of each hit with the
-    matched words marked, in one query (on SQLite the log's rows and the index's snippets are
-    two halves of a UNION: joined, SQLite would build a temporary index). The ids are listed: an
-    OR of ranges makes SQLite scan the whole log."""
+    matched words marked. The ids are listed: an OR of ranges makes SQLite scan the whole log.
+
+    On SQLite the passages are made from the hits' text as FTS5's ``snippet()`` makes them
+    (``lens.snippet``): ``snippet()`` itself would match the query over the whole index again,
+    for rows already known. Only a text that ``lens.snippet`` cannot cut as the index does
+    (emoji, scripts newer than the index's tables) is left to ``snippet()``."""
     wanted = set()
     for event_id in ids:
         low, high = event_id - neighbours, event_id + neighbours
@@ -452,30 +458,45 @@ def _events_around(
             low, high = max(low, bounds[0]), min(high, bounds[1])
         wanted.update(range(low, high + 1))
     wanted.update(ids)
-    hit_marks = ", ".join(["%s"] * len(ids))
-    wanted_marks = ", ".join(["%s"] * len(wanted))
+    wanted_marks = _marks(wanted)
     if connection.vendor == "sqlite":
-        sql = (
-            f"SELECT id, ts, actor, content, NULL FROM heart_event WHERE id IN ({wanted_marks}) "
-            "UNION ALL SELECT rowid, NULL, NULL, NULL, snippet(lens_event_fts, 0, "
-            f"'{_MARK_START}', '{_MARK_END}', '…', 24) FROM lens_event_fts "
-            f"WHERE lens_event_fts MATCH %s AND rowid IN ({hit_marks})"
-        )
-        params = [*sorted(wanted), fts5_expression(terms), *ids]
+        sql = f"SELECT id, ts, actor, content, NULL FROM heart_event WHERE id IN ({wanted_marks})"
+        params = sorted(wanted)
     else:
         sql = (
-            f"SELECT e.id, e.ts, e.actor, e.content, CASE WHEN e.id IN ({hit_marks}) "
+            f"SELECT e.id, e.ts, e.actor, e.content, CASE WHEN e.id IN ({_marks(ids)}) "
             f"THEN ts_headline('english', e.content, q, '{_HEADLINE}') END "
             f"FROM heart_event e, to_tsquery('english', %s) q WHERE e.id IN ({wanted_marks})"
         )
         params = [*ids, tsquery_expression(terms), *sorted(wanted)]
     events, snippets = {}, {}
     for pk, ts, actor, content, snippet in _fetch(connection, sql, params):
-        if ts is not None:
-            events[pk] = Neighbour(pk, _aware(connection, ts), actor, content)
+        events[pk] = Neighbour(pk, _aware(connection, ts), actor, content)
         if snippet is not None:
             snippets[pk] = snippet
+    if connection.vendor == "sqlite":
+        for event_id in ids:
+            if event_id in events:
+                snippets[event_id] = fts5_snippet(
+                    events[event_id].text,
+                    terms,
+                    start=_MARK_START,
+                    end=_MARK_END,
+                    ellipsis=SNIPPET_ELLIPSIS,
+                    size=SNIPPET_TOKENS,
+                )
+        if unmade := [event_id for event_id, snippet in snippets.items() if snippet is None]:
+            sql = (
+                f"SELECT rowid, snippet(lens_event_fts, 0, '{_MARK_START}', '{_MARK_END}', "
+                f"'{SNIPPET_ELLIPSIS}', {SNIPPET_TOKENS}) FROM lens_event_fts "
+                f"WHERE lens_event_fts MATCH %s AND rowid IN ({_marks(unmade)})"
+            )
+            snippets.update(_fetch(connection, sql, [fts5_expression(terms), *unmade]))
     return events, snippets
+
+
+def _marks(values: Sequence) -> str:
+    return ", ".join(["%s"] * len(values))
 
 
 def _working_memory(terms, filters: _Filters, limit: int) -> list[Hit]:
@@ -575,13 +596,14 @@ def _fts5_best(
     rank = f"bm25({', '.join(str(w) for w in weights)})"
     sql = (
         f"SELECT {key}, -f.rank, snippet({table}, {snippet_column}, '{_MARK_START}', "
-        f"'{_MARK_END}', '…', 24), {columns} FROM {table} f CROSS JOIN {joined} "
+        f"'{_MARK_END}', '{SNIPPET_ELLIPSIS}', {SNIPPET_TOKENS}), {columns} "
+        f"FROM {table} f CROSS JOIN {joined} "
         f"WHERE {table} MATCH %s AND f.rank MATCH '{rank}'{conditions} ORDER BY f.rank LIMIT %s"
     )
     return sql, [fts5_expression(terms), *params, limit]
 
 
-_HEADLINE = f"StartSel={_MARK_START}, StopSel={_MARK_END}, MaxWords=24, MinWords=10"
+_HEADLINE = f"StartSel={_MARK_START}, StopSel={_MARK_END}, MaxWords={SNIPPET_TOKENS}, MinWords=10"
 
 
 def _fetch(connection, sql: str, params: list) -> list[tuple]:

@@ -111,6 +111,42 @@ def test_it_marks_the_matched_words_in_the_snippet_without_tag_markup():
     assert "<say>" not in hit.snippet
 
 
+LONG_TURN = (
+    "We drove for hours. The road was empty: nothing but fields. Then the coast came into view "
+    "and we stopped at a café. Later we walked along the cliffs until the lighthouses showed, "
+    "white against the sky, and my sister said the lighthouse keeper still lives there. We "
+    "stayed until dark."
+)
+
+
+@pytest.mark.parametrize("text", [LONG_TURN, f"{LONG_TURN} 🙂 best day"])
+def test_it_gives_an_event_hit_the_passage_fts5_would(text):
+    """Made from the hit's text as snippet() makes it (left to snippet() for the emoji)."""
+    event = say(text)
+    (hit,) = search("lighthouse keeper", kinds=["event"])
+    assert hit.id == event.pk
+    assert f"{MARK_OPEN}lighthouse" in hit.snippet
+    assert len(hit.snippet) < len(text)
+    connection = connections[store_for("heart", "event")]
+    if connection.vendor == "sqlite":
+        with connection.cursor() as cursor:
+            cursor.execute(
+                "SELECT snippet(lens_event_fts, 0, '**', '**', '…', 24) FROM lens_event_fts "
+                "WHERE lens_event_fts MATCH %s AND rowid = %s",
+                [fts5_expression(["lighthouse", "keeper"]), event.pk],
+            )
+            assert hit.snippet == cursor.fetchone()[0].replace("** **", " ")
+
+
+def test_an_event_found_by_a_related_word_alone_shows_its_opening():
+    """None of the query's words to mark: the passage is where the text begins."""
+    event = say(f"The gig went on late. {LONG_TURN}")
+    (hit,) = search("concert", kinds=["event"])
+    assert hit.id == event.pk
+    assert hit.snippet.startswith("The gig went on late.") and len(hit.snippet) < len(event.content)
+    assert MARK_OPEN not in hit.snippet
+
+
 def test_it_brings_the_turns_around_an_event_hit():
     before = say("where did you go last weekend?", actor="ana")
     hit_event = say("we hiked up to the old lighthouse", actor="ben", at=1)
