@@ -24,7 +24,7 @@ from django.utils import timezone
 from gem.models import Fragment, FragmentEdge, WorkingMemory
 from gem.state import TURN_COUNTER, state_set
 from heart.services import turn_claim_next, turn_run, turn_submit
-from lens.bench import _event_index_built_afterwards
+from lens.bench import event_index_built_afterwards
 from silentstar import claude
 
 WORDS = (
@@ -53,7 +53,7 @@ def synthetic_gem_build(
     """Fill the (empty, throwaway) stores with a conversation history and a curated Gem."""
     rng = random.Random(seed)
     start = timezone.now() - timedelta(minutes=events)
-    with _page_cache_kept("events"), _event_index_built_afterwards():
+    with _page_cache_kept("events"), event_index_built_afterwards():
         _events_insert(events=events, start=start, rng=rng, progress=progress)
     progress("event index built")
 
