@@ -612,9 +612,14 @@ def _fetch(connection, sql: str, params: list) -> list[tuple]:
         return cursor.fetchall()
 
 
+def untagged(raw: str) -> str:
+    """The text without tag markup, every run of whitespace one space."""
+    return " ".join(_TAG_RE.sub(" ", raw or "").split())
+
+
 def _snippet(raw: str) -> str:
     """The passage without tag markup, matched words in bold, whitespace tidied."""
-    text = " ".join(_TAG_RE.sub(" ", raw or "").split())
+    text = untagged(raw)
     text = text.replace(f"{_MARK_END} {_MARK_START}", " ")
     return text.replace(_MARK_START, MARK_OPEN).replace(_MARK_END, MARK_CLOSE)
 

@@ -17,15 +17,14 @@ Vectors
     without a vector yet is found by its words alone.
 
 Scale
-    A search compares the question with the vectors of the newest ``SEMANTIC_WINDOW`` events
-    its filters allow (read from the store each time: nothing to go stale); older events are
-    still found by their words.
+    A search compares the question with the vectors of the newest
+    ``SILENTSTAR_SEARCH_SEMANTIC_WINDOW`` events its filters allow (read from the store each
+    time: nothing to go stale); older events are still found by their words.
 
 It stays only because it beats BM25 on the evaluation harness (README, "Search quality").
-Imported only when the search is on (NumPy and the tokenizer are needed then alone).
+Imported only when the search is on (NumPy is needed then alone).
 """
 
-import re
 from collections.abc import Callable, Sequence
 
 import numpy as np
@@ -33,6 +32,7 @@ from django.conf import settings
 from django.db import connections, transaction
 
 from lens.encoder import encoder
+from lens.search import untagged
 from silentstar.router import store_for
 
 # Reciprocal-rank fusion: an event at rank r (from 0) of a ranking earns 1 / (RRF_K + r). A
@@ -41,13 +41,12 @@ RRF_K = 10
 RRF_DEPTH = 50
 FILL_AFTER_TURNS = 500  # missing vectors the task after a turn writes (the newest)
 FILL_BATCH = 128
-_TAG_RE = re.compile(r"</?[^\W\d_][\w'’-]*>")
 
 
 def event_sentence(actor: str, content: str) -> str:
     """What an event's vector is made of: ``"Speaker: text"`` without tags. The turn alone: the
     word index already carries the turns before it, and a mean of two turns' words blurs both."""
-    return f"{actor}: {' '.join(_TAG_RE.sub(' ', content or '').split())}"
+    return f"{actor}: {untagged(content)}"
 
 
 def vectors_fill(
@@ -94,9 +93,7 @@ def _missing(connection, event_ids: tuple[int, int] | None, newest: int | None) 
     if newest is not None:
         sql += " LIMIT %s"
         params.append(newest)
-    with connection.cursor() as cursor:
-        cursor.execute(sql, params)
-        return sorted(event_id for (event_id,) in cursor.fetchall())
+    return sorted(event_id for (event_id,) in _fetch(connection, sql, params))
 
 
 def _events(connection, ids: Sequence[int]) -> list[tuple[str, str]]:
@@ -111,7 +108,8 @@ def _events(connection, ids: Sequence[int]) -> list[tuple[str, str]]:
 
 def semantic_ranking(query: str, where: str, params: list, *, depth: int = RRF_DEPTH):
     """The ids of the events most like ``query``, best first: among the newest
-    ``SEMANTIC_WINDOW`` events that match the SQL conditions ``where`` (on ``e``, the log)."""
+    ``SILENTSTAR_SEARCH_SEMANTIC_WINDOW`` events that match the SQL conditions ``where`` (on
+    ``e``, the log)."""
     connection = connections[store_for("heart", "event")]
     rows = _fetch(
         connection,
