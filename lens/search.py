@@ -390,7 +390,7 @@ def event_ranking(
             sql, params = _postgres_event_ranking(connection, words, filters, limit=limit)
             arms.append(f"SELECT event_id, %s * score, actor FROM ({sql}) best")
             values += [weight, *params]
-        rows = _fetch(connection, " UNION ALL ".join(arms), values)
+        rows = fetch_all(connection, " UNION ALL ".join(arms), values)
         return [(event_id, float(score), actor) for event_id, score, actor in rows]
     joined = filters.since is not None or filters.until is not None or filters.actor is not None
     where, params = _where(connection, filters, ts="e.ts", actor="e.actor", id_column="f.rowid")
@@ -410,7 +410,7 @@ def event_ranking(
     values = [v for words, weight in runs for v in (weight, fts5_expression(words), *params, limit)]
     return [
         (event_id, float(score), actor)
-        for event_id, score, actor in _fetch(connection, sql, values)
+        for event_id, score, actor in fetch_all(connection, sql, values)
     ]
 
 
@@ -470,7 +470,7 @@ def _events_around(
         )
         params = [*ids, tsquery_expression(terms), *sorted(wanted)]
     events, snippets = {}, {}
-    for pk, ts, actor, content, snippet in _fetch(connection, sql, params):
+    for pk, ts, actor, content, snippet in fetch_all(connection, sql, params):
         events[pk] = Neighbour(pk, _aware(connection, ts), actor, content)
         if snippet is not None:
             snippets[pk] = snippet
@@ -491,7 +491,7 @@ def _events_around(
                 f"'{SNIPPET_ELLIPSIS}', {SNIPPET_TOKENS}) FROM lens_event_fts "
                 f"WHERE lens_event_fts MATCH %s AND rowid IN ({_marks(unmade)})"
             )
-            snippets.update(_fetch(connection, sql, [fts5_expression(terms), *unmade]))
+            snippets.update(fetch_all(connection, sql, [fts5_expression(terms), *unmade]))
     return events, snippets
 
 
@@ -535,7 +535,7 @@ def _working_memory(terms, filters: _Filters, limit: int) -> list[Hit]:
             actor=actor,
             detail=f"{type_}, {status}",
         )
-        for wm_id, score, snippet, created_at, content, actor, type_, status in _fetch(
+        for wm_id, score, snippet, created_at, content, actor, type_, status in fetch_all(
             connection, sql, values
         )
     ]
@@ -576,7 +576,7 @@ def _fragments(terms, filters: _Filters, limit: int) -> list[Hit]:
             ts=_aware(connection, updated_at),
             text=_fullest_tier(tiers),
         )
-        for key, score, snippet, updated_at, *tiers in _fetch(connection, sql, values)
+        for key, score, snippet, updated_at, *tiers in fetch_all(connection, sql, values)
     ]
 
 
@@ -606,7 +606,8 @@ def _fts5_best(
 _HEADLINE = f"StartSel={_MARK_START}, StopSel={_MARK_END}, MaxWords={SNIPPET_TOKENS}, MinWords=10"
 
 
-def _fetch(connection, sql: str, params: list) -> list[tuple]:
+def fetch_all(connection, sql: str, params: list) -> list[tuple]:
+    """The rows of one raw statement."""
     with connection.cursor() as cursor:
         cursor.execute(sql, params)
         return cursor.fetchall()

@@ -32,7 +32,7 @@ from django.conf import settings
 from django.db import connections, transaction
 
 from lens.encoder import encoder
-from lens.search import untagged
+from lens.search import fetch_all, untagged
 from silentstar.router import store_for
 
 # Reciprocal-rank fusion: an event at rank r (from 0) of a ranking earns 1 / (RRF_K + r). A
@@ -93,13 +93,13 @@ def _missing(connection, event_ids: tuple[int, int] | None, newest: int | None) 
     if newest is not None:
         sql += " LIMIT %s"
         params.append(newest)
-    return sorted(event_id for (event_id,) in _fetch(connection, sql, params))
+    return sorted(event_id for (event_id,) in fetch_all(connection, sql, params))
 
 
 def _events(connection, ids: Sequence[int]) -> list[tuple[str, str]]:
     """``(actor, content)`` of each id, in order."""
     marks = ", ".join(["%s"] * len(ids))
-    rows = _fetch(
+    rows = fetch_all(
         connection, f"SELECT id, actor, content FROM heart_event WHERE id IN ({marks})", list(ids)
     )
     found = {event_id: (actor, content) for event_id, actor, content in rows}
@@ -111,7 +111,7 @@ def semantic_ranking(query: str, where: str, params: list, *, depth: int = RRF_D
     ``SILENTSTAR_SEARCH_SEMANTIC_WINDOW`` events that match the SQL conditions ``where`` (on
     ``e``, the log)."""
     connection = connections[store_for("heart", "event")]
-    rows = _fetch(
+    rows = fetch_all(
         connection,
         "SELECT v.event_id, v.vector FROM lens_event_vector v "
         f"JOIN heart_event e ON e.id = v.event_id WHERE TRUE{where} "
@@ -137,9 +137,3 @@ def reciprocal_rank_fusion(
         for rank, item in enumerate(ranking):
             scores[item] = scores.get(item, 0.0) + 1.0 / (k + rank)
     return sorted(((score, item) for item, score in scores.items()), key=lambda p: (-p[0], p[1]))
-
-
-def _fetch(connection, sql: str, params: list) -> list[tuple]:
-    with connection.cursor() as cursor:
-        cursor.execute(sql, params)
-        return cursor.fetchall()
