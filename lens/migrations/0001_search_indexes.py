@@ -14,6 +14,8 @@ that exist when the migration runs are indexed by it.
 
 from django.db import migrations
 
+from silentstar.migration_sql import by_vendor
+
 TOKENIZER = "porter unicode61 remove_diacritics 2"
 
 # --- SQLite ---------------------------------------------------------------------------------
@@ -239,15 +241,7 @@ POSTGRES_GEM_DROP = [
 ]
 
 
-def _by_vendor(statements: dict[str, list[str]]):
-    def run(apps, schema_editor):
-        vendor = schema_editor.connection.vendor
-        if vendor not in statements:
-            raise RuntimeError(f"No full-text search indexes for the {vendor} backend")
-        for statement in statements[vendor]:
-            schema_editor.execute(statement, params=None)
-
-    return run
+WHAT = "full-text search indexes"
 
 
 class Migration(migrations.Migration):
@@ -258,13 +252,13 @@ class Migration(migrations.Migration):
 
     operations = [
         migrations.RunPython(
-            _by_vendor({"sqlite": SQLITE_EVENTS, "postgresql": POSTGRES_EVENTS}),
-            _by_vendor({"sqlite": SQLITE_EVENTS_DROP, "postgresql": POSTGRES_EVENTS_DROP}),
+            by_vendor({"sqlite": SQLITE_EVENTS, "postgresql": POSTGRES_EVENTS}, what=WHAT),
+            by_vendor({"sqlite": SQLITE_EVENTS_DROP, "postgresql": POSTGRES_EVENTS_DROP}, what=WHAT),
             hints={"store": "events"},
         ),
         migrations.RunPython(
-            _by_vendor({"sqlite": SQLITE_GEM, "postgresql": POSTGRES_GEM}),
-            _by_vendor({"sqlite": SQLITE_GEM_DROP, "postgresql": POSTGRES_GEM_DROP}),
+            by_vendor({"sqlite": SQLITE_GEM, "postgresql": POSTGRES_GEM}, what=WHAT),
+            by_vendor({"sqlite": SQLITE_GEM_DROP, "postgresql": POSTGRES_GEM_DROP}, what=WHAT),
             hints={"store": "default"},
         ),
     ]

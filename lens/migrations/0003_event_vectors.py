@@ -8,6 +8,8 @@ only the test suite's flush ever does either), so a vector never outlives its ev
 
 from django.db import migrations
 
+from silentstar.migration_sql import by_vendor
+
 SQLITE = [
     "CREATE TABLE lens_event_vector (event_id INTEGER PRIMARY KEY, vector BLOB NOT NULL)",
     "CREATE TRIGGER lens_event_vector_delete AFTER DELETE ON heart_event BEGIN "
@@ -38,24 +40,13 @@ POSTGRES_DROP = [
 ]
 
 
-def _by_vendor(statements: dict[str, list[str]]):
-    def run(apps, schema_editor):
-        vendor = schema_editor.connection.vendor
-        if vendor not in statements:
-            raise RuntimeError(f"No event vectors for the {vendor} backend")
-        for statement in statements[vendor]:
-            schema_editor.execute(statement, params=None)
-
-    return run
-
-
 class Migration(migrations.Migration):
     dependencies = [("lens", "0002_index_truncate")]
 
     operations = [
         migrations.RunPython(
-            _by_vendor({"sqlite": SQLITE, "postgresql": POSTGRES}),
-            _by_vendor({"sqlite": SQLITE_DROP, "postgresql": POSTGRES_DROP}),
+            by_vendor({"sqlite": SQLITE, "postgresql": POSTGRES}, what="event vectors"),
+            by_vendor({"sqlite": SQLITE_DROP, "postgresql": POSTGRES_DROP}, what="event vectors"),
             hints={"store": "events"},
         ),
     ]
