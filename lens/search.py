@@ -515,14 +515,15 @@ def _working_memory(terms, filters: _Filters, limit: int) -> list[Hit]:
             row=("gem_workingmemory w ON w.id = f.rowid", columns),
         )
     else:
-        sql = (
-            "SELECT w.id, ts_rank(%s::float4[], i.document, q) AS score, "
-            f"ts_headline('english', w.content, q, '{_HEADLINE}'), {columns} "
-            "FROM lens_wm_index i JOIN gem_workingmemory w ON w.id = i.wm_id, "
-            "to_tsquery('english', %s) q "
-            f"WHERE i.document @@ q{where} ORDER BY score DESC, w.id LIMIT %s"
+        sql, values = _postgres_best(
+            index="lens_wm_index",
+            key="w.id",
+            headline="w.content",
+            terms=terms,
+            where=(where, params),
+            limit=limit,
+            row=("gem_workingmemory w ON w.id = i.wm_id", columns),
         )
-        values = [POSTGRES_WEIGHTS, tsquery_expression(terms), *params, limit]
     return [
         Hit(
             kind="wm",
@@ -557,15 +558,15 @@ def _fragments(terms, filters: _Filters, limit: int) -> list[Hit]:
             row=("gem_fragment g ON g.key = f.key", columns),
         )
     else:
-        sql = (
-            "SELECT g.key, ts_rank(%s::float4[], i.document, q) AS score, ts_headline('english', "
-            "g.ambient || ' ' || g.recognition || ' ' || g.inventory, q, "
-            f"'{_HEADLINE}'), {columns} "
-            "FROM lens_fragment_index i JOIN gem_fragment g ON g.key = i.key, "
-            "to_tsquery('english', %s) q "
-            f"WHERE i.document @@ q{where} ORDER BY score DESC, g.key LIMIT %s"
+        sql, values = _postgres_best(
+            index="lens_fragment_index",
+            key="g.key",
+            headline="g.ambient || ' ' || g.recognition || ' ' || g.inventory",
+            terms=terms,
+            where=(where, params),
+            limit=limit,
+            row=("gem_fragment g ON g.key = i.key", columns),
         )
-        values = [POSTGRES_WEIGHTS, tsquery_expression(terms), *params, limit]
     return [
         Hit(
             kind="fragment",
@@ -601,6 +602,21 @@ def _fts5_best(
         f"WHERE {table} MATCH %s AND f.rank MATCH '{rank}'{conditions} ORDER BY f.rank LIMIT %s"
     )
     return sql, [fts5_expression(terms), *params, limit]
+
+
+def _postgres_best(*, index, key, headline, terms, where, limit, row) -> tuple[str, list]:
+    """The PostgreSQL counterpart of ``_fts5_best``: the query of the best ``limit`` rows of a
+    weighted ``tsvector`` index ``i``, best first, as ``(key, score, passage of the text
+    ``headline``, *columns)`` with the indexed table's ``row = (join, columns)``."""
+    conditions, params = where
+    joined, columns = row
+    sql = (
+        f"SELECT {key}, ts_rank(%s::float4[], i.document, q) AS score, "
+        f"ts_headline('english', {headline}, q, '{_HEADLINE}'), {columns} "
+        f"FROM {index} i JOIN {joined}, to_tsquery('english', %s) q "
+        f"WHERE i.document @@ q{conditions} ORDER BY score DESC, {key} LIMIT %s"
+    )
+    return sql, [POSTGRES_WEIGHTS, tsquery_expression(terms), *params, limit]
 
 
 _HEADLINE = f"StartSel={_MARK_START}, StopSel={_MARK_END}, MaxWords={SNIPPET_TOKENS}, MinWords=10"
