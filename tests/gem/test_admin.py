@@ -139,6 +139,9 @@ def test_it_previews_a_rename_without_changing_anything(admin_client, fragments)
     assert "Renaming <strong>fairy</strong> to <strong>fae</strong>" in page
     assert "<li>1 edge(s)</li>" in page
     assert "1 mention(s) of [fairy]" in page
+    assert '<input type="hidden" name="new_key" value="fae">' in page
+    assert '<input type="submit" name="confirm" value="Rename" class="default">' in page
+    assert f'href="{reverse("admin:gem_fragment_change", args=["fairy"])}"' in page
     assert Fragment.objects.filter(key="fairy").exists()
     assert not Fragment.objects.filter(key="fae").exists()
     assert AmbientProse.objects.count() == 1
@@ -181,6 +184,9 @@ def test_it_previews_a_fold_with_tier_diffs_without_changing_anything(admin_clie
     assert [tier for tier, _ in response.context["diffs"]] == ["ambient"]
     assert "##&nbsp;ouji" in page  # the folded text under its heading, in the diff table
     assert "dropped (already there, or would point at itself): ouji → cottagecore" in page
+    assert '<input type="hidden" name="into" value="cottagecore">' in page
+    assert '<input type="submit" name="confirm" value="Fold" class="default">' in page
+    assert f'href="{reverse("admin:gem_fragment_change", args=["ouji"])}"' in page
     assert Fragment.objects.get(key="cottagecore").ambient == "Soft rural."
     assert Fragment.objects.filter(key="ouji").exists()
     assert not LogEntry.objects.exists()
