@@ -28,16 +28,8 @@ def index_rows(cursor):
 def date_words(ts) -> str:
     """The trigger's date in words (UTC): ``Monday 8 May 2023 afternoon``."""
     ts = ts.astimezone(UTC)
-    hour = ts.hour
-    part = (
-        "morning"
-        if 5 <= hour <= 11
-        else "afternoon"
-        if hour <= 17 and hour >= 12
-        else "evening"
-        if 18 <= hour <= 21
-        else "night"
-    )
+    parts = [(5, "night"), (12, "morning"), (18, "afternoon"), (22, "evening"), (24, "night")]
+    part = next(name for end, name in parts if ts.hour < end)
     return f"{ts:%A} {ts.day} {ts:%B} {ts.year} {part}"
 
 
