@@ -263,13 +263,19 @@ def _kinds(query: MemoryQuery) -> list[str]:
     return ["event", "wm"] if query.tags else ["event", "wm", "fragment"]
 
 
+def _within(rows, field: str, context: _Context):
+    """``rows`` whose ``field`` lies in the query's time range ``[since, until)``."""
+    if context.since:
+        rows = rows.filter(**{f"{field}__gte": context.since})
+    if context.query.until:
+        rows = rows.filter(**{f"{field}__lt": context.query.until})
+    return rows
+
+
 def _events(context: _Context) -> list[Entry]:
     query = context.query
     events = Event.objects.all()
-    if context.since:
-        events = events.filter(ts__gte=context.since)
-    if query.until:
-        events = events.filter(ts__lt=query.until)
+    events = _within(events, "ts", context)
     for tag in query.tags:
         events = events.filter(tags__tag=tag)
     if query.mentions:
@@ -310,10 +316,7 @@ def _working_memory(context: _Context) -> list[Entry]:
     items = WorkingMemory.objects.all()
     if not query.include_archived:
         items = items.filter(status=WorkingMemoryStatus.ACTIVE)
-    if context.since:
-        items = items.filter(created_at__gte=context.since)
-    if query.until:
-        items = items.filter(created_at__lt=query.until)
+    items = _within(items, "created_at", context)
     if query.type:
         items = items.filter(type=query.type)
     for tag in query.tags:
@@ -368,10 +371,7 @@ def _working_memory(context: _Context) -> list[Entry]:
 def _fragments(context: _Context) -> list[Entry]:
     query = context.query
     fragments = Fragment.objects.all()
-    if context.since:
-        fragments = fragments.filter(updated_at__gte=context.since)
-    if query.until:
-        fragments = fragments.filter(updated_at__lt=query.until)
+    fragments = _within(fragments, "updated_at", context)
     if query.mentions:
         name = query.mentions
         fragments = fragments.filter(
