@@ -23,9 +23,10 @@ Related words
 Events
     An event is indexed with its own text (weight 1), its speaker and its date in words (UTC),
     and the two events before it as context (a lower weight): the answer to a question is then
-    found by the question's words. At query time, among the best few times ``limit`` events, an
-    event also earns a share of the better score of the events just before and after it (turn
-    and window scores fused), and the turns of a speaker the query names count more. Only the
+    found by the question's words. At query time, among the best few times ``limit`` events and
+    the events next to them, an event also earns a share of the better score of the events just
+    before and after it (turn and window scores fused), and the turns of a speaker the query
+    names count more. Only the
     best ``limit × FUSION_POOL`` of each query are fetched, ranked and cut in SQL. A hit
     carries the turns around it (``neighbours`` each side). The weights were chosen on
     ``lens/eval/dev.json``, generated apart from ``large.json`` the figures are measured on.
