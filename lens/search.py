@@ -39,6 +39,7 @@ import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from datetime import datetime
+from typing import NamedTuple
 
 from django.conf import settings
 from django.db import connections
@@ -143,9 +144,9 @@ class SearchError(ValueError):
     """A search that cannot be run as asked; the message says what is wrong."""
 
 
-@dataclass(frozen=True, slots=True)
-class Neighbour:
-    """A turn next to an event hit, so the reader sees the conversation around it."""
+class Neighbour(NamedTuple):
+    """A turn next to an event hit, so the reader sees the conversation around it. A named
+    tuple: a search makes dozens, and a frozen dataclass takes three times as long to make."""
 
     id: int
     ts: datetime
@@ -289,31 +290,7 @@ def _where(connection, filters: _Filters, *, ts: str, actor: str | None, id_colu
 
 def _events(query: str, terms, filters: _Filters, limit: int, neighbours: int) -> list[Hit]:
     connection = connections[store_for("heart", "event")]
-    pool = fusion_pool(limit)
-    named = set(terms)
-    runs = [(terms, 1.0)]
-    if related := related_terms(terms):
-        runs.append((related, EXPANSION_WEIGHT))
-    scores: dict[int, float] = {}
-    actors: dict[int, str] = {}
-    for event_id, score, actor in event_ranking(connection, runs, filters, limit=pool):
-        scores[event_id] = scores.get(event_id, 0.0) + score
-        actors[event_id] = actor
-    scores = {
-        event_id: score * (1 + SPEAKER_BOOST if actors[event_id].casefold() in named else 1)
-        for event_id, score in scores.items()
-    }
-    fused = sorted(
-        (
-            (
-                scores.get(i, 0.0)
-                + NEIGHBOUR_FUSION * max(scores.get(i - 1, 0.0), scores.get(i + 1, 0.0)),
-                i,
-            )
-            for i in _with_neighbours(scores, filters)
-        ),
-        key=lambda pair: (-pair[0], pair[1]),
-    )
+    fused = _words_ranking(connection, terms, filters, limit)
     if settings.SEARCH_SEMANTIC and not filters.words_only:
         from lens import semantic  # NumPy and the model only when the search is on
 
@@ -354,6 +331,33 @@ def _events(query: str, terms, filters: _Filters, limit: int, neighbours: int) -
             )
         )
     return hits
+
+
+def _words_ranking(connection, terms, filters: _Filters, limit: int) -> list[tuple[float, int]]:
+    """``(score, event id)`` best first, by the query's words and their related words: the best
+    ``fusion_pool(limit)`` events of each, a named speaker's turns boosted, and each event given
+    its share of its neighbours' scores (``NEIGHBOUR_FUSION``)."""
+    runs = [(terms, 1.0)]
+    if related := related_terms(terms):
+        runs.append((related, EXPANSION_WEIGHT))
+    named = set(terms)
+    scores: dict[int, float] = {}
+    boosted = []
+    for event_id, score, actor in event_ranking(
+        connection, runs, filters, limit=fusion_pool(limit)
+    ):
+        scores[event_id] = scores.get(event_id, 0.0) + score
+        if actor.casefold() in named:
+            boosted.append(event_id)
+    for event_id in dict.fromkeys(boosted):
+        scores[event_id] *= 1 + SPEAKER_BOOST
+    score = scores.get
+    # Sorted as (-score, id): best first, ties to the older event.
+    fused = sorted(
+        (-(score(i, 0.0) + NEIGHBOUR_FUSION * max(score(i - 1, 0.0), score(i + 1, 0.0))), i)
+        for i in _with_neighbours(scores, filters)
+    )
+    return [(-negative, event_id) for negative, event_id in fused]
 
 
 def _with_neighbours(ranked: dict[int, float], filters: _Filters) -> list[int]:

@@ -12,7 +12,7 @@ moved to centre them or to start a sentence). ``tests/lens/test_snippet.py`` hol
 
 import re
 import unicodedata
-from bisect import bisect_left, bisect_right
+from bisect import bisect_left
 from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import lru_cache
@@ -277,19 +277,24 @@ def _best_start(pieces, found, lengths, size) -> int:
     if count <= size:
         return 0  # every window is the whole text
     positions = [position for position, _ in found]
-    sentences = _sentence_starts(pieces) if found else []
     best_score, best_start = 0, 0
+    # The sentence the token at ``read`` is in, read forward only as far as the matches go.
+    sentence, read = 0, 0
     for position in positions:
         score, adjusted = _window_score(found, positions, lengths, position, size, count)
         if score > best_score:
             best_score, best_start = score, adjusted
-        if sentences:
-            sentence = sentences[bisect_right(sentences, position) - 1]
-            if sentence < position:
-                score, _ = _window_score(found, positions, lengths, sentence, size, count)
-                score += 120 if sentence == 0 else 100
-                if score > best_score:
-                    best_score, best_start = score, sentence
+        while read < position:
+            read += 1
+            before = pieces[2 * read]  # what precedes the token: a full stop and white space?
+            stripped = before.rstrip(_SPACE)
+            if stripped != before and stripped[-1:] in (".", ":"):
+                sentence = read
+        if sentence < position:
+            score, _ = _window_score(found, positions, lengths, sentence, size, count)
+            score += 120 if sentence == 0 else 100
+            if score > best_score:
+                best_score, best_start = score, sentence
     return best_start
 
 
@@ -306,18 +311,6 @@ def _window_score(found, positions, lengths, first, size, count) -> tuple[int, i
     if adjusted + size > count:
         adjusted = count - size
     return 1000 * distinct + len(window) - distinct, max(adjusted, 0)
-
-
-def _sentence_starts(pieces) -> list[int]:
-    """Tokens that begin a sentence: the first, and each after a full stop or a colon and
-    white space."""
-    starts = [0]
-    for position in range(1, len(pieces) // 2):
-        before = pieces[2 * position]
-        stripped = before.rstrip(_SPACE)
-        if stripped != before and stripped[-1:] in (".", ":"):
-            starts.append(position)
-    return starts
 
 
 def _coalesced(found, lengths) -> list[tuple[int, int]]:
