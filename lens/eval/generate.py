@@ -22,8 +22,10 @@ dataset; each question lists, per evidence turn, the words of the fact that turn
 Run: ``python -m lens.eval.generate`` writes, next to this file, each from its own seed:
 ``small.json`` (for the tests), ``dev.json`` (for choosing search's weights and word lists),
 ``large.json`` (more of dev's kind: the same facts and question templates, so what was tuned on
-dev's wording carries over to it) and ``heldout.json`` (the figure to quote: other events, other
-names and vocabulary, and question wordings that neither dev nor the tuning ever saw).
+dev's wording carries over to it), ``heldout.json`` (other events, other names and vocabulary,
+and question wordings that neither dev nor the tuning ever saw; looked at while tuning since) and
+``heldout2.json`` (the figure to quote: a third family of people, events, vocabulary and question
+wordings, written after the search's tuning and never tuned on).
 """
 
 import json
@@ -739,6 +741,445 @@ def _heldout_multi_hop(rng: random.Random, cid: str, stated: list[dict]) -> list
     return out
 
 
+# --- the second held-out facts ----------------------------------------------------------------
+# A third family, written after the search was tuned, for heldout2.json: its own people, events,
+# vocabulary and question wordings, none shared with the facts above (dev's or the first
+# held-out set's). Small talk is shared: it is filler.
+
+FRESH_PAIRS = [
+    ("Freya", "Kenji"),
+    ("Amara", "Lucas"),
+    ("Noor", "Declan"),
+    ("Maren", "Emeka"),
+    ("Ingrid", "Rohan"),
+    ("Carmen", "Hugo"),
+    ("Esther", "Bilal"),
+    ("Daphne", "Santiago"),
+]
+HAIRCUTS = ["pixie cut", "blunt bob", "buzz cut", "curtain fringe", "shaggy mullet"]
+SALONS = ["Snip Snap", "Hair Force One", "Curl Up & Dye", "Fringe Benefits"]
+TATTOOS = [
+    # (the design, what kind of thing it is, for a question that names only that)
+    ("moth", "insect"),
+    ("swallow", "bird"),
+    ("fern", "plant"),
+    ("koi", "fish"),
+    ("hedgehog", "animal"),
+]
+TATTOO_SPOTS = ["forearm", "ribs", "collarbone", "calf", "shoulder blade"]
+TATTOO_ARTISTS = ["Juno", "Benedikt", "Lark", "Odette"]
+QUIZ_TEAMS = ["Quizteama Aguilera", "Les Quizerables", "The Know-It-Owls", "Agatha Quiztie"]
+PUBS = ["Red Lion", "Plough", "Crown and Anchor", "Nag's Head"]
+QUIZ_PRIZES = ["a fifty-quid bar tab", "a crate of cider", "a giant tin of biscuits"]
+EYESIGHT = ["short-sighted", "long-sighted"]
+FRAMES = ["tortoiseshell", "round gold", "thick black", "see-through pink"]
+CLASSMATES = ["Fenella", "Rupert", "Tamsin", "Oskar"]
+CLASSMATE_CAREERS = [
+    # (what they run, where, the same told through what it is)
+    ("vineyard", "Bordeaux", "making wine in France"),
+    ("ski school", "Chamonix", "teaching skiing in the Alps"),
+    ("goat farm", "Crete", "herding goats on a Greek island"),
+    ("dive centre", "Zanzibar", "teaching diving off the coast of Tanzania"),
+]
+COURTS = [
+    # (the city, the part of the country it is in)
+    ("Leeds", "Yorkshire"),
+    ("Cardiff", "Wales"),
+    ("Norwich", "Norfolk"),
+    ("Exeter", "Devon"),
+]
+JURY_LENGTHS = ["two weeks", "ten days", "three weeks"]
+PRODUCTIONS = [
+    # (the title, what it is, its genre)
+    ("Wolves of Hartfield", "zombie film", "horror"),
+    ("Letters to the Duchess", "period drama", "historical"),
+    ("Blue Lamp Road", "police series", "crime"),
+    ("Orbit Nine", "space film", "science-fiction"),
+]
+ALLERGENS = [
+    # (what they react to, the group it belongs to)
+    ("prawns", "shellfish"),
+    ("cashews", "tree nut"),
+    ("sesame", "seed"),
+    ("kiwi", "fruit"),
+]
+SYMPTOMS = ["itchy throat", "puffy eyes", "hives"]
+SPEEDS = [
+    # (how fast, the limit)
+    ("thirty-eight", "thirty"),
+    ("fifty-three", "forty"),
+    ("seventy-nine", "seventy"),
+]
+ROADS = ["the ring road", "Mill Lane", "the coast road", "Carver Street"]
+LEAK_ROOMS = ["bathroom", "utility room", "airing cupboard", "en suite"]
+PLUMBERS = ["Gareth", "Bronwen", "Stanislav", "Maeve"]
+
+
+def _fresh_fact(rng: random.Random, kind: str, who: str) -> dict:
+    """One fact of the second held-out family about ``who``, shaped as ``_heldout_fact``'s."""
+    if kind == "haircut":
+        style, salon = _pick(rng, HAIRCUTS), _pick(rng, SALONS)
+        return {
+            "ask": "Hold on, is that really you in your new profile picture?",
+            "say": _pick(
+                rng,
+                [
+                    f"It is! I finally went for a {style} at {salon}. "
+                    "Feels like my head weighs nothing.",
+                    f"Yep, that's me with a {style}. {salon} did it and I kept touching it "
+                    "on the bus home.",
+                ],
+            ),
+            "react": "It suits you so much, honestly.",
+            "callbacks": [
+                f"Went back to {salon} for a trim, they remembered me.",
+                "Still not used to the cold on my neck in the mornings.",
+            ],
+            "questions": [
+                ("single-hop", f"Where does {who} get their hair done these days?"),
+                ("temporal", f"When did {who} change their hairstyle?"),
+                (
+                    "paraphrase",
+                    _pick(
+                        rng,
+                        [f"Has {who} had a makeover lately?", f"Does {who} look different now?"],
+                    ),
+                ),
+            ],
+            "handle": "new haircut",
+            "done": "got a new haircut",
+            "words": [style, salon],
+            "entity": f"the {style}",
+        }
+    if kind == "tattoo":
+        design, group = _pick(rng, TATTOOS)
+        spot, artist = _pick(rng, TATTOO_SPOTS), _pick(rng, TATTOO_ARTISTS)
+        return {
+            "ask": "So did you actually go through with it?",
+            "say": _pick(
+                rng,
+                [
+                    f"I did! First tattoo: a little {design} on my {spot}, done by {artist}. "
+                    "Barely hurt.",
+                    f"Ta-da, a tiny {design} on my {spot}. {artist} at the studio on the high "
+                    "street did it.",
+                ],
+            ),
+            "react": "Show me! I've wanted one for years.",
+            "callbacks": [f"The {design} on my {spot} has stopped peeling, finally."],
+            "questions": [
+                ("single-hop", f"Who did the tattoo for {who}?"),
+                ("open-domain", f"What sort of {group} does {who} have on their skin now?"),
+                ("paraphrase", f"Did {who} get some body art in the end?"),
+            ],
+            "handle": "tattoo",
+            "done": "got a tattoo",
+            "words": [design, spot, artist],
+            "entity": artist,
+        }
+    if kind == "quiz":
+        team, pub, prize = _pick(rng, QUIZ_TEAMS), _pick(rng, PUBS), _pick(rng, QUIZ_PRIZES)
+        return {
+            "ask": "How did quiz night go?",
+            "say": _pick(
+                rng,
+                [
+                    f"We won! {team} came first at the {pub}, and the prize was {prize}.",
+                    f"Top of the table! {team} finally beat the regulars at the {pub}. "
+                    f"We walked off with {prize}.",
+                ],
+            ),
+            "react": "Big brains, the lot of you.",
+            "callbacks": [
+                f"The {pub} quiz was brutal this week, a whole round on flags.",
+                f"{team} came dead last tonight. Humbling.",
+            ],
+            "questions": [
+                (
+                    "single-hop",
+                    _pick(
+                        rng,
+                        [
+                            f"What does {who} call their trivia squad?",
+                            f"What name does {who}'s trivia lot play under?",
+                        ],
+                    ),
+                ),
+                ("paraphrase", f"Is {who}'s general-knowledge team any good?"),
+            ],
+            "handle": "quiz team",
+            "done": "won a pub quiz",
+            "words": [team, pub],
+            "entity": team,
+        }
+    if kind == "glasses":
+        sight, frames = _pick(rng, EYESIGHT), _pick(rng, FRAMES)
+        return {
+            "ask": "Why were you squinting at the menu the other night?",
+            "say": _pick(
+                rng,
+                [
+                    f"The optician says I'm {sight}, so I've ordered {frames} frames. "
+                    "I'll look like a professor.",
+                    f"Eye test done: {sight}, who knew. Picked {frames} frames, collecting "
+                    "them next week.",
+                ],
+            ),
+            "react": "Ha, you'll look great in them.",
+            "callbacks": [
+                f"Wore the {frames} frames to work, three people noticed.",
+                "Kept trying to push up glasses I wasn't wearing today.",
+            ],
+            "questions": [
+                ("single-hop", f"Which specs did {who} end up choosing?"),
+                ("temporal", f"When did {who} find out they need glasses?"),
+                ("paraphrase", f"Does {who}'s vision need correcting?"),
+            ],
+            "handle": "eyesight",
+            "done": "found out they needed glasses",
+            "words": [sight, frames],
+            "entity": f"the {frames} frames",
+        }
+    if kind == "reunion":
+        classmate = _pick(rng, CLASSMATES)
+        business, place, gist = _pick(rng, CLASSMATE_CAREERS)
+        return {
+            "ask": "So, was the reunion as awkward as you feared?",
+            "say": _pick(
+                rng,
+                [
+                    f"Surreal. {classmate} runs a {business} in {place} now! I felt very boring.",
+                    f"Two decades since school and {classmate} turns up with a tan, running a "
+                    f"{business} in {place}.",
+                ],
+            ),
+            "react": "Ha, there's always one.",
+            "callbacks": [
+                f"{classmate} sent me a postcard from {place}.",
+                "Started a group chat with the old class after the reunion. Chaos.",
+            ],
+            "questions": [
+                ("single-hop", f"What does {classmate} do for a living now, according to {who}?"),
+                ("open-domain", f"Which of {who}'s old schoolmates ended up {gist}?"),
+                ("paraphrase", f"Did {who} catch up with anyone from their teenage years?"),
+            ],
+            "handle": "school reunion",
+            "done": "went to a school reunion",
+            "words": [classmate, business, place],
+            "entity": classmate,
+        }
+    if kind == "jury":
+        city, region = _pick(rng, COURTS)
+        length = _pick(rng, JURY_LENGTHS)
+        return {
+            "ask": "What was that brown envelope you were so worried about?",
+            "say": f"I've been called up for jury service, {length} at the crown court in {city}. "
+            "Can't say a thing about the case.",
+            "react": "Wow, civic duty. Good luck staying awake.",
+            "callbacks": ["Another day of jury service, the coffee in that building is criminal."],
+            "questions": [
+                ("single-hop", f"How long has {who} got to serve on the jury?"),
+                ("open-domain", f"Which city in {region} has {who} been summoned to for a trial?"),
+                ("paraphrase", f"Has {who} been asked to help decide a verdict?"),
+            ],
+            "handle": "jury service",
+            "done": "got called up for jury service",
+            "words": ["jury service", length, city],
+            "entity": f"the court in {city}",
+        }
+    if kind == "extra":
+        title, production, genre = _pick(rng, PRODUCTIONS)
+        return {
+            "ask": "Did you get picked from that casting call in the end?",
+            "say": _pick(
+                rng,
+                [
+                    f"Spent all day as an extra on {title}, the {production} they're shooting "
+                    "in town. Twelve hours for about three seconds on screen.",
+                    f"I'm going to be on screen! Well, the back of my head, in {title}. It's a "
+                    f"{production}, I played 'person crossing road'.",
+                ],
+            ),
+            "react": "I'll be pausing every frame to find you.",
+            "callbacks": [
+                f"They've released a trailer for {title}, no sign of me.",
+                "Still have the wristband from set on my fridge.",
+            ],
+            "questions": [
+                (
+                    "single-hop",
+                    f"What's the title of the show or film {who} had a walk-on part in?",
+                ),
+                ("open-domain", f"Which {genre} production was {who} on set for?"),
+                ("paraphrase", f"Will we be able to spot {who} on telly or at the cinema soon?"),
+            ],
+            "handle": "day as an extra",
+            "done": "worked as an extra",
+            "words": [title, production],
+            "entity": title,
+        }
+    if kind == "allergy":
+        allergen, group = _pick(rng, ALLERGENS)
+        symptom = _pick(rng, SYMPTOMS)
+        return {
+            "ask": "Did the doctor ever work out what was wrong?",
+            "say": f"The clinic rang: I'm properly allergic to {allergen}. "
+            f"That explains the {symptom} after every takeaway.",
+            "react": "Scary, but at least you know now.",
+            "callbacks": [f"Checked every label in the supermarket for {allergen}, took an hour."],
+            "questions": [
+                ("open-domain", f"What kind of {group} does {who} have to avoid now?"),
+                ("temporal", f"When did {who} get told they can't have {allergen}?"),
+                (
+                    "paraphrase",
+                    _pick(
+                        rng,
+                        [
+                            f"Is there something {who} shouldn't eat any more?",
+                            f"Are there any foods {who} has to stay away from now?",
+                        ],
+                    ),
+                ),
+            ],
+            "handle": "allergy test",
+            "done": "found out about an allergy",
+            "words": [allergen, symptom],
+            "entity": allergen,
+        }
+    if kind == "speeding":
+        speed, limit = _pick(rng, SPEEDS)
+        road = _pick(rng, ROADS)
+        return {
+            "ask": "Why the grumpy face emoji this morning?",
+            "say": f"Got a letter: caught doing {speed} in a {limit} zone on {road}. "
+            "Three points and a fine.",
+            "react": "Ouch. Cruise control from now on.",
+            "callbacks": [
+                f"Drove down {road} at a snail's pace today, still paranoid.",
+                "Paid the fine today. That hurt.",
+            ],
+            "questions": [
+                ("single-hop", f"How fast was {who} going when the camera caught them?"),
+                ("temporal", f"When did {who} get done for speeding?"),
+                (
+                    "paraphrase",
+                    _pick(
+                        rng,
+                        [
+                            f"Is {who} in trouble for driving too quickly?",
+                            f"Did {who} get penalised for going over the limit behind the wheel?",
+                        ],
+                    ),
+                ),
+            ],
+            "handle": "speeding fine",
+            "done": "got a speeding fine",
+            "words": [speed, road],
+            "entity": road,
+        }
+    room, plumber = _pick(rng, LEAK_ROOMS), _pick(rng, PLUMBERS)
+    return {
+        "ask": "Are you okay? Your message last night was all capitals.",
+        "say": _pick(
+            rng,
+            [
+                f"A pipe burst in the {room} and water came through the ceiling. {plumber} "
+                "the plumber was here till midnight.",
+                f"Flood at ours! Something in the {room} gave way and {plumber}, the plumber, "
+                "saved us at 2am.",
+            ],
+        ),
+        "react": "Nightmare. Is the ceiling going to hold?",
+        "callbacks": [
+            f"{plumber} came back to check the pipes, all good.",
+            "The stain on the ceiling looks like a map of Australia now.",
+        ],
+        "questions": [
+            ("single-hop", f"Who came out to sort {who}'s plumbing emergency?"),
+            ("temporal", f"When did {who}'s place get flooded?"),
+            (
+                "paraphrase",
+                _pick(
+                    rng,
+                    [
+                        f"Has {who} had trouble with leaks at home?",
+                        f"Did {who} have to deal with a soggy disaster at home?",
+                    ],
+                ),
+            ),
+        ],
+        "handle": "burst pipe",
+        "done": "had a pipe burst",
+        "words": [room, plumber],
+        "entity": plumber,
+    }
+
+
+FRESH_KINDS = [
+    "haircut",
+    "tattoo",
+    "quiz",
+    "glasses",
+    "reunion",
+    "jury",
+    "extra",
+    "allergy",
+    "speeding",
+    "leak",
+]
+SEQUENCE_QUESTIONS = [
+    "Which happened first: {who} {first}, or {who} {second}?",
+    "{who} {first} and {who} {second}. Which of those was more recent?",
+    "Put these in order for me: {who} {second}; {who} {first}.",
+]
+PAIR_QUESTIONS = [
+    "Any updates on {a}'s {a_handle}, and on {b}'s {b_handle}?",
+    "How did things turn out with {entity_a} for {a}, and with {entity_b} for {b}?",
+    "Catch me up: what happened with {a}'s {a_handle} and {b}'s {b_handle}?",
+]
+
+
+def _fresh_multi_hop(rng: random.Random, cid: str, stated: list[dict]) -> list[dict]:
+    """Questions that need two facts of the second held-out family, in their own wordings."""
+    out = []
+    by_person: dict[str, list[dict]] = {}
+    for fact in stated:
+        by_person.setdefault(fact["who"], []).append(fact)
+    for who, facts in by_person.items():
+        for first, second in zip(facts[::2], facts[1::2], strict=False):
+            out.append(
+                {
+                    "conversation": cid,
+                    "question": _pick(rng, SEQUENCE_QUESTIONS).format(
+                        who=who, first=first["done"], second=second["done"]
+                    ),
+                    "evidence": [first["evidence"], second["evidence"]],
+                    "evidence_words": [first["words"], second["words"]],
+                    "category": "multi-hop",
+                }
+            )
+    people = list(by_person)
+    if len(people) == 2:
+        a, b = _pick(rng, by_person[people[0]]), _pick(rng, by_person[people[1]])
+        out.append(
+            {
+                "conversation": cid,
+                "question": _pick(rng, PAIR_QUESTIONS).format(
+                    a=people[0],
+                    b=people[1],
+                    a_handle=a["handle"],
+                    b_handle=b["handle"],
+                    entity_a=a["entity"],
+                    entity_b=b["entity"],
+                ),
+                "evidence": [a["evidence"], b["evidence"]],
+                "evidence_words": [a["words"], b["words"]],
+                "category": "multi-hop",
+            }
+        )
+    return out
+
+
 def _small_talk(rng: random.Random) -> str:
     return _pick(rng, SMALL_TALK).format(
         day=_pick(rng, DAY),
@@ -880,14 +1321,17 @@ def _multi_hop(rng: random.Random, cid: str, stated: list[dict]) -> list[dict]:
 WORDINGS = {
     "seen": (FACT_KINDS, _fact, _multi_hop),
     "unseen": (HELDOUT_KINDS, _heldout_fact, _heldout_multi_hop),
+    "fresh": (FRESH_KINDS, _fresh_fact, _fresh_multi_hop),
 }
+# Whose conversations each wording is: every family has its own people.
+WORDING_PAIRS = {"seen": PAIRS, "unseen": HELDOUT_PAIRS, "fresh": FRESH_PAIRS}
 
 
 def dataset(
     *, conversations: int, sessions: int, facts_each: int, seed: int, wording: str = "seen"
 ) -> dict:
     rng = random.Random(seed)
-    pairs = HELDOUT_PAIRS if wording == "unseen" else PAIRS
+    pairs = WORDING_PAIRS[wording]
     convs, questions = [], []
     for n in range(conversations):
         conv, qs = conversation(
@@ -907,7 +1351,8 @@ SMALL = {"conversations": 2, "sessions": 8, "facts_each": 3, "seed": 1}
 DEV = {"conversations": 8, "sessions": 30, "facts_each": 8, "seed": 3}
 LARGE = {"conversations": 8, "sessions": 30, "facts_each": 8, "seed": 2}
 HELDOUT = {"conversations": 8, "sessions": 30, "facts_each": 8, "seed": 4, "wording": "unseen"}
-DATASETS = {"small": SMALL, "dev": DEV, "large": LARGE, "heldout": HELDOUT}
+HELDOUT2 = {"conversations": 8, "sessions": 30, "facts_each": 8, "seed": 5, "wording": "fresh"}
+DATASETS = {"small": SMALL, "dev": DEV, "large": LARGE, "heldout": HELDOUT, "heldout2": HELDOUT2}
 
 
 def main() -> None:
