@@ -299,7 +299,8 @@ def _events(query: str, terms, filters: _Filters, limit: int, neighbours: int) -
             [
                 [event_id for _, event_id in fused[: semantic.RRF_DEPTH]],
                 semantic.semantic_ranking(query, where, params),
-            ]
+            ],
+            weights=semantic.RRF_WEIGHTS,
         )
     fused = fused[:limit]
     if not fused:

@@ -1,4 +1,5 @@
-"""The search indexes' migration: rows that exist when it runs are indexed by it."""
+"""The Lens's migrations: rows that exist when the indexes are made are indexed; vectors of the
+old kind are removed."""
 
 import importlib
 from datetime import UTC, datetime
@@ -8,6 +9,7 @@ from django.db import connections
 
 from gem.models import Fragment, WorkingMemory
 from heart.ingest import event_record
+from lens import semantic
 from lens.search import search
 
 pytestmark = pytest.mark.django_db(databases="__all__")
@@ -60,3 +62,16 @@ def test_emptying_a_table_empties_its_index():
 
     Fragment.objects.create(key="canal", ambient="Walked again.")
     assert [hit.ref for hit in search("canal", kinds=["fragment"])] == ["fragment:canal"]
+
+
+def test_vectors_of_the_old_kind_are_removed_and_written_again_by_the_fill():
+    clearing = importlib.import_module("lens.migrations.0004_event_vectors_with_exchange")
+    at = datetime(2026, 1, 5, 10, 0, tzinfo=UTC)
+    event, _ = event_record(text="my cello!", actor="theo", ts=at, identities=[])
+    semantic.vectors_fill()
+    run("events", {"sqlite": clearing.CLEAR, "postgresql": clearing.CLEAR})
+    with connections["events"].cursor() as cursor:
+        cursor.execute("SELECT count(*) FROM lens_event_vector")
+        assert cursor.fetchone() == (0,)
+    assert search("cello", kinds=["event"])[0].id == event.pk  # still found by its words
+    assert semantic.vectors_fill() == 1

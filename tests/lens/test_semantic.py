@@ -2,6 +2,7 @@
 
 from datetime import UTC, datetime, timedelta
 
+import numpy as np
 import pytest
 from django.db import connections
 from django.test import override_settings
@@ -10,6 +11,7 @@ from hypothesis import strategies as st
 
 from heart.ingest import event_record
 from lens import semantic
+from lens.encoder import encoder
 from lens.search import search
 from lens.tasks import vectors_fill_task
 from silentstar.router import store_for
@@ -46,6 +48,40 @@ def test_an_event_is_embedded_with_its_speaker_without_tags():
         semantic.event_sentence("claude", "<claude><say>Hello.</say>\n<do>waves</do></claude>")
         == "claude: Hello. waves"
     )
+
+
+def stored_vectors() -> dict[int, np.ndarray]:
+    with connections[store_for("heart", "event")].cursor() as cursor:
+        cursor.execute("SELECT event_id, vector FROM lens_event_vector")
+        return {i: np.frombuffer(bytes(v), dtype=np.float16) for i, v in cursor.fetchall()}
+
+
+def test_an_events_vector_is_the_mean_of_the_turn_and_the_exchange_it_ends():
+    events = tell()
+    semantic.vectors_fill()
+    vectors = stored_vectors()
+    sentences = [semantic.event_sentence(actor, text) for actor, text in STORY]
+    model = encoder()
+    first = model.encode([sentences[0]])[0]
+    answer = model.encode([sentences[1]])[0] + model.encode([f"{sentences[0]} {sentences[1]}"])[0]
+    assert vectors[events[0].pk] == pytest.approx(first.astype(np.float16), abs=2e-3)
+    assert vectors[events[1].pk] == pytest.approx((answer / 2).astype(np.float16), abs=2e-3)
+
+
+def test_the_exchange_is_with_the_event_before_even_across_a_gap_in_ids():
+    first = tell(STORY[:1])[0]
+    later = first.pk + 3  # ids a rolled-back insert used are never given again
+    actor, text = STORY[1]
+    with connections[store_for("heart", "event")].cursor() as cursor:
+        cursor.execute(
+            "INSERT INTO heart_event (id, ts, content, actor, image) VALUES (%s, %s, %s, %s, '')",
+            [later, START + timedelta(minutes=1), text, actor],
+        )
+    semantic.vectors_fill(event_ids=(later, later))
+    model = encoder()
+    before, own = (semantic.event_sentence(*STORY[n]) for n in (0, 1))
+    expected = (model.encode([own])[0] + model.encode([f"{before} {own}"])[0]) / 2
+    assert stored_vectors()[later] == pytest.approx(expected.astype(np.float16), abs=2e-3)
 
 
 def test_fill_writes_one_vector_per_event_once_and_shows_progress():
@@ -107,15 +143,28 @@ def test_a_semantic_search_only_reads():
     assert statements and set(statements) <= {"SELECT", "WITH"}
 
 
-@given(st.lists(st.lists(st.integers(0, 30), unique=True, max_size=12), min_size=1, max_size=3))
-def test_reciprocal_rank_fusion_adds_each_rankings_share(rankings):
-    fused = semantic.reciprocal_rank_fusion(rankings, k=10)
+@given(
+    st.lists(st.lists(st.integers(0, 30), unique=True, max_size=12), min_size=1, max_size=3),
+    st.lists(st.floats(0.1, 2), min_size=3, max_size=3),
+)
+def test_reciprocal_rank_fusion_adds_each_rankings_weighted_share(rankings, weights):
+    weights = weights[: len(rankings)]
+    fused = semantic.reciprocal_rank_fusion(rankings, k=10, weights=weights)
     expected = {}
-    for ranking in rankings:
+    for ranking, weight in zip(rankings, weights, strict=True):
         for rank, item in enumerate(ranking):
-            expected[item] = expected.get(item, 0.0) + 1 / (10 + rank)
+            expected[item] = expected.get(item, 0.0) + weight / (10 + rank)
     assert {item: score for score, item in fused} == pytest.approx(expected)
     assert [score for score, _ in fused] == sorted((score for score, _ in fused), reverse=True)
     leaders = {ranking[0] for ranking in rankings if ranking}
     if len(leaders) == 1 and all(rankings):
         assert fused[0][1] in leaders
+
+
+def test_reciprocal_rank_fusion_counts_rankings_alike_unless_weighted():
+    assert semantic.reciprocal_rank_fusion([[1, 2], [2, 1]]) == semantic.reciprocal_rank_fusion(
+        [[1, 2], [2, 1]], weights=[1, 1]
+    )
+    assert semantic.reciprocal_rank_fusion([[1, 2], [2, 1]], weights=[0.7, 1])[0][1] == 2
+    with pytest.raises(ValueError, match="2 rankings but 1 weights"):
+        semantic.reciprocal_rank_fusion([[1], [2]], weights=[1])
