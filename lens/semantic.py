@@ -10,7 +10,7 @@ stay lexical.
 
 Vectors
     Kept in ``lens_event_vector`` beside the log (lens 0003), one per event: the mean of the
-    turn's own vector and that of the exchange it ends (``event_vectors``). ``vectors_fill``
+    turn's own vector and those of the exchanges it is in (``event_vectors``). ``vectors_fill``
     writes the missing ones: a task queued after each turn (``lens.tasks.vectors_fill_task``)
     those of the newest events, so new turns are in before the next message; a backlog
     (switching the search on over a long history) is written by ``manage.py search_vectors``,
@@ -53,22 +53,25 @@ def event_sentence(actor: str, content: str) -> str:
     return f"{actor}: {untagged(content)}"
 
 
-def event_vectors(model, events: Sequence[tuple[str, str, str | None, str | None]]):
-    """The vectors of events given as ``(actor, content, actor before, content before)`` (the
-    event before it in the log; ``None`` for the first): the mean of each turn's own vector and
-    the vector of the exchange it ends (the turn before it, then it). A question is often
-    answered by a turn that only makes sense after the one before ("Did you make it?" — "I did!
-    Rotterdam, two hours"); the turn's own vector keeps what it says itself from being blurred.
-    On dev.json the mean found more than either alone, with the related-word table and without."""
-    own, exchanges = [], []
-    for actor, content, actor_before, content_before in events:
-        sentence = event_sentence(actor, content)
+Turn = tuple[str, str]  # (actor, content)
+
+
+def event_vectors(model, events: Sequence[tuple[Turn, Turn | None, Turn | None]]):
+    """The vectors of events given as ``(turn, the turn before, the turn after)`` (the events
+    next to it in the log, ``None`` where there is none yet): the mean of the turn's own vector
+    and those of the two exchanges it is in (the turn before and it; it and the turn after). A
+    question is often answered by a turn that only makes sense beside its neighbours ("Did you
+    make it?" — "I did! Rotterdam, two hours" — "You legend, ice bath tonight"); the turn's own
+    vector keeps what it says itself from being blurred. On dev.json the mean of the three found
+    more than the turn alone and than the turn with the one before, with the related-word table
+    and without it."""
+    own, earlier, later = [], [], []
+    for turn, before, after in events:
+        sentence = event_sentence(*turn)
         own.append(sentence)
-        if actor_before is None:
-            exchanges.append(sentence)
-        else:
-            exchanges.append(f"{event_sentence(actor_before, content_before)} {sentence}")
-    return (model.encode(own) + model.encode(exchanges)) / 2
+        earlier.append(f"{event_sentence(*before)} {sentence}" if before else sentence)
+        later.append(f"{sentence} {event_sentence(*after)}" if after else sentence)
+    return (model.encode(own) + model.encode(earlier) + model.encode(later)) / 3
 
 
 def vectors_fill(
@@ -79,21 +82,23 @@ def vectors_fill(
 ) -> int:
     """Write the vectors of the events that have none (of ``event_ids``, an inclusive id
     range, if given; only the ``newest`` of them, if given), oldest first, in batches each
-    committed on its own; return how many were written. ``progress(done, total)`` after each
-    batch."""
+    committed on its own; return how many were missing. The event just before each, if it has
+    a vector, is written again: its vector was made before the turn after it was there.
+    ``progress(done, total)`` after each batch."""
     connection = connections[store_for("heart", "event")]
     missing = _missing(connection, event_ids, newest)
     model = encoder()
     for start in range(0, len(missing), FILL_BATCH):
         batch = missing[start : start + FILL_BATCH]
-        vectors = event_vectors(model, _events(connection, batch)).astype(np.float16)
+        targets = sorted({*batch, *_vectors_before(connection, batch)})
+        vectors = event_vectors(model, _events(connection, targets)).astype(np.float16)
         with transaction.atomic(using=connection.alias), connection.cursor() as cursor:
             cursor.executemany(
                 "INSERT INTO lens_event_vector (event_id, vector) VALUES (%s, %s) "
-                "ON CONFLICT (event_id) DO NOTHING",
+                "ON CONFLICT (event_id) DO UPDATE SET vector = excluded.vector",
                 [
                     (event_id, vector.tobytes())
-                    for event_id, vector in zip(batch, vectors, strict=True)
+                    for event_id, vector in zip(targets, vectors, strict=True)
                 ],
             )
         if progress is not None:
@@ -115,18 +120,39 @@ def _missing(connection, event_ids: tuple[int, int] | None, newest: int | None) 
     return sorted(event_id for (event_id,) in fetch_all(connection, sql, params))
 
 
-def _events(connection, ids: Sequence[int]) -> list[tuple[str, str, str | None, str | None]]:
-    """``(actor, content, actor before, content before)`` of each id, in order: the event before
-    is the one with the next smaller id (ids may have gaps)."""
+# The events just before and after ``e`` in the log (ids may have gaps).
+_BEFORE = "(SELECT max(p.id) FROM heart_event p WHERE p.id < e.id)"
+_AFTER = "(SELECT min(n.id) FROM heart_event n WHERE n.id > e.id)"
+
+
+def _vectors_before(connection, ids: Sequence[int]) -> list[int]:
+    """The events just before these that have a vector."""
     marks = ", ".join(["%s"] * len(ids))
     rows = fetch_all(
         connection,
-        "SELECT e.id, e.actor, e.content, b.actor, b.content FROM heart_event e "
-        "LEFT JOIN heart_event b ON b.id = (SELECT max(p.id) FROM heart_event p WHERE p.id < e.id) "
+        f"SELECT v.event_id FROM heart_event e JOIN lens_event_vector v ON v.event_id = {_BEFORE} "
         f"WHERE e.id IN ({marks})",
         list(ids),
     )
-    found = {event_id: tuple(row) for event_id, *row in rows}
+    return [event_id for (event_id,) in rows]
+
+
+def _events(connection, ids: Sequence[int]) -> list[tuple[Turn, Turn | None, Turn | None]]:
+    """``(turn, the turn before, the turn after)`` of each id, in order, as ``event_vectors``
+    takes them."""
+    marks = ", ".join(["%s"] * len(ids))
+    rows = fetch_all(
+        connection,
+        "SELECT e.id, e.actor, e.content, b.actor, b.content, a.actor, a.content "
+        f"FROM heart_event e LEFT JOIN heart_event b ON b.id = {_BEFORE} "
+        f"LEFT JOIN heart_event a ON a.id = {_AFTER} WHERE e.id IN ({marks})",
+        list(ids),
+    )
+    found = {}
+    for event_id, actor, content, actor_before, content_before, actor_after, content_after in rows:
+        before = (actor_before, content_before) if actor_before is not None else None
+        after = (actor_after, content_after) if actor_after is not None else None
+        found[event_id] = ((actor, content), before, after)
     return [found[event_id] for event_id in ids]
 
 

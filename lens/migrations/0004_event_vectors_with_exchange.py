@@ -1,5 +1,5 @@
-"""An event's vector is now the mean of the turn's own vector and that of the exchange it ends
-(``lens.semantic.event_vectors``). Vectors of the old kind are removed: they are made from the
+"""An event's vector is now the mean of the turn's own vector and those of the exchanges it is
+in (``lens.semantic.event_vectors``). Vectors of the old kind are removed: they are made from the
 log, which stays as it was, and the rankings would mix two kinds. The task after each turn
 writes the newest again; ``manage.py search_vectors`` writes the rest, with progress."""
 

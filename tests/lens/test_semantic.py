@@ -56,19 +56,41 @@ def stored_vectors() -> dict[int, np.ndarray]:
         return {i: np.frombuffer(bytes(v), dtype=np.float16) for i, v in cursor.fetchall()}
 
 
-def test_an_events_vector_is_the_mean_of_the_turn_and_the_exchange_it_ends():
-    events = tell()
+def expected_vector(own: str, before: str | None, after: str | None) -> np.ndarray:
+    model = encoder()
+    earlier = f"{before} {own}" if before else own
+    later = f"{own} {after}" if after else own
+    vectors = model.encode([own, earlier, later])
+    return (vectors.sum(axis=0) / 3).astype(np.float16)
+
+
+def test_an_events_vector_is_the_mean_of_the_turn_and_the_two_exchanges_it_is_in():
+    events = tell(STORY[:3])
     semantic.vectors_fill()
     vectors = stored_vectors()
-    sentences = [semantic.event_sentence(actor, text) for actor, text in STORY]
-    model = encoder()
-    first = model.encode([sentences[0]])[0]
-    answer = model.encode([sentences[1]])[0] + model.encode([f"{sentences[0]} {sentences[1]}"])[0]
-    assert vectors[events[0].pk] == pytest.approx(first.astype(np.float16), abs=2e-3)
-    assert vectors[events[1].pk] == pytest.approx((answer / 2).astype(np.float16), abs=2e-3)
+    first, answer, reaction = (semantic.event_sentence(*turn) for turn in STORY[:3])
+    assert vectors[events[0].pk] == pytest.approx(expected_vector(first, None, answer), abs=2e-3)
+    assert vectors[events[1].pk] == pytest.approx(
+        expected_vector(answer, first, reaction), abs=2e-3
+    )
+    assert vectors[events[2].pk] == pytest.approx(expected_vector(reaction, answer, None), abs=2e-3)
 
 
-def test_the_exchange_is_with_the_event_before_even_across_a_gap_in_ids():
+def test_the_newest_events_vector_is_made_again_once_the_next_turn_is_there():
+    events = tell(STORY[:2])
+    semantic.vectors_fill()
+    first, answer, reaction = (semantic.event_sentence(*turn) for turn in STORY[:3])
+    assert stored_vectors()[events[1].pk] == pytest.approx(
+        expected_vector(answer, first, None), abs=2e-3
+    )
+    tell(STORY[2:3])
+    assert semantic.vectors_fill() == 1  # the new one was missing; the one before is redone
+    assert stored_vectors()[events[1].pk] == pytest.approx(
+        expected_vector(answer, first, reaction), abs=2e-3
+    )
+
+
+def test_the_turns_next_to_an_event_are_found_across_gaps_in_ids():
     first = tell(STORY[:1])[0]
     later = first.pk + 3  # ids a rolled-back insert used are never given again
     actor, text = STORY[1]
@@ -77,11 +99,11 @@ def test_the_exchange_is_with_the_event_before_even_across_a_gap_in_ids():
             "INSERT INTO heart_event (id, ts, content, actor, image) VALUES (%s, %s, %s, %s, '')",
             [later, START + timedelta(minutes=1), text, actor],
         )
-    semantic.vectors_fill(event_ids=(later, later))
-    model = encoder()
+    semantic.vectors_fill()
     before, own = (semantic.event_sentence(*STORY[n]) for n in (0, 1))
-    expected = (model.encode([own])[0] + model.encode([f"{before} {own}"])[0]) / 2
-    assert stored_vectors()[later] == pytest.approx(expected.astype(np.float16), abs=2e-3)
+    vectors = stored_vectors()
+    assert vectors[later] == pytest.approx(expected_vector(own, before, None), abs=2e-3)
+    assert vectors[first.pk] == pytest.approx(expected_vector(before, None, own), abs=2e-3)
 
 
 def test_fill_writes_one_vector_per_event_once_and_shows_progress():
