@@ -445,7 +445,7 @@ def event_ranking(
     joined = filters.since is not None or filters.until is not None or filters.actor is not None
     where, params = _where(connection, filters, ts="e.ts", actor="e.actor", id_column="f.rowid")
     join = " JOIN heart_event e ON e.id = f.rowid" if joined else ""
-    rank = f"bm25(lens_event_fts, {', '.join(str(w) for w in SQLITE_EVENT_WEIGHTS)})"
+    rank = _SQLITE_EVENT_RANK
     # The weight is applied outside the ranking: a score column other than the ORDER BY term
     # would make SQLite compute BM25 twice for every match.
     best = (
@@ -458,9 +458,10 @@ def event_ranking(
         "best JOIN heart_event a ON a.id = best.id"
     )
     values = [v for words, weight in runs for v in (weight, fts5_expression(words), *params, limit)]
-    return [
-        (event_id, float(score), actor) for event_id, score, actor in _rows(cursor, sql, values)
-    ]
+    return _rows(cursor, sql, values)  # the scores are floats already: BM25 times a float
+
+
+_SQLITE_EVENT_RANK = f"bm25(lens_event_fts, {', '.join(map(str, SQLITE_EVENT_WEIGHTS))})"
 
 
 def _postgres_event_ranking(connection, terms, filters: _Filters, *, limit: int):
