@@ -70,6 +70,7 @@ SNIPPET_ELLIPSIS = "…"
 
 # Column weights. SQLite bm25: content, speaker, date words, context (the turns before).
 SQLITE_EVENT_WEIGHTS = (1.0, 0.5, 0.5, 0.2)
+SQLITE_EVENT_RANK = f"bm25(lens_event_fts, {', '.join(map(str, SQLITE_EVENT_WEIGHTS))})"
 SQLITE_FRAGMENT_WEIGHTS = (2.0, 1.0, 0.7, 0.5)  # key, ambient, recognition, inventory
 SQLITE_WM_WEIGHTS = (1.0, 0.5, 0.2)  # content, subject, type
 # PostgreSQL ts_rank weights for D, C, B, A (see the migration for what each letter holds).
@@ -163,7 +164,7 @@ class Hit:
     (fragments, working memory, PostgreSQL's events, and SQLite's events whose text
     ``lens.snippet`` cannot cut) or, for the other events, from the hit's text and the query's
     ``words`` when it is read: most searches (a reply's ``search(…)``, Mira's query, the
-    evaluation) never show a passage, and making one costs as much as the search's ranking."""
+    evaluation) never show a passage, and making ten costs a quarter of a search."""
 
     kind: str  # fragment | event | wm
     id: int | None  # event or working-memory id
@@ -316,7 +317,7 @@ def _where(connection, filters: _Filters, *, ts: str, actor: str | None, id_colu
 
 def _events(query: str, terms, filters: _Filters, limit: int, neighbours: int) -> list[Hit]:
     connection = connections[store_for("heart", "event")]
-    with connection.cursor() as cursor:  # one for the search's statements: each costs as a query
+    with connection.cursor() as cursor:  # one for all the statements: Django makes each anew
         fused = _words_ranking(cursor, terms, filters, limit)
         if settings.SEARCH_SEMANTIC and not filters.words_only:
             from lens import semantic  # NumPy and the model only when the search is on
@@ -386,8 +387,9 @@ def _words_ranking(cursor, terms, filters: _Filters, limit: int) -> list[tuple[f
             boosted.add(event_id)
     for event_id in boosted:
         scores[event_id] *= 1 + SPEAKER_BOOST
-    # An event's share is NEIGHBOUR_FUSION × the better of its neighbours' scores, which is the
-    # better of their shares (rounding keeps order): gathered from the ranked events alone.
+    # An event's share is NEIGHBOUR_FUSION × the better of its neighbours' scores (0 when none is
+    # ranked; scores are positive), which is the better of their shares, as rounding keeps
+    # order: so the shares are gathered from the ranked events alone.
     shares: dict[int, float] = {}
     share = shares.get
     for event_id, best in scores.items():
@@ -445,11 +447,11 @@ def event_ranking(
     joined = filters.since is not None or filters.until is not None or filters.actor is not None
     where, params = _where(connection, filters, ts="e.ts", actor="e.actor", id_column="f.rowid")
     join = " JOIN heart_event e ON e.id = f.rowid" if joined else ""
-    rank = _SQLITE_EVENT_RANK
     # The weight is applied outside the ranking: a score column other than the ORDER BY term
     # would make SQLite compute BM25 twice for every match.
     best = (
-        f"SELECT id, -%s * bm25_rank AS score FROM (SELECT f.rowid AS id, {rank} AS bm25_rank "
+        "SELECT id, -%s * bm25_rank AS score FROM (SELECT f.rowid AS id, "
+        f"{SQLITE_EVENT_RANK} AS bm25_rank "
         f"FROM lens_event_fts f{join} WHERE lens_event_fts MATCH %s{where} "
         "ORDER BY bm25_rank LIMIT %s)"
     )
@@ -459,9 +461,6 @@ def event_ranking(
     )
     values = [v for words, weight in runs for v in (weight, fts5_expression(words), *params, limit)]
     return _rows(cursor, sql, values)  # the scores are floats already: BM25 times a float
-
-
-_SQLITE_EVENT_RANK = f"bm25(lens_event_fts, {', '.join(map(str, SQLITE_EVENT_WEIGHTS))})"
 
 
 def _postgres_event_ranking(connection, terms, filters: _Filters, *, limit: int):
@@ -679,6 +678,7 @@ def fetch_all(connection, sql: str, params: list) -> list[tuple]:
 
 
 def _rows(cursor, sql: str, params: list) -> list[tuple]:
+    """The rows of one raw statement, on a cursor already open."""
     cursor.execute(sql, params)
     return cursor.fetchall()
 
