@@ -10,11 +10,21 @@ middle of the vocabulary, some phrased as questions. (The Heart's turn benchmark
 
 The raw figure is the bare indexed query of each kind searched, with the search's own words and
 as many rows as the search ranks (events: ``limit × FUSION_POOL``, for the neighbour fusion;
-the other kinds: ``limit``), by rank and nothing else; the search adds the related-word query,
-the filters' join, the neighbour fusion, the snippets, the turns around each hit and the
-merging of kinds. Each query is timed raw and
-through the API in turn, so load from other processes falls on both alike, and without
-``DEBUG``'s query log (which costs a statement per statement, as no deployment pays).
+the other kinds: ``limit``), by rank and nothing else. Two figures of the search:
+
+``search``
+    ``search(…)`` alone, as a reply's ``search(…)``, Mira's query and the evaluation call it: the
+    related-word query, the filters' join, the neighbour fusion, the turns around each hit and
+    the merging of kinds, and the passages the database makes (fragments, working memory, the
+    events whose text ``lens.snippet`` cannot cut). The other events' passages are made only
+    when read (``Hit.snippet``), so they are not in this figure.
+``search, every passage read``
+    The same search, then ``hit.snippet`` read of every hit, as the search page shows them: all
+    the work a search can cost.
+
+Each query is timed raw and through the API in turn, so load from other processes falls on
+both alike, and without ``DEBUG``'s query log (which costs a statement per statement, as no
+deployment pays).
 
 Each is timed twice over: by the wall clock, and by the processor time of this process (SQLite
 runs in it). On a machine shared with other work, a query of a few milliseconds loses the
@@ -44,6 +54,7 @@ from lens.search import (
     SQLITE_FRAGMENT_WEIGHTS,
     SQLITE_WM_WEIGHTS,
     STOP_WORDS,
+    Hit,
     fts5_expression,
     fusion_pool,
     query_terms,
@@ -182,8 +193,8 @@ def search_measure(
 ) -> dict:
     """Build a log of ``events`` turns with 5,000 fragments and 100,000 working-memory items in
     the empty throwaway stores, then p50/p95 of the raw queries and of search: events alone,
-    every kind, and the search a turn runs (``search(…)`` in a reply: three hits, the log before
-    the turn)."""
+    every kind (each searched alone, and with every hit's passage read: ``*_read``), and the
+    search a turn runs (``search(…)`` in a reply: three hits, the log before the turn)."""
     if connections[STORE["event"]].vendor != "sqlite":
         raise RuntimeError("bench search measures the SQLite FTS5 index")
     began = time.perf_counter()
@@ -199,7 +210,15 @@ def search_measure(
     build_seconds = time.perf_counter() - began
     text = _Text(vocabulary(seed), random.Random(seed + 1))  # the log's words, other draws
     texts = [text.query() for _ in range(queries)]
-    names = ["event_raw", "event_search", "all_raw", "all_search", "turn_search"]
+    names = [
+        "event_raw",
+        "event_search",
+        "event_read",
+        "all_raw",
+        "all_search",
+        "all_read",
+        "turn_search",
+    ]
     timings: dict[str, list[float]] = {name: [] for name in names}
     cpu_timings: dict[str, list[float]] = {name: [] for name in names}
     with override_settings(DEBUG=False):
@@ -237,14 +256,21 @@ def _time_query(
     runs = {
         "event_raw": lambda: raw_query("event", expression, LIMIT),
         "event_search": lambda: search(query, kinds=["event"], limit=LIMIT),
+        "event_read": lambda: _passages(search(query, kinds=["event"], limit=LIMIT)),
         "all_raw": lambda: [raw_query(kind, expression, LIMIT) for kind in KINDS],
         "all_search": lambda: search(query, limit=LIMIT),
+        "all_read": lambda: _passages(search(query, limit=LIMIT)),
         "turn_search": lambda: search(query, limit=SEARCH_RECALL_HITS, event_ids=(0, events)),
     }
     for name, run in runs.items():
         wall, cpu = _timed(run)
         timings[name].append(wall)
         cpu_timings[name].append(cpu)
+
+
+def _passages(hits: list[Hit]) -> list[str]:
+    """Every hit's passage, read as the search page reads it."""
+    return [hit.snippet for hit in hits]
 
 
 class event_index_built_afterwards:

@@ -36,9 +36,11 @@ Scores
 """
 
 import re
+from bisect import bisect_left, bisect_right
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from datetime import datetime
+from operator import itemgetter
 from typing import NamedTuple
 
 from django.conf import settings
@@ -46,6 +48,7 @@ from django.db import connections
 from django.utils import timezone
 
 from heart.assemble import RecalledItem
+from lens.snippet import is_plain
 from lens.snippet import snippet as fts5_snippet
 from silentstar.router import store_for
 
@@ -67,6 +70,7 @@ SNIPPET_ELLIPSIS = "…"
 
 # Column weights. SQLite bm25: content, speaker, date words, context (the turns before).
 SQLITE_EVENT_WEIGHTS = (1.0, 0.5, 0.5, 0.2)
+SQLITE_EVENT_RANK = f"bm25(lens_event_fts, {', '.join(map(str, SQLITE_EVENT_WEIGHTS))})"
 SQLITE_FRAGMENT_WEIGHTS = (2.0, 1.0, 0.7, 0.5)  # key, ambient, recognition, inventory
 SQLITE_WM_WEIGHTS = (1.0, 0.5, 0.2)  # content, subject, type
 # PostgreSQL ts_rank weights for D, C, B, A (see the migration for what each letter holds).
@@ -156,22 +160,45 @@ class Neighbour(NamedTuple):
 
 @dataclass(frozen=True, slots=True)
 class Hit:
+    """One hit of a search. Its passage, ``snippet``, is made by the database with the ranking
+    (fragments, working memory, PostgreSQL's events, and SQLite's events whose text
+    ``lens.snippet`` cannot cut) or, for the other events, from the hit's text and the query's
+    ``words`` when it is read: most searches (a reply's ``search(…)``, Mira's query, the
+    evaluation) never show a passage, and making ten costs a quarter of a search."""
+
     kind: str  # fragment | event | wm
     id: int | None  # event or working-memory id
     key: str | None  # fragment key
     score: float
-    snippet: str  # the best passage, matched words in **bold**
     ts: datetime | None  # events: when said; wm: created; fragments: last updated
     text: str = ""  # the whole event, working-memory item or fragment (its fullest tier)
     actor: str = ""
     detail: str = ""  # wm: "type, status"
     before: tuple[Neighbour, ...] = ()
     after: tuple[Neighbour, ...] = ()
+    passage: str | None = None  # made by the database; None: made from text and words when read
+    words: tuple[str, ...] = ()  # the query's words, marked in a passage made when read
 
     @property
     def ref(self) -> str:
         """``event:12``, ``wm:3``, ``fragment:fairy``."""
         return f"{self.kind}:{self.key if self.kind == 'fragment' else self.id}"
+
+    @property
+    def snippet(self) -> str:
+        """The best passage, matched words in **bold**. One made when read is made anew at
+        every reading (a frozen hit keeps nothing): read it once."""
+        if self.passage is not None:
+            return self.passage
+        made = fts5_snippet(
+            self.text,
+            self.words,
+            start=_MARK_START,
+            end=_MARK_END,
+            ellipsis=SNIPPET_ELLIPSIS,
+            size=SNIPPET_TOKENS,
+        )
+        return _snippet(made or self.text)
 
 
 def query_terms(query: str) -> list[str]:
@@ -290,51 +317,61 @@ def _where(connection, filters: _Filters, *, ts: str, actor: str | None, id_colu
 
 def _events(query: str, terms, filters: _Filters, limit: int, neighbours: int) -> list[Hit]:
     connection = connections[store_for("heart", "event")]
-    fused = _words_ranking(connection, terms, filters, limit)
-    if settings.SEARCH_SEMANTIC and not filters.words_only:
-        from lens import semantic  # NumPy and the model only when the search is on
+    with connection.cursor() as cursor:  # one for all the statements: Django makes each anew
+        fused = _words_ranking(cursor, terms, filters, limit)
+        if settings.SEARCH_SEMANTIC and not filters.words_only:
+            from lens import semantic  # NumPy and the model only when the search is on
 
-        where, params = _where(connection, filters, ts="e.ts", actor="e.actor", id_column="e.id")
-        fused = semantic.reciprocal_rank_fusion(
-            [
-                [event_id for _, event_id in fused[: semantic.RRF_DEPTH]],
-                semantic.semantic_ranking(query, where, params),
-            ],
-            weights=semantic.RRF_WEIGHTS,
+            where, params = _where(
+                connection, filters, ts="e.ts", actor="e.actor", id_column="e.id"
+            )
+            fused = semantic.reciprocal_rank_fusion(
+                [
+                    [event_id for _, event_id in fused[: semantic.RRF_DEPTH]],
+                    semantic.semantic_ranking(query, where, params),
+                ],
+                weights=semantic.RRF_WEIGHTS,
+            )
+        fused = fused[:limit]
+        if not fused:
+            return []
+        events, passages = _events_around(
+            cursor, terms, [event_id for _, event_id in fused], neighbours, filters.event_ids
         )
-    fused = fused[:limit]
-    if not fused:
-        return []
-    events, snippets = _events_around(
-        connection, terms, [event_id for _, event_id in fused], neighbours, filters.event_ids
-    )
+    words = tuple(terms)
     hits = []
     for score, event_id in fused:
         if event_id not in events:  # a neighbour past the newest event
             continue
         event = events[event_id]
+        passage = passages.get(event_id)
         hits.append(
             Hit(
                 kind="event",
                 id=event_id,
                 key=None,
                 score=score,
-                snippet=_snippet(snippets.get(event_id) or event.text),
                 ts=event.ts,
                 text=event.text,
                 actor=event.actor,
                 before=tuple(
-                    events[i] for i in range(event_id - neighbours, event_id) if i in events
+                    [events[i] for i in range(event_id - neighbours, event_id) if i in events]
                 ),
                 after=tuple(
-                    events[i] for i in range(event_id + 1, event_id + neighbours + 1) if i in events
+                    [
+                        events[i]
+                        for i in range(event_id + 1, event_id + neighbours + 1)
+                        if i in events
+                    ]
                 ),
+                passage=passage,
+                words=() if passage is not None else words,
             )
         )
     return hits
 
 
-def _words_ranking(connection, terms, filters: _Filters, limit: int) -> list[tuple[float, int]]:
+def _words_ranking(cursor, terms, filters: _Filters, limit: int) -> list[tuple[float, int]]:
     """``(score, event id)`` best first, by the query's words and their related words: the best
     ``fusion_pool(limit)`` events of each, a named speaker's turns boosted, and each event given
     its share of its neighbours' scores (``NEIGHBOUR_FUSION``)."""
@@ -343,36 +380,44 @@ def _words_ranking(connection, terms, filters: _Filters, limit: int) -> list[tup
         runs.append((related, EXPANSION_WEIGHT))
     named = set(terms)
     scores: dict[int, float] = {}
-    boosted = []
-    for event_id, score, actor in event_ranking(
-        connection, runs, filters, limit=fusion_pool(limit)
-    ):
-        scores[event_id] = scores.get(event_id, 0.0) + score
-        if actor.casefold() in named:
-            boosted.append(event_id)
-    for event_id in dict.fromkeys(boosted):
-        scores[event_id] *= 1 + SPEAKER_BOOST
     score = scores.get
-    # Sorted as (-score, id): best first, ties to the older event.
-    fused = sorted(
-        (-(score(i, 0.0) + NEIGHBOUR_FUSION * max(score(i - 1, 0.0), score(i + 1, 0.0))), i)
-        for i in _with_neighbours(scores, filters)
-    )
-    return [(-negative, event_id) for negative, event_id in fused]
+    boosted = set()
+    for event_id, weighted, actor in event_ranking(cursor, runs, filters, limit=fusion_pool(limit)):
+        scores[event_id] = score(event_id, 0.0) + weighted
+        if actor.casefold() in named:
+            boosted.add(event_id)
+    for event_id in boosted:
+        scores[event_id] *= 1 + SPEAKER_BOOST
+    # An event's share is NEIGHBOUR_FUSION × the better of its neighbours' scores (0 when none is
+    # ranked; scores are positive), which is the better of their shares, as rounding keeps
+    # order: so the shares are gathered from the ranked events alone.
+    shares: dict[int, float] = {}
+    share = shares.get
+    for event_id, best in scores.items():
+        best *= NEIGHBOUR_FUSION
+        if share(event_id - 1, 0.0) < best:
+            shares[event_id - 1] = best
+        if share(event_id + 1, 0.0) < best:
+            shares[event_id + 1] = best
+    # Best first, ties to the older event: the candidates come in id order, and sorting keeps it.
+    fused = [(score(i, 0.0) + share(i, 0.0), i) for i in _with_neighbours(scores, filters)]
+    fused.sort(key=itemgetter(0), reverse=True)
+    return fused
 
 
 def _with_neighbours(ranked: dict[int, float], filters: _Filters) -> list[int]:
-    """The ranked events and the events just before and after each: a turn that shares no word
-    with the query, between the question that asked for it and the reply to it, earns its share
-    of their scores even though its own kept it out of the pool. Not under a time or speaker
-    filter, which a neighbour may not pass, nor when only the words' matches are wanted."""
+    """The ranked events and the events just before and after each, in id order: a turn that
+    shares no word with the query, between the question that asked for it and the reply to it,
+    earns its share of their scores even though its own kept it out of the pool. Not under a
+    time or speaker filter, which a neighbour may not pass, nor when only the words' matches
+    are wanted."""
     if filters.words_only or any(
         f is not None for f in (filters.since, filters.until, filters.actor)
     ):
-        return list(ranked)
+        return sorted(ranked)
     low, high = filters.event_ids or (1, None)
-    around = (n for i in ranked for n in (i - 1, i, i + 1))
-    return [n for n in dict.fromkeys(around) if low <= n and (high is None or n <= high)]
+    around = sorted(set(ranked).union([i - 1 for i in ranked], [i + 1 for i in ranked]))
+    return around[bisect_left(around, low) : None if high is None else bisect_right(around, high)]
 
 
 def fusion_pool(limit: int) -> int:
@@ -381,31 +426,33 @@ def fusion_pool(limit: int) -> int:
 
 
 def event_ranking(
-    connection, runs: Sequence[tuple[Sequence[str], float]], filters: _Filters, *, limit: int
+    cursor, runs: Sequence[tuple[Sequence[str], float]], filters: _Filters, *, limit: int
 ) -> list[tuple[int, float, str]]:
     """``(event id, weighted score, actor)`` of the best ``limit`` events of each run of words
-    (the query's words, their related words), each score times its run's weight.
+    (the query's words, their related words), each score times its run's weight, read through
+    ``cursor`` (on the events' store).
 
     Every run is ranked in one statement. SQLite ranks in the FTS5 index alone, an id range as
     a rowid range, and joins the log only when a time or speaker filter needs it: a join before
     the LIMIT costs a log lookup for every match, hundreds of thousands for a common word in a
     large log."""
+    connection = cursor.db
     if connection.vendor != "sqlite":
         arms, values = [], []
         for words, weight in runs:
             sql, params = _postgres_event_ranking(connection, words, filters, limit=limit)
             arms.append(f"SELECT event_id, %s * score, actor FROM ({sql}) best")
             values += [weight, *params]
-        rows = fetch_all(connection, " UNION ALL ".join(arms), values)
+        rows = _rows(cursor, " UNION ALL ".join(arms), values)
         return [(event_id, float(score), actor) for event_id, score, actor in rows]
     joined = filters.since is not None or filters.until is not None or filters.actor is not None
     where, params = _where(connection, filters, ts="e.ts", actor="e.actor", id_column="f.rowid")
     join = " JOIN heart_event e ON e.id = f.rowid" if joined else ""
-    rank = f"bm25(lens_event_fts, {', '.join(str(w) for w in SQLITE_EVENT_WEIGHTS)})"
     # The weight is applied outside the ranking: a score column other than the ORDER BY term
     # would make SQLite compute BM25 twice for every match.
     best = (
-        f"SELECT id, -%s * bm25_rank AS score FROM (SELECT f.rowid AS id, {rank} AS bm25_rank "
+        "SELECT id, -%s * bm25_rank AS score FROM (SELECT f.rowid AS id, "
+        f"{SQLITE_EVENT_RANK} AS bm25_rank "
         f"FROM lens_event_fts f{join} WHERE lens_event_fts MATCH %s{where} "
         "ORDER BY bm25_rank LIMIT %s)"
     )
@@ -414,10 +461,7 @@ def event_ranking(
         "best JOIN heart_event a ON a.id = best.id"
     )
     values = [v for words, weight in runs for v in (weight, fts5_expression(words), *params, limit)]
-    return [
-        (event_id, float(score), actor)
-        for event_id, score, actor in fetch_all(connection, sql, values)
-    ]
+    return _rows(cursor, sql, values)  # the scores are floats already: BM25 times a float
 
 
 def _postgres_event_ranking(connection, terms, filters: _Filters, *, limit: int):
@@ -448,15 +492,18 @@ def _postgres_event_ranking(connection, terms, filters: _Filters, *, limit: int)
 
 
 def _events_around(
-    connection, terms, ids: list[int], neighbours: int, bounds: tuple[int, int] | None
+    cursor, terms, ids: list[int], neighbours: int, bounds: tuple[int, int] | None
 ) -> tuple[dict[int, Neighbour], dict[int, str]]:
-    """The hits and the events next to them (by id), and the best passage of each hit with the
-    matched words marked. The ids are listed: an OR of ranges makes SQLite scan the whole log.
+    """The hits and the events next to them (by id), and the passages the database makes for
+    the hits (matched words marked). The ids are listed: an OR of ranges makes SQLite scan the
+    whole log.
 
-    On SQLite the passages are made from the hits' text as FTS5's ``snippet()`` makes them
-    (``lens.snippet``): ``snippet()`` itself would match the query over the whole index again,
-    for rows already known. Only a text that ``lens.snippet`` cannot cut as the index does
-    (emoji, scripts newer than the index's tables) is left to ``snippet()``."""
+    PostgreSQL makes every hit's passage (``ts_headline``). On SQLite the passages are made
+    from the hits' text when read (``Hit.snippet``, through ``lens.snippet``): ``snippet()``
+    would match the query over the whole index again, for rows already known. Only a text that
+    ``lens.snippet`` cannot cut as the index does (emoji, scripts newer than the index's
+    tables) is left to ``snippet()``, here."""
+    connection = cursor.db
     wanted = set()
     for event_id in ids:
         low, high = event_id - neighbours, event_id + neighbours
@@ -466,7 +513,11 @@ def _events_around(
     wanted.update(ids)
     wanted_marks = _marks(wanted)
     if connection.vendor == "sqlite":
-        sql = f"SELECT id, ts, actor, content, NULL FROM heart_event WHERE id IN ({wanted_marks})"
+        # The time as text: Django's converter would parse it, then _aware parse what it made.
+        sql = (
+            "SELECT id, CAST(ts AS TEXT), actor, content, NULL FROM heart_event "
+            f"WHERE id IN ({wanted_marks})"
+        )
         params = sorted(wanted)
     else:
         sql = (
@@ -475,30 +526,23 @@ def _events_around(
             f"FROM heart_event e, to_tsquery('english', %s) q WHERE e.id IN ({wanted_marks})"
         )
         params = [*ids, tsquery_expression(terms), *sorted(wanted)]
-    events, snippets = {}, {}
-    for pk, ts, actor, content, snippet in fetch_all(connection, sql, params):
+    events, made = {}, {}
+    for pk, ts, actor, content, passage in _rows(cursor, sql, params):
         events[pk] = Neighbour(pk, _aware(connection, ts), actor, content)
-        if snippet is not None:
-            snippets[pk] = snippet
+        if passage is not None:
+            made[pk] = passage
     if connection.vendor == "sqlite":
-        for event_id in ids:
-            if event_id in events:
-                snippets[event_id] = fts5_snippet(
-                    events[event_id].text,
-                    terms,
-                    start=_MARK_START,
-                    end=_MARK_END,
-                    ellipsis=SNIPPET_ELLIPSIS,
-                    size=SNIPPET_TOKENS,
-                )
-        if unmade := [event_id for event_id, snippet in snippets.items() if snippet is None]:
+        plain_words = all(map(is_plain, terms))
+        unmade = [i for i in ids if i in events and not (plain_words and is_plain(events[i].text))]
+        if unmade:
             sql = (
                 f"SELECT rowid, snippet(lens_event_fts, 0, '{_MARK_START}', '{_MARK_END}', "
                 f"'{SNIPPET_ELLIPSIS}', {SNIPPET_TOKENS}) FROM lens_event_fts "
                 f"WHERE lens_event_fts MATCH %s AND rowid IN ({_marks(unmade)})"
             )
-            snippets.update(fetch_all(connection, sql, [fts5_expression(terms), *unmade]))
-    return events, snippets
+            made = dict.fromkeys(unmade, "")
+            made.update(_rows(cursor, sql, [fts5_expression(terms), *unmade]))
+    return events, {i: _snippet(passage or events[i].text) for i, passage in made.items()}
 
 
 def _marks(values: Sequence) -> str:
@@ -536,7 +580,7 @@ def _working_memory(terms, filters: _Filters, limit: int) -> list[Hit]:
             id=wm_id,
             key=None,
             score=float(score),
-            snippet=_snippet(snippet),
+            passage=_snippet(snippet),
             ts=_aware(connection, created_at),
             text=content,
             actor=actor,
@@ -579,7 +623,7 @@ def _fragments(terms, filters: _Filters, limit: int) -> list[Hit]:
             id=None,
             key=key,
             score=float(score),
-            snippet=_snippet(snippet),
+            passage=_snippet(snippet),
             ts=_aware(connection, updated_at),
             text=_fullest_tier(tiers),
         )
@@ -631,8 +675,13 @@ _HEADLINE = f"StartSel={_MARK_START}, StopSel={_MARK_END}, MaxWords={SNIPPET_TOK
 def fetch_all(connection, sql: str, params: list) -> list[tuple]:
     """The rows of one raw statement."""
     with connection.cursor() as cursor:
-        cursor.execute(sql, params)
-        return cursor.fetchall()
+        return _rows(cursor, sql, params)
+
+
+def _rows(cursor, sql: str, params: list) -> list[tuple]:
+    """The rows of one raw statement, on a cursor already open."""
+    cursor.execute(sql, params)
+    return cursor.fetchall()
 
 
 def untagged(raw: str) -> str:
@@ -656,10 +705,13 @@ def _fullest_tier(tiers: Sequence[str]) -> str:
 
 
 def _aware(connection, value: datetime | str) -> datetime:
-    """A timestamp read by a bare cursor, as the ORM gives it: aware, in the store's zone."""
+    """A timestamp read by a bare cursor, as the ORM gives it: aware, in the store's zone.
+    (``timezone.make_aware`` and ``is_naive`` cost as much again, for a few dozen a search.)"""
     if isinstance(value, str):
         value = datetime.fromisoformat(value)
-    return timezone.make_aware(value, connection.timezone) if timezone.is_naive(value) else value
+    if value.utcoffset() is None:
+        return value.replace(tzinfo=connection.timezone)
+    return value
 
 
 SEARCH_RECALL_HITS = 3  # hits a search(…) in a reply brings into the next turn

@@ -1,10 +1,16 @@
 """The search benchmark's text: conversation-shaped, so a query matches a part of the log."""
 
 import random
-from collections import Counter
+from collections import Counter, defaultdict
+from datetime import UTC, datetime, timedelta
 
-from lens.bench import VOCABULARY_SIZE, _Text, raw_rows, vocabulary
+import pytest
+from django.db import connections
+
+from heart.ingest import event_record
+from lens.bench import STORE, VOCABULARY_SIZE, _Text, _time_query, raw_rows, vocabulary
 from lens.search import RELATED_WORDS, fusion_pool, query_terms
+from lens.snippet import snippet
 
 
 def test_the_vocabulary_is_the_same_for_a_seed_and_holds_the_related_words():
@@ -38,3 +44,39 @@ def test_queries_search_for_words_of_the_log_but_not_its_commonest():
 def test_the_raw_query_ranks_as_many_rows_as_the_search_it_is_compared_with():
     assert raw_rows("event", 10) == fusion_pool(10) > 10  # the pool the neighbour fusion picks from
     assert raw_rows("wm", 10) == raw_rows("fragment", 10) == 10
+
+
+@pytest.mark.django_db(databases="__all__")
+def test_each_query_is_timed_raw_searched_and_searched_with_every_passage_read(monkeypatch):
+    if connections[STORE["event"]].vendor != "sqlite":
+        pytest.skip("bench search measures the SQLite FTS5 index")
+    start = datetime(2026, 3, 2, 9, 0, tzinfo=UTC)
+    texts = ["the lighthouse at dusk", "a walk", "lighthouse keepers"]
+    for n, text in enumerate(texts):
+        event_record(text=text, actor="ana", ts=start + timedelta(minutes=n), identities=[])
+    made = []
+
+    def counted(*args, **kwargs):
+        made.append(args)
+        return snippet(*args, **kwargs)
+
+    monkeypatch.setattr("lens.search.fts5_snippet", counted)
+    timings, cpu_timings = defaultdict(list), defaultdict(list)
+    _time_query("lighthouse", events=3, timings=timings, cpu_timings=cpu_timings)
+    assert (
+        set(timings)
+        == set(cpu_timings)
+        == {
+            "event_raw",
+            "event_search",
+            "event_read",
+            "all_raw",
+            "all_search",
+            "all_read",
+            "turn_search",
+        }
+    )
+    assert all(len(seconds) == 1 and seconds[0] >= 0 for seconds in timings.values())
+    # Each event hit's passage (the walk comes between the two by its neighbours' scores) is
+    # made once for events alone and once for every kind: never by the searches alone.
+    assert sorted(text for text, _ in made) == sorted(texts * 2)

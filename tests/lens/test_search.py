@@ -20,6 +20,7 @@ from lens.search import (
     related_terms,
     search,
 )
+from lens.snippet import snippet
 from silentstar.router import store_for
 
 pytestmark = pytest.mark.django_db(databases="__all__")
@@ -136,6 +137,36 @@ def test_it_gives_an_event_hit_the_passage_fts5_would(text):
                 [fts5_expression(["lighthouse", "keeper"]), event.pk],
             )
             assert hit.snippet == cursor.fetchone()[0].replace("** **", " ")
+
+
+def test_searching_makes_no_passage_and_reading_one_makes_the_fts5_one(monkeypatch):
+    """A passage lens.snippet can cut is made when read (the search's callers that never show
+    one do not pay for it); one it cannot cut, or PostgreSQL's, comes made by the database."""
+    plain, odd = say(LONG_TURN), say(f"{LONG_TURN} 🙂 best day", at=1)
+    made = []
+
+    def counted(*args, **kwargs):
+        made.append(args)
+        return snippet(*args, **kwargs)
+
+    monkeypatch.setattr("lens.search.fts5_snippet", counted)
+    hits = {hit.id: hit for hit in search("lighthouse keeper", kinds=["event"], neighbours=0)}
+    assert set(hits) == {plain.pk, odd.pk} and made == []
+    passages = {event_id: hit.snippet for event_id, hit in hits.items()}
+    connection = connections[store_for("heart", "event")]
+    if connection.vendor != "sqlite":
+        assert made == [] and all(MARK_OPEN in passage for passage in passages.values())
+        return
+    assert made == [(LONG_TURN, ("lighthouse", "keeper"))]  # the emoji one came made
+    assert hits[plain.pk].snippet == passages[plain.pk] and len(made) == 2  # made at each reading
+    with connection.cursor() as cursor:
+        for event in (plain, odd):
+            cursor.execute(
+                "SELECT snippet(lens_event_fts, 0, '**', '**', '…', 24) FROM lens_event_fts "
+                "WHERE lens_event_fts MATCH %s AND rowid = %s",
+                [fts5_expression(["lighthouse", "keeper"]), event.pk],
+            )
+            assert passages[event.pk] == cursor.fetchone()[0].replace("** **", " ")
 
 
 def test_an_event_found_by_a_related_word_alone_shows_its_opening():
