@@ -26,10 +26,10 @@ Events
     found by the question's words. At query time, among the best few times ``limit`` events and
     the events next to them, an event also earns a share of the better score of the events just
     before and after it (turn and window scores fused), and the turns of a speaker the query
-    names count more. Only the
-    best ``limit × FUSION_POOL`` of each query are fetched, ranked and cut in SQL. A hit
-    carries the turns around it (``neighbours`` each side). The weights were chosen on
-    ``lens/eval/dev.json``, generated apart from ``large.json`` the figures are measured on.
+    names count more. Only the best ``limit × FUSION_POOL`` of each query are fetched, ranked
+    and cut in SQL. A hit carries the turns around it (``neighbours`` each side). The weights
+    were chosen on ``lens/eval/dev.json``; the held-out sets (``heldout.json``,
+    ``heldout2.json``) were never tuned on.
 
 Scores
     Higher is better, comparable within one backend; hits of all kinds are merged by score.
