@@ -31,6 +31,7 @@ wordings, written after the search's tuning and never tuned on).
 import json
 import random
 from datetime import datetime, timedelta
+from functools import partial
 from pathlib import Path
 
 from heart.assemble import MONTHS
@@ -700,8 +701,16 @@ BOTH_QUESTIONS = [
 ]
 
 
-def _heldout_multi_hop(rng: random.Random, cid: str, stated: list[dict]) -> list[dict]:
-    """Questions that need two held-out facts, in their own wordings."""
+def _worded_multi_hop(
+    rng: random.Random,
+    cid: str,
+    stated: list[dict],
+    *,
+    order_questions: list[str],
+    both_questions: list[str],
+) -> list[dict]:
+    """Questions that need two facts of a held-out family, in that family's wordings: the order
+    of two facts of one person, and one fact of each person."""
     out = []
     by_person: dict[str, list[dict]] = {}
     for fact in stated:
@@ -711,7 +720,7 @@ def _heldout_multi_hop(rng: random.Random, cid: str, stated: list[dict]) -> list
             out.append(
                 {
                     "conversation": cid,
-                    "question": _pick(rng, ORDER_QUESTIONS).format(
+                    "question": _pick(rng, order_questions).format(
                         who=who, first=first["done"], second=second["done"]
                     ),
                     "evidence": [first["evidence"], second["evidence"]],
@@ -725,7 +734,7 @@ def _heldout_multi_hop(rng: random.Random, cid: str, stated: list[dict]) -> list
         out.append(
             {
                 "conversation": cid,
-                "question": _pick(rng, BOTH_QUESTIONS).format(
+                "question": _pick(rng, both_questions).format(
                     a=people[0],
                     b=people[1],
                     a_handle=a["handle"],
@@ -1139,47 +1148,6 @@ PAIR_QUESTIONS = [
 ]
 
 
-def _fresh_multi_hop(rng: random.Random, cid: str, stated: list[dict]) -> list[dict]:
-    """Questions that need two facts of the second held-out family, in their own wordings."""
-    out = []
-    by_person: dict[str, list[dict]] = {}
-    for fact in stated:
-        by_person.setdefault(fact["who"], []).append(fact)
-    for who, facts in by_person.items():
-        for first, second in zip(facts[::2], facts[1::2], strict=False):
-            out.append(
-                {
-                    "conversation": cid,
-                    "question": _pick(rng, SEQUENCE_QUESTIONS).format(
-                        who=who, first=first["done"], second=second["done"]
-                    ),
-                    "evidence": [first["evidence"], second["evidence"]],
-                    "evidence_words": [first["words"], second["words"]],
-                    "category": "multi-hop",
-                }
-            )
-    people = list(by_person)
-    if len(people) == 2:
-        a, b = _pick(rng, by_person[people[0]]), _pick(rng, by_person[people[1]])
-        out.append(
-            {
-                "conversation": cid,
-                "question": _pick(rng, PAIR_QUESTIONS).format(
-                    a=people[0],
-                    b=people[1],
-                    a_handle=a["handle"],
-                    b_handle=b["handle"],
-                    entity_a=a["entity"],
-                    entity_b=b["entity"],
-                ),
-                "evidence": [a["evidence"], b["evidence"]],
-                "evidence_words": [a["words"], b["words"]],
-                "category": "multi-hop",
-            }
-        )
-    return out
-
-
 def _small_talk(rng: random.Random) -> str:
     return _pick(rng, SMALL_TALK).format(
         day=_pick(rng, DAY),
@@ -1320,8 +1288,20 @@ def _multi_hop(rng: random.Random, cid: str, stated: list[dict]) -> list[dict]:
 # and the questions that need two facts.
 WORDINGS = {
     "seen": (FACT_KINDS, _fact, _multi_hop),
-    "unseen": (HELDOUT_KINDS, _heldout_fact, _heldout_multi_hop),
-    "fresh": (FRESH_KINDS, _fresh_fact, _fresh_multi_hop),
+    "unseen": (
+        HELDOUT_KINDS,
+        _heldout_fact,
+        partial(_worded_multi_hop, order_questions=ORDER_QUESTIONS, both_questions=BOTH_QUESTIONS),
+    ),
+    "fresh": (
+        FRESH_KINDS,
+        _fresh_fact,
+        partial(
+            _worded_multi_hop,
+            order_questions=SEQUENCE_QUESTIONS,
+            both_questions=PAIR_QUESTIONS,
+        ),
+    ),
 }
 # Whose conversations each wording is: every family has its own people.
 WORDING_PAIRS = {"seen": PAIRS, "unseen": HELDOUT_PAIRS, "fresh": FRESH_PAIRS}
