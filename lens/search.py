@@ -549,31 +549,48 @@ def _marks(values: Sequence) -> str:
     return ", ".join(["%s"] * len(values))
 
 
+class _Index(NamedTuple):
+    """Where a kind other than events is indexed on each backend, and how its rows join."""
+
+    fts5_table: str
+    fts5_weights: tuple[float, ...]
+    fts5_key: str
+    fts5_join: str  # the indexed table, joined to the FTS5 table ``f``
+    snippet_column: int  # -1: the best of any column
+    postgres_index: str
+    postgres_key: str
+    postgres_join: str  # the indexed table, joined to the tsvector index ``i``
+    headline: str  # the text a PostgreSQL passage is cut from
+
+
+_WM_INDEX = _Index(
+    fts5_table="lens_wm_fts",
+    fts5_weights=SQLITE_WM_WEIGHTS,
+    fts5_key="f.rowid",
+    fts5_join="gem_workingmemory w ON w.id = f.rowid",
+    snippet_column=0,
+    postgres_index="lens_wm_index",
+    postgres_key="w.id",
+    postgres_join="gem_workingmemory w ON w.id = i.wm_id",
+    headline="w.content",
+)
+_FRAGMENT_INDEX = _Index(
+    fts5_table="lens_fragment_fts",
+    fts5_weights=SQLITE_FRAGMENT_WEIGHTS,
+    fts5_key="f.key",
+    fts5_join="gem_fragment g ON g.key = f.key",
+    snippet_column=-1,
+    postgres_index="lens_fragment_index",
+    postgres_key="g.key",
+    postgres_join="gem_fragment g ON g.key = i.key",
+    headline="g.ambient || ' ' || g.recognition || ' ' || g.inventory",
+)
+
+
 def _working_memory(terms, filters: _Filters, limit: int) -> list[Hit]:
     connection = connections[store_for("gem", "workingmemory")]
-    where, params = _where(connection, filters, ts="w.created_at", actor="w.actor", id_column=None)
+    where = _where(connection, filters, ts="w.created_at", actor="w.actor", id_column=None)
     columns = "w.created_at, w.content, w.actor, w.type, w.status"
-    if connection.vendor == "sqlite":
-        sql, values = _fts5_best(
-            table="lens_wm_fts",
-            weights=SQLITE_WM_WEIGHTS,
-            key="f.rowid",
-            terms=terms,
-            where=(where, params),
-            limit=limit,
-            snippet_column=0,
-            row=("gem_workingmemory w ON w.id = f.rowid", columns),
-        )
-    else:
-        sql, values = _postgres_best(
-            index="lens_wm_index",
-            key="w.id",
-            headline="w.content",
-            terms=terms,
-            where=(where, params),
-            limit=limit,
-            row=("gem_workingmemory w ON w.id = i.wm_id", columns),
-        )
     return [
         Hit(
             kind="wm",
@@ -586,37 +603,16 @@ def _working_memory(terms, filters: _Filters, limit: int) -> list[Hit]:
             actor=actor,
             detail=f"{type_}, {status}",
         )
-        for wm_id, score, snippet, created_at, content, actor, type_, status in fetch_all(
-            connection, sql, values
+        for wm_id, score, snippet, created_at, content, actor, type_, status in _indexed_best(
+            connection, _WM_INDEX, terms, where=where, limit=limit, columns=columns
         )
     ]
 
 
 def _fragments(terms, filters: _Filters, limit: int) -> list[Hit]:
     connection = connections[store_for("gem", "fragment")]
-    where, params = _where(connection, filters, ts="g.updated_at", actor=None, id_column=None)
+    where = _where(connection, filters, ts="g.updated_at", actor=None, id_column=None)
     columns = "g.updated_at, g.inventory, g.recognition, g.ambient"
-    if connection.vendor == "sqlite":
-        sql, values = _fts5_best(
-            table="lens_fragment_fts",
-            weights=SQLITE_FRAGMENT_WEIGHTS,
-            key="f.key",
-            terms=terms,
-            where=(where, params),
-            limit=limit,
-            snippet_column=-1,
-            row=("gem_fragment g ON g.key = f.key", columns),
-        )
-    else:
-        sql, values = _postgres_best(
-            index="lens_fragment_index",
-            key="g.key",
-            headline="g.ambient || ' ' || g.recognition || ' ' || g.inventory",
-            terms=terms,
-            where=(where, params),
-            limit=limit,
-            row=("gem_fragment g ON g.key = i.key", columns),
-        )
     return [
         Hit(
             kind="fragment",
@@ -627,8 +623,37 @@ def _fragments(terms, filters: _Filters, limit: int) -> list[Hit]:
             ts=_aware(connection, updated_at),
             text=_fullest_tier(tiers),
         )
-        for key, score, snippet, updated_at, *tiers in fetch_all(connection, sql, values)
+        for key, score, snippet, updated_at, *tiers in _indexed_best(
+            connection, _FRAGMENT_INDEX, terms, where=where, limit=limit, columns=columns
+        )
     ]
+
+
+def _indexed_best(connection, index: _Index, terms, *, where, limit, columns) -> list[tuple]:
+    """The best ``limit`` rows of a kind's index on the connection's backend, best first:
+    ``(key, score, passage, *columns)``."""
+    if connection.vendor == "sqlite":
+        sql, values = _fts5_best(
+            table=index.fts5_table,
+            weights=index.fts5_weights,
+            key=index.fts5_key,
+            terms=terms,
+            where=where,
+            limit=limit,
+            snippet_column=index.snippet_column,
+            row=(index.fts5_join, columns),
+        )
+    else:
+        sql, values = _postgres_best(
+            index=index.postgres_index,
+            key=index.postgres_key,
+            headline=index.headline,
+            terms=terms,
+            where=where,
+            limit=limit,
+            row=(index.postgres_join, columns),
+        )
+    return fetch_all(connection, sql, values)
 
 
 def _fts5_best(
