@@ -511,7 +511,7 @@ def _events_around(
             low, high = max(low, bounds[0]), min(high, bounds[1])
         wanted.update(range(low, high + 1))
     wanted.update(ids)
-    wanted_marks = _marks(wanted)
+    wanted_marks = placeholders(wanted)
     if connection.vendor == "sqlite":
         # The time as text: Django's converter would parse it, then _aware parse what it made.
         sql = (
@@ -521,7 +521,7 @@ def _events_around(
         params = sorted(wanted)
     else:
         sql = (
-            f"SELECT e.id, e.ts, e.actor, e.content, CASE WHEN e.id IN ({_marks(ids)}) "
+            f"SELECT e.id, e.ts, e.actor, e.content, CASE WHEN e.id IN ({placeholders(ids)}) "
             f"THEN ts_headline('english', e.content, q, '{_HEADLINE}') END "
             f"FROM heart_event e, to_tsquery('english', %s) q WHERE e.id IN ({wanted_marks})"
         )
@@ -538,14 +538,15 @@ def _events_around(
             sql = (
                 f"SELECT rowid, snippet(lens_event_fts, 0, '{_MARK_START}', '{_MARK_END}', "
                 f"'{SNIPPET_ELLIPSIS}', {SNIPPET_TOKENS}) FROM lens_event_fts "
-                f"WHERE lens_event_fts MATCH %s AND rowid IN ({_marks(unmade)})"
+                f"WHERE lens_event_fts MATCH %s AND rowid IN ({placeholders(unmade)})"
             )
             made = dict.fromkeys(unmade, "")
             made.update(_rows(cursor, sql, [fts5_expression(terms), *unmade]))
     return events, {i: _snippet(passage or events[i].text) for i, passage in made.items()}
 
 
-def _marks(values: Sequence) -> str:
+def placeholders(values: Sequence) -> str:
+    """``%s, %s, …``: one parameter mark a value, for ``IN (…)``."""
     return ", ".join(["%s"] * len(values))
 
 

@@ -33,7 +33,7 @@ from django.conf import settings
 from django.db import connections, transaction
 
 from lens.encoder import encoder
-from lens.search import fetch_all, untagged
+from lens.search import fetch_all, placeholders, untagged
 from silentstar.router import store_for
 
 # Reciprocal-rank fusion: an event at rank r (from 0) of a ranking earns weight / (RRF_K + r). A
@@ -127,11 +127,10 @@ _AFTER = "(SELECT min(n.id) FROM heart_event n WHERE n.id > e.id)"
 
 def _vectors_before(connection, ids: Sequence[int]) -> list[int]:
     """The events just before these that have a vector."""
-    marks = ", ".join(["%s"] * len(ids))
     rows = fetch_all(
         connection,
         f"SELECT v.event_id FROM heart_event e JOIN lens_event_vector v ON v.event_id = {_BEFORE} "
-        f"WHERE e.id IN ({marks})",
+        f"WHERE e.id IN ({placeholders(ids)})",
         list(ids),
     )
     return [event_id for (event_id,) in rows]
@@ -140,12 +139,11 @@ def _vectors_before(connection, ids: Sequence[int]) -> list[int]:
 def _events(connection, ids: Sequence[int]) -> list[tuple[Turn, Turn | None, Turn | None]]:
     """``(turn, the turn before, the turn after)`` of each id, in order, as ``event_vectors``
     takes them."""
-    marks = ", ".join(["%s"] * len(ids))
     rows = fetch_all(
         connection,
         "SELECT e.id, e.actor, e.content, b.actor, b.content, a.actor, a.content "
         f"FROM heart_event e LEFT JOIN heart_event b ON b.id = {_BEFORE} "
-        f"LEFT JOIN heart_event a ON a.id = {_AFTER} WHERE e.id IN ({marks})",
+        f"LEFT JOIN heart_event a ON a.id = {_AFTER} WHERE e.id IN ({placeholders(ids)})",
         list(ids),
     )
     found = {}
