@@ -44,7 +44,7 @@ from silentstar.router import store_for
 RRF_K = 5
 RRF_DEPTH = 50
 RRF_WEIGHTS = (0.7, 1.0)  # the word ranking, the semantic ranking
-FILL_AFTER_TURNS = 500  # missing vectors the task after a turn writes (the newest)
+FILL_AFTER_TURNS = 500  # the newest events whose missing vectors the task after a turn writes
 FILL_BATCH = 128
 
 
@@ -81,10 +81,10 @@ def vectors_fill(
     progress: Callable[[int, int], None] | None = None,
 ) -> int:
     """Write the vectors of the events that have none (of ``event_ids``, an inclusive id
-    range, if given; only the ``newest`` of them, if given), oldest first, in batches each
-    committed on its own; return how many were missing. The event just before each, if it has
-    a vector, is written again: its vector was made before the turn after it was there.
-    ``progress(done, total)`` after each batch."""
+    range, if given; among the ``newest`` events of the log alone, if given), oldest first, in
+    batches each committed on its own; return how many were missing. The event just before
+    each, if it has a vector, is written again: its vector was made before the turn after it
+    was there. ``progress(done, total)`` after each batch."""
     connection = connections[store_for("heart", "event")]
     missing = _missing(connection, event_ids, newest)
     model = encoder()
@@ -107,16 +107,21 @@ def vectors_fill(
 
 
 def _missing(connection, event_ids: tuple[int, int] | None, newest: int | None) -> list[int]:
+    """The events without a vector. ``newest`` bounds what is read, not only what is returned:
+    the task after every turn looks at the newest events alone, never down a long log."""
     where, params = "", []
     if event_ids is not None:
         where, params = " AND e.id BETWEEN %s AND %s", list(event_ids)
+    if newest is not None:
+        where += (
+            " AND e.id >= (SELECT coalesce(min(n.id), 0) FROM "
+            "(SELECT id FROM heart_event ORDER BY id DESC LIMIT %s) n)"
+        )
+        params.append(newest)
     sql = (
         "SELECT e.id FROM heart_event e LEFT JOIN lens_event_vector v ON v.event_id = e.id "
-        f"WHERE v.event_id IS NULL{where} ORDER BY e.id DESC"
+        f"WHERE v.event_id IS NULL{where}"
     )
-    if newest is not None:
-        sql += " LIMIT %s"
-        params.append(newest)
     return sorted(event_id for (event_id,) in fetch_all(connection, sql, params))
 
 

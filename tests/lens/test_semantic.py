@@ -122,6 +122,15 @@ def test_fill_can_be_kept_to_an_id_range_or_the_newest():
     assert vector_ids() == [events[1].pk, events[2].pk, events[-1].pk]
 
 
+def test_newest_reads_only_the_newest_events_not_down_the_log():
+    events = tell()
+    semantic.vectors_fill()
+    with connections[store_for("heart", "event")].cursor() as cursor:
+        cursor.execute("DELETE FROM lens_event_vector WHERE event_id = %s", [events[0].pk])
+    assert semantic.vectors_fill(newest=2) == 0  # the oldest is left to a whole fill
+    assert semantic.vectors_fill() == 1
+
+
 def test_the_task_after_turns_writes_the_newest_missing_vectors():
     events = tell()
     assert vectors_fill_task() == len(events)
