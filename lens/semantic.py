@@ -181,13 +181,10 @@ def semantic_ranking(query: str, where: str, params: list, *, depth: int = RRF_D
 
 
 def reciprocal_rank_fusion(
-    rankings: Sequence[Sequence[int]], *, k: int = RRF_K, weights: Sequence[float] | None = None
+    rankings: Sequence[Sequence[int]], *, weights: Sequence[float], k: int = RRF_K
 ) -> list[tuple[float, int]]:
     """``(fused score, id)`` best first: each id earns ``weight / (k + rank)`` from each ranking
-    it is in (ranks from 0; ``weights`` one a ranking, all 1 if not given); ties go to the
-    smaller id."""
-    if weights is None:
-        weights = [1.0] * len(rankings)
+    it is in (ranks from 0; ``weights`` one a ranking); ties go to the smaller id."""
     if len(weights) != len(rankings):
         raise ValueError(f"{len(rankings)} rankings but {len(weights)} weights")
     scores: dict[int, float] = {}

@@ -192,10 +192,8 @@ def test_reciprocal_rank_fusion_adds_each_rankings_weighted_share(rankings, weig
         assert fused[0][1] in leaders
 
 
-def test_reciprocal_rank_fusion_counts_rankings_alike_unless_weighted():
-    assert semantic.reciprocal_rank_fusion([[1, 2], [2, 1]]) == semantic.reciprocal_rank_fusion(
-        [[1, 2], [2, 1]], weights=[1, 1]
-    )
+def test_reciprocal_rank_fusion_lets_the_heavier_ranking_lead_a_tie():
+    assert semantic.reciprocal_rank_fusion([[1, 2], [2, 1]], weights=[1, 1])[0][1] == 1
     assert semantic.reciprocal_rank_fusion([[1, 2], [2, 1]], weights=[0.7, 1])[0][1] == 2
     with pytest.raises(ValueError, match="2 rankings but 1 weights"):
         semantic.reciprocal_rank_fusion([[1], [2]], weights=[1])
