@@ -632,36 +632,15 @@ def _fragments(terms, filters: _Filters, limit: int) -> list[Hit]:
 
 def _indexed_best(connection, index: _Index, terms, *, where, limit, columns) -> list[tuple]:
     """The best ``limit`` rows of a kind's index on the connection's backend, best first:
-    ``(key, score, passage, *columns)``."""
-    if connection.vendor == "sqlite":
-        sql, values = _fts5_best(
-            table=index.fts5_table,
-            weights=index.fts5_weights,
-            key=index.fts5_key,
-            terms=terms,
-            where=where,
-            limit=limit,
-            snippet_column=index.snippet_column,
-            row=(index.fts5_join, columns),
-        )
-    else:
-        sql, values = _postgres_best(
-            index=index.postgres_index,
-            key=index.postgres_key,
-            headline=index.headline,
-            terms=terms,
-            where=where,
-            limit=limit,
-            row=(index.postgres_join, columns),
-        )
+    ``(key, score, passage, *columns)`` (``columns`` of the indexed table), kept to the SQL
+    conditions ``where = (sql, params)``."""
+    best = _fts5_best if connection.vendor == "sqlite" else _postgres_best
+    sql, values = best(index, terms, where=where, limit=limit, columns=columns)
     return fetch_all(connection, sql, values)
 
 
-def _fts5_best(
-    *, table, weights, key, terms, where, limit, snippet_column, row
-) -> tuple[str, list]:
-    """The query of the best ``limit`` rows of an FTS5 table, best first: ``(key, score,
-    snippet, *columns)`` with the indexed table's ``row = (join, columns)``.
+def _fts5_best(index: _Index, terms, *, where, limit, columns) -> tuple[str, list]:
+    """The SQLite query of ``_indexed_best``.
 
     FTS5 ranks by its own ``rank`` column, set to the weighted BM25, so it sorts the matches
     itself and hands them over best first, each with the positions of its matched words: the
@@ -669,27 +648,26 @@ def _fts5_best(
     LIMIT keeps alone, without looking any row up again (``ORDER BY bm25(…)`` would make a
     snippet, and follow the join, for every match before sorting)."""
     conditions, params = where
-    joined, columns = row
-    rank = f"bm25({', '.join(str(w) for w in weights)})"
+    table = index.fts5_table
+    rank = f"bm25({', '.join(str(w) for w in index.fts5_weights)})"
     sql = (
-        f"SELECT {key}, -f.rank, snippet({table}, {snippet_column}, '{_MARK_START}', "
-        f"'{_MARK_END}', '{SNIPPET_ELLIPSIS}', {SNIPPET_TOKENS}), {columns} "
-        f"FROM {table} f CROSS JOIN {joined} "
+        f"SELECT {index.fts5_key}, -f.rank, snippet({table}, {index.snippet_column}, "
+        f"'{_MARK_START}', '{_MARK_END}', '{SNIPPET_ELLIPSIS}', {SNIPPET_TOKENS}), {columns} "
+        f"FROM {table} f CROSS JOIN {index.fts5_join} "
         f"WHERE {table} MATCH %s AND f.rank MATCH '{rank}'{conditions} ORDER BY f.rank LIMIT %s"
     )
     return sql, [fts5_expression(terms), *params, limit]
 
 
-def _postgres_best(*, index, key, headline, terms, where, limit, row) -> tuple[str, list]:
-    """The PostgreSQL counterpart of ``_fts5_best``: the query of the best ``limit`` rows of a
-    weighted ``tsvector`` index ``i``, best first, as ``(key, score, passage of the text
-    ``headline``, *columns)`` with the indexed table's ``row = (join, columns)``."""
+def _postgres_best(index: _Index, terms, *, where, limit, columns) -> tuple[str, list]:
+    """The PostgreSQL query of ``_indexed_best``: a weighted ``tsvector`` index ``i``, the
+    passage cut from the text ``index.headline``."""
     conditions, params = where
-    joined, columns = row
+    key = index.postgres_key
     sql = (
         f"SELECT {key}, ts_rank(%s::float4[], i.document, q) AS score, "
-        f"ts_headline('english', {headline}, q, '{_HEADLINE}'), {columns} "
-        f"FROM {index} i JOIN {joined}, to_tsquery('english', %s) q "
+        f"ts_headline('english', {index.headline}, q, '{_HEADLINE}'), {columns} "
+        f"FROM {index.postgres_index} i JOIN {index.postgres_join}, to_tsquery('english', %s) q "
         f"WHERE i.document @@ q{conditions} ORDER BY score DESC, {key} LIMIT %s"
     )
     return sql, [POSTGRES_WEIGHTS, tsquery_expression(terms), *params, limit]
