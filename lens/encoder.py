@@ -73,6 +73,10 @@ class Encoder:
                 vectors[chosen] = self._forward([tokens[n] for n in chosen])
         return vectors
 
+    def encode_question(self, question: str) -> np.ndarray:
+        """The question's unit vector: this model reads a question as any other text."""
+        return self.encode([question])[0]
+
     def _forward(self, batch: list[list[int]]) -> np.ndarray:
         w = self.weights
         length = max(len(ids) for ids in batch)

@@ -328,7 +328,7 @@ def _events(query: str, terms, filters: _Filters, limit: int, neighbours: int) -
             fused = semantic.reciprocal_rank_fusion(
                 [
                     [event_id for _, event_id in fused[: semantic.RRF_DEPTH]],
-                    semantic.semantic_ranking(query, where, params),
+                    *semantic.semantic_rankings(query, where, params),
                 ],
                 weights=semantic.RRF_WEIGHTS,
             )

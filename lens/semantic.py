@@ -2,15 +2,16 @@
 
 BM25 finds a turn by the words it shares with the question, and people often ask in other
 words than they told: "which string instrument…" of "my cello!", "who became a parent" of "had
-the baby". With the semantic search on, each event also has a sentence vector
-(``lens.encoder``), and the events of a search are ranked twice — by the lexical search and by
-the similarity of their vectors to the question's — and the two rankings fused by reciprocal
-rank: an event high in either comes up, one high in both first. Fragments and working memory
-stay lexical.
+the baby". With the semantic search on, each event also has sentence vectors from two
+models (``lens.encoder``'s all-MiniLM-L6-v2 and ``lens.e5``'s multilingual-e5-small), and the
+events of a search are ranked three times — by the lexical search and by the similarity of each
+model's vectors to the question's — and the rankings fused by reciprocal rank: an event high in
+any comes up, one high in several first. Fragments and working memory stay lexical.
 
 Vectors
-    Kept in ``lens_event_vector`` beside the log (lens 0003), one per event: the mean of the
-    turn's own vector and those of the exchanges it is in (``event_vectors``). ``vectors_fill``
+    Kept in ``lens_event_vector`` beside the log (lens 0003), one row per event: each model's
+    mean of the turn's own vector and those of the exchanges it is in, side by side
+    (``event_vectors``). ``vectors_fill``
     writes the missing ones: a task queued after each turn (``lens.tasks.vectors_fill_task``)
     those of the newest events, so new turns are in before the next message; a backlog
     (switching the search on over a long history) is written by ``manage.py search_vectors``,
@@ -32,18 +33,19 @@ import numpy as np
 from django.conf import settings
 from django.db import connections, transaction
 
+from lens.e5 import e5_encoder
 from lens.encoder import encoder
 from lens.search import fetch_all, placeholders, untagged
 from silentstar.router import store_for
 
 # Reciprocal-rank fusion: an event at rank r (from 0) of a ranking earns weight / (RRF_K + r). A
-# small K lets the top of each ranking lead; both rankings are cut at RRF_DEPTH. The word ranking
-# counts a little less than the semantic one: chosen on dev.json as the best mean of recall@10
-# with the related-word table and without it (its words stand for vocabulary the table has, and
-# without it for vocabulary no table foresaw), over K 5, 10, 20, 60 and weights 0.3 to 1.
+# small K lets the top of each ranking lead; every ranking is cut at RRF_DEPTH. Chosen on dev.json
+# as the best mean of recall@10 with the related-word table and without it (its words stand for
+# vocabulary the table has, and without it for vocabulary no table foresaw): K over 3, 5, 8
+# (earlier 10, 20, 60), the weights of the words and of E5 over 0.5 to 1.2, MiniLM's fixed at 1.
 RRF_K = 5
 RRF_DEPTH = 50
-RRF_WEIGHTS = (0.7, 1.0)  # the word ranking, the semantic ranking
+RRF_WEIGHTS = (0.85, 1.0, 0.7)  # the words, all-MiniLM-L6-v2, multilingual-e5-small
 FILL_AFTER_TURNS = 500  # the newest events whose missing vectors the task after a turn writes
 FILL_BATCH = 128
 
@@ -56,10 +58,18 @@ def event_sentence(actor: str, content: str) -> str:
 Turn = tuple[str, str]  # (actor, content)
 
 
-def event_vectors(model, events: Sequence[tuple[Turn, Turn | None, Turn | None]]):
+def sentence_models() -> tuple:
+    """The semantic search's models, in the order of their rankings in ``RRF_WEIGHTS`` and of
+    their vectors in an event's row. Each has ``dimensions``, ``encode(texts)`` (events) and
+    ``encode_question(question)``."""
+    return encoder(), e5_encoder()
+
+
+def event_vectors(models, events: Sequence[tuple[Turn, Turn | None, Turn | None]]):
     """The vectors of events given as ``(turn, the turn before, the turn after)`` (the events
-    next to it in the log, ``None`` where there is none yet): the mean of the turn's own vector
-    and those of the two exchanges it is in (the turn before and it; it and the turn after). A
+    next to it in the log, ``None`` where there is none yet), each model's side by side: the
+    mean of the turn's own vector and those of the two exchanges it is in (the turn before and
+    it; it and the turn after). A
     question is often answered by a turn that only makes sense beside its neighbours ("Did you
     make it?" — "I did! Rotterdam, two hours" — "You legend, ice bath tonight"); the turn's own
     vector keeps what it says itself from being blurred. On dev.json the mean of the three found
@@ -71,7 +81,9 @@ def event_vectors(model, events: Sequence[tuple[Turn, Turn | None, Turn | None]]
         own.append(sentence)
         earlier.append(f"{event_sentence(*before)} {sentence}" if before else sentence)
         later.append(f"{sentence} {event_sentence(*after)}" if after else sentence)
-    return (model.encode(own) + model.encode(earlier) + model.encode(later)) / 3
+    return np.hstack(
+        [(model.encode(own) + model.encode(earlier) + model.encode(later)) / 3 for model in models]
+    )
 
 
 def vectors_fill(
@@ -87,11 +99,11 @@ def vectors_fill(
     was there. ``progress(done, total)`` after each batch."""
     connection = connections[store_for("heart", "event")]
     missing = _missing(connection, event_ids, newest)
-    model = encoder()
+    models = sentence_models()
     for start in range(0, len(missing), FILL_BATCH):
         batch = missing[start : start + FILL_BATCH]
         targets = sorted({*batch, *_vectors_before(connection, batch)})
-        vectors = event_vectors(model, _events(connection, targets)).astype(np.float16)
+        vectors = event_vectors(models, _events(connection, targets)).astype(np.float16)
         with transaction.atomic(using=connection.alias), connection.cursor() as cursor:
             cursor.executemany(
                 "INSERT INTO lens_event_vector (event_id, vector) VALUES (%s, %s) "
@@ -159,10 +171,12 @@ def _events(connection, ids: Sequence[int]) -> list[tuple[Turn, Turn | None, Tur
     return [found[event_id] for event_id in ids]
 
 
-def semantic_ranking(query: str, where: str, params: list, *, depth: int = RRF_DEPTH):
-    """The ids of the events most like ``query``, best first: among the newest
-    ``SILENTSTAR_SEARCH_SEMANTIC_WINDOW`` events that match the SQL conditions ``where`` (on
-    ``e``, the log)."""
+def semantic_rankings(
+    query: str, where: str, params: list, *, depth: int = RRF_DEPTH
+) -> list[list[int]]:
+    """For each model (``sentence_models``), the ids of the events most like ``query``, best
+    first: among the newest ``SILENTSTAR_SEARCH_SEMANTIC_WINDOW`` events that match the SQL
+    conditions ``where`` (on ``e``, the log)."""
     connection = connections[store_for("heart", "event")]
     rows = fetch_all(
         connection,
@@ -171,13 +185,19 @@ def semantic_ranking(query: str, where: str, params: list, *, depth: int = RRF_D
         "ORDER BY v.event_id DESC LIMIT %s",
         [*params, settings.SEARCH_SEMANTIC_WINDOW],
     )
+    models = sentence_models()
     if not rows:
-        return []
+        return [[] for _ in models]
     ids = np.fromiter((event_id for event_id, _ in rows), dtype=np.int64, count=len(rows))
     matrix = np.frombuffer(b"".join(bytes(vector) for _, vector in rows), dtype=np.float16)
-    similarity = matrix.reshape(len(rows), -1).astype(np.float32) @ encoder().encode([query])[0]
-    best = np.argsort(-similarity, kind="stable")[:depth]
-    return [int(ids[n]) for n in best]
+    matrix = matrix.reshape(len(rows), -1).astype(np.float32)
+    rankings, start = [], 0
+    for model in models:
+        columns = matrix[:, start : start + model.dimensions]
+        start += model.dimensions
+        similarity = columns @ model.encode_question(query)
+        rankings.append([int(ids[n]) for n in np.argsort(-similarity, kind="stable")[:depth]])
+    return rankings
 
 
 def reciprocal_rank_fusion(

@@ -123,6 +123,11 @@ def test_it_refuses_a_tensor_type_it_cannot_read(tmp_path):
         safetensors_read(path)
 
 
+def test_a_question_is_encoded_as_any_text():
+    question = "Which string instrument has Theo taken up?"
+    assert encoder().encode_question(question) == pytest.approx(encoder().encode([question])[0])
+
+
 def test_a_configured_folder_without_a_model_is_named(tmp_path):
     with override_settings(SEARCH_SEMANTIC_MODEL=str(tmp_path)):
         assert model_folder() == tmp_path

@@ -64,8 +64,11 @@ def test_emptying_a_table_empties_its_index():
     assert [hit.ref for hit in search("canal", kinds=["fragment"])] == ["fragment:canal"]
 
 
-def test_vectors_of_the_old_kind_are_removed_and_written_again_by_the_fill():
-    clearing = importlib.import_module("lens.migrations.0004_event_vectors_with_exchange")
+@pytest.mark.parametrize(
+    "migration", ["0004_event_vectors_with_exchange", "0005_event_vectors_of_two_models"]
+)
+def test_vectors_of_the_old_kind_are_removed_and_written_again_by_the_fill(migration):
+    clearing = importlib.import_module(f"lens.migrations.{migration}")
     at = datetime(2026, 1, 5, 10, 0, tzinfo=UTC)
     event, _ = event_record(text="my cello!", actor="theo", ts=at, identities=[])
     semantic.vectors_fill()

@@ -11,7 +11,8 @@ from hypothesis import strategies as st
 
 from heart.ingest import event_record
 from lens import semantic
-from lens.encoder import encoder
+from lens.e5 import E5Encoder, e5_encoder
+from lens.encoder import Encoder, encoder
 from lens.search import search
 from lens.tasks import vectors_fill_task
 from silentstar.router import store_for
@@ -57,11 +58,21 @@ def stored_vectors() -> dict[int, np.ndarray]:
 
 
 def expected_vector(own: str, before: str | None, after: str | None) -> np.ndarray:
-    model = encoder()
     earlier = f"{before} {own}" if before else own
     later = f"{own} {after}" if after else own
-    vectors = model.encode([own, earlier, later])
-    return (vectors.sum(axis=0) / 3).astype(np.float16)
+    means = [
+        model.encode([own, earlier, later]).sum(axis=0) / 3 for model in (encoder(), e5_encoder())
+    ]
+    return np.concatenate(means).astype(np.float16)
+
+
+def test_an_events_row_holds_each_models_vector_in_the_fusions_order():
+    assert [type(model) for model in semantic.sentence_models()] == [Encoder, E5Encoder]
+    assert len(semantic.RRF_WEIGHTS) == 1 + len(semantic.sentence_models())
+    tell(STORY[:1])
+    semantic.vectors_fill()
+    (vector,) = stored_vectors().values()
+    assert vector.shape == (encoder().dimensions + e5_encoder().dimensions,)
 
 
 def test_an_events_vector_is_the_mean_of_the_turn_and_the_two_exchanges_it_is_in():
@@ -146,17 +157,26 @@ def test_a_turn_that_shares_no_word_with_the_question_is_found_only_semantically
     with override_settings(SEARCH_SEMANTIC=True):
         hits = search(question, kinds=["event"], limit=2, neighbours=0)
     assert events[1].pk in [hit.id for hit in hits]
-    assert semantic.semantic_ranking(question, "", [])[0] == events[1].pk
+    assert [ranking[0] for ranking in semantic.semantic_rankings(question, "", [])] == [
+        events[1].pk,
+        events[1].pk,
+    ]
 
 
 def test_the_ranking_keeps_to_the_filters_and_the_window():
     events = tell()
     semantic.vectors_fill()
     question = "Which string instrument has Theo taken up?"
-    ranked = semantic.semantic_ranking(question, " AND e.actor = %s", ["Priya"])
-    assert set(ranked) == {events[0].pk, events[2].pk, events[4].pk}
+    for ranked in semantic.semantic_rankings(question, " AND e.actor = %s", ["Priya"]):
+        assert set(ranked) == {events[0].pk, events[2].pk, events[4].pk}
     with override_settings(SEARCH_SEMANTIC_WINDOW=2):
-        assert set(semantic.semantic_ranking(question, "", [])) == {events[4].pk, events[5].pk}
+        for ranked in semantic.semantic_rankings(question, "", []):
+            assert set(ranked) == {events[4].pk, events[5].pk}
+
+
+def test_with_no_vectors_each_model_ranks_nothing():
+    tell()
+    assert semantic.semantic_rankings("Who plays the cello?", "", []) == [[], []]
 
 
 def test_a_semantic_search_only_reads():
