@@ -11,11 +11,10 @@ any comes up, one high in several first. Fragments and working memory stay lexic
 Vectors
     Kept in ``lens_event_vector`` beside the log (lens 0003), one row per event: each model's
     mean of the turn's own vector and those of the exchanges it is in, side by side
-    (``event_vectors``). ``vectors_fill``
-    writes the missing ones: a task queued after each turn (``lens.tasks.vectors_fill_task``)
-    those of the newest events, so new turns are in before the next message; a backlog
-    (switching the search on over a long history) is written by ``manage.py search_vectors``,
-    with progress. The search itself only reads: an event without a vector yet is found by its
+    (``event_vectors``). ``vectors_fill`` writes the missing ones: a task queued after each
+    turn (``lens.tasks.vectors_fill_task``) those of the newest events, so new turns are in
+    before the next message; a backlog (switching the search on over a long history) is
+    written by ``manage.py search_vectors``, with progress. The search itself only reads: an event without a vector yet is found by its
     words alone.
 
 Scale
@@ -69,12 +68,12 @@ def event_vectors(models, events: Sequence[tuple[Turn, Turn | None, Turn | None]
     """The vectors of events given as ``(turn, the turn before, the turn after)`` (the events
     next to it in the log, ``None`` where there is none yet), each model's side by side: the
     mean of the turn's own vector and those of the two exchanges it is in (the turn before and
-    it; it and the turn after). A
-    question is often answered by a turn that only makes sense beside its neighbours ("Did you
-    make it?" — "I did! Rotterdam, two hours" — "You legend, ice bath tonight"); the turn's own
-    vector keeps what it says itself from being blurred. On dev.json the mean of the three found
-    more than the turn alone and than the turn with the one before, with the related-word table
-    and without it."""
+    it; it and the turn after). A question is often answered by a turn that only makes sense
+    beside its neighbours ("Did you make it?" — "I did! Rotterdam, two hours" — "You legend, ice
+    bath tonight"); the turn's own vector keeps what it says itself from being blurred. On
+    dev.json the mean of the three found more than the turn alone and than the turn with the
+    one before, with the related-word table and without it (E5 alone: 0.880 against 0.728 for
+    the turn alone)."""
     own, earlier, later = [], [], []
     for turn, before, after in events:
         sentence = event_sentence(*turn)
