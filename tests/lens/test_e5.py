@@ -4,6 +4,7 @@ import sys
 
 import numpy as np
 import pytest
+from threadpoolctl import ThreadpoolController
 
 from lens.e5 import E5Encoder, e5_encoder
 from lens.encoder import EncoderUnavailable
@@ -32,6 +33,35 @@ def test_a_question_is_nearer_its_answer_than_small_talk():
     answer, other = e5_encoder().encode([ANSWER, SMALL_TALK])
     question = e5_encoder().encode_question("Where does Ingrid get their hair done these days?")
     assert question @ answer > question @ other
+
+
+def test_it_encodes_on_one_openmp_thread_and_leaves_the_setting_as_it_was(monkeypatch):
+    model = e5_encoder()
+    controller = ThreadpoolController()
+
+    def openmp_threads() -> list[int]:
+        return [pool["num_threads"] for pool in controller.select(user_api="openmp").info()]
+
+    during = []
+    engine = model.engine
+
+    class Watched:  # the engine's own calls, seen from inside
+        def passage(self, texts):
+            during.append(openmp_threads())
+            return engine.passage(texts)
+
+        def query(self, text):
+            during.append(openmp_threads())
+            return engine.query(text)
+
+    monkeypatch.setattr(model, "engine", Watched())
+    with controller.limit(limits=2, user_api="openmp"):  # as on any machine of two cores or more
+        before = openmp_threads()
+        assert before and set(before) == {2}  # the engine's OpenMP is loaded
+        model.encode(["how was the race?"])
+        model.encode_question("how was the race?")
+        assert during == [[1] * len(before)] * 2
+        assert openmp_threads() == before
 
 
 def test_without_its_package_it_says_what_to_install(monkeypatch):
