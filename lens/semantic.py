@@ -14,8 +14,8 @@ Vectors
     (``event_vectors``). ``vectors_fill`` writes the missing ones: a task queued after each
     turn (``lens.tasks.vectors_fill_task``) those of the newest events, so new turns are in
     before the next message; a backlog (switching the search on over a long history) is
-    written by ``manage.py search_vectors``, with progress. The search itself only reads: an event without a vector yet is found by its
-    words alone.
+    written by ``manage.py search_vectors``, with progress. The search itself only reads: an
+    event without a vector yet is found by its words alone.
 
 Scale
     A search compares the question with the vectors of the newest
