@@ -456,9 +456,11 @@ def event_ranking(
         f"FROM lens_event_fts f{join} WHERE lens_event_fts MATCH %s{where} "
         "ORDER BY bm25_rank LIMIT %s)"
     )
+    # CROSS JOIN: SQLite then reads the best rows as they come (a co-routine) instead of
+    # writing them to a temporary table first, as it does for a plain JOIN to a subquery.
     sql = (
         f"SELECT best.id, best.score, a.actor FROM ({' UNION ALL '.join([best] * len(runs))}) "
-        "best JOIN heart_event a ON a.id = best.id"
+        "best CROSS JOIN heart_event a ON a.id = best.id"
     )
     values = [v for words, weight in runs for v in (weight, fts5_expression(words), *params, limit)]
     return _rows(cursor, sql, values)  # the scores are floats already: BM25 times a float
