@@ -158,13 +158,13 @@ class Neighbour(NamedTuple):
     text: str
 
 
-@dataclass(frozen=True, slots=True)
-class Hit:
+class Hit(NamedTuple):
     """One hit of a search. Its passage, ``snippet``, is made by the database with the ranking
     (fragments, working memory, PostgreSQL's events, and SQLite's events whose text
     ``lens.snippet`` cannot cut) or, for the other events, from the hit's text and the query's
     ``words`` when it is read: most searches (a reply's ``search(…)``, Mira's query, the
-    evaluation) never show a passage, and making ten costs a quarter of a search."""
+    evaluation) never show a passage, and making ten costs a quarter of a search. A named
+    tuple, as ``Neighbour``: a frozen dataclass takes three times as long to make."""
 
     kind: str  # fragment | event | wm
     id: int | None  # event or working-memory id
@@ -187,7 +187,7 @@ class Hit:
     @property
     def snippet(self) -> str:
         """The best passage, matched words in **bold**. One made when read is made anew at
-        every reading (a frozen hit keeps nothing): read it once."""
+        every reading (a hit keeps nothing): read it once."""
         if self.passage is not None:
             return self.passage
         made = fts5_snippet(
