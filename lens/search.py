@@ -506,44 +506,44 @@ def _events_around(
     ``lens.snippet`` cannot cut as the index does (emoji, scripts newer than the index's
     tables) is left to ``snippet()``, here."""
     connection = cursor.db
-    wanted = set()
-    for event_id in ids:
-        low, high = event_id - neighbours, event_id + neighbours
-        if bounds is not None:
-            low, high = max(low, bounds[0]), min(high, bounds[1])
-        wanted.update(range(low, high + 1))
+    wanted = {i + step for i in ids for step in range(-neighbours, neighbours + 1)}
+    if bounds is not None:
+        low, high = bounds
+        wanted = {i for i in wanted if low <= i <= high}
     wanted.update(ids)
     wanted_marks = placeholders(wanted)
-    if connection.vendor == "sqlite":
-        # The time as text: Django's converter would parse it, then _aware parse what it made.
-        sql = (
-            "SELECT id, CAST(ts AS TEXT), actor, content, NULL FROM heart_event "
-            f"WHERE id IN ({wanted_marks})"
-        )
-        params = sorted(wanted)
-    else:
+    if connection.vendor != "sqlite":
         sql = (
             f"SELECT e.id, e.ts, e.actor, e.content, CASE WHEN e.id IN ({placeholders(ids)}) "
             f"THEN ts_headline('english', e.content, q, '{_HEADLINE}') END "
             f"FROM heart_event e, to_tsquery('english', %s) q WHERE e.id IN ({wanted_marks})"
         )
-        params = [*ids, tsquery_expression(terms), *sorted(wanted)]
-    events, made = {}, {}
-    for pk, ts, actor, content, passage in _rows(cursor, sql, params):
-        events[pk] = Neighbour(pk, _aware(connection, ts), actor, content)
-        if passage is not None:
-            made[pk] = passage
-    if connection.vendor == "sqlite":
-        plain_words = all(map(is_plain, terms))
-        unmade = [i for i in ids if i in events and not (plain_words and is_plain(events[i].text))]
-        if unmade:
-            sql = (
-                f"SELECT rowid, snippet(lens_event_fts, 0, '{_MARK_START}', '{_MARK_END}', "
-                f"'{SNIPPET_ELLIPSIS}', {SNIPPET_TOKENS}) FROM lens_event_fts "
-                f"WHERE lens_event_fts MATCH %s AND rowid IN ({placeholders(unmade)})"
-            )
-            made = dict.fromkeys(unmade, "")
-            made.update(_rows(cursor, sql, [fts5_expression(terms), *unmade]))
+        rows = _rows(cursor, sql, [*ids, tsquery_expression(terms), *sorted(wanted)])
+        events = {
+            pk: Neighbour(pk, _aware(connection, ts), actor, content)
+            for pk, ts, actor, content, _ in rows
+        }
+        made = {pk: passage for pk, *_, passage in rows if passage is not None}
+        return events, {i: _snippet(passage or events[i].text) for i, passage in made.items()}
+    # The time as text: Django's converter would parse it, then _aware parse what it made.
+    sql = (
+        f"SELECT id, CAST(ts AS TEXT), actor, content FROM heart_event WHERE id IN ({wanted_marks})"
+    )
+    events = {
+        pk: Neighbour(pk, _aware(connection, ts), actor, content)
+        for pk, ts, actor, content in _rows(cursor, sql, sorted(wanted))
+    }
+    plain_words = all(map(is_plain, terms))
+    unmade = [i for i in ids if i in events and not (plain_words and is_plain(events[i].text))]
+    if not unmade:
+        return events, {}
+    sql = (
+        f"SELECT rowid, snippet(lens_event_fts, 0, '{_MARK_START}', '{_MARK_END}', "
+        f"'{SNIPPET_ELLIPSIS}', {SNIPPET_TOKENS}) FROM lens_event_fts "
+        f"WHERE lens_event_fts MATCH %s AND rowid IN ({placeholders(unmade)})"
+    )
+    made = dict.fromkeys(unmade, "")
+    made.update(_rows(cursor, sql, [fts5_expression(terms), *unmade]))
     return events, {i: _snippet(passage or events[i].text) for i, passage in made.items()}
 
 
