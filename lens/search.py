@@ -498,7 +498,8 @@ def _events_around(
 ) -> tuple[dict[int, Neighbour], dict[int, str]]:
     """The hits and the events next to them (by id), and the passages the database makes for
     the hits (matched words marked). The ids are listed: an OR of ranges makes SQLite scan the
-    whole log.
+    whole log. On SQLite they are a ``VALUES`` table joined to the log, each looked up as it is
+    read: an ``IN`` list is first sorted into a temporary index (a sixth of the statement).
 
     PostgreSQL makes every hit's passage (``ts_headline``). On SQLite the passages are made
     from the hits' text when read (``Hit.snippet``, through ``lens.snippet``): ``snippet()``
@@ -527,7 +528,9 @@ def _events_around(
         return events, {i: _snippet(passage or events[i].text) for i, passage in made.items()}
     # The time as text: Django's converter would parse it, then _aware parse what it made.
     sql = (
-        f"SELECT id, CAST(ts AS TEXT), actor, content FROM heart_event WHERE id IN ({wanted_marks})"
+        "SELECT e.id, CAST(e.ts AS TEXT), e.actor, e.content "
+        f"FROM (VALUES {', '.join(['(%s)'] * len(wanted))}) w "
+        "CROSS JOIN heart_event e ON e.id = w.column1"
     )
     events = {
         pk: Neighbour(pk, _aware(connection, ts), actor, content)
