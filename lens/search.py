@@ -35,9 +35,10 @@ Scores
     Higher is better, comparable within one backend; hits of all kinds are merged by score.
 """
 
+import math
 import re
 from bisect import bisect_left, bisect_right
-from collections.abc import Iterable, Sequence
+from collections.abc import Collection, Iterable, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from operator import itemgetter
@@ -318,21 +319,22 @@ def _where(connection, filters: _Filters, *, ts: str, actor: str | None, id_colu
 def _events(query: str, terms, filters: _Filters, limit: int, neighbours: int) -> list[Hit]:
     connection = connections[store_for("heart", "event")]
     with connection.cursor() as cursor:  # one for all the statements: Django makes each anew
-        fused = _words_ranking(cursor, terms, filters, limit)
         if settings.SEARCH_SEMANTIC and not filters.words_only:
             from lens import semantic  # NumPy and the model only when the search is on
 
+            words = _words_ranking(cursor, terms, filters, limit, depth=semantic.RRF_DEPTH)
             where, params = _where(
                 connection, filters, ts="e.ts", actor="e.actor", id_column="e.id"
             )
             fused = semantic.reciprocal_rank_fusion(
                 [
-                    [event_id for _, event_id in fused[: semantic.RRF_DEPTH]],
+                    [event_id for _, event_id in words],
                     semantic.semantic_ranking(query, where, params),
                 ],
                 weights=semantic.RRF_WEIGHTS,
-            )
-        fused = fused[:limit]
+            )[:limit]
+        else:
+            fused = _words_ranking(cursor, terms, filters, limit, depth=limit)
         if not fused:
             return []
         events, passages = _events_around(
@@ -371,10 +373,12 @@ def _events(query: str, terms, filters: _Filters, limit: int, neighbours: int) -
     return hits
 
 
-def _words_ranking(cursor, terms, filters: _Filters, limit: int) -> list[tuple[float, int]]:
-    """``(score, event id)`` best first, by the query's words and their related words: the best
-    ``fusion_pool(limit)`` events of each, a named speaker's turns boosted, and each event given
-    its share of its neighbours' scores (``NEIGHBOUR_FUSION``)."""
+def _words_ranking(
+    cursor, terms, filters: _Filters, limit: int, *, depth: int
+) -> list[tuple[float, int]]:
+    """The best ``depth`` ``(score, event id)``, best first, by the query's words and their
+    related words: the best ``fusion_pool(limit)`` events of each, a named speaker's turns
+    boosted, and each event given its share of its neighbours' scores (``NEIGHBOUR_FUSION``)."""
     runs = [(terms, 1.0)]
     if related := related_terms(terms):
         runs.append((related, EXPANSION_WEIGHT))
@@ -388,24 +392,29 @@ def _words_ranking(cursor, terms, filters: _Filters, limit: int) -> list[tuple[f
             boosted.add(event_id)
     for event_id in boosted:
         scores[event_id] *= 1 + SPEAKER_BOOST
-    # An event's share is NEIGHBOUR_FUSION × the better of its neighbours' scores (0 when none is
-    # ranked; scores are positive), which is the better of their shares, as rounding keeps
-    # order: so the shares are gathered from the ranked events alone.
-    shares: dict[int, float] = {}
-    share = shares.get
-    for event_id, best in scores.items():
-        best *= NEIGHBOUR_FUSION
-        if share(event_id - 1, 0.0) < best:
-            shares[event_id - 1] = best
-        if share(event_id + 1, 0.0) < best:
-            shares[event_id + 1] = best
-    # Best first, ties to the older event: the candidates come in id order, and sorting keeps it.
-    fused = [(score(i, 0.0) + share(i, 0.0), i) for i in _with_neighbours(scores, filters)]
-    fused.sort(key=itemgetter(0), reverse=True)
-    return fused
+
+    def share(event_id: int) -> float:
+        # NEIGHBOUR_FUSION × the better of the neighbours' scores (0 when none is ranked; scores
+        # are positive), which is the better of their shares, as rounding keeps order.
+        return NEIGHBOUR_FUSION * max(score(event_id - 1, 0.0), score(event_id + 1, 0.0))
+
+    fused = {event_id: best + share(event_id) for event_id, best in scores.items()}
+    # A turn outside the pool scores its share alone, NEIGHBOUR_FUSION × its better neighbour's
+    # score: it is among the best ``depth`` only if that reaches the ``depth``-th best score of
+    # the ranked events (the turns added can only raise that bar), so only the neighbours of
+    # such events are scored, not the two of every ranked event (half the fusion's work).
+    reach = sorted(fused.values(), reverse=True)[depth - 1] if len(fused) >= depth else -math.inf
+    reaching = [event_id for event_id, best in scores.items() if best * NEIGHBOUR_FUSION >= reach]
+    for event_id in _with_neighbours(reaching, filters):
+        if event_id not in scores:
+            fused[event_id] = share(event_id)
+    # Best first, ties to the older event: the events come in id order, and sorting keeps it.
+    ranking = [(best, event_id) for event_id, best in sorted(fused.items())]
+    ranking.sort(key=itemgetter(0), reverse=True)
+    return ranking[:depth]
 
 
-def _with_neighbours(ranked: dict[int, float], filters: _Filters) -> list[int]:
+def _with_neighbours(ranked: Collection[int], filters: _Filters) -> list[int]:
     """The ranked events and the events just before and after each, in id order: a turn that
     shares no word with the query, between the question that asked for it and the reply to it,
     earns its share of their scores even though its own kept it out of the pool. Not under a
