@@ -322,13 +322,13 @@ def _events(query: str, terms, filters: _Filters, limit: int, neighbours: int) -
         if settings.SEARCH_SEMANTIC and not filters.words_only:
             from lens import semantic  # NumPy and the model only when the search is on
 
-            words = _words_ranking(cursor, terms, filters, limit, depth=semantic.RRF_DEPTH)
+            word_ranking = _words_ranking(cursor, terms, filters, limit, depth=semantic.RRF_DEPTH)
             where, params = _where(
                 connection, filters, ts="e.ts", actor="e.actor", id_column="e.id"
             )
             fused = semantic.reciprocal_rank_fusion(
                 [
-                    [event_id for _, event_id in words],
+                    [event_id for _, event_id in word_ranking],
                     semantic.semantic_ranking(query, where, params),
                 ],
                 weights=semantic.RRF_WEIGHTS,
@@ -521,12 +521,12 @@ def _events_around(
         low, high = bounds
         wanted = {i for i in wanted if low <= i <= high}
     wanted.update(ids)
-    wanted_marks = placeholders(wanted)
     if connection.vendor != "sqlite":
         sql = (
             f"SELECT e.id, e.ts, e.actor, e.content, CASE WHEN e.id IN ({placeholders(ids)}) "
             f"THEN ts_headline('english', e.content, q, '{_HEADLINE}') END "
-            f"FROM heart_event e, to_tsquery('english', %s) q WHERE e.id IN ({wanted_marks})"
+            "FROM heart_event e, to_tsquery('english', %s) q "
+            f"WHERE e.id IN ({placeholders(wanted)})"
         )
         rows = _rows(cursor, sql, [*ids, tsquery_expression(terms), *sorted(wanted)])
         events = {
