@@ -415,9 +415,11 @@ def test_each_kind_is_searched_in_few_statements(django_assert_max_num_queries):
     WorkingMemory.objects.create(type="thought", content="concert tickets")
     Fragment.objects.create(key="music", ambient="The concert hall.")
     store = lambda app, model: connections[store_for(app, model)]  # noqa: E731
-    # The ranking of the asked and the related words, then the hits with their turns.
-    with django_assert_max_num_queries(2, connection=store("heart", "event")):
+    # The ranking of the asked and the related words, then the hits with their turns; run
+    # through Django's cursor, as whenever its statements are watched.
+    with django_assert_max_num_queries(2, connection=store("heart", "event")) as captured:
         assert search("concert", kinds=["event"])
+    assert captured.captured_queries
     with django_assert_max_num_queries(1, connection=store("gem", "workingmemory")):
         assert search("concert", kinds=["wm"])
     with django_assert_max_num_queries(1, connection=store("gem", "fragment")):
