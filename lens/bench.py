@@ -56,6 +56,7 @@ from lens.search import (
     SQLITE_WM_WEIGHTS,
     STOP_WORDS,
     Hit,
+    fetch_all,
     fts5_expression,
     fusion_pool,
     query_terms,
@@ -74,14 +75,14 @@ STORE = {"event": store_for("heart", "event"), "wm": "default", "fragment": "def
 
 def raw_query(kind: str, expression: str, limit: int) -> list:
     """The bare FTS5 query of one kind: the best rows by BM25, as many as the search of
-    ``limit`` hits ranks."""
+    ``limit`` hits ranks. Run as the search runs its statements (``fetch_all``: on the
+    driver's connection when nothing watches Django's), so the two differ by the search's
+    work alone, not by Django's wrapping of one and not the other."""
     limit = raw_rows(kind, limit)
     table, weights, column = RAW_SQL[kind]
     rank = f"bm25({table}, {', '.join(str(w) for w in weights)})"
     sql = f"SELECT {column} FROM {table} WHERE {table} MATCH %s ORDER BY {rank} LIMIT %s"
-    with connections[STORE[kind]].cursor() as cursor:
-        cursor.execute(sql, [expression, limit])
-        return cursor.fetchall()
+    return fetch_all(connections[STORE[kind]], sql, [expression, limit])
 
 
 def raw_rows(kind: str, limit: int) -> int:
