@@ -392,6 +392,16 @@ def _words_ranking(
             boosted.add(event_id)
     for event_id in boosted:
         scores[event_id] *= 1 + SPEAKER_BOOST
+    return _neighbour_fusion(scores, filters, depth=depth)
+
+
+def _neighbour_fusion(
+    scores: dict[int, float], filters: _Filters, *, depth: int
+) -> list[tuple[float, int]]:
+    """The best ``depth`` ``(score, event id)`` of the ranked events (``scores``, all positive)
+    and the turns next to them (``_with_neighbours``), best first, ties to the older event:
+    each scores its own score plus ``NEIGHBOUR_FUSION`` × the better of its neighbours'."""
+    score = scores.get
 
     def share(event_id: int) -> float:
         # NEIGHBOUR_FUSION × the better of the neighbours' scores (0 when none is ranked; scores

@@ -4,17 +4,21 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 from django.db import connections
-from hypothesis import given
+from hypothesis import assume, example, given
 from hypothesis import strategies as st
 
 from gem.models import Fragment, WorkingMemory
 from heart.ingest import event_record
 from lens.search import (
     MARK_OPEN,
+    NEIGHBOUR_FUSION,
     RELATED,
     RELATED_WORDS,
     STOP_WORDS,
     SearchError,
+    _Filters,
+    _neighbour_fusion,
+    _with_neighbours,
     fts5_expression,
     query_terms,
     related_terms,
@@ -229,6 +233,33 @@ def test_a_turn_without_the_words_is_found_between_the_turns_that_have_them():
     assert answer.pk not in [
         hit.id for hit in search("a tune", kinds=["event"], limit=3, words_only=True)
     ]
+
+
+@given(
+    st.dictionaries(st.integers(1, 60), st.floats(0.01, 20), min_size=1, max_size=40),
+    st.integers(1, 12),  # mostly fewer than the ranked events: the pruning's case
+    st.none() | st.tuples(st.integers(1, 30), st.integers(30, 60)),
+)
+@example(scores={2: 1.0, 5: 0.6}, depth=2, ids=None)  # turn 1 ties event 5, and is older
+def test_the_neighbour_fusion_keeps_the_best_of_every_turn_it_could_score(scores, depth, ids):
+    """Scoring only the neighbours that could reach the best ``depth`` gives what scoring the
+    neighbours of every ranked event gives."""
+    if ids is not None:  # the ranked events are within the range, as the ranking keeps them
+        scores = {
+            event_id: best for event_id, best in scores.items() if ids[0] <= event_id <= ids[1]
+        }
+        assume(scores)
+    filters = _Filters(since=None, until=None, actor=None, event_ids=ids)
+
+    def fused(event_id):
+        better = max(scores.get(event_id - 1, 0.0), scores.get(event_id + 1, 0.0))
+        return scores.get(event_id, 0.0) + NEIGHBOUR_FUSION * better
+
+    every = sorted(
+        ((fused(event_id), event_id) for event_id in _with_neighbours(scores, filters)),
+        key=lambda pair: (-pair[0], pair[1]),
+    )
+    assert _neighbour_fusion(scores, filters, depth=depth) == every[:depth]
 
 
 def test_it_finds_an_event_by_its_speaker_and_its_date_in_words():
