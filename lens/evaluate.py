@@ -19,15 +19,23 @@ stays. A naive ``ts`` is read in the project's time zone.
 
 recall@k of a question is the share of its evidence turns among the first k hits; the figures
 are means over questions, overall and by category.
+
+Beside them stands a yardstick, ``plain_bm25``: the same recall of plain BM25 over single turns
+(the question's words against each turn alone). Published figures for conversational memory are
+quoted against that baseline, so it says how hard a dataset is in the terms they use: a set on
+which it finds most evidence asks in the turns' own words, one on which it finds little does not.
 """
 
 import json
 import os
+import re
+import sqlite3
 import subprocess
 import sys
 import tempfile
 from collections import defaultdict
 from collections.abc import Sequence
+from contextlib import closing
 from datetime import datetime
 from pathlib import Path
 
@@ -124,20 +132,13 @@ def _evidence_words_check(question: dict, texts: dict[str, str], where: str) -> 
 
 def evaluate(data: dict, *, ks: Sequence[int] = DEFAULT_KS) -> dict:
     """recall@k overall and by category: ``{"overall": {"5": …}, "by_category": {…},
-    "questions": N}``."""
+    "questions": N, "plain_bm25": {"overall": …, "by_category": …}}``."""
     dataset_check(data)
-    ks = sorted(set(ks))
-    if not ks or ks[0] < 1:
-        raise DatasetError("every k must be a whole number of at least 1")
-    asked: dict[str, list[dict]] = defaultdict(list)
-    for question in data["questions"]:
-        asked[question["conversation"]].append(question)
+    ks = _ks(ks)
     recalls: list[tuple[str, dict[int, float]]] = []
-    for conversation in data["conversations"]:
-        questions = asked.get(conversation["id"], [])
-        if questions:
-            recalls += _conversation_recalls(conversation, questions, ks)
-    return _summary(recalls, ks)
+    for conversation, questions in _asked(data):
+        recalls += _conversation_recalls(conversation, questions, ks)
+    return {**_summary(recalls, ks), "plain_bm25": plain_bm25(data, ks=ks)}
 
 
 def _conversation_recalls(conversation: dict, questions: list[dict], ks: list[int]):
@@ -164,15 +165,78 @@ def _conversation_recalls(conversation: dict, questions: list[dict], ks: list[in
                 neighbours=0,
             )
             ranked = [turn_of[hit.id] for hit in hits]
-            evidence = set(question["evidence"])
-            results.append(
-                (
-                    question["category"],
-                    {k: len(evidence & set(ranked[:k])) / len(evidence) for k in ks},
-                )
-            )
+            results.append((question["category"], _recall(question["evidence"], ranked, ks)))
         transaction.set_rollback(True, using="events")
     return results
+
+
+# Any of the question's words: every one of them, as a plain bag-of-words baseline reads it.
+_PLAIN_WORD_RE = re.compile(r"\w+")
+
+
+def plain_bm25(data: dict, *, ks: Sequence[int] = DEFAULT_KS) -> dict:
+    """The yardstick: recall@k of plain BM25 over single turns, overall and by category.
+
+    Each question's words, any of them, ranked by FTS5's ``bm25`` over the turns of its own
+    conversation, each turn alone: Porter stemming and nothing else (no neighbouring turns,
+    dates, speakers, related words or fusion). Each conversation is indexed in an in-memory
+    SQLite of its own, apart from the stores and from ``search``, so the yardstick measures the
+    dataset and never the search."""
+    dataset_check(data)
+    ks = _ks(ks)
+    recalls: list[tuple[str, dict[int, float]]] = []
+    for conversation, questions in _asked(data):
+        recalls += _plain_bm25_recalls(conversation, questions, ks)
+    summary = _summary(recalls, ks)
+    return {"overall": summary["overall"], "by_category": summary["by_category"]}
+
+
+def _plain_bm25_recalls(conversation: dict, questions: list[dict], ks: list[int]):
+    with closing(sqlite3.connect(":memory:")) as index:
+        index.execute(
+            "CREATE VIRTUAL TABLE turn USING fts5(turn_id UNINDEXED, text, "
+            "tokenize='porter unicode61')"
+        )
+        index.executemany(
+            "INSERT INTO turn VALUES (?, ?)",
+            [(turn["id"], turn["text"]) for turn in conversation["turns"]],
+        )
+        results = []
+        for question in questions:
+            words = dict.fromkeys(_PLAIN_WORD_RE.findall(question["question"].casefold()))
+            expression = " OR ".join(f'"{word}"' for word in words)
+            rows = (
+                index.execute(
+                    "SELECT turn_id FROM turn WHERE turn MATCH ? ORDER BY bm25(turn) LIMIT ?",
+                    [expression, max(ks)],
+                )
+                if words
+                else []
+            )
+            ranked = [turn_id for (turn_id,) in rows]
+            results.append((question["category"], _recall(question["evidence"], ranked, ks)))
+    return results
+
+
+def _asked(data: dict) -> list[tuple[dict, list[dict]]]:
+    """Each conversation that has questions, with its questions."""
+    asked: dict[str, list[dict]] = defaultdict(list)
+    for question in data["questions"]:
+        asked[question["conversation"]].append(question)
+    return [(c, asked[c["id"]]) for c in data["conversations"] if c["id"] in asked]
+
+
+def _ks(ks: Sequence[int]) -> list[int]:
+    ks = sorted(set(ks))
+    if not ks or ks[0] < 1:
+        raise DatasetError("every k must be a whole number of at least 1")
+    return ks
+
+
+def _recall(evidence: Sequence[str], ranked: Sequence[str], ks: Sequence[int]) -> dict[int, float]:
+    """The share of the evidence turns among the first k of ``ranked``, for each k."""
+    wanted = set(evidence)
+    return {k: len(wanted & set(ranked[:k])) / len(wanted) for k in ks}
 
 
 def _summary(recalls: list[tuple[str, dict[int, float]]], ks: list[int]) -> dict:

@@ -206,14 +206,32 @@ def _eval(command: "Command", words: list[str], options: dict) -> None:
     except (DatasetError, RuntimeError) as error:
         raise CommandError(str(error)) from error
     ks = [str(k) for k in sorted(set(asked.k))]
-    command.stdout.write(f"{'category':<14}" + "".join(f"{'@' + k:>8}" for k in ks))
-    for category, figures in result["by_category"].items():
-        command.stdout.write(f"{category:<14}" + "".join(f"{figures[k]:>8.3f}" for k in ks))
-    overall = result["overall"]
-    command.stdout.write(f"{'overall':<14}" + "".join(f"{overall[k]:>8.3f}" for k in ks))
-    command.stdout.write(f"{result['questions']} questions")
+    plain = result["plain_bm25"]
+    columns = 8 * len(ks)
+    command.stdout.write(
+        f"{'':<14}{'search':>{columns}}   {'plain BM25 over single turns':>{columns}}"
+    )
+    command.stdout.write(
+        f"{'category':<14}{_figures_row([f'@{k}' for k in ks])}   "
+        f"{_figures_row([f'@{k}' for k in ks])}"
+    )
+    rows = [*result["by_category"].items(), ("overall", result["overall"])]
+    for category, figures in rows:
+        against = plain["overall"] if category == "overall" else plain["by_category"][category]
+        command.stdout.write(
+            f"{category:<14}{_figures_row(f'{figures[k]:.3f}' for k in ks)}   "
+            f"{_figures_row(f'{against[k]:.3f}' for k in ks)}"
+        )
+    command.stdout.write(
+        f"{result['questions']} questions. Plain BM25 over single turns is the yardstick of how "
+        "hard the dataset is: the baseline published retrieval figures are set against."
+    )
     if asked.json_file:
         asked.json_file.write_text(json.dumps(result, indent=1) + "\n", encoding="utf-8")
+
+
+def _figures_row(cells) -> str:
+    return "".join(f"{cell:>8}" for cell in cells)
 
 
 def _one_line(text: str) -> str:
