@@ -19,9 +19,17 @@ def run_turns_task(turn_id: int | None = None) -> list[int]:
     answered = []
     while (turn := turn_claim_next()) is not None:
         answered.append(turn_run(turn=turn).pk)
-    if answered and settings.SEARCH_SEMANTIC:
-        async_task("lens.tasks.vectors_fill_task", group="search")
+    if answered:
+        vectors_fill_queue()
     return answered
+
+
+def vectors_fill_queue() -> None:
+    """After turns are answered (by the worker, or from the terminal by ``manage.py turn``),
+    queue the vectors of the newest events while the semantic search is on, so the new turns
+    are found by meaning at the next message."""
+    if settings.SEARCH_SEMANTIC:
+        async_task("lens.tasks.vectors_fill_task", group="search")
 
 
 def recover_turns_task() -> list[int]:

@@ -1,5 +1,6 @@
 import pytest
 from django.core.management import CommandError, call_command
+from django.db import connections
 from django_q.models import Schedule
 
 from gem.models import WorkingMemory
@@ -16,6 +17,16 @@ def test_it_runs_a_turn_from_the_terminal_with_the_offline_companion(capsys, set
     assert list(Event.objects.values_list("actor", flat=True)) == ["luna", "claude"]
     assert Event.objects.first().content == "<luna>hello there</luna>"
     assert Turn.objects.get().status == "done"
+
+
+def test_with_the_semantic_search_on_a_terminal_turn_is_followed_by_its_vectors(settings):
+    settings.COMPANION_OFFLINE = True
+    settings.SEARCH_SEMANTIC = True
+    call_command("turn", "I took up the cello", "--as", "luna")
+    with connections["events"].cursor() as cursor:
+        cursor.execute("SELECT count(*) FROM lens_event_vector")
+        (vectors,) = cursor.fetchone()
+    assert vectors == 2  # the message and the reply, as after a turn the worker answers
 
 
 def test_it_tags_the_message_as_a_plan_at_a_given_moment(capsys, settings):

@@ -5,6 +5,7 @@ from django.utils import timezone
 
 from gem.models import Identity
 from heart.services import TurnOrderError, turn_claim_next, turn_run, turn_submit, user_text_compose
+from heart.tasks import vectors_fill_queue
 
 
 class Command(BaseCommand):
@@ -42,6 +43,7 @@ class Command(BaseCommand):
                 f"to let it finish. This message is stored as event {submitted.event_id}."
             )
         turn = turn_run(turn=turn)
+        vectors_fill_queue()
         if turn.status == "error":
             raise CommandError(f"The turn failed: {turn.error}")
         self.stdout.write(turn.partial_text or "(no display tags: a secret reply, nothing shown)")
