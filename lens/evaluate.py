@@ -204,16 +204,13 @@ def _plain_bm25_recalls(conversation: dict, questions: list[dict], ks: list[int]
         results = []
         for question in questions:
             words = dict.fromkeys(_PLAIN_WORD_RE.findall(question["question"].casefold()))
-            expression = " OR ".join(f'"{word}"' for word in words)
-            rows = (
-                index.execute(
+            ranked = []
+            if words:  # a question of no word at all ("?!") finds nothing
+                rows = index.execute(
                     "SELECT turn_id FROM turn WHERE turn MATCH ? ORDER BY bm25(turn) LIMIT ?",
-                    [expression, max(ks)],
+                    [" OR ".join(f'"{word}"' for word in words), max(ks)],
                 )
-                if words
-                else []
-            )
-            ranked = [turn_id for (turn_id,) in rows]
+                ranked = [turn_id for (turn_id,) in rows]
             results.append((question["category"], _recall(question["evidence"], ranked, ks)))
     return results
 
