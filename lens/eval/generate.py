@@ -23,9 +23,11 @@ Run: ``python -m lens.eval.generate`` writes, next to this file, each from its o
 ``small.json`` (for the tests), ``dev.json`` (for choosing search's weights and word lists),
 ``large.json`` (more of dev's kind: the same facts and question templates, so what was tuned on
 dev's wording carries over to it), ``heldout.json`` (other events, other names and vocabulary,
-and question wordings that neither dev nor the tuning ever saw; looked at while tuning since) and
-``heldout2.json`` (the figure to quote: a third family of people, events, vocabulary and question
-wordings, written after the search's tuning and never tuned on).
+and question wordings that neither dev nor the tuning ever saw; looked at while tuning since),
+``heldout2.json`` (a third family of people, events, vocabulary and question wordings, written
+after the search's tuning and never tuned on) and ``heldout3.json`` (a fourth family, written
+later still: its difficulty was set with a plain BM25 over single turns alone, to the recall@10
+such a baseline reaches on a public benchmark, and never with the search).
 """
 
 import json
@@ -1148,6 +1150,527 @@ PAIR_QUESTIONS = [
 ]
 
 
+# --- the third held-out facts -----------------------------------------------------------------
+# A fourth family, written for heldout3.json after the search was tuned, its question wordings
+# set against a plain BM25 baseline and never against the search: its own people, events,
+# vocabulary and question wordings, none shared with the facts above (dev's or either earlier
+# held-out set's). Small talk is shared: it is filler.
+
+FOURTH_PAIRS = [
+    ("Astrid", "Malik"),
+    ("Keira", "Nikolai"),
+    ("Phoebe", "Dario"),
+    ("Selin", "Gideon"),
+    ("Linnea", "Adebayo"),
+    ("Rania", "Fergus"),
+    ("Harriet", "Yusuf"),
+    ("Annika", "Ciaran"),
+]
+CHOIRS = [
+    "Larkspur Singers",
+    "Northgate Chorale",
+    "St Wilfrid's Choir",
+    "Bellfield Community Choir",
+]
+VOICE_PARTS = ["alto", "tenor", "soprano", "baritone"]
+STARTER_NAMES = ["Clint Yeastwood", "Bread Pitt", "Doughy Parton", "Russell Crumb"]
+FLOURS = ["rye", "spelt", "wholemeal"]
+LODGERS = [
+    # (their name, where they grew up, what someone from its country is called)
+    ("Ximena", "Guadalajara", "Mexican"),
+    ("Bartek", "Gdansk", "Polish"),
+    ("Aiko", "Sapporo", "Japanese"),
+    ("Thandiwe", "Durban", "South African"),
+    ("Lorcan", "Galway", "Irish"),
+]
+LODGER_JOBS = ["trainee vet", "sound engineer", "nursing student", "tree surgeon"]
+CHESS_EVENTS = ["Kettering Congress", "Castleford Open", "Marlow Rapidplay"]
+CHESS_SCORES = ["four points out of six", "three and a half out of five", "five out of seven"]
+OPENINGS = [
+    # (the opening, what it is named after, for a question that names only that)
+    ("Sicilian Defence", "a Mediterranean island"),
+    ("Scandinavian Defence", "the Nordic countries"),
+    ("Catalan Opening", "a corner of north-east Spain"),
+    ("Dutch Defence", "the land of windmills and tulips"),
+]
+COMEDY_CLUBS = ["Giggle Cellar", "Crooked Mic", "Banana Shed", "Chuckle Hut"]
+JOKE_TOPICS = ["self-checkout machines", "pigeons", "my mum's texts", "airport security"]
+HOUSEPLANTS = [
+    # (the plant, where it grows wild)
+    ("monstera", "the rainforests of Mexico"),
+    ("fiddle-leaf fig", "West Africa"),
+    ("rubber plant", "India"),
+    ("kentia palm", "an island off Australia"),
+]
+PLANT_NAMES = ["Gerald", "Sir Leafalot", "Morticia", "Big Steve"]
+KAYAK_RIVERS = [
+    # (the river, its country)
+    ("Dordogne", "France"),
+    ("Wye", "Wales"),
+    ("Spey", "Scotland"),
+    ("Vltava", "the Czech Republic"),
+]
+KAYAK_MISHAPS = [
+    "capsized at the first weir",
+    "lost a paddle in the rapids",
+    "got wedged on a sandbank",
+]
+ESCAPE_THEMES = [
+    # (the room, the time and place it is set in)
+    ("Pharaoh's Tomb", "ancient Egypt"),
+    ("Samurai Castle", "feudal Japan"),
+    ("Viking Longhouse", "the Norse sagas"),
+    ("Tsar's Palace", "imperial Russia"),
+]
+TIME_LEFT = ["ninety seconds", "four minutes", "eleven minutes"]
+BALLOON_PLACES = [
+    # (where it flew, the country)
+    ("Cappadocia", "Turkey"),
+    ("Bagan", "Myanmar"),
+    ("the Masai Mara", "Kenya"),
+    ("the Loire Valley", "France"),
+]
+BALLOON_GIVERS = ["my godmother", "Uncle Ambrose", "my grandparents", "the whole office"]
+RAFFLE_EVENTS = ["school fete", "hospital fundraiser", "rugby club dinner"]
+RAFFLE_PRIZES = ["a spa weekend", "a giant teddy bear", "a pressure cooker", "a signed cricket bat"]
+
+
+def _fourth_fact(rng: random.Random, kind: str, who: str) -> dict:
+    """One fact of the third held-out family about ``who``, shaped as ``_heldout_fact``'s."""
+    if kind == "choir":
+        choir, part = _pick(rng, CHOIRS), _pick(rng, VOICE_PARTS)
+        return {
+            "ask": "So? Did they let you in?",
+            "say": _pick(
+                rng,
+                [
+                    f"The audition worked! The {choir} took me on as a {part}. "
+                    "First rehearsal is in the church hall.",
+                    f"Auditioned last night and I'm in: the newest {part} in the {choir}. "
+                    "My knees were shaking the whole time.",
+                ],
+            ),
+            "react": "I knew they'd have you. Front row seat at the first concert, please.",
+            "callbacks": [
+                f"Rehearsal with the {choir} ran late, my throat is wrecked.",
+                "We're learning a requiem in Latin. Send help.",
+            ],
+            "questions": [
+                (
+                    "single-hop",
+                    _pick(
+                        rng,
+                        [f"Which choir is {who} singing with now?", f"What part does {who} sing?"],
+                    ),
+                ),
+                ("temporal", f"When did {who} audition for the choir?"),
+                (
+                    "paraphrase",
+                    _pick(
+                        rng,
+                        [
+                            f"Is {who} in a singing group these days?",
+                            f"Has {who} found somewhere to sing?",
+                        ],
+                    ),
+                ),
+            ],
+            "handle": "choir audition",
+            "done": "got into a choir",
+            "words": [choir, part],
+            "entity": f"the {choir}",
+        }
+    if kind == "sourdough":
+        name, flour = _pick(rng, STARTER_NAMES), _pick(rng, FLOURS)
+        return {
+            "ask": "What's that jar on your windowsill in the video?",
+            "say": _pick(
+                rng,
+                [
+                    f"It's alive! My sourdough starter, bubbling away. I feed it {flour} flour "
+                    f"every morning and it's called {name}.",
+                    f"Meet {name}, my sourdough starter: {flour} flour and water that I now "
+                    "have to feed like a pet.",
+                ],
+            ),
+            "react": "Ha, I'll expect a loaf when I visit.",
+            "callbacks": [
+                f"{name} nearly climbed out of the jar overnight.",
+                "Baked my first loaf, it could double as a doorstop.",
+            ],
+            "questions": [
+                (
+                    "single-hop",
+                    _pick(
+                        rng,
+                        [
+                            f"What did {who} name their starter?",
+                            f"What flour does {who} use for the starter?",
+                        ],
+                    ),
+                ),
+                ("temporal", f"When did {who} get the sourdough going?"),
+                ("paraphrase", f"What exactly is {name}, the thing {who} keeps mentioning?"),
+            ],
+            "handle": "sourdough",
+            "done": "started baking their own bread",
+            "words": ["sourdough", name, flour],
+            "entity": name,
+        }
+    if kind == "lodger":
+        name, town, demonym = _pick(rng, LODGERS)
+        job = _pick(rng, LODGER_JOBS)
+        return {
+            "ask": "Any luck with the advert for the room?",
+            "say": _pick(
+                rng,
+                [
+                    f"We've got a lodger at last: {name}, a {job} from {town}. "
+                    "Already labels everything in the fridge.",
+                    f"Say hello to the new lodger, {name}! A {job}, grew up in {town}, "
+                    "makes amazing coffee.",
+                ],
+            ),
+            "react": "Fingers crossed they pay the rent on time.",
+            "callbacks": [
+                f"{name} cooked dinner for the whole house tonight, what a treat.",
+                "Someone keeps finishing my oat milk. I have my suspicions.",
+            ],
+            "questions": [
+                (
+                    "single-hop",
+                    _pick(
+                        rng,
+                        [
+                            f"What does {who}'s lodger do for work?",
+                            f"What's the job of the person living at {who}'s place?",
+                        ],
+                    ),
+                ),
+                ("open-domain", f"Who's the {demonym} person that moved into {who}'s spare room?"),
+                ("paraphrase", f"How is {who} getting on living with {name}?"),
+            ],
+            "handle": "lodger",
+            "done": "let out their spare room",
+            "words": [name, job, town],
+            "entity": name,
+        }
+    if kind == "chess":
+        event, score = _pick(rng, CHESS_EVENTS), _pick(rng, CHESS_SCORES)
+        opening, named_after = _pick(rng, OPENINGS)
+        return {
+            "ask": "Were the nerves worth it in the end?",
+            "say": _pick(
+                rng,
+                [
+                    f"Chess news: {score} at the {event}, and I won the last round with the "
+                    f"{opening}. The old boys at the club are stunned.",
+                    f"Back from the {event}! {score.capitalize()}, my best chess ever, and the "
+                    f"{opening} won me the final game.",
+                ],
+            ),
+            "react": "Grandmaster in the making, clearly.",
+            "callbacks": [
+                f"Studying the {opening} every night, my family thinks I've lost it.",
+                "Got beaten at chess club by a twelve-year-old. Character building.",
+            ],
+            "questions": [
+                (
+                    "single-hop",
+                    _pick(
+                        rng,
+                        [
+                            f"How many points did {who} get at the {event}?",
+                            f"How did {who} do in the chess tournament?",
+                        ],
+                    ),
+                ),
+                ("temporal", f"When was {who}'s chess tournament?"),
+                ("open-domain", f"Which opening, named after {named_after}, is {who} so keen on?"),
+            ],
+            "handle": "chess tournament",
+            "done": "played in a chess tournament",
+            "words": [event, score, opening],
+            "entity": f"the {event}",
+        }
+    if kind == "standup":
+        club, topic = _pick(rng, COMEDY_CLUBS), _pick(rng, JOKE_TOPICS)
+        return {
+            "ask": "Well? How did it go on stage?",
+            "say": _pick(
+                rng,
+                [
+                    f"I did it: five minutes of stand-up at the {club} open mic. The bit about "
+                    f"{topic} actually got a laugh!",
+                    f"Survived my first open mic! The {club}, a room of forty strangers, and my "
+                    f"joke about {topic} landed.",
+                ],
+            ),
+            "react": "You're braver than me. I'd have fainted.",
+            "callbacks": [
+                f"Signed up for another slot at the {club}, I'm hooked.",
+                "Rewrote half my set on the bus this morning.",
+            ],
+            "questions": [
+                (
+                    "single-hop",
+                    _pick(
+                        rng,
+                        [
+                            f"What was {who}'s comedy routine about?",
+                            f"Which joke of {who}'s went down well?",
+                        ],
+                    ),
+                ),
+                ("temporal", f"When did {who} do the open mic?"),
+                (
+                    "paraphrase",
+                    _pick(
+                        rng,
+                        [
+                            f"How did {who}'s set at the {club} go?",
+                            f"Has {who} been performing comedy anywhere?",
+                        ],
+                    ),
+                ),
+            ],
+            "handle": "open mic",
+            "done": "tried stand-up",
+            "words": [club, topic],
+            "entity": f"the {club}",
+        }
+    if kind == "plant":
+        plant, native = _pick(rng, HOUSEPLANTS)
+        name = _pick(rng, PLANT_NAMES)
+        return {
+            "ask": "What's that jungle behind you on the video call?",
+            "say": _pick(
+                rng,
+                [
+                    f"Meet {name}, my new {plant}. Taller than me, it took two of us to get it "
+                    "up the stairs.",
+                    f"I've brought home a {plant} from the garden centre and named it {name}. "
+                    "It has its own corner now.",
+                ],
+            ),
+            "react": "Gorgeous. Don't drown it like the last one.",
+            "callbacks": [
+                f"{name} has a new leaf unfurling, I'm so proud.",
+                "Repotting the big one left soil all over the carpet.",
+            ],
+            "questions": [
+                (
+                    "single-hop",
+                    _pick(
+                        rng,
+                        [
+                            f"What's {who}'s {plant} called?",
+                            f"What did {who} name the huge plant they bought?",
+                        ],
+                    ),
+                ),
+                ("open-domain", f"Which plant that grows wild in {native} does {who} keep?"),
+                (
+                    "paraphrase",
+                    _pick(
+                        rng,
+                        [
+                            f"Has {name} settled in at {who}'s place?",
+                            f"Is {who} turning their home into a jungle?",
+                        ],
+                    ),
+                ),
+            ],
+            "handle": "houseplant",
+            "done": "bought a big houseplant",
+            "words": [plant, name],
+            "entity": name,
+        }
+    if kind == "kayak":
+        river, country = _pick(rng, KAYAK_RIVERS)
+        mishap = _pick(rng, KAYAK_MISHAPS)
+        return {
+            "ask": "You're back! Did you stay dry?",
+            "say": _pick(
+                rng,
+                [
+                    f"Three days kayaking down the {river}. I {mishap}, obviously, but the "
+                    "scenery was unreal.",
+                    f"Not entirely. Kayaked the whole stretch of the {river} and {mishap} "
+                    "on day two.",
+                ],
+            ),
+            "react": "Ha, of course you did. Glad you're in one piece.",
+            "callbacks": [
+                f"Still finding sand from the {river} in my rucksack.",
+                "My arms have only just stopped aching from all that paddling.",
+            ],
+            "questions": [
+                (
+                    "single-hop",
+                    _pick(
+                        rng,
+                        [
+                            f"What went wrong on {who}'s kayaking trip?",
+                            f"What mishap did {who} have out on the water?",
+                        ],
+                    ),
+                ),
+                ("temporal", f"When did {who} go kayaking?"),
+                (
+                    "open-domain",
+                    _pick(
+                        rng,
+                        [
+                            f"Which river in {country} did {who} paddle down?",
+                            f"What river in {country} was {who} out on?",
+                        ],
+                    ),
+                ),
+            ],
+            "handle": "kayaking trip",
+            "done": "went kayaking",
+            "words": [river, mishap],
+            "entity": f"the {river}",
+        }
+    if kind == "escape":
+        theme, setting = _pick(rng, ESCAPE_THEMES)
+        left = _pick(rng, TIME_LEFT)
+        return {
+            "ask": "Did you lot get out in time?",
+            "say": _pick(
+                rng,
+                [
+                    f"Yes! Out of the {theme} escape room with {left} to spare. I was useless "
+                    "but the others were geniuses.",
+                    f"Escape room done: the {theme} one, cracked with {left} left on the clock.",
+                ],
+            ),
+            "react": "Team of geniuses. I'd still be stuck in there.",
+            "callbacks": [
+                f"Booked another escape room, apparently the {theme} one was the easy one.",
+                "Still annoyed about that last padlock.",
+            ],
+            "questions": [
+                (
+                    "single-hop",
+                    _pick(
+                        rng,
+                        [
+                            f"How close did {who} cut it in the escape room?",
+                            f"Which escape room did {who}'s group do?",
+                        ],
+                    ),
+                ),
+                ("open-domain", f"Which escape room set in {setting} did {who}'s group beat?"),
+                (
+                    "paraphrase",
+                    f"Did {who} and friends puzzle their way out before time ran out?",
+                ),
+            ],
+            "handle": "escape room",
+            "done": "did an escape room",
+            "words": [theme, left],
+            "entity": f"the {theme}",
+        }
+    if kind == "balloon":
+        place, country = _pick(rng, BALLOON_PLACES)
+        giver = _pick(rng, BALLOON_GIVERS)
+        return {
+            "ask": "How was the big birthday surprise?",
+            "say": _pick(
+                rng,
+                [
+                    f"Hot-air balloon over {place} at sunrise! A present from {giver}, and I "
+                    "cried a bit, not going to lie.",
+                    f"Went up in a hot-air balloon over {place}, a gift from {giver}. "
+                    "Silent, freezing, magical.",
+                ],
+            ),
+            "react": "That's the most romantic thing I've ever heard.",
+            "callbacks": [
+                f"Printed the sunrise photos from {place}, they're going on the wall.",
+                "Still can't believe I stood in a basket that high up.",
+            ],
+            "questions": [
+                (
+                    "single-hop",
+                    _pick(
+                        rng,
+                        [
+                            f"Who gave {who} the balloon ride?",
+                            f"Who treated {who} to that sunrise flight?",
+                        ],
+                    ),
+                ),
+                ("open-domain", f"Where in {country} did {who} drift across the sky?"),
+                ("paraphrase", f"What was it like for {who}, drifting above {place}?"),
+            ],
+            "handle": "balloon ride",
+            "done": "went up in a hot-air balloon",
+            "words": [place, giver],
+            "entity": place,
+        }
+    event, prize = _pick(rng, RAFFLE_EVENTS), _pick(rng, RAFFLE_PRIZES)
+    return {
+        "ask": "Why are you grinning like that?",
+        "say": _pick(
+            rng,
+            [
+                f"I never win anything, but my ticket came up in the {event} raffle: {prize}!",
+                f"Guess who won {prize} in the raffle at the {event}? Me!",
+            ],
+        ),
+        "react": "No way! Buy me a lottery ticket next time.",
+        "callbacks": [
+            f"Still can't believe my luck at the {event}.",
+            "Everyone at work wants to borrow my winnings now.",
+        ],
+        "questions": [
+            ("single-hop", f"What did {who} win in the raffle?"),
+            (
+                "temporal",
+                _pick(
+                    rng,
+                    [
+                        f"When was the {event} where {who} got lucky?",
+                        f"When did {who}'s raffle ticket come up?",
+                    ],
+                ),
+            ),
+            ("paraphrase", f"Has {who} had any luck in a prize draw lately?"),
+        ],
+        "handle": "raffle",
+        "done": "won a raffle",
+        "words": [event, prize],
+        "entity": f"the {event} raffle",
+    }
+
+
+FOURTH_KINDS = [
+    "choir",
+    "sourdough",
+    "lodger",
+    "chess",
+    "standup",
+    "plant",
+    "kayak",
+    "escape",
+    "balloon",
+    "raffle",
+]
+BEFORE_QUESTIONS = [
+    "Was it before or after {who} {second} that {who} {first}?",
+    "Which was earlier: {who} {first}, or when they {second}?",
+    "I know {who} {first} and also {second}. Which of the two came first?",
+]
+EACH_QUESTIONS = [
+    "How are things going with {a}'s {a_handle}? And {b}'s {b_handle}?",
+    "Remind me what {a} said about {entity_a}, and what {b} said about {entity_b}.",
+    "I've lost track of {a}'s {a_handle} and {b}'s {b_handle}. Any news on either?",
+]
+
+
 def _small_talk(rng: random.Random) -> str:
     return _pick(rng, SMALL_TALK).format(
         day=_pick(rng, DAY),
@@ -1302,9 +1825,23 @@ WORDINGS = {
             both_questions=PAIR_QUESTIONS,
         ),
     ),
+    "fourth": (
+        FOURTH_KINDS,
+        _fourth_fact,
+        partial(
+            _worded_multi_hop,
+            order_questions=BEFORE_QUESTIONS,
+            both_questions=EACH_QUESTIONS,
+        ),
+    ),
 }
 # Whose conversations each wording is: every family has its own people.
-WORDING_PAIRS = {"seen": PAIRS, "unseen": HELDOUT_PAIRS, "fresh": FRESH_PAIRS}
+WORDING_PAIRS = {
+    "seen": PAIRS,
+    "unseen": HELDOUT_PAIRS,
+    "fresh": FRESH_PAIRS,
+    "fourth": FOURTH_PAIRS,
+}
 
 
 def dataset(
@@ -1332,7 +1869,15 @@ DEV = {"conversations": 8, "sessions": 30, "facts_each": 8, "seed": 3}
 LARGE = {"conversations": 8, "sessions": 30, "facts_each": 8, "seed": 2}
 HELDOUT = {"conversations": 8, "sessions": 30, "facts_each": 8, "seed": 4, "wording": "unseen"}
 HELDOUT2 = {"conversations": 8, "sessions": 30, "facts_each": 8, "seed": 5, "wording": "fresh"}
-DATASETS = {"small": SMALL, "dev": DEV, "large": LARGE, "heldout": HELDOUT, "heldout2": HELDOUT2}
+HELDOUT3 = {"conversations": 8, "sessions": 30, "facts_each": 8, "seed": 6, "wording": "fourth"}
+DATASETS = {
+    "small": SMALL,
+    "dev": DEV,
+    "large": LARGE,
+    "heldout": HELDOUT,
+    "heldout2": HELDOUT2,
+    "heldout3": HELDOUT3,
+}
 
 
 def main() -> None:
