@@ -26,6 +26,11 @@ Each query is timed raw and through the API in turn, so load from other processe
 both alike, and without ``DEBUG``'s query log (which costs a statement per statement, as no
 deployment pays).
 
+With ``--semantic``, the semantic ranking's own work is timed too, without the models (their
+question encoding costs the same either way): random vectors of both models' widths for the
+newest window of events, and random questions, ranked with the vectors read from the store at
+each search (as before the process held them: ``semantic cold``) and held (``semantic held``).
+
 Each is timed twice over: by the wall clock, and by the processor time of this process (SQLite
 runs in it). On a machine shared with other work, a query of a few milliseconds loses the
 processor now and then for as long again, and the longer of two queries timed in turn loses it
@@ -42,6 +47,7 @@ from collections import defaultdict
 from collections.abc import Callable
 from datetime import timedelta
 
+from django.conf import settings
 from django.db import connections, transaction
 from django.test.utils import override_settings
 from django.utils import timezone
@@ -191,12 +197,18 @@ def realistic_gem_build(
 
 
 def search_measure(
-    *, events: int, queries: int, progress: Callable[[str], None], seed: int = 5
+    *,
+    events: int,
+    queries: int,
+    progress: Callable[[str], None],
+    seed: int = 5,
+    semantic: bool = False,
 ) -> dict:
     """Build a log of ``events`` turns with 5,000 fragments and 100,000 working-memory items in
     the empty throwaway stores, then p50/p95 of the raw queries and of search: events alone,
     every kind (each searched alone, and with every hit's passage read: ``*_read``), and the
-    search a turn runs (``search(…)`` in a reply: three hits, the log before the turn)."""
+    search a turn runs (``search(…)`` in a reply: three hits, the log before the turn). With
+    ``semantic``, the semantic ranking too (``semantic_measure``)."""
     if connections[STORE["event"]].vendor != "sqlite":
         raise RuntimeError("bench search measures the SQLite FTS5 index")
     began = time.perf_counter()
@@ -227,7 +239,67 @@ def search_measure(
     }
     for name, seconds in timings.items():
         result[name] = {**_percentiles(seconds), **_percentiles(cpu_timings[name], "cpu_")}
+    if semantic:
+        result.update(semantic_measure(events=events, queries=queries, seed=seed))
+        progress("semantic ranking timed")
     return result
+
+
+SEMANTIC_WIDTHS = (384, 384)  # all-MiniLM-L6-v2's and multilingual-e5-small's, as a row holds them
+
+
+def semantic_measure(*, events: int, queries: int, seed: int) -> dict:
+    """p50/p95 of the semantic ranking over the newest window of ``events``, models left out:
+    random unit vectors written for those events, then for each of ``queries`` random questions
+    the window read and ranked with the vectors read from the store (``semantic_cold``, a fresh
+    copy each time) and held by the process (``semantic_held``)."""
+    import numpy as np  # the semantic search's requirements, only with --semantic
+
+    from lens import semantic as ranking
+
+    connection = connections[STORE["event"]]
+    rng = np.random.default_rng(seed)
+    newest = min(events, settings.SEARCH_SEMANTIC_WINDOW)
+    for first in range(events - newest + 1, events + 1, INSERT_BATCH):
+        ids = range(first, min(first + INSERT_BATCH, events + 1))
+        vectors = np.hstack([_unit_rows(rng, len(ids), width) for width in SEMANTIC_WIDTHS])
+        with transaction.atomic(using=connection.alias), connection.cursor() as cursor:
+            cursor.executemany(
+                "INSERT INTO lens_event_vector (event_id, vector, written) VALUES (%s, %s, %s)",
+                [
+                    (event_id, vector.astype(np.float16).tobytes(), ranking.write_mark())
+                    for event_id, vector in zip(ids, vectors, strict=True)
+                ],
+            )
+
+    def ranked(held) -> list[list[int]]:
+        ids, matrix, at = held.window(ranking.window_rows(connection, "", []))
+        questions = [_unit_rows(rng, 1, width)[0] for width in SEMANTIC_WIDTHS]
+        return ranking.likeness_rankings(ids, matrix, at, questions, depth=ranking.RRF_DEPTH)
+
+    held = ranking.held_vectors(connection)
+    ranked(held)  # the first search reads the window
+    runs = {
+        "semantic_cold": lambda: ranked(ranking.HeldVectors(connection)),
+        "semantic_held": lambda: ranked(held),
+    }
+    timings: dict[str, list[float]] = defaultdict(list)
+    cpu_timings: dict[str, list[float]] = defaultdict(list)
+    with override_settings(DEBUG=False):
+        for _ in range(queries):
+            for name, run in runs.items():
+                wall, cpu = _timed(run)
+                timings[name].append(wall)
+                cpu_timings[name].append(cpu)
+    result: dict = {"semantic_vectors": newest}
+    for name, seconds in timings.items():
+        result[name] = {**_percentiles(seconds), **_percentiles(cpu_timings[name], "cpu_")}
+    return result
+
+
+def _unit_rows(rng, count: int, width: int):
+    rows = rng.standard_normal((count, width), dtype="float32")
+    return rows / (rows * rows).sum(axis=1, keepdims=True) ** 0.5
 
 
 def _percentiles(seconds: list[float], prefix: str = "") -> dict[str, float]:

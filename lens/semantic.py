@@ -19,13 +19,19 @@ Vectors
 
 Scale
     A search compares the question with the vectors of the newest
-    ``SILENTSTAR_SEARCH_SEMANTIC_WINDOW`` events its filters allow (read from the store each
-    time: nothing to go stale); older events are still found by their words.
+    ``SILENTSTAR_SEARCH_SEMANTIC_WINDOW`` events its filters allow; older events are still found
+    by their words. Which events those are, and the mark of each one's last write
+    (``written``, lens 0006), are read from the store at every search: nothing can go stale.
+    The vectors themselves are read once and held by the process (``HeldVectors``), and read
+    again only for an event whose mark is not the one held: a new event, or the newest one
+    written again when the next turn came.
 
 It stays only because it beats BM25 on the evaluation harness (README, "Search quality").
 Imported only when the search is on (NumPy is needed then alone).
 """
 
+import secrets
+import threading
 from collections.abc import Callable, Sequence
 
 import numpy as np
@@ -47,6 +53,7 @@ RRF_DEPTH = 50
 RRF_WEIGHTS = (0.85, 1.0, 0.7)  # the words, all-MiniLM-L6-v2, multilingual-e5-small
 FILL_AFTER_TURNS = 500  # the newest events whose missing vectors the task after a turn writes
 FILL_BATCH = 128
+READ_BATCH = 2_000  # vectors read by one statement
 
 
 def event_sentence(actor: str, content: str) -> str:
@@ -105,16 +112,23 @@ def vectors_fill(
         vectors = event_vectors(models, _events(connection, targets)).astype(np.float16)
         with transaction.atomic(using=connection.alias), connection.cursor() as cursor:
             cursor.executemany(
-                "INSERT INTO lens_event_vector (event_id, vector) VALUES (%s, %s) "
-                "ON CONFLICT (event_id) DO UPDATE SET vector = excluded.vector",
+                "INSERT INTO lens_event_vector (event_id, vector, written) VALUES (%s, %s, %s) "
+                "ON CONFLICT (event_id) DO UPDATE "
+                "SET vector = excluded.vector, written = excluded.written",
                 [
-                    (event_id, vector.tobytes())
+                    (event_id, vector.tobytes(), write_mark())
                     for event_id, vector in zip(targets, vectors, strict=True)
                 ],
             )
         if progress is not None:
             progress(min(start + FILL_BATCH, len(missing)), len(missing))
     return len(missing)
+
+
+def write_mark() -> int:
+    """A vector row's ``written``: drawn anew at every write (a positive 62-bit number, within
+    both backends' integers), so a held copy can tell a row written since from the one it read."""
+    return secrets.randbits(62) + 1
 
 
 def _missing(connection, event_ids: tuple[int, int] | None, newest: int | None) -> list[int]:
@@ -177,26 +191,127 @@ def semantic_rankings(
     first: among the newest ``SILENTSTAR_SEARCH_SEMANTIC_WINDOW`` events that match the SQL
     conditions ``where`` (on ``e``, the log)."""
     connection = connections[store_for("heart", "event")]
-    rows = fetch_all(
+    ids, matrix, at = held_vectors(connection).window(window_rows(connection, where, params))
+    models = sentence_models()
+    if not len(ids):
+        return [[] for _ in models]
+    questions = [model.encode_question(query) for model in models]
+    return likeness_rankings(ids, matrix, at, questions, depth=depth)
+
+
+def window_rows(connection, where: str, params: list) -> list[tuple[int, int]]:
+    """``(event_id, written)`` of the newest ``SILENTSTAR_SEARCH_SEMANTIC_WINDOW`` events with a
+    vector that match ``where``, newest first: read from the index alone, no vector."""
+    return fetch_all(
         connection,
-        "SELECT v.event_id, v.vector FROM lens_event_vector v "
+        "SELECT v.event_id, v.written FROM lens_event_vector v "
         f"JOIN heart_event e ON e.id = v.event_id WHERE TRUE{where} "
         "ORDER BY v.event_id DESC LIMIT %s",
         [*params, settings.SEARCH_SEMANTIC_WINDOW],
     )
-    models = sentence_models()
-    if not rows:
-        return [[] for _ in models]
-    ids = np.fromiter((event_id for event_id, _ in rows), dtype=np.int64, count=len(rows))
-    matrix = np.frombuffer(b"".join(bytes(vector) for _, vector in rows), dtype=np.float16)
-    matrix = matrix.reshape(len(rows), -1).astype(np.float32)
-    rankings, start = [], 0
-    for model in models:
-        columns = matrix[:, start : start + model.dimensions]
-        start += model.dimensions
-        similarity = columns @ model.encode_question(query)
-        rankings.append([int(ids[n]) for n in np.argsort(-similarity, kind="stable")[:depth]])
-    return rankings
+
+
+def likeness_rankings(
+    ids: np.ndarray, matrix: np.ndarray, at: np.ndarray, questions: Sequence, *, depth: int
+) -> list[list[int]]:
+    """For each question vector (one a model, in the row's order), the ``ids`` best first by
+    its likeness to that model's columns of their rows (``at`` in ``matrix``); a tie keeps the
+    order of ``ids``."""
+    # Every model's question against its own columns in one product: the held matrix is read
+    # whole and in place (no copy of the window's rows, nor of one model's columns).
+    stacked, start = np.zeros((matrix.shape[1], len(questions)), dtype=np.float32), 0
+    for n, question in enumerate(questions):
+        stacked[start : start + len(question), n] = question
+        start += len(question)
+    likeness = (matrix @ stacked)[at]
+    return [
+        [int(ids[n]) for n in np.argsort(-column, kind="stable")[:depth]] for column in likeness.T
+    ]
+
+
+class HeldVectors:
+    """The vectors one process has read from one store, by event id, each with the ``written``
+    mark of the row it was read from. Bounded: when it would hold more than twice the window,
+    it keeps the current window's alone."""
+
+    def __init__(self, connection):
+        self.alias = connection.alias
+        self.ids = np.empty(0, dtype=np.int64)  # ascending
+        self.marks = np.empty(0, dtype=np.int64)
+        self.matrix = np.empty((0, 0), dtype=np.float32)
+        self.lock = threading.Lock()
+
+    def window(self, rows: Sequence[tuple[int, int]]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """The window's ``(event_id, written)`` rows as ``(ids, matrix, at)``: the ids in the
+        window's order and, for each, its vector's row in ``matrix`` (the copy as it is now, never
+        changed in place). Vectors held with the same mark come from the copy, the rest are read
+        from the store first; an event whose vector is gone by then is left out."""
+        ids = np.fromiter((event_id for event_id, _ in rows), dtype=np.int64, count=len(rows))
+        marks = np.fromiter((mark for _, mark in rows), dtype=np.int64, count=len(rows))
+        with self.lock:
+            at, found = self._find(ids)
+            held = found.copy()
+            held[found] = self.marks[at[found]] == marks[found]
+            if not held.all():
+                read = self._read(ids[~held], keep=ids)
+                at, found = self._find(ids)
+                # Read just now (its mark may be newer than the window's: written in between).
+                held = found & (held | np.isin(ids, read))
+            return ids[held], self.matrix, at[held]
+
+    def _find(self, ids: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """Where each id is in the copy, and whether it is there at all."""
+        if not len(self.ids):
+            return np.zeros(len(ids), dtype=np.int64), np.zeros(len(ids), dtype=bool)
+        at = np.minimum(np.searchsorted(self.ids, ids), len(self.ids) - 1)
+        return at, self.ids[at] == ids
+
+    def _read(self, wanted: np.ndarray, *, keep: np.ndarray) -> np.ndarray:
+        """Read the vectors of ``wanted`` into the copy, in place of those held; return the ids
+        read. Past twice the window, only the rows of ``keep`` (the window) stay."""
+        connection = connections[self.alias]
+        rows = []
+        for start in range(0, len(wanted), READ_BATCH):
+            batch = [int(event_id) for event_id in wanted[start : start + READ_BATCH]]
+            rows += fetch_all(
+                connection,
+                "SELECT event_id, written, vector FROM lens_event_vector "
+                f"WHERE event_id IN ({placeholders(batch)})",
+                batch,
+            )
+        if not rows:
+            return np.empty(0, dtype=np.int64)
+        read_ids = np.fromiter((row[0] for row in rows), dtype=np.int64, count=len(rows))
+        read_marks = np.fromiter((row[1] for row in rows), dtype=np.int64, count=len(rows))
+        read = np.frombuffer(b"".join(bytes(row[2]) for row in rows), dtype=np.float16)
+        read = read.reshape(len(rows), -1).astype(np.float32)
+        stay = ~np.isin(self.ids, read_ids)
+        if len(self.ids) + len(read_ids) > 2 * settings.SEARCH_SEMANTIC_WINDOW:
+            stay &= np.isin(self.ids, keep)
+        if not len(self.ids) or self.matrix.shape[1] != read.shape[1]:
+            stay[:] = False  # vectors of another width: the models changed
+        ids = np.concatenate([self.ids[stay], read_ids])
+        order = np.argsort(ids, kind="stable")
+        self.ids = ids[order]
+        self.marks = np.concatenate([self.marks[stay], read_marks])[order]
+        self.matrix = (
+            np.concatenate([self.matrix[stay], read])[order] if stay.any() else read[order]
+        )
+        return read_ids
+
+
+_held: dict[str, HeldVectors] = {}
+_held_lock = threading.Lock()
+
+
+def held_vectors(connection) -> HeldVectors:
+    """The process's copy of the vectors of the store behind ``connection`` (one per database:
+    the test suite's and a deployment's are never mixed)."""
+    key = f"{connection.alias}:{connection.vendor}:{connection.settings_dict['NAME']}"
+    with _held_lock:
+        if key not in _held:
+            _held[key] = HeldVectors(connection)
+        return _held[key]
 
 
 def reciprocal_rank_fusion(

@@ -8,7 +8,16 @@ import pytest
 from django.db import connections
 
 from heart.ingest import event_record
-from lens.bench import STORE, VOCABULARY_SIZE, _Text, _time_query, raw_rows, vocabulary
+from lens.bench import (
+    SEMANTIC_WIDTHS,
+    STORE,
+    VOCABULARY_SIZE,
+    _Text,
+    _time_query,
+    raw_rows,
+    semantic_measure,
+    vocabulary,
+)
 from lens.search import RELATED_WORDS, fusion_pool, query_terms
 from lens.snippet import snippet
 
@@ -80,3 +89,22 @@ def test_each_query_is_timed_raw_searched_and_searched_with_every_passage_read(m
     # Each event hit's passage (the walk comes between the two by its neighbours' scores) is
     # made once for events alone and once for every kind: never by the searches alone.
     assert sorted(text for text, _ in made) == sorted(texts * 2)
+
+
+@pytest.mark.django_db(databases="__all__")
+def test_the_semantic_ranking_is_timed_over_the_newest_window_read_and_held(settings):
+    settings.SEARCH_SEMANTIC_WINDOW = 4
+    at = datetime(2026, 3, 2, 9, 0, tzinfo=UTC)
+    with connections[STORE["event"]].cursor() as cursor:  # ids from 1, as the benchmark's log
+        cursor.executemany(
+            "INSERT INTO heart_event (id, ts, content, actor, image) VALUES (%s, %s, %s, %s, '')",
+            [(n, at + timedelta(minutes=n), f"turn {n}", "ana") for n in range(1, 7)],
+        )
+    result = semantic_measure(events=6, queries=3, seed=1)
+    assert result["semantic_vectors"] == 4
+    for name in ("semantic_cold", "semantic_held"):
+        assert set(result[name]) == {"p50_ms", "p95_ms", "cpu_p50_ms", "cpu_p95_ms"}
+    with connections[STORE["event"]].cursor() as cursor:
+        cursor.execute("SELECT event_id, length(vector) FROM lens_event_vector ORDER BY event_id")
+        widths = 2 * sum(SEMANTIC_WIDTHS)
+        assert cursor.fetchall() == [(n, widths) for n in (3, 4, 5, 6)]

@@ -78,3 +78,21 @@ def test_vectors_of_the_old_kind_are_removed_and_written_again_by_the_fill(migra
         assert cursor.fetchone() == (0,)
     assert search("cello", kinds=["event"])[0].id == event.pk  # still found by its words
     assert semantic.vectors_fill() == 1
+
+
+def test_vectors_written_before_their_write_marks_are_kept_and_read():
+    marks = importlib.import_module("lens.migrations.0006_event_vector_written")
+    at = datetime(2026, 1, 5, 10, 0, tzinfo=UTC)
+    event, _ = event_record(text="my cello!", actor="theo", ts=at, identities=[])
+    run("events", {"sqlite": marks.SQLITE_DROP, "postgresql": marks.POSTGRES_DROP})
+    with connections["events"].cursor() as cursor:
+        cursor.execute(
+            "INSERT INTO lens_event_vector (event_id, vector) VALUES (%s, %s)",
+            [event.pk, bytes(2 * sum(model.dimensions for model in semantic.sentence_models()))],
+        )
+    run("events", {"sqlite": marks.SQLITE, "postgresql": marks.POSTGRES})
+    with connections["events"].cursor() as cursor:
+        cursor.execute("SELECT event_id, written FROM lens_event_vector")
+        assert cursor.fetchall() == [(event.pk, 0)]
+    assert semantic.semantic_rankings("who plays the cello?", "", []) == [[event.pk]] * 2
+    assert semantic.vectors_fill() == 0  # kept: the fill writes only what is missing

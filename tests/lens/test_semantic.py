@@ -194,6 +194,86 @@ def test_a_semantic_search_only_reads():
     assert statements and set(statements) <= {"SELECT", "WITH"}
 
 
+def ranked_from_the_store(question: str) -> list[list[int]]:
+    """Each model's ranking of every stored vector, computed afresh from the rows as they are
+    (newer ids first on a tie, as the window's order gives)."""
+    vectors, rankings, start = stored_vectors(), [], 0
+    for model in semantic.sentence_models():
+        asked = model.encode_question(question)
+        end = start + model.dimensions
+        likeness = {i: float(v[start:end].astype(np.float32) @ asked) for i, v in vectors.items()}
+        rankings.append(sorted(likeness, key=lambda i: (-likeness[i], -i)))
+        start = end
+    return rankings
+
+
+class VectorReads:
+    """The event ids whose vectors a block reads from the store."""
+
+    def __init__(self):
+        self.ids: list[int] = []
+
+    def __call__(self, execute, sql, params, many, context):
+        if "written, vector FROM" in sql:
+            self.ids += params
+        return execute(sql, params, many, context)
+
+
+def rankings_reading(question: str) -> tuple[list[list[int]], list[int]]:
+    reads = VectorReads()
+    with connections[store_for("heart", "event")].execute_wrapper(reads):
+        rankings = semantic.semantic_rankings(question, "", [])
+    return rankings, sorted(reads.ids)
+
+
+def test_vectors_are_read_once_and_again_only_when_written_again():
+    events = tell(STORY[:2])
+    semantic.vectors_fill()
+    question = "Who has taken up a string instrument?"
+    rankings, _ = rankings_reading(question)
+    assert rankings == ranked_from_the_store(question)
+    assert rankings_reading(question) == (rankings, [])  # held: nothing read
+    newest = tell(STORY[2:3])[0]
+    semantic.vectors_fill()  # the new turn's vector, and its neighbour's made again
+    rankings, read = rankings_reading(question)
+    assert read == [events[1].pk, newest.pk]
+    assert rankings == ranked_from_the_store(question)
+
+
+def test_a_vector_written_again_under_a_held_id_is_never_taken_for_the_old_one():
+    # As a rolled-back conversation and the next one on the same ids would: same id, new row.
+    events = tell()
+    semantic.vectors_fill()
+    question = "Who has taken up a string instrument?"
+    assert rankings_reading(question)[0] == ranked_from_the_store(question)
+    cello = stored_vectors()[events[1].pk]
+    with connections[store_for("heart", "event")].cursor() as cursor:
+        cursor.execute(
+            "UPDATE lens_event_vector SET vector = %s, written = %s WHERE event_id = %s",
+            [cello.tobytes(), semantic.write_mark(), events[5].pk],
+        )
+    rankings, read = rankings_reading(question)
+    assert read == [events[5].pk]
+    assert rankings == ranked_from_the_store(question)
+    assert [ranking[:2] for ranking in rankings] == [[events[5].pk, events[1].pk]] * 2
+
+
+def test_the_held_copy_keeps_to_twice_the_window():
+    events = tell()
+    semantic.vectors_fill()
+    held = semantic.held_vectors(connections[store_for("heart", "event")])
+    question = "Which string instrument has Theo taken up?"
+    with override_settings(SEARCH_SEMANTIC_WINDOW=2):
+        for where, params in [
+            (" AND e.actor = %s", ["Priya"]),  # events 2 and 4 (from 0)
+            (" AND e.actor = %s", ["Theo"]),  # 3 and 5
+            (" AND e.id <= %s", [events[1].pk]),  # 0 and 1: past four, only these stay
+        ]:
+            semantic.semantic_rankings(question, where, params)
+            assert len(held.ids) <= 4
+    assert held.ids.tolist() == [events[0].pk, events[1].pk]
+
+
 @given(
     st.lists(st.lists(st.integers(0, 30), unique=True, max_size=12), min_size=1, max_size=3),
     st.lists(st.floats(0.1, 2), min_size=3, max_size=3),

@@ -49,17 +49,34 @@ class Command(BaseCommand):
         parser.add_argument("--runs", type=int, default=10, help="replies to time (firstchar)")
         parser.add_argument("--mirror-turns", type=int, default=1000, help="turns (mirror)")
         parser.add_argument("--queries", type=int, default=50, help="queries to time (search)")
+        parser.add_argument(
+            "--semantic",
+            action="store_true",
+            help="search: also time the semantic ranking, vectors read each time and held "
+            "(needs the semantic search's requirements; no model is run)",
+        )
         parser.add_argument("--size", type=int, help=argparse_hidden())
         parser.add_argument("--inside", action="store_true", help=argparse_hidden())
 
     def handle(
-        self, *args, what, sizes, turns, runs, size, inside, mirror_turns, queries, **options
+        self,
+        *args,
+        what,
+        sizes,
+        turns,
+        runs,
+        size,
+        inside,
+        mirror_turns,
+        queries,
+        semantic,
+        **options,
     ):
         if what == "mirror":
             self._mirror(inside=inside, turns=mirror_turns)
             return
         if what == "search":
-            self._search(sizes=sizes, queries=queries, size=size, inside=inside)
+            self._search(sizes=sizes, queries=queries, size=size, inside=inside, semantic=semantic)
             return
         if what == "firstchar":
             self._first_char(runs=runs)
@@ -86,14 +103,19 @@ class Command(BaseCommand):
                 "time by turns)"
             )
 
-    def _search(self, *, sizes: list[str], queries: int, size: int | None, inside: bool) -> None:
+    def _search(
+        self, *, sizes: list[str], queries: int, size: int | None, inside: bool, semantic: bool
+    ) -> None:
         """lens.search.search next to the raw FTS5 query on the same index (lens/bench.py)."""
         from lens.bench import search_measure
 
         if inside:
             self._migrate_throwaway_stores()
             result = search_measure(
-                events=size, queries=queries, progress=lambda line: self.stderr.write(f"  {line}")
+                events=size,
+                queries=queries,
+                progress=lambda line: self.stderr.write(f"  {line}"),
+                semantic=semantic,
             )
             self.stdout.write(json.dumps(result))
             return
@@ -105,6 +127,7 @@ class Command(BaseCommand):
             self.stderr.write(f"[{label}] building a synthetic Gem of {SIZES[label]:,} events...")
             result = self._run_inside(
                 ["search", "--size", str(SIZES[label]), "--queries", str(queries)]
+                + (["--semantic"] if semantic else [])
             )
             for kinds in ("event", "all"):
                 raw = result[f"{kinds}_raw"]
@@ -121,6 +144,14 @@ class Command(BaseCommand):
                 self.stdout.write(
                     f"{label:>5} search(…) in a reply (3 hits): p50 {turn['p50_ms']:.2f}, "
                     f"p95 {turn['p95_ms']:.2f}"
+                )
+            if "semantic_vectors" in result:
+                cold, held = result["semantic_cold"], result["semantic_held"]
+                self.stdout.write(
+                    f"{label:>5} semantic ranking of the newest {result['semantic_vectors']:,} "
+                    f"vectors (no model): read each time p50 {cold['p50_ms']:.2f}, p95 "
+                    f"{cold['p95_ms']:.2f}; held p50 {held['p50_ms']:.2f}, p95 "
+                    f"{held['p95_ms']:.2f}"
                 )
 
     def _first_char(self, *, runs: int) -> None:
