@@ -263,14 +263,7 @@ def semantic_measure(*, events: int, queries: int, seed: int) -> dict:
     for first in range(events - newest + 1, events + 1, INSERT_BATCH):
         ids = range(first, min(first + INSERT_BATCH, events + 1))
         vectors = np.hstack([_unit_rows(rng, len(ids), width) for width in SEMANTIC_WIDTHS])
-        with transaction.atomic(using=connection.alias), connection.cursor() as cursor:
-            cursor.executemany(
-                "INSERT INTO lens_event_vector (event_id, vector, written) VALUES (%s, %s, %s)",
-                [
-                    (event_id, vector.astype(np.float16).tobytes(), ranking.write_mark())
-                    for event_id, vector in zip(ids, vectors, strict=True)
-                ],
-            )
+        ranking.vectors_write(connection, ids, vectors)
 
     def ranked(held) -> list[list[int]]:
         ids, matrix, at = held.window(ranking.window_rows(connection, "", []))

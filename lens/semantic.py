@@ -109,23 +109,28 @@ def vectors_fill(
     for start in range(0, len(missing), FILL_BATCH):
         batch = missing[start : start + FILL_BATCH]
         targets = sorted({*batch, *_vectors_before(connection, batch)})
-        vectors = event_vectors(models, _events(connection, targets)).astype(np.float16)
-        with transaction.atomic(using=connection.alias), connection.cursor() as cursor:
-            cursor.executemany(
-                "INSERT INTO lens_event_vector (event_id, vector, written) VALUES (%s, %s, %s) "
-                "ON CONFLICT (event_id) DO UPDATE "
-                "SET vector = excluded.vector, written = excluded.written",
-                [
-                    (event_id, vector.tobytes(), write_mark())
-                    for event_id, vector in zip(targets, vectors, strict=True)
-                ],
-            )
+        vectors_write(connection, targets, event_vectors(models, _events(connection, targets)))
         if progress is not None:
             progress(min(start + FILL_BATCH, len(missing)), len(missing))
     return len(missing)
 
 
-def write_mark() -> int:
+def vectors_write(connection, event_ids: Sequence[int], vectors: np.ndarray) -> None:
+    """Store these events' vectors (one row each, as 16-bit floats) in one transaction, in place
+    of any they had, each with a new write mark (``_write_mark``)."""
+    with transaction.atomic(using=connection.alias), connection.cursor() as cursor:
+        cursor.executemany(
+            "INSERT INTO lens_event_vector (event_id, vector, written) VALUES (%s, %s, %s) "
+            "ON CONFLICT (event_id) DO UPDATE "
+            "SET vector = excluded.vector, written = excluded.written",
+            [
+                (event_id, vector.astype(np.float16).tobytes(), _write_mark())
+                for event_id, vector in zip(event_ids, vectors, strict=True)
+            ],
+        )
+
+
+def _write_mark() -> int:
     """A vector row's ``written``: drawn anew at every write (a positive 62-bit number, within
     both backends' integers), so a held copy can tell a row written since from the one it read."""
     return secrets.randbits(62) + 1

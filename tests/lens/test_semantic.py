@@ -247,11 +247,7 @@ def test_a_vector_written_again_under_a_held_id_is_never_taken_for_the_old_one()
     question = "Who has taken up a string instrument?"
     assert rankings_reading(question)[0] == ranked_from_the_store(question)
     cello = stored_vectors()[events[1].pk]
-    with connections[store_for("heart", "event")].cursor() as cursor:
-        cursor.execute(
-            "UPDATE lens_event_vector SET vector = %s, written = %s WHERE event_id = %s",
-            [cello.tobytes(), semantic.write_mark(), events[5].pk],
-        )
+    semantic.vectors_write(connections[store_for("heart", "event")], [events[5].pk], [cello])
     rankings, read = rankings_reading(question)
     assert read == [events[5].pk]
     assert rankings == ranked_from_the_store(question)
