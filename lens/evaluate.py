@@ -44,7 +44,7 @@ from django.db import transaction
 from django.utils import timezone
 
 from heart.ingest import event_record
-from lens.search import search
+from lens.search import fts5_expression, search
 
 DEFAULT_KS = (5, 10, 25)
 STORE_URLS = (
@@ -138,7 +138,7 @@ def evaluate(data: dict, *, ks: Sequence[int] = DEFAULT_KS) -> dict:
     recalls: list[tuple[str, dict[int, float]]] = []
     for conversation, questions in _asked(data):
         recalls += _conversation_recalls(conversation, questions, ks)
-    return {**_summary(recalls, ks), "plain_bm25": plain_bm25(data, ks=ks)}
+    return {**_summary(recalls, ks), "plain_bm25": _plain_bm25_summary(data, ks)}
 
 
 def _conversation_recalls(conversation: dict, questions: list[dict], ks: list[int]):
@@ -183,7 +183,10 @@ def plain_bm25(data: dict, *, ks: Sequence[int] = DEFAULT_KS) -> dict:
     SQLite of its own, apart from the stores and from ``search``, so the yardstick measures the
     dataset and never the search."""
     dataset_check(data)
-    ks = _ks(ks)
+    return _plain_bm25_summary(data, _ks(ks))
+
+
+def _plain_bm25_summary(data: dict, ks: list[int]) -> dict:
     recalls: list[tuple[str, dict[int, float]]] = []
     for conversation, questions in _asked(data):
         recalls += _plain_bm25_recalls(conversation, questions, ks)
@@ -208,7 +211,7 @@ def _plain_bm25_recalls(conversation: dict, questions: list[dict], ks: list[int]
             if words:  # a question of no word at all ("?!") finds nothing
                 rows = index.execute(
                     "SELECT turn_id FROM turn WHERE turn MATCH ? ORDER BY bm25(turn) LIMIT ?",
-                    [" OR ".join(f'"{word}"' for word in words), max(ks)],
+                    [fts5_expression(list(words)), max(ks)],
                 )
                 ranked = [turn_id for (turn_id,) in rows]
             results.append((question["category"], _recall(question["evidence"], ranked, ks)))

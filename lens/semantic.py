@@ -293,8 +293,8 @@ class HeldVectors:
         stay = ~np.isin(self.ids, read_ids)
         if len(self.ids) + len(read_ids) > 2 * settings.SEARCH_SEMANTIC_WINDOW:
             stay &= np.isin(self.ids, keep)
-        if not len(self.ids) or self.matrix.shape[1] != read.shape[1]:
-            stay[:] = False  # vectors of another width: the models changed
+        if self.matrix.shape[1] != read.shape[1]:
+            stay[:] = False  # vectors of another width (the models changed), or none held yet
         ids = np.concatenate([self.ids[stay], read_ids])
         order = np.argsort(ids, kind="stable")
         self.ids = ids[order]

@@ -211,10 +211,8 @@ def _eval(command: "Command", words: list[str], options: dict) -> None:
     command.stdout.write(
         f"{'':<14}{'search':>{columns}}   {'plain BM25 over single turns':>{columns}}"
     )
-    command.stdout.write(
-        f"{'category':<14}{_figures_row([f'@{k}' for k in ks])}   "
-        f"{_figures_row([f'@{k}' for k in ks])}"
-    )
+    at_k = _figures_row(f"@{k}" for k in ks)
+    command.stdout.write(f"{'category':<14}{at_k}   {at_k}")
     rows = [*result["by_category"].items(), ("overall", result["overall"])]
     for category, figures in rows:
         against = plain["overall"] if category == "overall" else plain["by_category"][category]
