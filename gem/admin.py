@@ -51,12 +51,13 @@ from gem.services import (
     fragment_fold_preview,
     fragment_rename,
     fragment_rename_preview,
+    working_memory_create,
     working_memory_status_set,
 )
 from gem.state import CHARS_PER_TOKEN, state_get, turn_counter_current
 from gem.textdiff import text_change_summary, text_diff_html
-from heart.assemble import DEFAULT_CHARS_PER_TOKEN, estimate_tokens
 from lens.draft import DraftDiff, DraftError, draft_diff, draft_parse
+from silentstar.tokens import DEFAULT_CHARS_PER_TOKEN, estimate_tokens
 
 
 def _page(model_admin, request, template: str, title: str, **context) -> TemplateResponse:
@@ -439,10 +440,23 @@ class WorkingMemoryAdmin(admin.ModelAdmin):
         return [] if obj is None else self.readonly_fields
 
     def save_model(self, request, obj, form, change):
-        if not change:
-            obj.actor = request.user.get_username()
-            obj.turn = turn_counter_current()
-        super().save_model(request, obj, form, change)
+        if change:
+            super().save_model(request, obj, form, change)
+            return
+        # A person's new item is written by the rules every writer follows (one feeling,
+        # descs superseded by subject, a plan's due date read from its words if none is given);
+        # the form's instance becomes the item written, or the identical one refreshed.
+        written = working_memory_create(
+            type=obj.type,
+            content=obj.content,
+            subject=obj.subject,
+            actor=request.user.get_username(),
+            at=timezone.now(),
+            turn=turn_counter_current(),
+            due=obj.due,
+        )
+        obj.pk = written.item.pk
+        obj.refresh_from_db()
 
     def get_queryset(self, request):
         """In the list, every active item carries its live decay score (sortable)."""

@@ -12,8 +12,7 @@ from collections.abc import Sequence
 from django.db.models import Q
 
 from gem.models import Fragment, FragmentEdge
-from heart.assemble import RecalledItem
-from heart.parse import Recall
+from gem.recalled import Recall, RecalledItem
 
 DEEP_TIERS = ("inventory", "recognition", "ambient")
 SHALLOW_TIERS = ("recognition", "ambient")

@@ -14,8 +14,7 @@ from django.db import connections, router
 from gem import decay
 from gem.models import AmbientProse, Fragment, FragmentEdge, Identity, WakeText, WorkingMemory
 from gem.recall import recall_items
-from heart.assemble import RecalledItem
-from heart.parse import Recall
+from gem.recalled import Recall, RecalledItem
 
 
 def wake_text_current(kind: str) -> str:

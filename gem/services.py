@@ -1,9 +1,15 @@
-"""Writes to the Gem: the decay sweep, and the Anvil's reshaping of fragments by a person.
+"""Writes to the Gem: working memory's one create and one status change, the decay sweep, and
+the Anvil's reshaping of fragments by a person.
+
+Working memory is written here and nowhere else (SPEC "Tag language"): the Heart's ingest, the
+promotion of a Mirror suggestion and the Anvil's add form all call ``working_memory_create``,
+and every status change goes through ``working_memory_status_set``.
 
 Every Anvil write here runs in one transaction and leaves an entry in the admin log saying what
 changed; nothing a fragment held is lost by a rename or a fold.
 """
 
+import logging
 import re
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -16,6 +22,8 @@ from django.db import transaction
 from django.db.models import Q
 
 from gem import decay
+from gem.due import due_from_text
+from gem.match import best_match
 from gem.models import (
     KEY_VALIDATOR,
     AmbientProse,
@@ -25,8 +33,11 @@ from gem.models import (
     WorkingMemory,
     WorkingMemoryRef,
     WorkingMemoryStatus,
+    WorkingMemoryType,
 )
 from gem.selectors import ambient_prose_current, decay_inputs
+
+logger = logging.getLogger(__name__)
 
 TIERS = ("ambient", "recognition", "inventory")
 
@@ -41,11 +52,13 @@ def working_memory_sweep(*, now: datetime, current_turn: int) -> list[int]:
             pressure=settings.DECAY_PRESSURE,
         )
     ]
-    with transaction.atomic():
-        WorkingMemory.objects.filter(pk__in=gone, status="active").update(
-            status="decayed", resolved_at=now
-        )
-    return gone
+    return working_memory_status_set(
+        item_ids=gone,
+        status=WorkingMemoryStatus.DECAYED,
+        reason="under the decay threshold for good",
+        now=now,
+        from_status=WorkingMemoryStatus.ACTIVE,
+    )
 
 
 class ReshapeError(ValueError):
@@ -246,35 +259,163 @@ class WorkingMemoryError(ValueError):
     """A change to working memory that cannot be made, and why."""
 
 
+FEELING_WORD_CAP = 15
+
+
+@dataclass
+class WorkingMemoryWrite:
+    """What ``working_memory_create`` did: the item written or refreshed, and what it replaced."""
+
+    item: WorkingMemory
+    refreshed: bool = False
+    superseded: list[int] = field(default_factory=list)
+
+
+def working_memory_create(
+    *,
+    type: str,
+    content: str,
+    subject: str = "",
+    actor: str,
+    at: datetime,
+    turn: int,
+    event_id: int | None = None,
+    due: datetime | None = None,
+    words_at: datetime | None = None,
+    suggestion_id: int | None = None,
+) -> WorkingMemoryWrite:
+    """Write one working-memory item by every rule of the tag language, whoever writes it.
+
+    - A feeling keeps its first ``FEELING_WORD_CAP`` words and is the one active feeling: it
+      supersedes every other. A desc supersedes the active descs of the same subject.
+    - An active item of the same type, subject and words is refreshed (its decay anchor and
+      turn move to now) instead of written twice.
+    - A plan without ``due`` is due when its words say, read at ``words_at`` (when they were
+      said; default ``at``) in the owner's time zone.
+    - The item is linked to every fragment whose key it names.
+
+    ``at`` is when it is written (created and refreshed), ``turn`` the turn counter then.
+    """
+    if type not in WorkingMemoryType.values:
+        raise WorkingMemoryError(f"“{type}” is not a working-memory type.")
+    content = content.strip()
+    if type == WorkingMemoryType.FEELING:
+        content = " ".join(content.split()[:FEELING_WORD_CAP])
+    if not content:
+        raise WorkingMemoryError("A working-memory item needs some content.")
+    subject = subject.strip()
+    with transaction.atomic():
+        same = (
+            WorkingMemory.objects.select_for_update()
+            .filter(status="active", type=type, content=content, subject=subject)
+            .first()
+        )
+        if same is not None:
+            WorkingMemory.objects.filter(pk=same.pk).update(refreshed_at=at, turn=turn)
+            same.refresh_from_db()
+            return WorkingMemoryWrite(item=same, refreshed=True)
+        replaced = WorkingMemory.objects.filter(status="active", type=type)
+        if type == WorkingMemoryType.DESC and subject:
+            replaced = replaced.filter(subject__iexact=subject)
+        elif type != WorkingMemoryType.FEELING:
+            replaced = replaced.none()
+        superseded = working_memory_status_set(
+            item_ids=list(replaced.values_list("pk", flat=True)),
+            status=WorkingMemoryStatus.SUPERSEDED,
+            reason=f"a new {type} replaces it",
+            now=at,
+            from_status=WorkingMemoryStatus.ACTIVE,
+        )
+        if type == WorkingMemoryType.PLAN and due is None:
+            due = due_from_text(content, written_at=words_at or at, time_zone=settings.TIME_ZONE)
+        item = WorkingMemory.objects.create(
+            event_id=event_id,
+            type=type,
+            content=content,
+            subject=subject,
+            actor=actor,
+            due=due,
+            turn=turn,
+            created_at=at,
+            refreshed_at=at,
+            suggestion_id=suggestion_id,
+        )
+        _fragments_link(item)
+    return WorkingMemoryWrite(item=item, superseded=superseded)
+
+
+KEY_CANDIDATE = re.compile(r"[\w][\w'-]*")
+
+
+def _fragments_link(item: WorkingMemory) -> None:
+    """Link the item to every fragment whose key it names (a word equal to the key)."""
+    words = {w.lower() for w in KEY_CANDIDATE.findall(f"{item.subject} {item.content}")}
+    keys = Fragment.objects.filter(key__in=words).values_list("key", flat=True)
+    WorkingMemoryRef.objects.bulk_create(
+        [WorkingMemoryRef(wm=item, fragment_id=key) for key in keys], ignore_conflicts=True
+    )
+
+
+def working_memory_match_set(
+    *, type: str, words: str, status: str, reason: str, now: datetime
+) -> int | None:
+    """Move the active item of ``type`` that ``words`` name (lifecycle matching) to ``status``.
+
+    Returns its id, or None when no active item matches: then nothing changes.
+    """
+    candidates = WorkingMemory.objects.filter(status="active", type=type).values_list(
+        "pk", "content"
+    )
+    match = best_match(words, list(candidates))
+    if match is None:
+        return None
+    working_memory_status_set(
+        item_ids=[match],
+        status=status,
+        reason=reason,
+        now=now,
+        from_status=WorkingMemoryStatus.ACTIVE,
+    )
+    return match
+
+
 def working_memory_status_set(
-    *, item_ids: list[int], status: str, reason: str, user_id: int, now: datetime
+    *,
+    item_ids: list[int],
+    status: str,
+    reason: str,
+    now: datetime,
+    user_id: int | None = None,
+    from_status: str | None = None,
 ) -> list[int]:
-    """Move items to ``status`` for a stated reason, which the admin log keeps with each item.
+    """Move items to ``status`` for a stated reason: every status change of working memory.
 
     Leaving ``active`` stamps ``resolved_at``; coming back clears it. Items already in that
-    status are left alone. Returns the ids that changed.
+    status are left alone, and with ``from_status`` only items in that status move. A person's
+    change (``user_id``) is written in the admin log with its reason, item by item; the Heart's,
+    the Mirror's and the sweep's are logged by the application. Returns the ids that changed.
     """
     if status not in WorkingMemoryStatus.values:
         raise WorkingMemoryError(f"“{status}” is not a working-memory status.")
     reason = reason.strip()
     if not reason:
         raise WorkingMemoryError("Say why the status changes: the reason is kept in the log.")
+    if not item_ids:
+        return []
     with transaction.atomic():
-        items = list(
-            WorkingMemory.objects.select_for_update()
-            .filter(pk__in=item_ids)
-            .exclude(status=status)
-            .order_by("pk")
-        )
+        items = WorkingMemory.objects.select_for_update().filter(pk__in=item_ids)
+        if from_status is not None:
+            items = items.filter(status=from_status)
+        items = list(items.exclude(status=status).order_by("pk"))
         resolved_at = None if status == WorkingMemoryStatus.ACTIVE else now
         WorkingMemory.objects.filter(pk__in=[item.pk for item in items]).update(
             status=status, resolved_at=resolved_at
         )
         for previous in sorted({item.status for item in items}):
-            LogEntry.objects.log_actions(
-                user_id,
-                [item for item in items if item.status == previous],
-                CHANGE,
-                f"Status {previous} → {status}: {reason}",
-            )
+            moved = [item for item in items if item.status == previous]
+            message = f"Status {previous} → {status}: {reason}"
+            if user_id is None:
+                logger.info("%s (items %s)", message, ", ".join(str(item.pk) for item in moved))
+            else:
+                LogEntry.objects.log_actions(user_id, moved, CHANGE, message)
     return [item.pk for item in items]

@@ -114,7 +114,6 @@ Prompt caching
                     recent: {pool: lines dropped}}
 """
 
-import math
 from collections.abc import Callable, Sequence
 from contextlib import suppress
 from dataclasses import dataclass
@@ -122,6 +121,14 @@ from datetime import datetime, timedelta, tzinfo
 from functools import lru_cache, partial
 from operator import attrgetter
 from typing import NamedTuple
+
+from gem.recalled import RecalledItem
+from silentstar.tokens import (
+    DEFAULT_CHARS_PER_TOKEN,
+    characters_within,
+    estimate_tokens,
+    tokens_for_characters,
+)
 
 LINGER_THRESHOLD = 0.01  # working memory scoring under this is never included
 USER, SAY, DO, FLEX = "user", "say", "do", "flex"
@@ -149,43 +156,6 @@ MONTHS = (
     "November",
     "December",
 )
-
-
-DEFAULT_CHARS_PER_TOKEN = 4.0  # until calibrated
-
-
-def estimate_tokens(text: str, chars_per_token: float = DEFAULT_CHARS_PER_TOKEN) -> int:
-    """The project's token estimate: a token per ``chars_per_token`` characters, rounded up.
-
-    Four until calibrated from the usage the API reports (``Budgets.chars_per_token``).
-    """
-    return _tokens(len(text), chars_per_token)
-
-
-CALIBRATION_WEIGHT = 0.2  # how far one turn's measurement moves the running figure
-CHARS_PER_TOKEN_RANGE = (1.5, 8.0)  # outside this a measurement is taken to be wrong
-
-
-def chars_per_token_calibrated(*, previous: float, characters: int, tokens: int) -> float:
-    """The running characters-per-token figure after a turn whose ``characters`` of text the API
-    counted as ``tokens`` input tokens (cache reads and writes included). A moving average, so
-    one odd turn does not swing the budgets; measurements out of range are ignored."""
-    if tokens <= 0 or characters <= 0:
-        return previous
-    measured = characters / tokens
-    low, high = CHARS_PER_TOKEN_RANGE
-    if not low <= measured <= high:
-        return previous
-    return previous + CALIBRATION_WEIGHT * (measured - previous)
-
-
-def _tokens(characters: int, chars_per_token: float) -> int:
-    return math.ceil(characters / chars_per_token) if characters > 0 else 0
-
-
-def _characters(tokens: int, chars_per_token: float) -> int:
-    """The most characters whose estimate stays within ``tokens``."""
-    return math.floor(max(tokens, 0) * chars_per_token)
 
 
 @dataclass(frozen=True, slots=True)
@@ -221,13 +191,6 @@ class SummaryItem:
     first_event_id: int
     last_event_id: int
     content: str
-
-
-@dataclass(frozen=True, slots=True)
-class RecalledItem:
-    key: str
-    tier: str  # inventory | recognition | ambient (neighbours too) | whatever the caller says
-    text: str
 
 
 @dataclass(frozen=True, slots=True)
@@ -286,13 +249,16 @@ def assemble(
 
     truncated: dict[str, list] = {}
     lingering_text, lingering_ids, lingering_out, faded = _lingering(
-        lingering, now, _characters(budgets.working_memory, budgets.chars_per_token), truncated
+        lingering,
+        now,
+        characters_within(budgets.working_memory, budgets.chars_per_token),
+        truncated,
     )
     summaries_text, summary_ids = _summaries(
-        summaries, _characters(budgets.summaries, budgets.chars_per_token), truncated
+        summaries, characters_within(budgets.summaries, budgets.chars_per_token), truncated
     )
     recalled_text, recalled_keys = _recalled(
-        recalled, _characters(budgets.recall, budgets.chars_per_token), truncated
+        recalled, characters_within(budgets.recall, budgets.chars_per_token), truncated
     )
     recent = _recent(conversation, budgets, truncated)
     now_text = f"{NOW}\n{now_in_words(now, last_message_at)}"
@@ -571,7 +537,7 @@ def _recent(lines: Sequence[ConversationLine], budgets: Budgets, truncated: dict
     }
     left = dict(caps)
     cpt = budgets.chars_per_token
-    limit = _characters(sum(caps.values()), cpt)  # the whole section, in characters
+    limit = characters_within(sum(caps.values()), cpt)  # the whole section, in characters
     used = len(RECENT)
     closed: set[str] = set()
     kept: list[tuple[ConversationLine, str, str]] = []  # newest first: line, text, pool charged
@@ -588,20 +554,22 @@ def _recent(lines: Sequence[ConversationLine], budgets: Budgets, truncated: dict
         room = limit - used - joint
         charged = None
         if len(text) <= room:
-            cost = _tokens(joint + len(text), cpt)
+            cost = tokens_for_characters(joint + len(text), cpt)
             charged = next((p for p in (pool, FLEX) if cost <= left[p]), None)
-        whole = min(_characters(max(caps[pool], caps[FLEX]), cpt) - joint, limit - len(RECENT) - 1)
+        whole = min(
+            characters_within(max(caps[pool], caps[FLEX]), cpt) - joint, limit - len(RECENT) - 1
+        )
         if charged is None and len(text) > whole:  # it could never fit: cut it to what is left
             charged = pool if left[pool] >= left[FLEX] else FLEX
             render = partial(_recent_render, label)
-            text = _cut(render, content, min(room, _characters(left[charged], cpt) - joint))
+            text = _cut(render, content, min(room, characters_within(left[charged], cpt) - joint))
             if text is not None:
                 truncated.setdefault("recent", []).append(line.event_id)
         if charged is None or text is None:
             closed.add(pool)
             dropped[pool] += 1
             continue
-        left[charged] -= _tokens(joint + len(text), cpt)
+        left[charged] -= tokens_for_characters(joint + len(text), cpt)
         used += joint + len(text)
         kept.append((line, text, charged))
 

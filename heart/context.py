@@ -8,10 +8,10 @@ from zoneinfo import ZoneInfo
 from django.conf import settings
 
 from gem import decay
+from gem.recalled import Recall
 from gem.selectors import GemNow, Identities, working_memory_scores
 from gem.state import CHARS_PER_TOKEN, PENDING_RECALL, state_get_many
 from heart.assemble import (
-    DEFAULT_CHARS_PER_TOKEN,
     Assembly,
     Budgets,
     ConversationLine,
@@ -21,10 +21,11 @@ from heart.assemble import (
     recent_oldest_event,
 )
 from heart.models import Event
-from heart.parse import MARKUP, Recall, parse
+from heart.parse import MARKUP, parse
 from lens.search import search_recalled
 from mirror.merge import Span, summaries_for_context
 from mirror.models import Summary
+from silentstar.tokens import DEFAULT_CHARS_PER_TOKEN
 
 POOL_OF = {"say": "say", "do": "do", "narrate": "do"}
 # Events are read newest first in pages until their text is twice what the pools can hold

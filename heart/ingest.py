@@ -7,25 +7,21 @@ for word refreshes it (the retag that resets its decay) instead of adding a copy
 """
 
 import logging
-import re
 from dataclasses import asdict, dataclass, field
 from datetime import datetime
 
-from django.conf import settings
 from django.db import connections, router, transaction
 
-from gem.models import Fragment, IngestRecord, WorkingMemory, WorkingMemoryRef
+from gem.models import IngestRecord
 from gem.selectors import identities_current
-from heart.due import due_from_text
+from gem.services import working_memory_create, working_memory_match_set
 from heart.models import Event, EventTag
-from heart.parse import CANCEL, DROP, RESOLVE, KnowledgeItem, ParsedMessage, best_match, parse
+from heart.parse import CANCEL, DROP, RESOLVE, KnowledgeItem, ParsedMessage, parse
 
 logger = logging.getLogger(__name__)
 
 USER, COMPANION = "user", "companion"
 CREATORS = {USER: {"plan", "pin"}, COMPANION: {"feeling", "thought", "desc"}}
-FEELING_WORD_CAP = 15
-KEY_CANDIDATE = re.compile(r"[\w][\w'-]*")
 
 
 @dataclass
@@ -93,78 +89,33 @@ def working_memory_ingest(
 
 def _ingest_item(item: KnowledgeItem, *, event: Event, side: str, turn: int, result) -> None:
     if item.lifecycle:
-        _apply_lifecycle(item, event=event, result=result)
+        status = LIFECYCLE_STATUS[item.lifecycle]
+        match = working_memory_match_set(
+            type=item.kind,
+            words=item.text,
+            status=status,
+            reason=f"{item.kind} {item.lifecycle} in event {event.pk}",
+            now=event.ts,
+        )
+        if match is None:
+            result.ignored.append(f"{item.kind} {item.lifecycle}: no active {item.kind} matches")
+        else:
+            result.resolved.append(match)
         return
     if item.kind not in CREATORS.get(side, set()):
         result.ignored.append(f"{item.kind}: the {side} side does not create {item.kind} items")
         return
-    content = item.text
-    if item.kind == "feeling":
-        content = " ".join(content.split()[:FEELING_WORD_CAP])
-    existing = (
-        WorkingMemory.objects.filter(
-            status="active", type=item.kind, content=content, subject=item.subject
-        )
-        .values_list("pk", flat=True)
-        .first()
-    )
-    if existing:
-        WorkingMemory.objects.filter(pk=existing).update(refreshed_at=event.ts, turn=turn)
-        result.refreshed.append(existing)
-        return
-    if item.kind == "feeling":
-        result.superseded.extend(_supersede(type="feeling", at=event.ts))
-    elif item.kind == "desc" and item.subject:
-        result.superseded.extend(_supersede(type="desc", at=event.ts, subject__iexact=item.subject))
-    due = None
-    if item.kind == "plan":
-        due = due_from_text(content, written_at=event.ts, time_zone=settings.TIME_ZONE)
-    created = WorkingMemory.objects.create(
-        event_id=event.pk,
+    written = working_memory_create(
         type=item.kind,
-        content=content,
+        content=item.text,
         subject=item.subject,
         actor=event.actor,
-        due=due,
+        at=event.ts,
         turn=turn,
-        created_at=event.ts,
-        refreshed_at=event.ts,
+        event_id=event.pk,
     )
-    _link_fragments(created)
-    result.created.append(created.pk)
-
-
-def _supersede(*, type: str, at: datetime, **match) -> list[int]:
-    ids = list(
-        WorkingMemory.objects.filter(status="active", type=type, **match).values_list(
-            "pk", flat=True
-        )
-    )
-    WorkingMemory.objects.filter(pk__in=ids).update(status="superseded", resolved_at=at)
-    return ids
+    result.superseded.extend(written.superseded)
+    (result.refreshed if written.refreshed else result.created).append(written.item.pk)
 
 
 LIFECYCLE_STATUS = {RESOLVE: "resolved", CANCEL: "dropped", DROP: "dropped"}
-
-
-def _apply_lifecycle(item: KnowledgeItem, *, event: Event, result) -> None:
-    candidates = WorkingMemory.objects.filter(status="active", type=item.kind).values_list(
-        "pk", "content"
-    )
-    match = best_match(item.text, list(candidates))
-    if match is None:
-        result.ignored.append(f"{item.kind} {item.lifecycle}: no active {item.kind} matches")
-        return
-    WorkingMemory.objects.filter(pk=match).update(
-        status=LIFECYCLE_STATUS[item.lifecycle], resolved_at=event.ts
-    )
-    result.resolved.append(match)
-
-
-def _link_fragments(item: WorkingMemory) -> None:
-    """Link the item to every fragment whose key it names (a word equal to the key)."""
-    words = {w.lower() for w in KEY_CANDIDATE.findall(f"{item.subject} {item.content}")}
-    keys = Fragment.objects.filter(key__in=words).values_list("key", flat=True)
-    WorkingMemoryRef.objects.bulk_create(
-        [WorkingMemoryRef(wm=item, fragment_id=key) for key in keys], ignore_conflicts=True
-    )

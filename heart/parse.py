@@ -70,6 +70,8 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import NamedTuple
 
+from gem.recalled import Recall
+
 logger = logging.getLogger(__name__)
 
 DISPLAY_TAGS = ("say", "do", "narrate")
@@ -90,7 +92,6 @@ LIFECYCLE_WORDS = {
     },
     "pin": {"drop": DROP, "release": DROP, "clear": DROP, "remove": DROP},
 }
-MATCH_THRESHOLD = 0.15
 
 
 @dataclass(frozen=True, slots=True)
@@ -118,12 +119,6 @@ class KnowledgeItem:
     raw: str  # the body exactly as written (stripped markup excluded)
     subject: str = ""  # desc only
     lifecycle: str | None = None  # plan: resolve | cancel; pin: drop
-
-
-@dataclass(frozen=True, slots=True)
-class Recall:
-    key: str
-    deep: bool = True
 
 
 @dataclass(frozen=True, slots=True)
@@ -165,36 +160,11 @@ def parse(text: str, *, identities: Iterable[str] = (), partial: bool = False) -
         return ParsedMessage(raw=raw, processing=_tidy(raw), spans=spans)
 
 
-def word_overlap(a: str, b: str) -> float:
-    """Jaccard similarity of the two texts' word sets (case and punctuation ignored)."""
-    words_a, words_b = _words(a), _words(b)
-    union = words_a | words_b
-    if not union:
-        return 0.0
-    return len(words_a & words_b) / len(union)
-
-
-def best_match[K](
-    text: str, candidates: Iterable[tuple[K, str]], threshold: float = MATCH_THRESHOLD
-) -> K | None:
-    """The id of the candidate whose text overlaps ``text`` most, if at least ``threshold``.
-
-    Ties go to the earliest candidate.
-    """
-    best_id, best_score = None, 0.0
-    for candidate_id, candidate_text in candidates:
-        score = word_overlap(text, candidate_text)
-        if score >= threshold and (best_id is None or score > best_score):
-            best_id, best_score = candidate_id, score
-    return best_id
-
-
 # --- internals ---------------------------------------------------------------------------------
 
 _NAME = r"[^\W\d_][\w'’-]*"
 _TAG_RE = re.compile(rf"<(/?)({_NAME})>")
 _CUT_TAG_RE = re.compile(rf"</?(?:{_NAME})?\Z")
-_WORD_RE = re.compile(r"[^\W_]+(?:'[^\W_]+)*")
 _LIFECYCLE_RE = re.compile(r"([^\W\d_]+)\s*:\s*")
 _HSPACE_RE = re.compile(r"[^\S\n]+")
 _NEWLINE_RE = re.compile(r" ?\n ?")
@@ -243,10 +213,6 @@ def _tidy(text: str) -> str:
     text = _HSPACE_RE.sub(" ", text)
     text = _NEWLINE_RE.sub("\n", text)
     return _BLANK_LINES_RE.sub("\n\n", text).strip()
-
-
-def _words(text: str) -> frozenset[str]:
-    return frozenset(_WORD_RE.findall(_norm(_as_text(text))))
 
 
 def _tokenize(text: str, *, partial: bool) -> list[_Token]:

@@ -5,6 +5,7 @@ import mimetypes
 import secrets
 import time
 from datetime import datetime, timedelta
+from functools import partial
 
 from django.conf import settings
 from django.contrib.auth import get_user_model
@@ -20,13 +21,15 @@ from gem.state import (
     state_set,
     turn_counter_advance,
 )
-from heart.assemble import DEFAULT_CHARS_PER_TOKEN, Assembly, chars_per_token_calibrated
+from heart import offline
+from heart.assemble import Assembly
 from heart.context import context_for_event
 from heart.ingest import COMPANION, USER, event_record, working_memory_ingest
 from heart.models import ContextSnapshot, Event, Turn, TurnStatus
 from heart.parse import ParsedMessage, parse
 from silentstar import claude
 from silentstar.claude import ClaudeError
+from silentstar.tokens import DEFAULT_CHARS_PER_TOKEN, chars_per_token_calibrated
 
 logger = logging.getLogger(__name__)
 
@@ -221,9 +224,11 @@ def _reply_stream(*, turn: Turn, assembly: Assembly, identities: list[str]) -> c
             data = image_file.read()
         media_type = mimetypes.guess_type(event.image.name)[0] or "image/jpeg"
         content.insert(len(content) - 1, claude.image_block(data=data, media_type=media_type))
+    messages = [{"role": "user", "content": content}]
     return claude.complete(
         system=assembly.system,
-        messages=[{"role": "user", "content": content}],
+        messages=messages,
+        offline_answer=partial(offline.reply, system=assembly.system, messages=messages),
         on_text=on_text,
     )
 

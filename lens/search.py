@@ -48,7 +48,7 @@ from django.conf import settings
 from django.db import connections
 from django.utils import timezone
 
-from heart.assemble import RecalledItem
+from gem.recalled import RecalledItem
 from lens.snippet import is_plain
 from lens.snippet import snippet as fts5_snippet
 from silentstar.router import store_for

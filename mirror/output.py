@@ -21,14 +21,14 @@ Suggestions that is not ``type: text``, ``type (subject): text``, ``[type] text`
 
 ``suggestions_chosen`` caps and de-duplicates the suggestions of one chunk: pins first, then in
 the order given; one whose words overlap an active working-memory item, a pending suggestion or
-one already chosen by at least ``DUPLICATE_OVERLAP`` (``heart.parse.word_overlap``) is left out.
+one already chosen by at least ``DUPLICATE_OVERLAP`` (``gem.match.word_overlap``) is left out.
 """
 
 import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
-from heart.parse import word_overlap
+from gem.match import word_overlap
 
 SUGGESTION_TYPES = ("feeling", "thought", "pattern", "desc", "plan", "pin", "secret")
 DUPLICATE_OVERLAP = 0.5

@@ -18,7 +18,6 @@ from pathlib import Path
 
 from django.conf import settings
 
-from heart.assemble import estimate_tokens
 from mirror import offline
 from mirror.models import MirrorPrompt
 from mirror.output import Output, output_parse
@@ -97,22 +96,14 @@ def pass_call(*, role: str, sections: list[tuple[str, str]]) -> PassResult:
     sections = [(title, body) for title, body in sections if body.strip()]
     user_text = "\n\n".join(f"## {title}\n{body.strip()}" for title, body in sections)
     system_text = prompt_current(kind)
-    if settings.COMPANION_OFFLINE:
-        text = offline.answer(kind, sections)
-        usage = claude.Usage(
-            input_tokens=estimate_tokens(system_text + user_text),
-            output_tokens=estimate_tokens(text),
-            cache_read_tokens=0,
-            cache_write_tokens=0,
-        )
-        return PassResult(role, offline.OFFLINE_MODEL, text, usage, offline=True)
     reply = claude.complete(
         system=[{"type": "text", "text": system_text, "cache_control": {"type": "ephemeral"}}],
         messages=[{"role": "user", "content": user_text}],
+        offline_answer=lambda: offline.answer(kind, sections),
         model=model_for(role),
         max_tokens=settings.MIRROR_MAX_TOKENS,
     )
-    return PassResult(role, reply.model, reply.text, reply.usage, offline=False)
+    return PassResult(role, reply.model, reply.text, reply.usage, offline=reply.offline)
 
 
 Record = Callable[[PassResult, dict[str, str]], None]

@@ -16,7 +16,6 @@ from django.db import transaction
 from django.utils import timezone
 
 from gem.selectors import identities_current
-from heart.assemble import estimate_tokens
 from mirror.merge import Span, covers
 from mirror.models import MirrorRun, MirrorRunStatus, Summary, TagSuggestion
 from mirror.output import Suggestion, suggestions_chosen
@@ -31,6 +30,7 @@ from mirror.run import (
     usage_add,
 )
 from mirror.turns import turns_before, turns_between
+from silentstar.tokens import estimate_tokens
 
 
 class RebuildError(ValueError):

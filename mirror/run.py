@@ -24,7 +24,6 @@ from django.utils import timezone
 
 from gem.models import WorkingMemory
 from gem.selectors import identities_current
-from heart.assemble import estimate_tokens
 from heart.models import Event
 from mirror.merge import NEXT_LEVEL, Span, merges_due
 from mirror.models import MirrorRun, MirrorRunStatus, SuggestionStatus, Summary, TagSuggestion
@@ -33,6 +32,7 @@ from mirror.passes import PassResult, chunk_reflect, merge_reflect
 from mirror.route import HOLD_WINDOW_TURNS, Turn, chunks_of, do_density, should_fire
 from mirror.turns import turns_after, turns_before
 from silentstar.claude import ClaudeError
+from silentstar.tokens import estimate_tokens
 
 logger = logging.getLogger(__name__)
 

@@ -10,6 +10,9 @@ from django.db import transaction
 from django.utils import timezone
 
 from gem.models import WorkingMemory, WorkingMemoryType
+from gem.services import working_memory_create
+from gem.state import turn_counter_current
+from heart.models import Event
 from mirror.models import SuggestionStatus, TagSuggestion
 
 EDITABLE = ("type", "content", "subject")
@@ -47,13 +50,21 @@ def suggestion_promote(
         raise SuggestionError("A promoted item needs some content.")
     suggestion = _claim(suggestion_id, SuggestionStatus.PROMOTED)
     fields = {name: edits.get(name, getattr(suggestion, name)) for name in EDITABLE}
+    said_at = (
+        Event.objects.filter(pk=suggestion.summary.last_event_id)
+        .values_list("ts", flat=True)
+        .first()
+    )
     try:
-        item = WorkingMemory.objects.create(
+        item = working_memory_create(
             **fields,
             actor="mirror",
+            at=timezone.now(),
+            turn=turn_counter_current(),
             event_id=suggestion.summary.last_event_id,
+            words_at=said_at,
             suggestion_id=suggestion_id,
-        )
+        ).item
     except Exception:
         TagSuggestion.objects.filter(pk=suggestion_id).update(
             status=SuggestionStatus.PENDING, decided_at=None

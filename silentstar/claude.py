@@ -13,8 +13,10 @@ doubles from ``RETRY_BASE_DELAY`` (times a random factor between 0.5 and 1, capp
 Any other error (400, 401, 403, 404, 413, …) is raised at once. A retry after text has already
 streamed starts the text again: ``on_text("")`` clears it, then the new attempt's text grows.
 
-With ``settings.COMPANION_OFFLINE`` (no API key) nothing touches the network: the offline
-companion (``heart.offline``) answers, streamed through ``on_text`` the same way.
+With ``settings.COMPANION_OFFLINE`` (no API key) nothing touches the network: the caller's
+``offline_answer`` answers (the offline companion for the Heart, the offline Mirror for the
+Mirror), streamed through ``on_text`` the same way. The client imports no app: each caller
+hands it the answer to give.
 
 The SDK is imported inside the functions that use it: the import takes over a second, and
 Django start-up should not pay it. A client is built per call, so ``ANTHROPIC_BASE_URL`` (read
@@ -30,6 +32,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from django.conf import settings
+
+from silentstar.tokens import estimate_tokens
 
 logger = logging.getLogger(__name__)
 
@@ -109,6 +113,7 @@ def complete(
     *,
     system: list[dict],
     messages: list[dict],
+    offline_answer: Callable[[], str],
     model: str | None = None,
     max_tokens: int | None = None,
     on_text: Callable[[str], None] | None = None,
@@ -116,11 +121,14 @@ def complete(
     """Stream Claude's reply to ``messages``, retrying what is worth retrying.
 
     ``system`` is a list of text blocks (``cache_control`` passes through untouched),
-    ``messages`` the Messages API list. ``on_text`` receives the whole text so far each time it
-    grows. Raises ``ClaudeError``.
+    ``messages`` the Messages API list. ``offline_answer`` gives the reply when the companion is
+    offline. ``on_text`` receives the whole text so far each time it grows. Raises
+    ``ClaudeError``.
     """
     if settings.COMPANION_OFFLINE:
-        return _complete_offline(system=system, messages=messages, on_text=on_text)
+        return _complete_offline(
+            text=offline_answer(), system=system, messages=messages, on_text=on_text
+        )
     if not settings.ANTHROPIC_API_KEY:
         raise ClaudeError(
             "No Anthropic API key is set (ANTHROPIC_API_KEY), so Claude cannot be called",
@@ -303,12 +311,8 @@ def _retry_after(exc: Exception) -> float | None:
 
 
 def _complete_offline(
-    *, system: list[dict], messages: list[dict], on_text: Callable[[str], None] | None
+    *, text: str, system: list[dict], messages: list[dict], on_text: Callable[[str], None] | None
 ) -> Reply:
-    from heart import offline
-    from heart.assemble import estimate_tokens
-
-    text = offline.reply(system=system, messages=messages)
     if on_text is not None:
         step = max(1, -(-len(text) // OFFLINE_CHUNKS))
         for end in range(step, len(text) + step, step):

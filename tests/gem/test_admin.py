@@ -400,6 +400,51 @@ def test_it_creates_an_item_of_any_type_as_the_person(admin_client):
     assert LogEntry.objects.filter(action_flag=ADDITION).count() == 2
 
 
+def add_item(client, type_: str, content: str, subject: str = ""):
+    return client.post(
+        reverse("admin:gem_workingmemory_add"),
+        {
+            "type": type_,
+            "content": content,
+            "subject": subject,
+            "due_0": "",
+            "due_1": "",
+            "refs-TOTAL_FORMS": "0",
+            "refs-INITIAL_FORMS": "0",
+        },
+    )
+
+
+def test_it_adds_an_item_by_the_rules_every_writer_follows(admin_client, fragments):
+    state_set("turn_counter", 12)
+    old_feeling = WorkingMemory.objects.create(type="feeling", content="restless", turn=1)
+
+    assert add_item(admin_client, "feeling", "calm " * 20).status_code == 302
+    assert add_item(admin_client, "plan", "sew the fairy dress tomorrow at 3pm").status_code == 302
+
+    old_feeling.refresh_from_db()
+    assert old_feeling.status == "superseded"
+    feeling = WorkingMemory.objects.get(type="feeling", status="active")
+    assert len(feeling.content.split()) == 15
+    plan = WorkingMemory.objects.get(type="plan")
+    assert plan.due is not None and plan.due > timezone.now()
+    assert (plan.turn, plan.actor) == (12, "admin")
+    assert list(plan.fragments.values_list("key", flat=True)) == ["fairy"]
+
+
+def test_it_refreshes_an_identical_item_instead_of_adding_one(admin_client):
+    earlier = timezone.now() - timedelta(days=2)
+    same = WorkingMemory.objects.create(
+        type="pin", content="tea, no sugar", created_at=earlier, refreshed_at=earlier
+    )
+
+    assert add_item(admin_client, "pin", "tea, no sugar").status_code == 302
+
+    same.refresh_from_db()
+    assert WorkingMemory.objects.count() == 1
+    assert same.refreshed_at > earlier
+
+
 def test_it_does_not_change_status_from_the_plain_form(admin_client):
     item = WorkingMemory.objects.create(type="pin", content="tea")
     admin_client.post(

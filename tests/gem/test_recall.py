@@ -2,7 +2,7 @@ import pytest
 
 from gem.models import Fragment, FragmentEdge
 from gem.recall import recall_items
-from heart.parse import Recall
+from gem.recalled import Recall
 
 pytestmark = pytest.mark.django_db
 

@@ -6,6 +6,7 @@ from django.urls import reverse
 
 from gem.models import AmbientProse, Fragment, FragmentEdge, Identity, WakeText, WorkingMemory
 from gem.recall import recall_items
+from gem.recalled import Recall
 from gem.selectors import (
     LINGERING_FIELDS,
     GemCopy,
@@ -18,7 +19,7 @@ from gem.selectors import (
 from gem.services import working_memory_sweep
 from heart.ingest import USER, working_memory_ingest
 from heart.models import Event
-from heart.parse import Recall, parse
+from heart.parse import parse
 
 pytestmark = pytest.mark.django_db
 

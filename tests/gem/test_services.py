@@ -13,6 +13,8 @@ from gem.services import (
     fragment_fold_preview,
     fragment_rename,
     fragment_rename_preview,
+    working_memory_create,
+    working_memory_match_set,
     working_memory_status_set,
     working_memory_sweep,
 )
@@ -238,3 +240,64 @@ def test_it_refuses_a_status_change_without_a_reason_or_status(admin_user, statu
         )
     assert WorkingMemory.objects.get().status == "active"
     assert not LogEntry.objects.exists()
+
+
+def test_it_creates_one_item_by_every_rule_whoever_writes_it(settings):
+    settings.TIME_ZONE = "UTC"
+    Fragment.objects.create(key="physio")
+    desc = WorkingMemory.objects.create(type="desc", content="tired", subject="Luna", turn=1)
+    other = WorkingMemory.objects.create(type="desc", content="bright", subject="renki", turn=1)
+
+    new_desc = working_memory_create(
+        type="desc", content="rested", subject="luna", actor="claude", at=NOW, turn=4
+    )
+    plan = working_memory_create(
+        type="plan", content="call the physio at 5pm", actor="luna", at=NOW, turn=4, event_id=9
+    ).item
+
+    desc.refresh_from_db()
+    other.refresh_from_db()
+    assert new_desc.superseded == [desc.pk]
+    assert (desc.status, other.status) == ("superseded", "active")
+    assert plan.due == NOW.replace(hour=17)
+    assert (plan.turn, plan.event_id, plan.created_at, plan.refreshed_at) == (4, 9, NOW, NOW)
+    assert list(plan.fragments.values_list("key", flat=True)) == ["physio"]
+
+
+def test_it_reads_a_due_date_at_the_moment_the_words_were_said(settings):
+    settings.TIME_ZONE = "UTC"
+    said = datetime(2026, 11, 17, 9, 0, tzinfo=ZoneInfo("UTC"))  # the Tuesday before NOW
+
+    plan = working_memory_create(
+        type="plan", content="dentist friday at 5pm", actor="mirror", at=NOW, turn=2, words_at=said
+    ).item
+
+    assert plan.due == datetime(2026, 11, 20, 17, 0, tzinfo=ZoneInfo("UTC"))
+    assert plan.created_at == NOW
+
+
+def test_it_refuses_an_unknown_type_or_empty_words():
+    with pytest.raises(WorkingMemoryError, match="not a working-memory type"):
+        working_memory_create(type="wish", content="x", actor="a", at=NOW, turn=1)
+    with pytest.raises(WorkingMemoryError, match="needs some content"):
+        working_memory_create(type="pin", content="  ", actor="a", at=NOW, turn=1)
+    assert not WorkingMemory.objects.exists()
+
+
+def test_it_moves_the_item_a_lifecycle_names_and_nothing_when_none_matches():
+    plan = WorkingMemory.objects.create(type="plan", content="water the ferns")
+
+    assert (
+        working_memory_match_set(
+            type="plan", words="the ferns", status="resolved", reason="done", now=NOW
+        )
+        == plan.pk
+    )
+    assert (
+        working_memory_match_set(
+            type="plan", words="the ferns", status="resolved", reason="done", now=NOW
+        )
+        is None
+    )
+    plan.refresh_from_db()
+    assert (plan.status, plan.resolved_at) == ("resolved", NOW)

@@ -8,18 +8,18 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from gem.recalled import RecalledItem
 from heart.assemble import (
     Budgets,
     ConversationLine,
     LingeringItem,
-    RecalledItem,
     SummaryItem,
     ago_in_words,
     assemble,
-    estimate_tokens,
     now_in_words,
     recent_oldest_event,
 )
+from silentstar.tokens import estimate_tokens
 
 NOW = datetime(2026, 11, 22, 5, 40, tzinfo=UTC)
 HEADINGS = ("Lingering", "Summaries", "Recalled", "Recent", "Now", "Message")
@@ -721,7 +721,7 @@ def test_it_estimates_tokens_from_characters_rounding_up():
 
 
 def test_it_moves_the_calibration_a_fifth_of_the_way_and_ignores_nonsense():
-    from heart.assemble import chars_per_token_calibrated
+    from silentstar.tokens import chars_per_token_calibrated
 
     assert chars_per_token_calibrated(previous=4.0, characters=3000, tokens=1000) == pytest.approx(
         3.8

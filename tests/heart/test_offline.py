@@ -3,6 +3,7 @@
 from hypothesis import given
 from hypothesis import strategies as st
 
+from gem.recalled import Recall
 from heart.offline import (
     OFFLINE_NOTICE,
     first_sentence,
@@ -12,7 +13,7 @@ from heart.offline import (
     reply,
     sections_of,
 )
-from heart.parse import Recall, parse
+from heart.parse import parse
 
 SYSTEM = [{"type": "text", "text": "Wake text."}]
 IDENTITIES = ("hasuki", "renki", "luna", "chloe", "strah", "claude", "y'lhara")

@@ -6,6 +6,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from gem.recalled import Recall
 from heart import parse as parse_module
 from heart.parse import (
     DISPLAY_TAGS,
@@ -13,12 +14,9 @@ from heart.parse import (
     MARKUP,
     KnowledgeItem,
     ParsedMessage,
-    Recall,
     Search,
     Segment,
-    best_match,
     parse,
-    word_overlap,
 )
 
 IDENTITIES = ("hasuki", "renki", "luna", "chloe", "strah", "claude", "y'lhara")
@@ -536,37 +534,6 @@ def test_it_deduplicates_searches_in_order():
     assert result.searches == (Search("b"), Search("a"))
 
 
-# --- word overlap --------------------------------------------------------------------------------
-
-
-def test_it_measures_word_overlap():
-    assert word_overlap("Exercise routine", "exercise routine!") == 1.0
-    assert word_overlap("weekly review", "review the week") == 0.25
-    assert word_overlap("a b", "c d") == 0.0
-    assert word_overlap("", "") == 0.0
-    assert word_overlap("", "word") == 0.0
-    assert word_overlap("...", "!!!") == 0.0
-    assert word_overlap("don't", "Don’t") == 1.0
-
-
-def test_it_picks_the_best_match_above_the_threshold():
-    candidates = [(1, "weekly review"), (2, "exercise routine every morning"), (3, "tea")]
-
-    assert best_match("exercise routine", candidates) == 2
-    assert best_match("something else entirely", candidates) is None
-    assert best_match("exercise", candidates, threshold=0.5) is None
-    assert best_match("anything", []) is None
-
-
-def test_it_breaks_best_match_ties_by_order():
-    assert best_match("tea", [("a", "tea now"), ("b", "now tea")]) == "a"
-
-
-def test_it_matches_at_exactly_the_threshold():
-    # one shared word out of two: 0.5
-    assert best_match("tea", [(7, "tea cup")], threshold=0.5) == 7
-
-
 # --- properties ----------------------------------------------------------------------------------
 
 FRAGMENTS = [
@@ -625,13 +592,3 @@ def test_it_never_raises_or_loses_text_on_tagged_text(text, partial):
     assert all(segment.kind in DISPLAY_TAGS for segment in result.segments)
     assert all(item.kind in KNOWLEDGE_TAGS for item in result.knowledge)
     assert len({recall.key for recall in result.recalls}) == len(result.recalls)
-
-
-@settings(max_examples=200, deadline=None)
-@given(a=st.text(), b=st.text())
-def test_it_keeps_word_overlap_symmetric_and_between_zero_and_one(a, b):
-    score = word_overlap(a, b)
-
-    assert 0.0 <= score <= 1.0
-    assert score == word_overlap(b, a)
-    assert word_overlap(a, a) in (0.0, 1.0)

@@ -386,10 +386,10 @@ def test_it_brings_a_replys_search_hits_into_the_next_turn_only(fake_api, settin
 
 
 def test_it_keeps_searched_hits_within_the_recall_budget(fake_api, settings):
-    from heart.assemble import estimate_tokens
     from heart.models import ContextSnapshot
     from heart.services import turn_submit
     from heart.tasks import run_turns_task
+    from silentstar.tokens import estimate_tokens
     from tests.fakeapi import FakeReply
 
     settings.BUDGET_RECALL = 60

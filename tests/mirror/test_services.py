@@ -1,7 +1,12 @@
+from datetime import datetime
+from zoneinfo import ZoneInfo
+
 import pytest
 from django.contrib.admin.models import LogEntry
 
 from gem.models import WorkingMemory
+from gem.state import TURN_COUNTER, state_set
+from heart.models import Event
 from mirror.models import Summary, TagSuggestion
 from mirror.services import SuggestionError, suggestion_promote, suggestion_reject
 
@@ -90,3 +95,44 @@ def test_it_logs_each_decision_under_the_person(admin_user, suggestion):
         "with subject edited",
         ("workingmemory", str(item.pk)): f"Promoted from Mirror suggestion {suggestion.pk}",
     }
+
+
+def test_it_promotes_a_feeling_as_the_one_active_feeling(admin_user):
+    before = WorkingMemory.objects.create(type="feeling", content="restless", turn=1)
+    summary = Summary.objects.create(level="L0", first_event_id=1, last_event_id=2, content="s")
+    feeling = TagSuggestion.objects.create(summary=summary, type="feeling", content="calm again")
+
+    item = suggestion_promote(user_id=admin_user.pk, suggestion_id=feeling.pk)
+
+    before.refresh_from_db()
+    assert before.status == "superseded"
+    assert list(WorkingMemory.objects.filter(status="active", type="feeling")) == [item]
+
+
+def test_it_promotes_a_plan_due_when_its_words_said_and_at_this_turn(admin_user, settings):
+    settings.TIME_ZONE = "Europe/Amsterdam"
+    said_at = datetime(2026, 11, 24, 10, 0, tzinfo=ZoneInfo("Europe/Amsterdam"))  # a Tuesday
+    event = Event.objects.create(ts=said_at, content="call the physio on friday at 5pm", actor="luna")
+    state_set(TURN_COUNTER, 37)
+    summary = Summary.objects.create(
+        level="L0", first_event_id=event.pk, last_event_id=event.pk, content="s"
+    )
+    plan = TagSuggestion.objects.create(
+        summary=summary, type="plan", content="call the physio on friday at 5pm"
+    )
+
+    item = suggestion_promote(user_id=admin_user.pk, suggestion_id=plan.pk)
+
+    item.refresh_from_db()
+    assert item.due == datetime(2026, 11, 27, 17, 0, tzinfo=ZoneInfo("Europe/Amsterdam"))
+    assert item.turn == 37
+
+
+def test_it_promotes_a_suggestion_that_repeats_an_active_item_as_a_refresh(admin_user, suggestion):
+    same = WorkingMemory.objects.create(type="pin", content="tea, no sugar", turn=1)
+
+    item = suggestion_promote(user_id=admin_user.pk, suggestion_id=suggestion.pk)
+
+    assert item.pk == same.pk
+    assert WorkingMemory.objects.count() == 1
+    assert TagSuggestion.objects.get().promoted_wm_id == same.pk

@@ -6,9 +6,11 @@ import os
 import socket
 import subprocess
 import sys
+from functools import partial
 
 import pytest
 
+from heart import offline
 from heart.parse import parse
 from silentstar import claude
 from silentstar.claude import ClaudeError, Reply, Usage, complete, image_block
@@ -17,6 +19,10 @@ from tests.fakeapi import DEFAULT_REPLY, FakeError, FakeReply
 
 SYSTEM = [{"type": "text", "text": "You are the companion."}]
 MESSAGES = [{"role": "user", "content": "<luna><say>hello</say></luna>"}]
+
+
+def never_offline() -> str:
+    raise AssertionError("the offline answer was asked for while online")
 
 
 @pytest.fixture
@@ -32,7 +38,9 @@ def test_it_streams_text_in_growing_pieces(fake_api):
     fake_api.push(FakeReply(text, chunks=5, delay=0.005))
     pieces: list[str] = []
 
-    reply = complete(system=SYSTEM, messages=MESSAGES, on_text=pieces.append)
+    reply = complete(
+        offline_answer=never_offline, system=SYSTEM, messages=MESSAGES, on_text=pieces.append
+    )
 
     assert reply.text == text
     assert len(pieces) == 5
@@ -45,7 +53,10 @@ def test_it_streams_text_in_growing_pieces(fake_api):
 
 
 def test_it_works_without_on_text(fake_api):
-    assert complete(system=SYSTEM, messages=MESSAGES).text == DEFAULT_REPLY
+    assert (
+        complete(offline_answer=never_offline, system=SYSTEM, messages=MESSAGES).text
+        == DEFAULT_REPLY
+    )
 
 
 def test_it_maps_the_usage_including_the_cache(fake_api):
@@ -59,7 +70,7 @@ def test_it_maps_the_usage_including_the_cache(fake_api):
         )
     )
 
-    reply = complete(system=SYSTEM, messages=MESSAGES)
+    reply = complete(offline_answer=never_offline, system=SYSTEM, messages=MESSAGES)
 
     assert reply.usage == Usage(
         input_tokens=120, output_tokens=7, cache_read_tokens=900, cache_write_tokens=300
@@ -70,7 +81,7 @@ def test_it_takes_model_and_max_tokens_from_settings(fake_api, settings):
     settings.HEART_MODEL = "claude-sonnet-5-5"
     settings.HEART_MAX_TOKENS = 321
 
-    reply = complete(system=SYSTEM, messages=MESSAGES)
+    reply = complete(offline_answer=never_offline, system=SYSTEM, messages=MESSAGES)
 
     sent = fake_api.requests[0]
     assert (sent["model"], sent["max_tokens"]) == ("claude-sonnet-5-5", 321)
@@ -78,7 +89,13 @@ def test_it_takes_model_and_max_tokens_from_settings(fake_api, settings):
 
 
 def test_it_lets_the_caller_override_model_and_max_tokens(fake_api):
-    complete(system=SYSTEM, messages=MESSAGES, model="claude-haiku-5-5", max_tokens=50)
+    complete(
+        offline_answer=never_offline,
+        system=SYSTEM,
+        messages=MESSAGES,
+        model="claude-haiku-5-5",
+        max_tokens=50,
+    )
 
     sent = fake_api.requests[0]
     assert (sent["model"], sent["max_tokens"]) == ("claude-haiku-5-5", 50)
@@ -105,14 +122,14 @@ def test_it_passes_system_blocks_and_messages_through_untouched(fake_api):
         },
     ]
 
-    complete(system=system, messages=messages)
+    complete(offline_answer=never_offline, system=system, messages=messages)
 
     assert fake_api.requests[0]["system"] == system
     assert fake_api.requests[0]["messages"] == messages
 
 
 def test_it_sends_the_key_and_honours_the_base_url(fake_api):
-    complete(system=SYSTEM, messages=MESSAGES)
+    complete(offline_answer=never_offline, system=SYSTEM, messages=MESSAGES)
 
     headers = fake_api.recorded[0].headers
     assert "test-key" in (headers.get("x-api-key", "") + headers.get("authorization", ""))
@@ -123,6 +140,7 @@ def test_it_builds_an_image_block_that_round_trips(fake_api):
     block = image_block(data=data, media_type="image/png")
 
     complete(
+        offline_answer=never_offline,
         system=SYSTEM,
         messages=[{"role": "user", "content": [block, {"type": "text", "text": "look"}]}],
     )
@@ -156,7 +174,7 @@ def test_it_refuses_an_empty_image():
 def test_it_retries_overload_rate_limits_and_outages_then_succeeds(fake_api, waits, status):
     fake_api.push(FakeError(status), FakeError(status), FakeReply("<say>made it</say>"))
 
-    reply = complete(system=SYSTEM, messages=MESSAGES)
+    reply = complete(offline_answer=never_offline, system=SYSTEM, messages=MESSAGES)
 
     assert reply.text == "<say>made it</say>"
     assert len(fake_api.requests) == 3
@@ -175,7 +193,7 @@ def test_it_backs_off_exponentially_with_jitter(monkeypatch):
 def test_it_honours_retry_after(fake_api, waits):
     fake_api.push(FakeError(429, retry_after=7), FakeError(529, retry_after=9999), FakeReply())
 
-    complete(system=SYSTEM, messages=MESSAGES)
+    complete(offline_answer=never_offline, system=SYSTEM, messages=MESSAGES)
 
     assert waits[0] == 7
     assert waits[1] == claude.RETRY_AFTER_MAX
@@ -187,7 +205,7 @@ def test_it_gives_up_after_the_retries_with_a_readable_error(fake_api, settings,
     fake_api.push(*[FakeError(529, "Overloaded")] * 6)
 
     with pytest.raises(ClaudeError) as caught:
-        complete(system=SYSTEM, messages=MESSAGES)
+        complete(offline_answer=never_offline, system=SYSTEM, messages=MESSAGES)
 
     assert str(caught.value) == (
         "Claude is overloaded (529 overloaded_error) — tried 5 times: Overloaded"
@@ -204,7 +222,7 @@ def test_it_makes_one_attempt_when_retries_are_off(fake_api, settings, waits):
     fake_api.push(FakeError(500, "boom"))
 
     with pytest.raises(ClaudeError, match=r"\(500 api_error\) — tried 1 time: boom"):
-        complete(system=SYSTEM, messages=MESSAGES)
+        complete(offline_answer=never_offline, system=SYSTEM, messages=MESSAGES)
 
     assert waits == []
 
@@ -231,7 +249,7 @@ def test_it_does_not_retry_a_bad_request(fake_api, waits, status, message, expec
     fake_api.push(FakeError(status, message))
 
     with pytest.raises(ClaudeError) as caught:
-        complete(system=SYSTEM, messages=MESSAGES)
+        complete(offline_answer=never_offline, system=SYSTEM, messages=MESSAGES)
 
     assert expected in str(caught.value)
     assert caught.value.retryable is False
@@ -247,7 +265,9 @@ def test_it_restarts_the_text_when_a_stream_breaks_and_is_retried(fake_api, wait
     )
     pieces: list[str] = []
 
-    reply = complete(system=SYSTEM, messages=MESSAGES, on_text=pieces.append)
+    reply = complete(
+        offline_answer=never_offline, system=SYSTEM, messages=MESSAGES, on_text=pieces.append
+    )
 
     assert reply.text == "<say>second try</say>"
     cut = pieces.index("")
@@ -262,7 +282,7 @@ def test_it_reports_an_error_event_mid_stream_readably(fake_api, settings, waits
     fake_api.push(*[FakeReply("<say>never finished</say>", fail_after=1)] * 2)
 
     with pytest.raises(ClaudeError) as caught:
-        complete(system=SYSTEM, messages=MESSAGES)
+        complete(offline_answer=never_offline, system=SYSTEM, messages=MESSAGES)
 
     assert "Claude is overloaded (529 overloaded_error, mid-stream) — tried 2 times" in str(
         caught.value
@@ -275,7 +295,7 @@ def test_it_retries_a_reply_cut_short(fake_api, settings, waits):
     fake_api.push(*[FakeReply("<say>half a thought</say>", fail_after=2, error_type=None)] * 2)
 
     with pytest.raises(ClaudeError, match="stopped before it was finished — tried 2 times"):
-        complete(system=SYSTEM, messages=MESSAGES)
+        complete(offline_answer=never_offline, system=SYSTEM, messages=MESSAGES)
 
     assert len(fake_api.requests) == 2
 
@@ -284,7 +304,7 @@ def test_it_retries_a_timeout(fake_api, settings, waits, caplog):
     settings.CLAUDE_TIMEOUT_SECONDS = 0.1
     fake_api.push(FakeReply("<say>slow</say>", chunks=2, delay=0.3), FakeReply("<say>quick</say>"))
 
-    reply = complete(system=SYSTEM, messages=MESSAGES)
+    reply = complete(offline_answer=never_offline, system=SYSTEM, messages=MESSAGES)
 
     assert reply.text == "<say>quick</say>"
     assert len(fake_api.requests) == 2
@@ -299,7 +319,7 @@ def test_it_gives_up_on_a_closed_port(fake_api, settings, monkeypatch, waits):
     settings.CLAUDE_MAX_RETRIES = 2
 
     with pytest.raises(ClaudeError) as caught:
-        complete(system=SYSTEM, messages=MESSAGES)
+        complete(offline_answer=never_offline, system=SYSTEM, messages=MESSAGES)
 
     assert str(caught.value).startswith("Could not reach Claude's API")
     assert "tried 3 times" in str(caught.value)
@@ -312,7 +332,7 @@ def test_it_refuses_to_call_without_a_key(fake_api, settings):
     settings.ANTHROPIC_API_KEY = ""
 
     with pytest.raises(ClaudeError, match="No Anthropic API key") as caught:
-        complete(system=SYSTEM, messages=MESSAGES)
+        complete(offline_answer=never_offline, system=SYSTEM, messages=MESSAGES)
 
     assert caught.value.retryable is False
     assert fake_api.requests == []
@@ -323,7 +343,7 @@ def test_it_lets_an_error_in_on_text_through_unretried(fake_api, waits):
         raise RuntimeError("the page store is down")
 
     with pytest.raises(RuntimeError, match="page store"):
-        complete(system=SYSTEM, messages=MESSAGES, on_text=broken)
+        complete(offline_answer=never_offline, system=SYSTEM, messages=MESSAGES, on_text=broken)
 
     assert len(fake_api.requests) == 1
     assert waits == []
@@ -339,8 +359,13 @@ def test_it_answers_offline_without_opening_a_connection(fake_api, settings, mon
     pieces: list[str] = []
     message = "## Now\nTuesday evening\n\n## Message\n<luna><say>are you there?</say></luna>"
 
+    messages = [{"role": "user", "content": message}]
+
     reply = complete(
-        system=SYSTEM, messages=[{"role": "user", "content": message}], on_text=pieces.append
+        system=SYSTEM,
+        messages=messages,
+        offline_answer=partial(offline.reply, system=SYSTEM, messages=messages),
+        on_text=pieces.append,
     )
 
     assert fake_api.requests == []

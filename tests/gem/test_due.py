@@ -3,7 +3,7 @@ from zoneinfo import ZoneInfo
 
 import pytest
 
-from heart.due import due_from_text
+from gem.due import due_from_text
 
 LONDON = ZoneInfo("Europe/London")
 MONDAY_6PM = datetime(2026, 11, 23, 18, 0, tzinfo=LONDON)

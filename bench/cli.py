@@ -1,0 +1,518 @@
+"""The commands of ``python -m bench WHAT``: one function for each, given its parsed arguments.
+
+``turns``, ``search``, ``mirror`` and ``queue`` measure in a new process (this command again,
+with ``--inside``) on throwaway SQLite stores, offline, and print what it reports; ``firstchar``
+runs the browser benchmark in a pytest process; ``eval`` is the retrieval evaluation harness
+(``bench/evaluate.py``) and ``generate`` writes its synthetic datasets (``bench/generate.py``).
+"""
+
+import argparse
+import json
+import os
+import secrets
+import subprocess
+import sys
+import tempfile
+import time
+from contextlib import ExitStack
+from pathlib import Path
+
+from django.conf import settings
+from django.core.management import call_command
+
+from bench.evaluate import (
+    DEFAULT_KS,
+    DatasetError,
+    dataset_load,
+    evaluate,
+    evaluate_in_throwaway_stores,
+)
+from bench.firstchar import first_char_measure
+from bench.generate import DATASETS, dataset_write
+from bench.mirror import mirror_measure
+from bench.queue import queue_pickup_measure
+from bench.search import search_measure
+from bench.turns import TurnRunner, overhead_figures, synthetic_gem_build
+
+SIZES = {"10k": 10_000, "1M": 1_000_000}
+STORE_URLS = [
+    "DATABASE_URL",
+    "EVENTS_DATABASE_URL",
+    "SUMMARIES_DATABASE_URL",
+    "SNAPSHOTS_DATABASE_URL",
+]
+TURNS_AT_ONCE = 10  # turns a size runs before the other takes its turn
+
+
+class BenchError(Exception):
+    """A command that cannot go on: ``main`` prints the message and exits with status 1."""
+
+
+def main(argv: list[str] | None = None) -> int:
+    asked = parser().parse_args(argv)
+    try:
+        asked.run(asked)
+    except BenchError as error:
+        print(f"python -m bench {asked.what}: {error}", file=sys.stderr)
+        return 1
+    return 0
+
+
+def parser() -> argparse.ArgumentParser:
+    top = argparse.ArgumentParser(
+        prog="python -m bench",
+        description="Benchmarks and the retrieval evaluation harness. "
+        "`python -m bench WHAT --help` for each one's options.",
+    )
+    words = top.add_subparsers(dest="what", required=True, metavar="WHAT")
+
+    turns = words.add_parser(
+        "turns",
+        help="the turn's own overhead on synthetic Gems",
+        description="Build synthetic Gems (10k and 1M events, 5k fragments, 20k edges, 100k "
+        "working-memory rows of which 1k active) in throwaway SQLite stores, run turns with the "
+        "offline companion and print the turn's own overhead (all but the model).",
+    )
+    _sizes_option(turns)
+    turns.add_argument("--turns", type=int, default=200, help="turns to run at each size")
+    _inside_options(turns)
+    turns.set_defaults(run=_turns)
+
+    queue = words.add_parser(
+        "queue",
+        help="django-q2 pickup on a running cluster",
+        description="Time from enqueueing a task to its result stored, on a django-q2 cluster "
+        "started on throwaway stores.",
+    )
+    queue.add_argument("--turns", type=int, default=200, help="tasks to enqueue")
+    _inside_options(queue, size=False)
+    queue.set_defaults(run=_queue)
+
+    firstchar = words.add_parser(
+        "firstchar",
+        help="first streamed token to first visible character, in Chromium",
+        description="In Chromium, the time from the fake Messages API's first streamed token to "
+        "the first visible character of the reply (needs the development requirements and "
+        "Chromium).",
+    )
+    firstchar.add_argument("--runs", type=int, default=10, help="replies to time")
+    firstchar.set_defaults(run=_first_char)
+
+    mirror = words.add_parser(
+        "mirror",
+        help="the Mirror over a synthetic log against the fake Messages API",
+        description="Compress a synthetic log with the Mirror against the fake Messages API: "
+        "passes, tokens and wall time.",
+    )
+    mirror.add_argument("--mirror-turns", type=int, default=1000, help="turns in the log")
+    _inside_options(mirror, size=False)
+    mirror.set_defaults(run=_mirror)
+
+    search = words.add_parser(
+        "search",
+        help="lens search next to the raw FTS5 query",
+        description="On synthetic Gems, lens search p50/p95 next to the raw FTS5 query.",
+    )
+    _sizes_option(search)
+    search.add_argument("--queries", type=int, default=50, help="queries to time")
+    search.add_argument(
+        "--semantic",
+        action="store_true",
+        help="also time the semantic ranking, vectors read each time and held "
+        "(needs the semantic search's requirements; no model is run)",
+    )
+    _inside_options(search)
+    search.set_defaults(run=_search)
+
+    evaluation = words.add_parser(
+        "eval",
+        help="recall@k of search on a conversation dataset",
+        description="recall@k of search on a conversation dataset, beside plain BM25 over "
+        "single turns.",
+    )
+    evaluation.add_argument(
+        "dataset", type=Path, metavar="DATASET", help="a dataset's JSON file (see generate)"
+    )
+    evaluation.add_argument(
+        "--k", nargs="+", type=int, default=list(DEFAULT_KS), help="the k of recall@k"
+    )
+    evaluation.add_argument(
+        "--json", type=Path, dest="json_file", metavar="FILE", help="also write the figures here"
+    )
+    evaluation.add_argument(
+        "--here",
+        action="store_true",
+        help="evaluate in the configured stores (each conversation rolled back afterwards) "
+        "instead of fresh throwaway SQLite stores",
+    )
+    evaluation.add_argument("--migrate", action="store_true", help="migrate the stores first")
+    evaluation.add_argument(
+        "--semantic",
+        choices=("on", "off"),
+        help="with or without the optional semantic search (default: SILENTSTAR_SEARCH_SEMANTIC;"
+        " not with --here, which uses the configured setting)",
+    )
+    evaluation.set_defaults(run=_eval)
+
+    generate = words.add_parser(
+        "generate",
+        help="write the synthetic evaluation datasets",
+        description="Write the synthetic evaluation datasets, each from its own seed.",
+    )
+    generate.add_argument(
+        "names",
+        nargs="*",
+        metavar="NAME",
+        help=f"datasets to write: {', '.join(DATASETS)} (default: all)",
+    )
+    generate.add_argument(
+        "--out",
+        type=Path,
+        default=settings.BASE_DIR / "data" / "eval",
+        help="the folder to write them to (default: data/eval/, which git ignores)",
+    )
+    generate.set_defaults(run=_generate)
+    return top
+
+
+def _sizes_option(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--sizes", nargs="+", choices=list(SIZES), default=list(SIZES))
+
+
+def _inside_options(parser: argparse.ArgumentParser, *, size: bool = True) -> None:
+    """The run in throwaway stores that the command starts; not for people."""
+    parser.add_argument("--inside", action="store_true", help=argparse.SUPPRESS)
+    if size:
+        parser.add_argument("--size", type=int, help=argparse.SUPPRESS)
+
+
+def _note(line: str) -> None:
+    print(line, file=sys.stderr, flush=True)
+
+
+# --- turns -------------------------------------------------------------------------------------
+
+
+def _turns(asked: argparse.Namespace) -> None:
+    if asked.inside:
+        _turns_here(events=asked.size)
+        return
+    results = _turns_interleaved(sizes=asked.sizes, turns=asked.turns)
+    print(f"\n{'size':>5} {'events':>10} {'build s':>8} {'p50 ms':>8} {'p95 ms':>8}")
+    for label, result in results.items():
+        print(
+            f"{label:>5} {result['events']:>10,} {result['build_s']:>8.1f} "
+            f"{result['p50_ms']:>8.1f} {result['p95_ms']:>8.1f}"
+        )
+    if {"10k", "1M"} <= results.keys():
+        ratio = results["1M"]["p50_ms"] / results["10k"]["p50_ms"]
+        print(
+            f"p50 ratio 1M / 10k: {ratio:.2f} ({asked.turns} turns each, {TURNS_AT_ONCE} at a "
+            "time by turns)"
+        )
+
+
+def _turns_interleaved(*, sizes: list[str], turns: int) -> dict[str, dict]:
+    """Each size's Gem is built in a process of its own (one after the other); then the
+    processes take turns, ``TURNS_AT_ONCE`` at a time, so a load on the machine that comes
+    and goes falls on every size alike and the ratio stays fair."""
+    with ExitStack() as stack:
+        runs = {}
+        for label in sizes:
+            _note(f"[{label}] building a synthetic Gem of {SIZES[label]:,} events...")
+            data_dir = stack.enter_context(tempfile.TemporaryDirectory(prefix="silentstar-bench-"))
+            runs[label] = stack.enter_context(_TurnsInside(events=SIZES[label], data_dir=data_dir))
+        overheads: dict[str, list[float]] = {label: [] for label in sizes}
+        for first in range(0, turns, TURNS_AT_ONCE):
+            batch = min(TURNS_AT_ONCE, turns - first)
+            for label, run in runs.items():
+                overheads[label] += run.turns(batch)
+            if (first + batch) % 50 == 0 or first + batch == turns:
+                _note(f"  turns {first + batch}/{turns} at each size")
+        return {
+            label: {**run.built, **overhead_figures(overheads[label])}
+            for label, run in runs.items()
+        }
+
+
+def _turns_here(*, events: int) -> None:
+    """Inside: build, say so, then run as many turns as each line of stdin asks for."""
+    _migrate_throwaway_stores()
+    began = time.perf_counter()
+    synthetic_gem_build(
+        events=events,
+        fragments=5_000,
+        edges=20_000,
+        working_memory=100_000,
+        active=1_000,
+        progress=lambda line: _note(f"  {line}"),
+    )
+    print(json.dumps({"events": events, "build_s": time.perf_counter() - began}), flush=True)
+    runner = TurnRunner()
+    for line in sys.stdin:
+        print(json.dumps(runner.run(int(line))), flush=True)
+
+
+class _TurnsInside:
+    """``turns --inside`` in a process of its own on throwaway stores, asked for turns."""
+
+    def __init__(self, *, events: int, data_dir: str) -> None:
+        self.process = subprocess.Popen(
+            _inside_command(["turns", "--size", str(events)]),
+            cwd=settings.BASE_DIR,
+            env=_inside_env(data_dir),
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            text=True,
+        )
+        self.built = self._answer()
+
+    def __enter__(self) -> "_TurnsInside":
+        return self
+
+    def __exit__(self, *exc_info) -> None:
+        self.process.stdin.close()
+        self.process.wait()
+
+    def turns(self, count: int) -> list[float]:
+        self.process.stdin.write(f"{count}\n")
+        self.process.stdin.flush()
+        return self._answer()
+
+    def _answer(self):
+        line = self.process.stdout.readline()
+        if not line:
+            self.process.kill()
+            raise BenchError(f"the benchmark stopped (exit status {self.process.wait()})")
+        return json.loads(line)
+
+
+# --- search ------------------------------------------------------------------------------------
+
+
+def _search(asked: argparse.Namespace) -> None:
+    """lens.search.search next to the raw FTS5 query on the same index (bench/search.py)."""
+    if asked.inside:
+        _migrate_throwaway_stores()
+        result = search_measure(
+            events=asked.size,
+            queries=asked.queries,
+            progress=lambda line: _note(f"  {line}"),
+            semantic=asked.semantic,
+        )
+        print(json.dumps(result))
+        return
+    print(
+        f"{'size':>5} {'kinds':>7} {'clock':>5} {'raw p50':>8} {'p95':>7} {'search p50':>11} "
+        f"{'p95':>7} {'ratio p50':>9}  timed (ms; cpu: this process's processor time)"
+    )
+    for label in asked.sizes:
+        _note(f"[{label}] building a synthetic Gem of {SIZES[label]:,} events...")
+        result = _run_inside(
+            ["search", "--size", str(SIZES[label]), "--queries", str(asked.queries)]
+            + (["--semantic"] if asked.semantic else [])
+        )
+        for kinds in ("event", "all"):
+            raw = result[f"{kinds}_raw"]
+            for search, name in (("search", "search"), ("read", "search, every passage read")):
+                found = result[f"{kinds}_{search}"]
+                for clock, key in (("wall", ""), ("cpu", "cpu_")):
+                    p50, p95 = f"{key}p50_ms", f"{key}p95_ms"
+                    print(
+                        f"{label:>5} {kinds:>7} {clock:>5} {raw[p50]:>8.2f} {raw[p95]:>7.2f} "
+                        f"{found[p50]:>11.2f} {found[p95]:>7.2f} "
+                        f"{found[p50] / raw[p50]:>9.2f}  {name}"
+                    )
+        if turn := result.get("turn_search"):
+            print(
+                f"{label:>5} search(…) in a reply (3 hits): p50 {turn['p50_ms']:.2f}, "
+                f"p95 {turn['p95_ms']:.2f}"
+            )
+        if "semantic_vectors" in result:
+            cold, held = result["semantic_cold"], result["semantic_held"]
+            print(
+                f"{label:>5} semantic ranking of the newest {result['semantic_vectors']:,} "
+                f"vectors (no model): read each time p50 {cold['p50_ms']:.2f}, p95 "
+                f"{cold['p95_ms']:.2f}; held p50 {held['p50_ms']:.2f}, p95 "
+                f"{held['p95_ms']:.2f}"
+            )
+
+
+# --- firstchar, mirror, queue ------------------------------------------------------------------
+
+
+def _first_char(asked: argparse.Namespace) -> None:
+    """First streamed token → first visible character, in Chromium against a fake API."""
+    if asked.runs < 1:
+        raise BenchError("--runs must be at least 1")
+    try:
+        result = first_char_measure(runs=asked.runs, base_dir=settings.BASE_DIR)
+    except RuntimeError as error:
+        raise BenchError(str(error)) from error
+    print(
+        f"first token → first visible character over {result['runs']} runs: "
+        f"p50 {result['p50_s']:.2f} s, max {result['max_s']:.2f} s (goal ≤ 0.5 s)"
+    )
+
+
+def _mirror(asked: argparse.Namespace) -> None:
+    """The Mirror over a synthetic log, against the fake Messages API (bench/mirror.py)."""
+    turns = asked.mirror_turns
+    if asked.inside:
+        _migrate_throwaway_stores()
+        result = mirror_measure(turns=turns, progress=_note)
+        print(json.dumps(result))
+        return
+    result = _run_inside(["mirror", "--mirror-turns", str(turns)])
+    print(
+        f"Mirror over {result['turns']:,} turns against the fake Messages API: "
+        f"{result['seconds']:.1f} s wall, {result['requests']} requests, chunks by route "
+        f"{result['route_chunks']}, summaries {result['summaries']}, "
+        f"{result['suggestions']} suggestions staged"
+    )
+    print(f"{'pass':<10} {'model':<22} {'calls':>6} {'input tok':>10} {'output tok':>10}")
+    for role, usage in result["passes"].items():
+        print(
+            f"{role:<10} {usage['model']:<22} {usage['calls']:>6} "
+            f"{usage['input_tokens']:>10,} {usage['output_tokens']:>10,}"
+        )
+
+
+def _queue(asked: argparse.Namespace) -> None:
+    """django-q2 pickup: enqueue → a running cluster has run the task and stored its result."""
+    tasks = asked.turns
+    if not asked.inside:
+        result = _run_inside(["queue", "--turns", str(tasks)])
+        broker = "Redis" if settings.REDIS_URL else "ORM (default store)"
+        print(
+            f"queue pickup over {result['tasks']} tasks, {broker} broker, "
+            f"poll {settings.Q_CLUSTER['poll']} s: "
+            f"p50 {result['p50_ms']:.0f} ms, p95 {result['p95_ms']:.0f} ms"
+        )
+        return
+    _migrate_throwaway_stores()
+    cluster = subprocess.Popen(
+        [sys.executable, "manage.py", "qcluster"],
+        cwd=settings.BASE_DIR,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    try:
+        time.sleep(3)  # the cluster's start-up
+        result = queue_pickup_measure(tasks=tasks, progress=lambda line: _note(f"  {line}"))
+    finally:
+        cluster.terminate()
+        cluster.wait(timeout=30)
+    print(json.dumps(result))
+
+
+# --- the evaluation harness --------------------------------------------------------------------
+
+
+def _eval(asked: argparse.Namespace) -> None:
+    if asked.here and asked.semantic:
+        raise BenchError(
+            "--semantic is for the throwaway stores; with --here set "
+            "SILENTSTAR_SEARCH_SEMANTIC instead"
+        )
+    if any(k < 1 for k in asked.k):
+        raise BenchError("--k takes whole numbers of at least 1")
+    try:
+        if asked.here:
+            if asked.migrate:
+                _stores_migrate()
+            result = evaluate(dataset_load(asked.dataset), ks=asked.k)
+            print(json.dumps(result))
+            if asked.json_file:
+                asked.json_file.write_text(json.dumps(result, indent=1) + "\n", encoding="utf-8")
+            return
+        dataset_load(asked.dataset)  # a bad dataset is reported before anything starts
+        semantic_on = settings.SEARCH_SEMANTIC if asked.semantic is None else asked.semantic == "on"
+        result = evaluate_in_throwaway_stores(
+            path=asked.dataset, ks=asked.k, semantic_on=semantic_on
+        )
+    except (DatasetError, RuntimeError) as error:
+        raise BenchError(str(error)) from error
+    ks = [str(k) for k in sorted(set(asked.k))]
+    plain = result["plain_bm25"]
+    columns = 8 * len(ks)
+    print(f"{'':<14}{'search':>{columns}}   {'plain BM25 over single turns':>{columns}}")
+    at_k = _figures_row(f"@{k}" for k in ks)
+    print(f"{'category':<14}{at_k}   {at_k}")
+    rows = [*result["by_category"].items(), ("overall", result["overall"])]
+    for category, figures in rows:
+        against = plain["overall"] if category == "overall" else plain["by_category"][category]
+        print(
+            f"{category:<14}{_figures_row(f'{figures[k]:.3f}' for k in ks)}   "
+            f"{_figures_row(f'{against[k]:.3f}' for k in ks)}"
+        )
+    print(
+        f"{result['questions']} questions. Plain BM25 over single turns is the yardstick of how "
+        "hard the dataset is: the baseline published retrieval figures are set against."
+    )
+    if asked.json_file:
+        asked.json_file.write_text(json.dumps(result, indent=1) + "\n", encoding="utf-8")
+
+
+def _figures_row(cells) -> str:
+    return "".join(f"{cell:>8}" for cell in cells)
+
+
+def _generate(asked: argparse.Namespace) -> None:
+    unknown = [name for name in asked.names if name not in DATASETS]
+    if unknown:
+        raise BenchError(f"no dataset {unknown[0]!r} (there are: {', '.join(DATASETS)})")
+    for name in asked.names or DATASETS:
+        data = dataset_write(name, directory=asked.out)
+        turns = sum(len(c["turns"]) for c in data["conversations"])
+        print(
+            f"{asked.out / f'{name}.json'}: {len(data['conversations'])} conversations, "
+            f"{turns} turns, {len(data['questions'])} questions"
+        )
+
+
+# --- throwaway stores --------------------------------------------------------------------------
+
+
+def _run_inside(arguments: list[str]) -> dict:
+    """Run this command again, with --inside, in a new process on throwaway SQLite stores."""
+    with tempfile.TemporaryDirectory(prefix="silentstar-bench-") as data_dir:
+        done = subprocess.run(
+            _inside_command(arguments),
+            cwd=settings.BASE_DIR,
+            env=_inside_env(data_dir),
+            stdout=subprocess.PIPE,
+            text=True,
+        )
+        if done.returncode != 0:
+            raise BenchError(f"the benchmark ({' '.join(arguments)}) failed")
+        return json.loads(done.stdout.strip().splitlines()[-1])
+
+
+def _migrate_throwaway_stores() -> None:
+    if not settings.COMPANION_OFFLINE or "sqlite" not in settings.DATABASES["events"]["ENGINE"]:
+        raise BenchError("--inside runs only in throwaway SQLite stores, offline")
+    _stores_migrate()
+
+
+def _stores_migrate() -> None:
+    for alias in ("default", "events", "summaries", "snapshots"):
+        call_command("migrate", database=alias, verbosity=0)
+
+
+def _inside_command(arguments: list[str]) -> list[str]:
+    return [sys.executable, "-m", "bench", *arguments, "--inside"]
+
+
+def _inside_env(data_dir: str) -> dict[str, str]:
+    """Offline, on SQLite stores in ``data_dir``."""
+    return {
+        **os.environ,
+        **dict.fromkeys(STORE_URLS, ""),
+        "SILENTSTAR_DATA_DIR": data_dir,
+        "ANTHROPIC_API_KEY": "",
+        "SILENTSTAR_LOG_LEVEL": "WARNING",
+        # As in production: debug mode records every SQL query, a cost turns do not have there.
+        "SILENTSTAR_DEBUG": "false",
+        "SILENTSTAR_SECRET_KEY": secrets.token_urlsafe(50),
+    }
