@@ -56,7 +56,7 @@ from gem.services import (
 )
 from gem.state import CHARS_PER_TOKEN, state_get, turn_counter_current
 from gem.textdiff import text_change_summary, text_diff_html
-from lens.draft import DraftDiff, DraftError, draft_diff, draft_parse
+from gem.draft import DraftDiff, DraftError, draft_diff, draft_parse
 from silentstar.tokens import DEFAULT_CHARS_PER_TOKEN, estimate_tokens
 
 

@@ -1,4 +1,4 @@
-"""Applying a Lens draft to the Gem: the Anvil's write path for drafts (see ``lens/draft.py``).
+"""Applying a Lens draft to the Gem: the Anvil's write path for drafts (the format: ``gem/draft.py``).
 
 Parse, compare and write happen in one transaction on the default store: a draft that cannot
 be read, or that names a fragment nobody has, raises ``DraftError`` and changes nothing. Each
@@ -11,7 +11,7 @@ from django.db.models import Q
 
 from gem.models import Fragment, FragmentEdge
 from gem.services import TIERS, fragment_log
-from lens.draft import DraftDiff, DraftEdge, draft_diff, draft_parse
+from gem.draft import DraftDiff, DraftEdge, draft_diff, draft_parse
 
 
 def draft_apply(text: str, *, user) -> DraftDiff:

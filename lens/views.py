@@ -11,7 +11,8 @@ from django.utils.html import escape
 from django.utils.safestring import mark_safe
 from django.views.decorators.http import require_GET
 
-from lens.draft import Draft, draft_render
+from gem.draft import Draft
+from lens.draft import draft_render
 from lens.extract import (
     LensError,
     fragment_drafts,

@@ -6,7 +6,8 @@ from hypothesis import HealthCheck, given, settings
 
 from gem.drafts import draft_apply
 from gem.models import Fragment, FragmentEdge
-from lens.draft import DraftError, draft_diff, draft_parse, draft_render
+from gem.draft import DraftError, draft_diff, draft_parse
+from lens.draft import draft_render
 from tests.lens.test_draft import drafts
 
 pytestmark = pytest.mark.django_db

@@ -2,10 +2,9 @@
 
 The first word picks what to do (``WORDS``: word → handler); any other first word starts a
 list of fragment keys. Everything after the word is the word's own (``manage.py lens search
---help``): ``lens diff DRAFT.md``, ``lens search "…"``, ``lens query …``, ``lens eval
-DATASET.json``; ``lens KEY [KEY …] [--wm] [--summaries]``. The work itself is in
-``lens/extract.py``, ``lens/draft.py``, ``lens/search.py``, ``lens/query.py`` and
-``lens/evaluate.py``.
+--help``): ``lens diff DRAFT.md``, ``lens search "…"``, ``lens query …``; ``lens KEY [KEY …]
+[--wm] [--summaries]``. The work itself is in ``lens/extract.py``, ``gem/draft.py``,
+``lens/search.py`` and ``lens/query.py``.
 """
 
 import argparse
@@ -13,18 +12,10 @@ import json
 from datetime import datetime
 from pathlib import Path
 
-from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 from django.utils import timezone
 
-from lens.draft import DraftError, draft_diff, draft_parse
-from lens.evaluate import (
-    DEFAULT_KS,
-    DatasetError,
-    dataset_load,
-    evaluate,
-    evaluate_in_throwaway_stores,
-)
+from gem.draft import DraftError, draft_diff, draft_parse
 from lens.extract import (
     DEPTH_DEFAULT,
     SUMMARIES_DEFAULT,
@@ -163,80 +154,11 @@ def _query(command: "Command", words: list[str], options: dict) -> None:
         command.stdout.write(f"- `{entry.ref}` {entry.type}{when}{scores}: {_one_line(entry.text)}")
 
 
-def _eval(command: "Command", words: list[str], options: dict) -> None:
-    parser = command.word_parser("eval", "recall@k of search on a conversation dataset.")
-    parser.add_argument("dataset", type=Path)
-    parser.add_argument("--k", nargs="+", type=int, default=list(DEFAULT_KS))
-    parser.add_argument("--json", type=Path, dest="json_file", help="also write the figures here")
-    parser.add_argument(
-        "--here",
-        action="store_true",
-        help="evaluate in the configured stores (each conversation rolled back afterwards) "
-        "instead of fresh throwaway SQLite stores",
-    )
-    parser.add_argument("--migrate", action="store_true", help="migrate the stores first")
-    parser.add_argument(
-        "--semantic",
-        choices=("on", "off"),
-        help="with or without the optional semantic search (default: SILENTSTAR_SEARCH_SEMANTIC;"
-        " not with --here, which uses the configured setting)",
-    )
-    asked = parser.parse_args(words)
-    if asked.here and asked.semantic:
-        raise CommandError(
-            "--semantic is for the throwaway stores; with --here set "
-            "SILENTSTAR_SEARCH_SEMANTIC instead"
-        )
-    if any(k < 1 for k in asked.k):
-        raise CommandError("--k takes whole numbers of at least 1")
-    try:
-        if asked.here:
-            if asked.migrate:
-                command.migrate_all()
-            result = evaluate(dataset_load(asked.dataset), ks=asked.k)
-            command.stdout.write(json.dumps(result))
-            if asked.json_file:
-                asked.json_file.write_text(json.dumps(result, indent=1) + "\n", encoding="utf-8")
-            return
-        dataset_load(asked.dataset)  # a bad dataset is reported before anything starts
-        semantic_on = settings.SEARCH_SEMANTIC if asked.semantic is None else asked.semantic == "on"
-        result = evaluate_in_throwaway_stores(
-            path=asked.dataset, ks=asked.k, semantic_on=semantic_on
-        )
-    except (DatasetError, RuntimeError) as error:
-        raise CommandError(str(error)) from error
-    ks = [str(k) for k in sorted(set(asked.k))]
-    plain = result["plain_bm25"]
-    columns = 8 * len(ks)
-    command.stdout.write(
-        f"{'':<14}{'search':>{columns}}   {'plain BM25 over single turns':>{columns}}"
-    )
-    at_k = _figures_row(f"@{k}" for k in ks)
-    command.stdout.write(f"{'category':<14}{at_k}   {at_k}")
-    rows = [*result["by_category"].items(), ("overall", result["overall"])]
-    for category, figures in rows:
-        against = plain["overall"] if category == "overall" else plain["by_category"][category]
-        command.stdout.write(
-            f"{category:<14}{_figures_row(f'{figures[k]:.3f}' for k in ks)}   "
-            f"{_figures_row(f'{against[k]:.3f}' for k in ks)}"
-        )
-    command.stdout.write(
-        f"{result['questions']} questions. Plain BM25 over single turns is the yardstick of how "
-        "hard the dataset is: the baseline published retrieval figures are set against."
-    )
-    if asked.json_file:
-        asked.json_file.write_text(json.dumps(result, indent=1) + "\n", encoding="utf-8")
-
-
-def _figures_row(cells) -> str:
-    return "".join(f"{cell:>8}" for cell in cells)
-
-
 def _one_line(text: str) -> str:
     return " ".join(text.split())
 
 
-WORDS = {"diff": _diff, "search": _search, "query": _query, "eval": _eval}
+WORDS = {"diff": _diff, "search": _search, "query": _query}
 
 
 class Command(BaseCommand):
@@ -244,9 +166,7 @@ class Command(BaseCommand):
         "Read the Gem; writes nothing. `lens KEY` (a fragment), `lens K1 K2 …` (what connects "
         "them), `--wm`, `--summaries`; `lens diff DRAFT.md` (what a draft would change); "
         '`lens search "words"` (full-text search); `lens query --contains … --last-n-days 7 …` '
-        "(Mira's memory query); `lens eval DATASET.json [--k 5 10 25] [--json FILE] "
-        "[--semantic on|off]` (recall@k "
-        "of search). `lens WORD --help` for each word's options."
+        "(Mira's memory query). `lens WORD --help` for each word's options."
     )
 
     def add_arguments(self, parser):
@@ -271,9 +191,3 @@ class Command(BaseCommand):
             description=description,
             called_from_command_line=getattr(self, "_called_from_command_line", False),
         )
-
-    def migrate_all(self) -> None:
-        from django.core.management import call_command
-
-        for alias in ("default", "events", "summaries", "snapshots"):
-            call_command("migrate", database=alias, verbosity=0)

@@ -1,0 +1,460 @@
+"""The draft format: the Markdown the Lens writes for fragments, read back as proposed changes.
+
+The format belongs to the Gem (its keys, tiers and edges); the Lens renders it.
+
+A draft is plain text, one line per ``\\n``; a draft whose every line break is ``\\r\\n`` (as
+a browser sends a text area) is read with ``\\n``, and tiers that differ from the Gem only in
+``\\r\\n`` against ``\\n`` are no change::
+
+    Anything before the first fragment heading is the preface: kept, never applied.
+
+    # fairy
+
+    ## ambient
+
+    A small light that follows her home.
+
+    ## recognition
+
+    ~~~
+    ## A heading inside the tier's text
+
+    Text the Lens could not write plainly is fenced, and kept exactly.
+    ~~~
+
+    ## inventory
+
+    ## edges
+
+    - → well: lives in
+    - ← moon
+
+    ## sources
+
+    - events 12, 40
+
+    ## working memory
+
+    - wm 7 · thought · active: she asked about the fairy again
+
+The shape, exactly:
+
+- ``# KEY`` starts a fragment; the key must pass ``gem.models.KEY_VALIDATOR`` and appear once.
+  A key the Gem does not have is created.
+- ``## ambient``, ``## recognition``, ``## inventory``: a tier. The text runs to the next ``#``
+  or ``##`` heading, without the blank lines around it. Text that cannot be written so (it
+  has such a heading line, starts or ends with a blank line, or starts with a fence) is
+  fenced: a line of three or more ``~`` (or backticks), the text exactly, the same line again.
+  The Lens fences with more ``~`` than any line of only ``~`` inside, so the text always
+  comes back as it was.
+- ``## edges``: one list item per edge touching the fragment, ``- → KEY`` for an edge from
+  this fragment, ``- ← KEY`` for one to it (``->`` and ``<-`` work too), then ``: relation``
+  when it has one. A relation with a line break, surrounding spaces or a leading ``"`` is
+  written as a JSON string. The list is the fragment's whole set of edges: one it leaves out
+  is removed. Two fragments of one draft must agree about an edge between them, and every
+  key an edge names must be in the Gem or in the draft.
+- ``## sources`` and ``## working memory``: what the Lens shows about where the fragment came
+  from; kept in the draft (``DraftFragment.notes``), never applied.
+- An absent section leaves that tier (or the edges) unchanged; a present but empty one clears
+  it. Anything else (an unknown section, text after a fence, an edge line that is not one,
+  an edge two sections disagree about, a NUL character) is a ``DraftError`` naming the line.
+
+``draft_parse`` reads it; the Lens writes the same shape (``lens.draft.draft_render``, and it
+prints nothing else for a fragment), so a fragment's Lens output read back as a draft changes
+nothing; ``draft_diff`` reads the Gem and writes nothing: its ``DraftDiff`` lists the fragments
+created, the tiers changed (key, tier, old, new; ``TierChange.unified()`` is a unified diff),
+the edges added, removed and relabelled, and ``as_text()`` says it all. ``gem.drafts.draft_apply``
+applies a draft.
+"""
+
+import difflib
+import json
+import re
+from dataclasses import dataclass, field
+
+from django.core.exceptions import ValidationError
+from django.db.models import Q
+
+from gem.models import KEY_VALIDATOR, Fragment, FragmentEdge
+
+TIERS = ("ambient", "recognition", "inventory")
+EDGES = "edges"
+NOTES = ("sources", "working memory")
+SECTIONS = (*TIERS, EDGES, *NOTES)
+KEY_MAX_LENGTH = Fragment._meta.get_field("key").max_length
+RELATION_MAX_LENGTH = FragmentEdge._meta.get_field("relation").max_length
+
+HEADING = re.compile(r"^(#{1,2})(?:[ \t]+(.*))?$")
+FENCE = re.compile(r"^(~{3,}|`{3,})$")
+EDGE_ITEM = re.compile(r"^[-*][ \t]+(→|->|←|<-)[ \t]*([^\s:]+)(?::(.*))?$")
+OUT_ARROWS = ("→", "->")
+
+
+class DraftError(ValueError):
+    """A draft that cannot be read or applied: what is wrong and on which line (1-based)."""
+
+    def __init__(self, message: str, *, line: int | None = None):
+        self.line = line
+        super().__init__(f"line {line}: {message}" if line is not None else message)
+
+
+@dataclass(frozen=True)
+class DraftEdge:
+    source: str
+    target: str
+    relation: str = ""
+    line: int | None = field(default=None, compare=False)
+
+
+@dataclass
+class DraftFragment:
+    """One ``# KEY`` section: only the tiers present are in ``tiers``; ``edges`` is None when
+    the draft has no edges section (unchanged), a list (maybe empty) when it has one."""
+
+    key: str
+    tiers: dict[str, str] = field(default_factory=dict)
+    edges: list[DraftEdge] | None = None
+    notes: dict[str, str] = field(default_factory=dict)
+    line: int | None = field(default=None, compare=False)
+
+
+@dataclass
+class Draft:
+    fragments: list[DraftFragment] = field(default_factory=list)
+    preface: str = ""
+
+
+# --- Reading ----------------------------------------------------------------------------------
+
+
+def line_breaks_normalized(text: str) -> str:
+    """``\\r\\n`` written ``\\n``."""
+    return text.replace("\r\n", "\n")
+
+
+def _lines(text: str) -> list[str]:
+    """The draft's lines; ``\\r\\n`` breaks only when every break is one (a Lens draft
+    always has bare ``\\n`` breaks, so a ``\\r`` in its text is kept)."""
+    if "\r\n" in text and text.count("\r\n") == text.count("\n"):
+        text = line_breaks_normalized(text)
+    return text.split("\n")
+
+
+def is_blank(line: str) -> bool:
+    return not line.strip()
+
+
+def _trimmed(lines: list[str]) -> list[str]:
+    start, end = 0, len(lines)
+    while start < end and is_blank(lines[start]):
+        start += 1
+    while end > start and is_blank(lines[end - 1]):
+        end -= 1
+    return lines[start:end]
+
+
+def draft_parse(text: str) -> Draft:
+    """Read a draft; every line lands somewhere or the draft is refused with a DraftError."""
+    lines = _lines(text)
+    for number, line in enumerate(lines, start=1):
+        if "\x00" in line:
+            raise DraftError("a NUL character (\\x00) cannot be stored; remove it", line=number)
+    draft = Draft()
+    index = 0
+    preface: list[str] = []
+    while index < len(lines) and not HEADING.match(lines[index]):
+        preface.append(lines[index])
+        index += 1
+    draft.preface = "\n".join(_trimmed(preface))
+    fragment: DraftFragment | None = None
+    seen: set[str] = set()
+    while index < len(lines):
+        number = index + 1
+        level, title = HEADING.match(lines[index]).groups()
+        title = (title or "").strip()
+        index += 1
+        if level == "#":
+            fragment = DraftFragment(key=_key(title, line=number), line=number)
+            if fragment.key in seen:
+                raise DraftError(f"“{fragment.key}” has a second fragment heading", line=number)
+            seen.add(fragment.key)
+            draft.fragments.append(fragment)
+            index = _skip_blank(lines, index, after=f"the heading of “{fragment.key}”")
+            continue
+        if fragment is None:
+            raise DraftError(f"section “{title}” comes before any “# KEY” heading", line=number)
+        section = title.lower()
+        if section not in SECTIONS:
+            raise DraftError(
+                f"“## {title}” under “{fragment.key}” is not a section (the sections are "
+                f"{', '.join(SECTIONS)}); a heading inside a tier's text needs the text fenced "
+                "with ~~~",
+                line=number,
+            )
+        if (
+            section in fragment.tiers
+            or section in fragment.notes
+            or (section == EDGES and fragment.edges is not None)
+        ):
+            raise DraftError(f"“{fragment.key}” has a second “## {section}”", line=number)
+        if section in TIERS:
+            fragment.tiers[section], index = _tier_body(lines, index)
+        elif section == EDGES:
+            fragment.edges, index = _edges_body(lines, index, key=fragment.key)
+        else:
+            body, index = _plain_body(lines, index)
+            fragment.notes[section] = "\n".join(body)
+    _edges_agree(draft)
+    return draft
+
+
+def _key(title: str, *, line: int) -> str:
+    if len(title) > KEY_MAX_LENGTH:
+        raise DraftError(f"the key “{title}” is longer than {KEY_MAX_LENGTH} characters", line=line)
+    try:
+        KEY_VALIDATOR(title)
+    except ValidationError as error:
+        raise DraftError(f"“{title}” is not a key: {error.messages[0]}", line=line) from None
+    return title
+
+
+def _skip_blank(lines: list[str], index: int, *, after: str) -> int:
+    while index < len(lines) and not HEADING.match(lines[index]):
+        if not is_blank(lines[index]):
+            raise DraftError(
+                f"text after {after} belongs to no section: put it under “## ambient”, "
+                "“## recognition” or “## inventory”",
+                line=index + 1,
+            )
+        index += 1
+    return index
+
+
+def _plain_body(lines: list[str], index: int) -> tuple[list[str], int]:
+    start = index
+    while index < len(lines) and not HEADING.match(lines[index]):
+        index += 1
+    return _trimmed(lines[start:index]), index
+
+
+def _tier_body(lines: list[str], index: int) -> tuple[str, int]:
+    first = index
+    while first < len(lines) and is_blank(lines[first]) and not HEADING.match(lines[first]):
+        first += 1
+    if first == len(lines) or not FENCE.match(lines[first]):
+        body, index = _plain_body(lines, index)
+        return "\n".join(body), index
+    fence = lines[first]
+    close = first + 1
+    while close < len(lines) and lines[close] != fence:
+        close += 1
+    if close == len(lines):
+        raise DraftError(f"the fence {fence} opened here is never closed", line=first + 1)
+    index = _skip_blank(lines, close + 1, after=f"the fence closed at line {close + 1}")
+    return "\n".join(lines[first + 1 : close]), index
+
+
+def _edges_body(lines: list[str], index: int, *, key: str) -> tuple[list[DraftEdge], int]:
+    edges: list[DraftEdge] = []
+    pairs: set[tuple[str, str]] = set()
+    while index < len(lines) and not HEADING.match(lines[index]):
+        number, line = index + 1, lines[index].strip()
+        index += 1
+        if not line:
+            continue
+        match = EDGE_ITEM.match(line)
+        if match is None:
+            raise DraftError(
+                f"“{line}” is not an edge: write “- → KEY: relation” or “- ← KEY: relation”",
+                line=number,
+            )
+        arrow, other, relation = match.groups()
+        other = _key(other, line=number)
+        if other == key:
+            raise DraftError(f"an edge from “{key}” to itself", line=number)
+        source, target = (key, other) if arrow in OUT_ARROWS else (other, key)
+        if (source, target) in pairs:
+            raise DraftError(f"the edge {source} → {target} is listed twice", line=number)
+        pairs.add((source, target))
+        edges.append(DraftEdge(source, target, _relation(relation or "", line=number), number))
+    return edges, index
+
+
+def _relation(raw: str, *, line: int) -> str:
+    relation = raw.strip()
+    if relation.startswith('"'):
+        try:
+            relation = json.loads(relation)
+        except json.JSONDecodeError as error:
+            raise DraftError(
+                f"the relation {raw.strip()} is not a JSON string: {error}", line=line
+            ) from None
+        if not isinstance(relation, str):
+            raise DraftError(f"the relation {raw.strip()} is not a JSON string", line=line)
+    if len(relation) > RELATION_MAX_LENGTH:
+        raise DraftError(f"a relation is longer than {RELATION_MAX_LENGTH} characters", line=line)
+    return relation
+
+
+def _edges_agree(draft: Draft) -> None:
+    """Two fragments' edges sections must say the same about an edge between them."""
+    listed = {
+        f.key: {(e.source, e.target): e for e in f.edges}
+        for f in draft.fragments
+        if f.edges is not None
+    }
+    for key, edges in listed.items():
+        for pair, edge in edges.items():
+            other = edge.target if edge.source == key else edge.source
+            if other not in listed:
+                continue
+            mirrored = listed[other].get(pair)
+            if mirrored is None:
+                raise DraftError(
+                    f"the edge {edge.source} → {edge.target} is listed under “{key}” but not "
+                    f"under “{other}”, whose edges section would remove it",
+                    line=edge.line,
+                )
+            if mirrored.relation != edge.relation:
+                raise DraftError(
+                    f"the edge {edge.source} → {edge.target} has the relation "
+                    f"“{edge.relation}” here and “{mirrored.relation}” under “{other}” "
+                    f"(line {mirrored.line})",
+                    line=edge.line,
+                )
+
+
+# --- Comparing with the Gem -------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class TierChange:
+    key: str
+    tier: str
+    old: str
+    new: str
+
+    def unified(self) -> str:
+        return "\n".join(
+            difflib.unified_diff(
+                self.old.split("\n") if self.old else [],
+                self.new.split("\n") if self.new else [],
+                fromfile=f"{self.key} · {self.tier} (now)",
+                tofile=f"{self.key} · {self.tier} (draft)",
+                lineterm="",
+            )
+        )
+
+
+@dataclass(frozen=True)
+class EdgeRelabel:
+    source: str
+    target: str
+    old: str
+    new: str
+
+
+@dataclass
+class DraftDiff:
+    """What applying a draft would change."""
+
+    fragments_created: list[str] = field(default_factory=list)
+    tiers_changed: list[TierChange] = field(default_factory=list)
+    edges_added: list[DraftEdge] = field(default_factory=list)
+    edges_removed: list[DraftEdge] = field(default_factory=list)
+    edges_relabelled: list[EdgeRelabel] = field(default_factory=list)
+
+    @property
+    def is_empty(self) -> bool:
+        return not (
+            self.fragments_created
+            or self.tiers_changed
+            or self.edges_added
+            or self.edges_removed
+            or self.edges_relabelled
+        )
+
+    def fragments_changed(self) -> list[str]:
+        """Keys of existing fragments whose tiers or edges change, in order of first mention."""
+        created = set(self.fragments_created)
+        keys = [change.key for change in self.tiers_changed]
+        for edge in (*self.edges_added, *self.edges_removed, *self.edges_relabelled):
+            keys += [edge.source, edge.target]
+        return [key for key in dict.fromkeys(keys) if key not in created]
+
+    def as_text(self) -> str:
+        if self.is_empty:
+            return "No change: the Gem already holds this draft.\n"
+        out: list[str] = []
+        if self.fragments_created:
+            out.append("Fragments created: " + ", ".join(self.fragments_created))
+        for change in self.tiers_changed:
+            out.append(change.unified())
+        if self.edges_added:
+            out.append("Edges added:\n" + "\n".join(f"+ {_edge_text(e)}" for e in self.edges_added))
+        if self.edges_removed:
+            out.append(
+                "Edges removed:\n" + "\n".join(f"- {_edge_text(e)}" for e in self.edges_removed)
+            )
+        if self.edges_relabelled:
+            out.append(
+                "Edges relabelled:\n"
+                + "\n".join(
+                    f"~ {e.source} → {e.target}: {json.dumps(e.old, ensure_ascii=False)} → "
+                    f"{json.dumps(e.new, ensure_ascii=False)}"
+                    for e in self.edges_relabelled
+                )
+            )
+        return "\n\n".join(out) + "\n"
+
+    __str__ = as_text
+
+
+def _edge_text(edge: DraftEdge) -> str:
+    return f"{edge.source} → {edge.target}" + (f": {edge.relation}" if edge.relation else "")
+
+
+def draft_diff(draft: Draft) -> DraftDiff:
+    """Compare a draft with the Gem; reads only. Edges to keys that neither the Gem nor the
+    draft has are a DraftError."""
+    keys = [fragment.key for fragment in draft.fragments]
+    existing = Fragment.objects.in_bulk(keys)
+    diff = DraftDiff(fragments_created=[key for key in keys if key not in existing])
+    for fragment in draft.fragments:
+        current = existing.get(fragment.key)
+        for tier, new in fragment.tiers.items():
+            old = getattr(current, tier) if current else ""
+            if line_breaks_normalized(old) != line_breaks_normalized(new):
+                diff.tiers_changed.append(TierChange(fragment.key, tier, old, new))
+
+    with_edges = [fragment for fragment in draft.fragments if fragment.edges is not None]
+    if not with_edges:
+        return diff
+    desired = {(e.source, e.target): e for f in with_edges for e in f.edges}
+    named = {key for pair in desired for key in pair} - set(keys)
+    known = set(Fragment.objects.filter(key__in=named).values_list("key", flat=True))
+    for edge in desired.values():
+        for key in (edge.source, edge.target):
+            if key not in known and key not in keys:
+                raise DraftError(
+                    f"“{key}” is not a fragment: add a “# {key}” section to create it",
+                    line=edge.line,
+                )
+    touched = [fragment.key for fragment in with_edges]
+    current_edges = {
+        (source, target): relation
+        for source, target, relation in FragmentEdge.objects.filter(
+            Q(source_id__in=touched) | Q(target_id__in=touched)
+        ).values_list("source_id", "target_id", "relation")
+    }
+    for pair, edge in desired.items():
+        if pair not in current_edges:
+            diff.edges_added.append(edge)
+        elif current_edges[pair] != edge.relation:
+            diff.edges_relabelled.append(EdgeRelabel(*pair, current_edges[pair], edge.relation))
+    diff.edges_removed = [
+        DraftEdge(source, target, relation)
+        for (source, target), relation in sorted(current_edges.items())
+        if (source, target) not in desired
+    ]
+    return diff

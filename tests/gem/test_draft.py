@@ -1,0 +1,116 @@
+"""The draft format: what a draft means, what it refuses, and how it compares with the Gem."""
+
+import pytest
+
+from gem.draft import DraftEdge, DraftError, draft_diff, draft_parse
+from gem.models import Fragment, FragmentEdge
+
+# --- What a draft means -----------------------------------------------------------------------
+
+
+def test_an_absent_section_means_unchanged_and_an_empty_one_cleared():
+    draft = draft_parse("# fairy\n\n## recognition\n\n## edges\n\n# well\n\n## ambient\n\nDeep.\n")
+    fairy, well = draft.fragments
+    assert fairy.tiers == {"recognition": ""}
+    assert fairy.edges == []
+    assert well.tiers == {"ambient": "Deep."}
+    assert well.edges is None
+
+
+def test_it_reads_windows_line_breaks_and_ascii_arrows():
+    draft = draft_parse(
+        "# fairy\r\n\r\n## ambient\r\n\r\nA light.\r\n\r\n"
+        '## edges\r\n\r\n- -> well\r\n* <- moon: "x"\r\n'
+    )
+    fragment = draft.fragments[0]
+    assert fragment.tiers == {"ambient": "A light."}
+    assert fragment.edges == [DraftEdge("fairy", "well", ""), DraftEdge("moon", "fairy", "x")]
+
+
+@pytest.mark.parametrize(
+    ("text", "line", "words"),
+    [
+        ("# fairy tale\n", 1, "is not a key"),
+        ("Preface\n\n## ambient\n\nx\n", 3, "before any “# KEY” heading"),
+        ("# fairy\n\nstray words\n", 3, "belongs to no section"),
+        ("# fairy\n\n## mood\n\nsad\n", 3, "is not a section"),
+        ("# fairy\n\n## ambient\n\na\n\n## ambient\n\nb\n", 7, "second “## ambient”"),
+        ("# fairy\n\n# fairy\n", 3, "second fragment heading"),
+        ("# fairy\n\n## inventory\n\n~~~\nnever closed\n", 5, "never closed"),
+        ("# fairy\n\n## inventory\n\n~~~\ninside\n~~~\noutside\n", 8, "text after the fence"),
+        ("# fairy\n\n## edges\n\n- well\n", 5, "is not an edge"),
+        ("# fairy\n\n## edges\n\n- → fairy\n", 5, "to itself"),
+        ("# fairy\n\n## edges\n\n- → well\n- → well: again\n", 6, "listed twice"),
+        ('# fairy\n\n## edges\n\n- → well: "unclosed\n', 5, "not a JSON string"),
+        ("# fairy\n\n## edges\n\n- → bad key\n", 5, "is not an edge"),
+        ("# fairy\n\n## inventory\n\n~~~\nnul \x00 here\n~~~\n", 6, "NUL character"),
+        (
+            "# fairy\n\n## edges\n\n- → well: in\n\n# well\n\n## edges\n\n- ← fairy: out\n",
+            5,
+            "has the relation “in” here and “out” under “well” (line 11)",
+        ),
+        ("# fairy\n\n## edges\n\n- → well\n\n# well\n\n## edges\n", 5, "not under “well”"),
+    ],
+)
+def test_it_refuses_what_it_cannot_place_and_names_the_line(text, line, words):
+    with pytest.raises(DraftError) as caught:
+        draft_parse(text)
+    assert caught.value.line == line
+    assert words in str(caught.value)
+    assert str(caught.value).startswith(f"line {line}: ")
+
+
+# --- Comparing with the Gem -------------------------------------------------------------------
+
+
+@pytest.fixture
+def gem(db):
+    fairy = Fragment.objects.create(key="fairy", ambient="A small light.", recognition="Old\ntext")
+    well = Fragment.objects.create(key="well")
+    moon = Fragment.objects.create(key="moon")
+    FragmentEdge.objects.create(source=fairy, target=well, relation="lives in")
+    FragmentEdge.objects.create(source=moon, target=fairy)
+
+
+def test_it_shows_each_kind_of_change_and_writes_nothing(gem, django_assert_max_num_queries):
+    draft = draft_parse(
+        "# fairy\n\n## recognition\n\nOld\nnew text\n\n## edges\n\n- → well: sleeps in\n"
+        "- → star\n\n# star\n\n## ambient\n\nFar.\n"
+    )
+    with django_assert_max_num_queries(4):
+        diff = draft_diff(draft)
+
+    assert diff.fragments_created == ["star"]
+    assert [(c.key, c.tier, c.old, c.new) for c in diff.tiers_changed] == [
+        ("fairy", "recognition", "Old\ntext", "Old\nnew text"),
+        ("star", "ambient", "", "Far."),
+    ]
+    assert diff.edges_added == [DraftEdge("fairy", "star", "")]
+    assert diff.edges_removed == [DraftEdge("moon", "fairy", "")]
+    assert [(e.source, e.target, e.old, e.new) for e in diff.edges_relabelled] == [
+        ("fairy", "well", "lives in", "sleeps in")
+    ]
+    assert not diff.is_empty
+    text = diff.as_text()
+    assert "Fragments created: star" in text
+    assert "--- fairy · recognition (now)\n+++ fairy · recognition (draft)" in text
+    assert "-text\n+new text" in text
+    assert "+ fairy → star" in text
+    assert "- moon → fairy" in text
+    assert '~ fairy → well: "lives in" → "sleeps in"' in text
+    assert Fragment.objects.count() == 3
+    assert FragmentEdge.objects.filter(relation="lives in").exists()
+
+
+def test_it_refuses_an_edge_to_a_fragment_nobody_has(gem):
+    with pytest.raises(DraftError) as caught:
+        draft_diff(draft_parse("# fairy\n\n## edges\n\n- → well\n- ← moon\n- → nowhere\n"))
+    assert caught.value.line == 7
+    assert "“nowhere” is not a fragment: add a “# nowhere” section" in str(caught.value)
+
+
+def test_windows_line_breaks_in_the_gem_are_no_change(db):
+    Fragment.objects.create(key="fairy", inventory="one\r\ntwo")
+    diff = draft_diff(draft_parse("# fairy\n\n## inventory\n\none\ntwo\n"))
+    assert diff.is_empty
+    assert diff.as_text() == "No change: the Gem already holds this draft.\n"
