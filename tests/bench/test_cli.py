@@ -1,10 +1,8 @@
-"""``python -m bench``: its commands from the terminal, and the apps apart from it."""
+"""``python -m bench``: its commands from the terminal."""
 
 import json
-import re
 
 from bench.cli import main
-from tests.conftest import REPO
 
 
 def test_eval_evaluates_in_throwaway_stores_and_writes_json(bench, small_path, tmp_path):
@@ -45,10 +43,3 @@ def test_generate_refuses_a_name_it_does_not_make(capsys, tmp_path):
     assert main(["generate", "huge", "--out", str(tmp_path)]) == 1
     assert "no dataset 'huge'" in capsys.readouterr().err
     assert not list(tmp_path.iterdir())
-
-
-def test_no_app_imports_the_benchmarks():
-    importing = re.compile(r"^\s*(from|import) bench\b", re.MULTILINE)
-    for app in ("heart", "gem", "mirror", "lens", "silentstar"):
-        for path in (REPO / app).rglob("*.py"):
-            assert not importing.search(path.read_text(encoding="utf-8")), path
