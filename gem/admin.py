@@ -21,6 +21,7 @@ from django.urls import path, reverse
 from django.utils import timezone
 from django.utils.html import format_html
 
+from gem.draft import DraftDiff, DraftError, draft_diff, draft_parse
 from gem.drafts import draft_apply
 from gem.forms import DraftForm, FoldForm, GraphForm, RenameForm, StatusForm
 from gem.graph import DEPTH_MAX, WHOLE_GRAPH_LIMIT, graph_around, graph_whole
@@ -56,7 +57,6 @@ from gem.services import (
 )
 from gem.state import CHARS_PER_TOKEN, state_get, turn_counter_current
 from gem.textdiff import text_change_summary, text_diff_html
-from gem.draft import DraftDiff, DraftError, draft_diff, draft_parse
 from silentstar.tokens import DEFAULT_CHARS_PER_TOKEN, estimate_tokens
 
 

@@ -312,7 +312,7 @@ def working_memory_create(
         )
         if same is not None:
             WorkingMemory.objects.filter(pk=same.pk).update(refreshed_at=at, turn=turn)
-            same.refresh_from_db()
+            same.refreshed_at, same.turn = at, turn
             return WorkingMemoryWrite(item=same, refreshed=True)
         replaced = WorkingMemory.objects.filter(status="active", type=type)
         if type == WorkingMemoryType.DESC and subject:

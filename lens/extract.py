@@ -15,10 +15,10 @@ from typing import Any
 from django.db.models import Q
 from django.utils import timezone
 
+from gem.draft import TIERS, Draft, DraftEdge, DraftFragment
 from gem.models import Fragment, FragmentEdge, FragmentSource, WorkingMemoryRef
 from gem.selectors import gem_current, working_memory_scored
 from gem.state import turn_counter_current
-from gem.draft import TIERS, Draft, DraftEdge, DraftFragment
 from lens.draft import draft_render, edges_ordered
 from mirror.models import Summary
 

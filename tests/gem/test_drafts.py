@@ -4,9 +4,9 @@ from django.contrib.auth import get_user_model
 from django.db import transaction
 from hypothesis import HealthCheck, given, settings
 
+from gem.draft import DraftError, draft_diff, draft_parse
 from gem.drafts import draft_apply
 from gem.models import Fragment, FragmentEdge
-from gem.draft import DraftError, draft_diff, draft_parse
 from lens.draft import draft_render
 from tests.lens.test_draft import drafts
 

@@ -295,7 +295,8 @@ def test_it_runs_a_turn_at_a_given_moment_with_decay_in_that_time(fake_api):
     run_turns_task(submit("<luna>later</luna>", at=start + timedelta(hours=14)).pk)
     later_text = "".join(b["text"] for b in fake_api.requests[1]["messages"][0]["content"])
     assert "restless" not in later_text  # a feeling 14 h old (7 half-lives) has faded
-    assert "Last message 13 hours ago."  # the reply came just after "hi" in later_text
+    # the reply to "hi" was written just after it: under 14 hours before "later"
+    assert "Last message 13 hours ago." in later_text
 
 
 def test_it_prunes_old_snapshots():

@@ -112,7 +112,9 @@ def test_it_promotes_a_feeling_as_the_one_active_feeling(admin_user):
 def test_it_promotes_a_plan_due_when_its_words_said_and_at_this_turn(admin_user, settings):
     settings.TIME_ZONE = "Europe/Amsterdam"
     said_at = datetime(2026, 11, 24, 10, 0, tzinfo=ZoneInfo("Europe/Amsterdam"))  # a Tuesday
-    event = Event.objects.create(ts=said_at, content="call the physio on friday at 5pm", actor="luna")
+    event = Event.objects.create(
+        ts=said_at, content="call the physio on friday at 5pm", actor="luna"
+    )
     state_set(TURN_COUNTER, 37)
     summary = Summary.objects.create(
         level="L0", first_event_id=event.pk, last_event_id=event.pk, content="s"
