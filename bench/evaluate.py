@@ -179,7 +179,7 @@ def plain_bm25(data: dict, *, ks: Sequence[int] = DEFAULT_KS) -> dict:
 
     Each question's words, any of them, ranked by FTS5's ``bm25`` over the turns of its own
     conversation, each turn alone: Porter stemming and nothing else (no neighbouring turns,
-    dates, speakers, related words or fusion). Each conversation is indexed in an in-memory
+    dates, speakers or fusion). Each conversation is indexed in an in-memory
     SQLite of its own, apart from the stores and from ``search``, so the yardstick measures the
     dataset and never the search."""
     dataset_check(data)

@@ -3,8 +3,7 @@
 Run through ``python -m bench search``, which calls ``search_measure`` in throwaway stores. The
 log, fragments and working memory are written here, in text shaped like conversation: a
 vocabulary of a few thousand words drawn by Zipf's law (a few words in nearly every turn, most
-in a handful), sentences of varied length, and the everyday words of the search's related-word
-table among them, so queries reach the expansion too. Queries are one to four words of the
+in a handful) and sentences of varied length. Queries are one to four words of the
 middle of the vocabulary, some phrased as questions. (The Heart's turn benchmark,
 ``bench.turns``, keeps its thirty-word text: there every query would match most of the log.)
 
@@ -14,10 +13,10 @@ the other kinds: ``limit``), by rank and nothing else. Two figures of the search
 
 ``search``
     ``search(…)`` alone, as a reply's ``search(…)``, Mira's query and the evaluation call it: the
-    related-word query, the filters' join, the neighbour fusion, the turns around each hit and
-    the merging of kinds, and the passages the database makes (fragments, working memory, the
-    events whose text ``lens.snippet`` cannot cut). The other events' passages are made only
-    when read (``Hit.snippet``), so they are not in this figure.
+    ranking of the query's words, the filters' join, the neighbour fusion, the turns around each
+    hit and the merging of kinds, and the passages the database makes (fragments, working
+    memory, the events whose text ``lens.snippet`` cannot cut). The other events' passages are
+    made only when read (``Hit.snippet``), so they are not in this figure.
 ``search, every passage read``
     The same search, then ``hit.snippet`` read of every hit, as the search page shows them: all
     the work a search can cost.
@@ -55,7 +54,6 @@ from django.utils import timezone
 from gem.models import Fragment, WorkingMemory
 from lens.search import (
     KINDS,
-    RELATED_WORDS,
     SEARCH_RECALL_HITS,
     SQLITE_EVENT_WEIGHTS,
     SQLITE_FRAGMENT_WEIGHTS,
@@ -106,20 +104,15 @@ SYLLABLES = [c + v for c in "bdfgklmnprstvz" for v in ("a", "e", "i", "o", "u", 
 
 def vocabulary(seed: int) -> list[str]:
     """Words by rank: common English words first (in every other turn, dropped from queries),
-    then made-up words with the related-word table's everyday words spread among them."""
+    then made-up words."""
     rng = random.Random(seed)
     common = sorted(STOP_WORDS)[:60]
-    related = list(dict.fromkeys(word for group in RELATED_WORDS for word in group.split()))
     made_up: dict[str, None] = {}
-    while len(made_up) < VOCABULARY_SIZE - len(common) - len(related):
+    while len(made_up) < VOCABULARY_SIZE - len(common):
         word = "".join(rng.choice(SYLLABLES) for _ in range(rng.choice([2, 2, 3, 3, 4])))
-        if word not in STOP_WORDS and word not in related:
+        if word not in STOP_WORDS:
             made_up[word] = None
-    words = list(made_up)
-    step = len(words) // len(related)
-    for n, word in enumerate(related):
-        words.insert(40 + n * step, word)
-    return common + words
+    return common + list(made_up)
 
 
 class _Text:

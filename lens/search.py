@@ -13,13 +13,6 @@ Query words
     (events; ``ts_rank`` alone counts a common word as much as a rare one). Stemming makes
     "named" find "name" and "puppies" "puppy".
 
-Related words
-    People ask in other words than they told: "the concert" of a turn that says "the gig",
-    "lessons" of "a class". Each query word in ``RELATED_WORDS`` (a small hand-written table of
-    everyday synonyms) brings its group's other words, searched among events as a second query
-    whose scores are added at ``EXPANSION_WEIGHT``: a related word counts, but less than a word
-    asked for. Fragments and working memory are searched by the query's words alone.
-
 Events
     An event is indexed with its own text (weight 1), its speaker and its date in words (UTC),
     and the two events before it as context (a lower weight): the answer to a question is then
@@ -64,7 +57,6 @@ FUSION_POOL = 4
 # A speaker named in the query: their turns count this much more. A name in half the turns
 # is worth next to nothing to BM25, yet "what did Ben…" is mostly answered by Ben.
 SPEAKER_BOOST = 0.5
-EXPANSION_WEIGHT = 0.5  # a related word's worth, against a word of the query
 MARK_OPEN, MARK_CLOSE = "**", "**"
 SNIPPET_TOKENS = 24  # words in a hit's passage
 SNIPPET_ELLIPSIS = "…"
@@ -91,55 +83,6 @@ STOP_WORDS = frozenset(
     """.split()
 )
 
-# Words a person may use for one another: hand-written, general everyday English. A group holds
-# synonyms and inflections, or the words one kind of event is told with (a concert: gig, show,
-# band); never the members of an open category (kinds of pet, dances, desserts, cities), because
-# naming the member is what a "which pet…?" question asks for. A query word in a group also
-# searches the group's other words, which count EXPANSION_WEIGHT of a word of the query.
-RELATED_WORDS = (
-    "dog dogs puppy puppies pup hound",
-    "cat cats kitten kittens kitty",
-    "rabbit rabbits bunny bunnies",
-    "pet pets animal animals",
-    "rescue rescued shelter adopt adopted adoption",
-    "household home house",
-    "called name named",
-    "trip trips holiday holidays vacation travel travelled journey getaway away abroad "
-    "flight flew landed",
-    "city town",
-    "job jobs work career role position employer company hired hire boss colleague office",
-    "lessons lesson class classes course courses workshop",
-    "enrol enroll enrolled join joined signed",
-    "hurt hurts injury injured injure twisted sprained broke broken pain sore limping",
-    "jogging jog running run",
-    "book books novel novels read reading author chapter story stories",
-    "finish finished complete completed",
-    "ending end last",
-    "devastating devastated wrecked heartbreaking crushed",
-    "cook cooked cooking made make bake baked",
-    "scorched burned burnt charred",
-    "party birthday celebration celebrate celebrated",
-    "meal meals dinner lunch supper feast",
-    "married marry marrying wedding engaged engagement",
-    "sibling siblings sister brother",
-    "relative relatives family",
-    "move moved moving relocate relocated",
-    "lives live living",
-    "apartment flat",
-    "factory mill works",
-    "drawing sketching sketch",
-    "carpentry woodworking joinery",
-    "concert concerts gig gigs show live",
-    "act band bands group",
-    "doctor clinic hospital",
-    "film films movie movies cinema",
-    "car cars vehicle",
-    "phone mobile",
-    "shop store",
-    "holiday holidays",
-    "sick ill unwell",
-    "tired exhausted",
-)
 _WORD_RE = re.compile(r"[^\W_]+", re.UNICODE)
 _TAG_RE = re.compile(r"</?[^\W\d_][\w'’-]*>")
 _MARK_START, _MARK_END = "\x02", "\x03"
@@ -208,26 +151,6 @@ def query_terms(query: str) -> list[str]:
     words = list(dict.fromkeys(word.casefold() for word in _WORD_RE.findall(query or "")))
     kept = [word for word in words if word not in STOP_WORDS and len(word) > 1]
     return (kept or words)[:MAX_TERMS]
-
-
-def _related_index(groups: Sequence[str]) -> dict[str, tuple[str, ...]]:
-    """Each word of the groups, with every word it shares a group with (itself left out)."""
-    related: dict[str, dict[str, None]] = {}
-    for group in groups:
-        words = group.split()
-        for word in words:
-            related.setdefault(word, {}).update(dict.fromkeys(w for w in words if w != word))
-    return {word: tuple(others) for word, others in related.items()}
-
-
-RELATED = _related_index(RELATED_WORDS)
-
-
-def related_terms(terms: Sequence[str]) -> list[str]:
-    """The words related to ``terms`` (``RELATED_WORDS``), none of the terms themselves."""
-    asked = set(terms)
-    found = (word for term in terms for word in RELATED.get(term, ()))
-    return [word for word in dict.fromkeys(found) if word not in asked][:MAX_TERMS]
 
 
 def fts5_expression(terms: Sequence[str]) -> str:
@@ -376,22 +299,16 @@ def _events(query: str, terms, filters: _Filters, limit: int, neighbours: int) -
 def _words_ranking(
     cursor, terms, filters: _Filters, limit: int, *, depth: int
 ) -> list[tuple[float, int]]:
-    """The best ``depth`` ``(score, event id)``, best first, by the query's words and their
-    related words: the best ``fusion_pool(limit)`` events of each, a named speaker's turns
-    boosted, and each event given its share of its neighbours' scores (``NEIGHBOUR_FUSION``)."""
-    runs = [(terms, 1.0)]
-    if related := related_terms(terms):
-        runs.append((related, EXPANSION_WEIGHT))
+    """The best ``depth`` ``(score, event id)``, best first, by the query's words: the best
+    ``fusion_pool(limit)`` events, a named speaker's turns boosted, and each event given its
+    share of its neighbours' scores (``NEIGHBOUR_FUSION``)."""
     named = set(terms)
-    scores: dict[int, float] = {}
-    score = scores.get
-    boosted = set()
-    for event_id, weighted, actor in event_ranking(cursor, runs, filters, limit=fusion_pool(limit)):
-        scores[event_id] = score(event_id, 0.0) + weighted
-        if actor.casefold() in named:
-            boosted.add(event_id)
-    for event_id in boosted:
-        scores[event_id] *= 1 + SPEAKER_BOOST
+    scores = {
+        event_id: score * (1 + SPEAKER_BOOST) if actor.casefold() in named else score
+        for event_id, score, actor in event_ranking(
+            cursor, terms, filters, limit=fusion_pool(limit)
+        )
+    }
     return _neighbour_fusion(scores, filters, depth=depth)
 
 
@@ -445,44 +362,31 @@ def fusion_pool(limit: int) -> int:
 
 
 def event_ranking(
-    cursor, runs: Sequence[tuple[Sequence[str], float]], filters: _Filters, *, limit: int
+    cursor, terms: Sequence[str], filters: _Filters, *, limit: int
 ) -> list[tuple[int, float, str]]:
-    """``(event id, weighted score, actor)`` of the best ``limit`` events of each run of words
-    (the query's words, their related words), each score times its run's weight, read through
-    ``cursor`` (on the events' store).
+    """``(event id, score, actor)`` of the best ``limit`` events for ``terms``, read through
+    ``cursor`` (on the events' store), in one statement.
 
-    Every run is ranked in one statement. SQLite ranks in the FTS5 index alone, an id range as
-    a rowid range, and joins the log only when a time or speaker filter needs it: a join before
-    the LIMIT costs a log lookup for every match, hundreds of thousands for a common word in a
-    large log."""
+    SQLite ranks in the FTS5 index alone, an id range as a rowid range, and joins the log only
+    when a time or speaker filter needs it: a join before the LIMIT costs a log lookup for every
+    match, hundreds of thousands for a common word in a large log."""
     connection = cursor.db
     if connection.vendor != "sqlite":
-        arms, values = [], []
-        for words, weight in runs:
-            sql, params = _postgres_event_ranking(connection, words, filters, limit=limit)
-            arms.append(f"SELECT event_id, %s * score, actor FROM ({sql}) best")
-            values += [weight, *params]
-        rows = _rows(cursor, " UNION ALL ".join(arms), values)
+        sql, params = _postgres_event_ranking(connection, terms, filters, limit=limit)
+        rows = _rows(cursor, sql, params)
         return [(event_id, float(score), actor) for event_id, score, actor in rows]
     joined = filters.since is not None or filters.until is not None or filters.actor is not None
     where, params = _where(connection, filters, ts="e.ts", actor="e.actor", id_column="f.rowid")
     join = " JOIN heart_event e ON e.id = f.rowid" if joined else ""
-    # The weight is applied outside the ranking: a score column other than the ORDER BY term
-    # would make SQLite compute BM25 twice for every match.
-    best = (
-        "SELECT id, -%s * bm25_rank AS score FROM (SELECT f.rowid AS id, "
-        f"{SQLITE_EVENT_RANK} AS bm25_rank "
-        f"FROM lens_event_fts f{join} WHERE lens_event_fts MATCH %s{where} "
-        "ORDER BY bm25_rank LIMIT %s)"
-    )
     # CROSS JOIN: SQLite then reads the best rows as they come (a co-routine) instead of
     # writing them to a temporary table first, as it does for a plain JOIN to a subquery.
     sql = (
-        f"SELECT best.id, best.score, a.actor FROM ({' UNION ALL '.join([best] * len(runs))}) "
-        "best CROSS JOIN heart_event a ON a.id = best.id"
+        "SELECT best.id, -best.bm25_rank, a.actor FROM (SELECT f.rowid AS id, "
+        f"{SQLITE_EVENT_RANK} AS bm25_rank "
+        f"FROM lens_event_fts f{join} WHERE lens_event_fts MATCH %s{where} "
+        "ORDER BY bm25_rank LIMIT %s) best CROSS JOIN heart_event a ON a.id = best.id"
     )
-    values = [v for words, weight in runs for v in (weight, fts5_expression(words), *params, limit)]
-    return _rows(cursor, sql, values)  # the scores are floats already: BM25 times a float
+    return _rows(cursor, sql, [fts5_expression(terms), *params, limit])
 
 
 def _postgres_event_ranking(connection, terms, filters: _Filters, *, limit: int):

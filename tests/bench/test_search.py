@@ -18,16 +18,14 @@ from bench.search import (
     vocabulary,
 )
 from heart.ingest import event_record
-from lens.search import RELATED_WORDS, fusion_pool, query_terms
+from lens.search import fusion_pool, query_terms
 from lens.snippet import snippet
 
 
-def test_the_vocabulary_is_the_same_for_a_seed_and_holds_the_related_words():
+def test_the_vocabulary_is_the_same_for_a_seed():
     words = vocabulary(5)
     assert words == vocabulary(5) != vocabulary(6)
     assert len(words) == len(set(words)) == VOCABULARY_SIZE
-    related = {word for group in RELATED_WORDS for word in group.split()}
-    assert related <= set(words)
 
 
 def test_word_frequencies_fall_with_rank_and_sentences_vary_in_length():

@@ -12,8 +12,6 @@ from heart.ingest import event_record
 from lens.search import (
     MARK_OPEN,
     NEIGHBOUR_FUSION,
-    RELATED,
-    RELATED_WORDS,
     STOP_WORDS,
     SearchError,
     _Filters,
@@ -21,7 +19,6 @@ from lens.search import (
     _with_neighbours,
     fts5_expression,
     query_terms,
-    related_terms,
     search,
 )
 from lens.snippet import snippet
@@ -68,27 +65,6 @@ def test_it_drops_light_verbs_and_the_s_of_a_possessive():
         "ana",
         "cousin",
     ]
-
-
-def test_it_relates_the_words_of_a_group_both_ways_but_not_to_themselves():
-    assert "gig" in related_terms(["concert"]) and "concert" in related_terms(["gig"])
-    assert related_terms(["concert", "gig"]).count("show") == 1
-    assert "concert" not in related_terms(["concert", "gig"])
-    assert related_terms(["zeppelin"]) == []
-
-
-def test_the_related_words_are_searchable_words_and_not_common_ones():
-    words = [word for group in RELATED_WORDS for word in group.split()]
-    assert all(query_terms(word) == [word] for word in words)
-    assert all(len(group.split()) >= 2 for group in RELATED_WORDS)
-
-
-@given(st.lists(st.sampled_from(sorted(RELATED)), max_size=6))
-def test_related_words_never_repeat_or_echo_the_query(terms):
-    related = related_terms(terms)
-    assert len(related) == len(set(related))
-    assert not set(related) & set(terms)
-    assert all(any(word in RELATED[term] for term in terms) for word in related)
 
 
 # --- events ---------------------------------------------------------------------------------
@@ -173,12 +149,14 @@ def test_searching_makes_no_passage_and_reading_one_makes_the_fts5_one(monkeypat
             assert passages[event.pk] == cursor.fetchone()[0].replace("** **", " ")
 
 
-def test_an_event_found_by_a_related_word_alone_shows_its_opening():
+def test_an_event_found_by_its_neighbour_alone_shows_its_opening():
     """None of the query's words to mark: the passage is where the text begins."""
-    event = say(f"The gig went on late. {LONG_TURN}")
-    (hit,) = search("concert", kinds=["event"])
-    assert hit.id == event.pk
-    assert hit.snippet.startswith("The gig went on late.") and len(hit.snippet) < len(event.content)
+    say("Did you finish the marathon?", actor="ana")
+    event = say(f"I did! Two hours flat. {LONG_TURN}", actor="ben", at=1)
+    hits = search("marathon", kinds=["event"])
+    (hit,) = [hit for hit in hits if hit.id == event.pk]
+    assert hit.snippet.startswith("I did! Two hours flat.")
+    assert len(hit.snippet) < len(event.content)
     assert MARK_OPEN not in hit.snippet
 
 
@@ -200,14 +178,6 @@ def test_it_finds_an_answer_by_the_words_of_the_question_before_it():
     say("I bought bread at the market today.", actor="ana", at=30)
     hits = search("best sourdough bakery", kinds=["event"])
     assert answer.pk in [hit.id for hit in hits[:2]]
-
-
-def test_it_finds_an_event_told_in_related_words_but_ranks_the_asked_word_higher():
-    gig = say("The gig was incredible, I lost my voice.", actor="ana")
-    say("I bought new shoes today.", actor="ben", at=5)
-    concert = say("The concert was fine, a bit loud.", actor="ana", at=10)
-    ranked = [hit.id for hit in search("which concert?", kinds=["event"])]
-    assert ranked[0] == concert.pk and gig.pk in ranked
 
 
 def test_an_answer_earns_a_share_of_the_question_just_before_it():
@@ -446,7 +416,7 @@ def test_each_kind_is_searched_in_few_statements(django_assert_max_num_queries):
     WorkingMemory.objects.create(type="thought", content="concert tickets")
     Fragment.objects.create(key="music", ambient="The concert hall.")
     store = lambda app, model: connections[store_for(app, model)]  # noqa: E731
-    # The ranking of the asked and the related words, then the hits with their turns; run
+    # The ranking of the query's words, then the hits with their turns; run
     # through Django's cursor, as whenever its statements are watched.
     with django_assert_max_num_queries(2, connection=store("heart", "event")) as captured:
         assert search("concert", kinds=["event"])
