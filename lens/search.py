@@ -42,8 +42,9 @@ from django.db import connections
 from django.utils import timezone
 
 from gem.recalled import RecalledItem
-from lens.snippet import is_plain
+from lens.snippet import is_plain, untagged
 from lens.snippet import snippet as fts5_snippet
+from lens.sql import fetch_all, fetch_rows, placeholders
 from silentstar.router import store_for
 
 KINDS = ("fragment", "event", "wm")
@@ -84,7 +85,6 @@ STOP_WORDS = frozenset(
 )
 
 _WORD_RE = re.compile(r"[^\W_]+", re.UNICODE)
-_TAG_RE = re.compile(r"</?[^\W\d_][\w'’-]*>")
 _MARK_START, _MARK_END = "\x02", "\x03"
 
 
@@ -373,7 +373,7 @@ def event_ranking(
     connection = cursor.db
     if connection.vendor != "sqlite":
         sql, params = _postgres_event_ranking(connection, terms, filters, limit=limit)
-        rows = _rows(cursor, sql, params)
+        rows = fetch_rows(cursor, sql, params)
         return [(event_id, float(score), actor) for event_id, score, actor in rows]
     joined = filters.since is not None or filters.until is not None or filters.actor is not None
     where, params = _where(connection, filters, ts="e.ts", actor="e.actor", id_column="f.rowid")
@@ -386,7 +386,7 @@ def event_ranking(
         f"FROM lens_event_fts f{join} WHERE lens_event_fts MATCH %s{where} "
         "ORDER BY bm25_rank LIMIT %s) best CROSS JOIN heart_event a ON a.id = best.id"
     )
-    return _rows(cursor, sql, [fts5_expression(terms), *params, limit])
+    return fetch_rows(cursor, sql, [fts5_expression(terms), *params, limit])
 
 
 def _postgres_event_ranking(connection, terms, filters: _Filters, *, limit: int):
@@ -442,7 +442,7 @@ def _events_around(
             "FROM heart_event e, to_tsquery('english', %s) q "
             f"WHERE e.id IN ({placeholders(wanted)})"
         )
-        rows = _rows(cursor, sql, [*ids, tsquery_expression(terms), *sorted(wanted)])
+        rows = fetch_rows(cursor, sql, [*ids, tsquery_expression(terms), *sorted(wanted)])
         events = {
             pk: Neighbour(pk, _aware(connection, ts), actor, content)
             for pk, ts, actor, content, _ in rows
@@ -457,7 +457,7 @@ def _events_around(
     )
     events = {
         pk: Neighbour(pk, _aware(connection, ts), actor, content)
-        for pk, ts, actor, content in _rows(cursor, sql, sorted(wanted))
+        for pk, ts, actor, content in fetch_rows(cursor, sql, sorted(wanted))
     }
     plain_words = all(map(is_plain, terms))
     unmade = [i for i in ids if i in events and not (plain_words and is_plain(events[i].text))]
@@ -469,13 +469,8 @@ def _events_around(
         f"WHERE lens_event_fts MATCH %s AND rowid IN ({placeholders(unmade)})"
     )
     made = dict.fromkeys(unmade, "")
-    made.update(_rows(cursor, sql, [fts5_expression(terms), *unmade]))
+    made.update(fetch_rows(cursor, sql, [fts5_expression(terms), *unmade]))
     return events, {i: _snippet(passage or events[i].text) for i, passage in made.items()}
-
-
-def placeholders(values: Sequence) -> str:
-    """``%s, %s, …``: one parameter mark a value, for ``IN (…)``."""
-    return ", ".join(["%s"] * len(values))
 
 
 class _Index(NamedTuple):
@@ -602,36 +597,6 @@ def _postgres_best(index: _Index, terms, *, where, limit, columns) -> tuple[str,
 
 
 _HEADLINE = f"StartSel={_MARK_START}, StopSel={_MARK_END}, MaxWords={SNIPPET_TOKENS}, MinWords=10"
-
-
-def fetch_all(connection, sql: str, params: list) -> list[tuple]:
-    """The rows of one raw statement."""
-    with connection.cursor() as cursor:
-        return _rows(cursor, sql, params)
-
-
-def _rows(cursor, sql: str, params: list) -> list[tuple]:
-    """The rows of one raw statement, on a cursor already open.
-
-    On SQLite the statement runs on the driver's connection beneath Django's cursor, its ``%s``
-    marks made ``?`` here (the statements read through it write no other ``%``), unless something
-    watches Django's statements (``DEBUG``'s log, a test counting them, an ``execute_wrapper``):
-    Django makes the marks with a regular expression over the whole statement and wraps the
-    call, 0.03 ms a statement, a twentieth of a search over 10,000 events, and a search nobody
-    watches loses nothing by skipping that. Errors still come as Django's."""
-    connection = cursor.db
-    if connection.vendor == "sqlite" and not (
-        connection.queries_logged or connection.execute_wrappers
-    ):
-        with connection.wrap_database_errors:
-            return connection.connection.execute(sql.replace("%s", "?"), params).fetchall()
-    cursor.execute(sql, params)
-    return cursor.fetchall()
-
-
-def untagged(raw: str) -> str:
-    """The text without tag markup, every run of whitespace one space."""
-    return " ".join(_TAG_RE.sub(" ", raw or "").split())
 
 
 def _snippet(raw: str) -> str:

@@ -2,18 +2,19 @@
 
 BM25 finds a turn by the words it shares with the question, and people often ask in other
 words than they told: "which string instrument…" of "my cello!", "who became a parent" of "had
-the baby". With the semantic search on, each event also has sentence vectors from two
-models (``lens.encoder``'s all-MiniLM-L6-v2 and ``lens.e5``'s multilingual-e5-small), and the
-events of a search are ranked three times — by the lexical search and by the similarity of each
-model's vectors to the question's — and the rankings fused by reciprocal rank: an event high in
-any comes up, one high in several first. Fragments and working memory stay lexical.
+the baby". With the semantic search on, each event also has a sentence vector
+(``lens.encoder``'s all-MiniLM-L6-v2), and the events of a search are ranked twice — by the
+lexical search and by the similarity of their vectors to the question's — and the rankings
+fused by reciprocal rank, the words' counting twice the vectors': the words lead, and a turn
+they missed that is near the question in meaning comes up. Fragments and working memory stay
+lexical.
 
 Vectors
-    Kept in ``lens_event_vector`` beside the log (lens 0003), one row per event: each model's
-    mean of the turn's own vector and those of the exchanges it is in, side by side
-    (``event_vectors``). ``vectors_fill`` writes the missing ones: a task queued after each
-    turn (``lens.tasks.vectors_fill_task``) those of the newest events, so new turns are in
-    before the next message; a backlog (switching the search on over a long history) is
+    Kept in ``lens_event_vector`` beside the log (lens 0003), one row per event: the mean of
+    the turn's own vector and those of the exchanges it is in (``event_vectors``).
+    ``vectors_fill`` writes the missing ones: a task queued after each turn
+    (``lens.tasks.vectors_fill_task``) those of the newest events, so new turns are in before
+    the next message; a backlog (switching the search on over a long history) is
     written by ``manage.py search_vectors``, with progress. The search itself only reads: an
     event without a vector yet is found by its words alone.
 
@@ -26,8 +27,9 @@ Scale
     again only for an event whose mark is not the one held: a new event, or the newest one
     written again when the next turn came.
 
-It stays only because it beats BM25 on the evaluation harness (README, "Search quality").
-Imported only when the search is on (NumPy is needed then alone).
+It stays only because it finds more than the words alone on real conversations
+(``docs/evaluation.md``). Imported only when the search is on (its requirements are needed
+then alone).
 """
 
 import secrets
@@ -38,19 +40,19 @@ import numpy as np
 from django.conf import settings
 from django.db import connections, transaction
 
-from lens.e5 import e5_encoder
 from lens.encoder import encoder
-from lens.search import fetch_all, placeholders, untagged
+from lens.snippet import untagged
+from lens.sql import fetch_all, placeholders
 from silentstar.router import store_for
 
 # Reciprocal-rank fusion: an event at rank r (from 0) of a ranking earns weight / (RRF_K + r). A
-# small K lets the top of each ranking lead; every ranking is cut at RRF_DEPTH. Chosen on dev.json
-# as the best mean of recall@10 with the related-word table and without it (its words stand for
-# vocabulary the table has, and without it for vocabulary no table foresaw): K over 3, 5, 8
-# (earlier 10, 20, 60), the weights of the words and of E5 over 0.5 to 1.2, MiniLM's fixed at 1.
+# small K lets the top of each ranking lead; every ranking is cut at RRF_DEPTH. Chosen on real
+# conversations (the LoCoMo dev half, docs/evaluation.md): K over 3, 5, 10, 30, 60 and the
+# vectors' weight over 0 to 1.5 against the words' 1; the best lie in a flat band (K 3 to 10,
+# weight 0.25 to 0.5), and a weight above the words' loses what the words find.
 RRF_K = 5
 RRF_DEPTH = 50
-RRF_WEIGHTS = (0.85, 1.0, 0.7)  # the words, all-MiniLM-L6-v2, multilingual-e5-small
+RRF_WEIGHTS = (1.0, 0.5)  # the words, all-MiniLM-L6-v2
 FILL_AFTER_TURNS = 500  # the newest events whose missing vectors the task after a turn writes
 FILL_BATCH = 128
 READ_BATCH = 2_000  # vectors read by one statement
@@ -65,10 +67,10 @@ Turn = tuple[str, str]  # (actor, content)
 
 
 def sentence_models() -> tuple:
-    """The semantic search's models, in the order of their rankings in ``RRF_WEIGHTS`` and of
-    their vectors in an event's row. Each has ``dimensions``, ``encode(texts)`` (events) and
-    ``encode_question(question)``."""
-    return encoder(), e5_encoder()
+    """The semantic search's models, in the order of their rankings in ``RRF_WEIGHTS`` (after
+    the words') and of their vectors in an event's row. Each has ``dimensions``,
+    ``encode(texts)`` (events) and ``encode_question(question)``."""
+    return (encoder(),)
 
 
 def event_vectors(models, events: Sequence[tuple[Turn, Turn | None, Turn | None]]):
@@ -77,10 +79,7 @@ def event_vectors(models, events: Sequence[tuple[Turn, Turn | None, Turn | None]
     mean of the turn's own vector and those of the two exchanges it is in (the turn before and
     it; it and the turn after). A question is often answered by a turn that only makes sense
     beside its neighbours ("Did you make it?" — "I did! Rotterdam, two hours" — "You legend, ice
-    bath tonight"); the turn's own vector keeps what it says itself from being blurred. On
-    dev.json the mean of the three found more than the turn alone and than the turn with the
-    one before, with the related-word table and without it (E5 alone: 0.880 against 0.728 for
-    the turn alone)."""
+    bath tonight"); the turn's own vector keeps what it says itself from being blurred."""
     own, earlier, later = [], [], []
     for turn, before, after in events:
         sentence = event_sentence(*turn)

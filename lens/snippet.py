@@ -340,3 +340,11 @@ def _highlight(pieces, found, lengths, first, size, start, end, ellipsis) -> str
         window[2 * run_first + 1 - low] = start + window[2 * run_first + 1 - low]
         window[2 * min(run_last, last) + 1 - low] += end
     return (ellipsis if first else "") + "".join(window) + ("" if whole else ellipsis)
+
+
+_TAG_RE = re.compile(r"</?[^\W\d_][\w'’-]*>")
+
+
+def untagged(raw: str) -> str:
+    """The text without tag markup, every run of whitespace one space."""
+    return " ".join(_TAG_RE.sub(" ", raw or "").split())

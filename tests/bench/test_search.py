@@ -20,6 +20,7 @@ from bench.search import (
 from heart.ingest import event_record
 from lens.search import fusion_pool, query_terms
 from lens.snippet import snippet
+from tests.conftest import semantic_extra_required
 
 
 def test_the_vocabulary_is_the_same_for_a_seed():
@@ -91,6 +92,7 @@ def test_each_query_is_timed_raw_searched_and_searched_with_every_passage_read(m
 
 @pytest.mark.django_db(databases="__all__")
 def test_the_semantic_ranking_is_timed_over_the_newest_window_read_and_held(settings):
+    semantic_extra_required()
     settings.SEARCH_SEMANTIC_WINDOW = 4
     at = datetime(2026, 3, 2, 9, 0, tzinfo=UTC)
     with connections[STORE["event"]].cursor() as cursor:  # ids from 1, as the benchmark's log

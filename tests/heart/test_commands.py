@@ -5,6 +5,7 @@ from django_q.models import Schedule
 
 from gem.models import WorkingMemory
 from heart.models import Event, Turn
+from tests.conftest import semantic_extra_required
 
 pytestmark = pytest.mark.django_db(databases="__all__")
 
@@ -20,6 +21,7 @@ def test_it_runs_a_turn_from_the_terminal_with_the_offline_companion(capsys, set
 
 
 def test_with_the_semantic_search_on_a_terminal_turn_is_followed_by_its_vectors(settings):
+    semantic_extra_required()
     settings.COMPANION_OFFLINE = True
     settings.SEARCH_SEMANTIC = True
     call_command("turn", "I took up the cello", "--as", "luna")

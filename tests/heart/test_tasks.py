@@ -7,6 +7,7 @@ from django.utils import timezone
 from heart.models import ContextSnapshot, Turn
 from heart.services import turn_submit
 from heart.tasks import prune_snapshots_task, recover_turns_task, run_turns_task
+from tests.conftest import semantic_extra_required
 
 pytestmark = pytest.mark.django_db(databases="__all__")
 
@@ -41,6 +42,7 @@ def test_it_prunes_snapshots_past_the_retention(settings):
 
 
 def test_with_the_semantic_search_on_a_turn_is_followed_by_its_vectors(settings):
+    semantic_extra_required()
     settings.COMPANION_OFFLINE = True
     settings.SEARCH_SEMANTIC = True
     turn = turn_submit(text="<luna>I took up the cello</luna>", actor="luna", enqueue=False)
