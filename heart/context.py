@@ -21,7 +21,7 @@ from heart.assemble import (
     recent_oldest_event,
 )
 from heart.models import Event
-from heart.parse import MARKUP, parse
+from heart.parse import MARKUP, parse, tidy
 from lens.search import search_recalled
 from mirror.merge import Span, summaries_for_context
 from mirror.models import Summary
@@ -71,7 +71,9 @@ def _event_lines(
         return tuple(
             ConversationLine(event_id, ts, actor, POOL_OF[s.kind], s.text) for s in parsed.segments
         )
-    said = " ".join("".join(s.text for s in parsed.spans if s.role != MARKUP).split())
+    # Tags stand between words: adjacent ones ("<plan>a</plan><pin>b</pin>") are two pieces of
+    # text, not one run-together word; the message's own spaces and line breaks stay.
+    said = tidy("".join(" " if s.role == MARKUP else s.text for s in parsed.spans))
     return (ConversationLine(event_id, ts, actor, "user", said),) if said else ()
 
 

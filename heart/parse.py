@@ -157,7 +157,7 @@ def parse(text: str, *, identities: Iterable[str] = (), partial: bool = False) -
     except Exception:  # a bug here must not cost a turn: keep everything, as processing
         logger.exception("Tag parser failed; the whole message is kept as processing.")
         spans = (Span(PROCESSING, raw),) if raw else ()
-        return ParsedMessage(raw=raw, processing=_tidy(raw), spans=spans)
+        return ParsedMessage(raw=raw, processing=tidy(raw), spans=spans)
 
 
 # --- internals ---------------------------------------------------------------------------------
@@ -207,7 +207,7 @@ def _norm(name: str) -> str:
     return name.replace("’", "'").casefold()
 
 
-def _tidy(text: str) -> str:
+def tidy(text: str) -> str:
     """Whitespace runs to one space, at most one blank line, ends stripped."""
     text = text.replace("\r\n", "\n").replace("\r", "\n")
     text = _HSPACE_RE.sub(" ", text)
@@ -234,7 +234,7 @@ def _tokenize(text: str, *, partial: bool) -> list[_Token]:
 
 
 def _knowledge_item(kind: str, raw: str) -> KnowledgeItem | None:
-    text = _tidy(raw)
+    text = tidy(raw)
     if not text:
         return None
     subject, lifecycle = "", None
@@ -300,7 +300,7 @@ class _Parser:
             knowledge=tuple(self.knowledge),
             recalls=_recalls(self.text),
             searches=_searches(self.text),
-            processing=_tidy("".join(self.processing)),
+            processing=tidy("".join(self.processing)),
             tags=frozenset(self.tags),
             spans=tuple(Span(role, "".join(pieces)) for role, pieces in self.spans),
         )
@@ -361,7 +361,7 @@ class _Parser:
             self._emit(MARKUP, self.tokens[close])
         self.tags.add(name)
         if name in DISPLAY_TAGS:
-            if text := _tidy(body):
+            if text := tidy(body):
                 self.segments.append(Segment(kind=name, text=text))
         elif item := _knowledge_item(name, body):
             self.knowledge.append(item)

@@ -96,3 +96,19 @@ def test_it_takes_the_same_recent_events_however_many_pages_it_reads_at_once(
         assert len(queries) <= 1 + max(0, pages - pages_at_once) + 1
     assert one_at_a_time[-1][0] == newest - 1 and len(one_at_a_time) == 450
     assert context._recent_pages_last["pages"] == 5  # the next read takes them all at once
+
+
+def test_recent_shows_a_persons_adjacent_tags_apart_and_their_line_breaks():
+    done = turn(
+        "<luna><plan>exercise routine</plan><plan>weekly review on sundays</plan>"
+        "<pin>sugars in tea</pin>\nand a second line</luna>",
+        START,
+    )
+    later = turn("<luna>what did I ask?</luna>", START + timedelta(minutes=5))
+    recent = context_for_event(
+        event=later.event, now=START, current_turn=later.number, gem=gem_current()
+    ).user_text
+    assert "exercise routine weekly review on sundays sugars in tea" in recent
+    assert "routineweekly" not in recent and "sundaysugars" not in recent
+    assert "sugars in tea\n" in recent and "and a second line" in recent
+    assert done.event.content.count("<plan>") == 2  # the log keeps the message as written
