@@ -55,6 +55,7 @@ from gem.models import Fragment, WorkingMemory
 from lens.search import (
     KINDS,
     SEARCH_RECALL_HITS,
+    SEARCH_RECALL_POOL,
     SQLITE_EVENT_WEIGHTS,
     SQLITE_FRAGMENT_WEIGHTS,
     SQLITE_WM_WEIGHTS,
@@ -311,7 +312,9 @@ def _time_query(
         "all_raw": lambda: [raw_query(kind, expression, LIMIT) for kind in KINDS],
         "all_search": lambda: search(query, limit=LIMIT),
         "all_read": lambda: _passages(search(query, limit=LIMIT)),
-        "turn_search": lambda: search(query, limit=SEARCH_RECALL_HITS, event_ids=(0, events)),
+        "turn_search": lambda: search(
+            query, limit=SEARCH_RECALL_HITS * SEARCH_RECALL_POOL, event_ids=(0, events)
+        ),
     }
     for name, run in runs.items():
         wall, cpu = _timed(run)

@@ -624,34 +624,75 @@ def _aware(connection, value: datetime | str) -> datetime:
     return value
 
 
-SEARCH_RECALL_HITS = 3  # hits a search(…) in a reply brings into the next turn
+SEARCH_RECALL_HITS = 3  # distinct memories a search(…) in a reply brings into the next turn
+SEARCH_RECALL_POOL = 4  # hits read for each of them: neighbouring hits join one passage
 
 
 def search_recalled(queries: Sequence[str], *, before_event: int) -> list[RecalledItem]:
     """The best hits of each ``search(…)`` the companion wrote, as entries of the next turn's
     Recalled section (the assembler keeps them within the recall budget). Events from the
     message being answered on are left out (it is in the Message section). An event comes with
-    the turns around it; a query that finds nothing says so."""
+    the turns around it, and event hits whose turns overlap or meet are one passage: the same
+    exchange is never shown twice, and the ``SEARCH_RECALL_HITS`` entries of a search are
+    distinct memories. A query that finds nothing says so."""
     items = []
     for query in queries:
         label = f'search "{" ".join(query.split())}"'
         try:
-            hits = search(query, limit=SEARCH_RECALL_HITS, event_ids=(0, before_event - 1))
+            hits = search(
+                query,
+                limit=SEARCH_RECALL_HITS * SEARCH_RECALL_POOL,
+                event_ids=(0, before_event - 1),
+            )
         except SearchError as error:
             items.append(RecalledItem("search", label, str(error)))
             continue
         if not hits:
             items.append(RecalledItem("search", label, "Nothing matches."))
-        for hit in hits:
-            items.append(RecalledItem(hit.ref, label, _recalled_text(hit)))
+        for ref, text in _distinct_memories(hits, SEARCH_RECALL_HITS):
+            items.append(RecalledItem(ref, label, text))
     return items
 
 
-def _recalled_text(hit: Hit) -> str:
-    if hit.kind != "event":
-        detail = f" ({hit.detail})" if hit.detail else ""
-        return f"{hit.text}{detail}"
-    when = timezone.localtime(hit.ts).strftime("%Y-%m-%d %H:%M")
-    turns = [*hit.before, Neighbour(hit.id, hit.ts, hit.actor, hit.text), *hit.after]
-    lines = [f"{turn.actor or 'unknown'}: {' '.join(turn.text.split())}" for turn in turns]
+def _distinct_memories(hits: Sequence[Hit], wanted: int) -> list[tuple[str, str]]:
+    """The best ``wanted`` distinct memories of the hits, best first, as ``(ref, text)``: an
+    event hit whose turns overlap or meet those of a passage already taken joins that passage
+    (its turns added, in order), and a hit after the ``wanted``-th memory is left."""
+    memories: list[tuple[str, Hit | None, dict[int, Neighbour]]] = []
+    for hit in hits:
+        if hit.kind != "event":
+            if len(memories) < wanted:
+                memories.append((hit.ref, hit, {}))
+            continue
+        turns = {turn.id: turn for turn in (*hit.before, *hit.after)}
+        turns[hit.id] = Neighbour(hit.id, hit.ts, hit.actor, hit.text)
+        joined = next(
+            (
+                passage
+                for _, first, passage in memories
+                if first is None
+                and min(passage) - 1 <= max(turns)
+                and min(turns) <= max(passage) + 1
+            ),
+            None,
+        )
+        if joined is not None:
+            joined.update(turns)
+        elif len(memories) < wanted:
+            memories.append((hit.ref, None, turns))
+    return [
+        (ref, _passage_text(passage) if hit is None else _other_text(hit))
+        for ref, hit, passage in memories
+    ]
+
+
+def _other_text(hit: Hit) -> str:
+    detail = f" ({hit.detail})" if hit.detail else ""
+    return f"{hit.text}{detail}"
+
+
+def _passage_text(turns: dict[int, Neighbour]) -> str:
+    ordered = [turns[event_id] for event_id in sorted(turns)]
+    when = timezone.localtime(ordered[0].ts).strftime("%Y-%m-%d %H:%M")
+    lines = [f"{turn.actor or 'unknown'}: {' '.join(turn.text.split())}" for turn in ordered]
     return f"{when}\n" + "\n".join(lines)

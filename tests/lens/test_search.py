@@ -12,6 +12,7 @@ from heart.ingest import event_record
 from lens.search import (
     MARK_OPEN,
     NEIGHBOUR_FUSION,
+    SEARCH_RECALL_HITS,
     STOP_WORDS,
     SearchError,
     _Filters,
@@ -20,6 +21,7 @@ from lens.search import (
     fts5_expression,
     query_terms,
     search,
+    search_recalled,
 )
 from lens.snippet import snippet
 from silentstar.router import store_for
@@ -425,3 +427,27 @@ def test_each_kind_is_searched_in_few_statements(django_assert_max_num_queries):
         assert search("concert", kinds=["wm"])
     with django_assert_max_num_queries(1, connection=store("gem", "fragment")):
         assert search("concert", kinds=["fragment"])
+
+
+# --- in the companion's context -----------------------------------------------------------------
+
+
+def test_a_reply_search_brings_one_passage_for_neighbouring_hits_and_more_distinct_memories():
+    say("Guess what, I'm starting the cello.", actor="theo")
+    say("The cello! When are the lessons?", actor="ana", at=1)
+    say("Cello lesson on Thursdays, with Dolores.", actor="theo", at=2)
+    say("Thursdays suit you, cello suits you too.", actor="ana", at=3)
+    say("Yes, a lesson every Thursdays, cello in hand.", actor="theo", at=4)
+    for hour in range(5, 12):
+        say(f"The bus was late again at {hour}.", actor="ana", at=hour)
+    say("Dolores said my cello lesson went well.", actor="theo", at=20)
+    for hour in range(21, 26):
+        say(f"Rain again at {hour}.", actor="ana", at=hour)
+    last = say("Thursdays are for the choir too.", actor="ana", at=30)
+    items = search_recalled(["cello lesson Thursdays"], before_event=last.pk + 1)
+    texts = [item.text for item in items]
+    # One passage for the exchange the hits share, each of its turns once.
+    assert sum(text.count("Cello lesson on Thursdays, with Dolores.") for text in texts) == 1
+    assert len(items) == SEARCH_RECALL_HITS
+    assert any("Dolores said my cello lesson went well." in text for text in texts)
+    assert any("Thursdays are for the choir too." in text for text in texts)
