@@ -12,6 +12,13 @@ turns, the two combined multiplicatively::
 Secrets never decay (1.0). Untimed plans stay at 1.0. Timed plans follow the
 submersion curve (`plan_curve`), anchored on ``refreshed_at`` and ``due``.
 Items scoring under `FLOOR_THRESHOLD` are left out of context.
+
+Pressure (seed 004, "shut up, let me think"): when working memory is full, the
+conversation wears it away faster. The fill ratio of the last turn (the share
+of the Lingering budget its items took) times a strength (a setting; 0 turns
+it off) is the pressure (`pressure_from_fill`), and it shortens the turn
+half-lives, the conversation's clock, by ``1 / (1 + pressure)``. The hours
+are untouched: a quiet day wears memory as it always does.
 """
 
 import math
@@ -66,9 +73,10 @@ def score(
 ) -> float:
     """The decay score, in [0, 1], of a working-memory item at ``now``/``current_turn``.
 
-    ``pressure`` (the working-memory fill) shortens both half-lives of the
+    ``pressure`` (`pressure_from_fill`) shortens the turn half-lives of the
     exponential types by ``1 / (1 + pressure)``: 0 has no effect, 1 halves
-    them. It does not touch secrets or plans, which have no half-lives.
+    them. It does not touch their hours, nor secrets or plans, which have no
+    half-lives.
     Turns are ignored for plans, whose curve is anchored on the clock.
 
     Elapsed time and turns are clamped at 0 (clock skew, a ``now`` before
@@ -126,8 +134,17 @@ def scores(
         if turns < 0:
             turns = 0
         in_hours, in_turns = half_life
-        append(0.5 ** (hours * shrink / in_hours) * 0.5 ** (turns * shrink / in_turns))
+        append(0.5 ** (hours / in_hours) * 0.5 ** (turns * shrink / in_turns))
     return result
+
+
+def pressure_from_fill(*, fill: float, strength: float) -> float:
+    """The pressure on working memory: ``strength`` times the fill ratio of the Lingering
+    budget (clamped to [0, 1]; a ratio that is not a number counts as empty)."""
+    _check_pressure(strength)
+    if not math.isfinite(fill):
+        fill = 0.0
+    return strength * min(max(fill, 0.0), 1.0)
 
 
 def plan_curve(*, refreshed_at: datetime, now: datetime, due: datetime) -> float:

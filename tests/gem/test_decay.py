@@ -80,10 +80,19 @@ def test_it_clamps_negative_elapsed_to_zero():
     assert plan_at(-3, due_in=200) == 1.0
 
 
-def test_it_halves_the_half_lives_under_pressure_one():
-    assert wm_score("thought", hours=12, pressure=1) == pytest.approx(0.25)
+def test_it_halves_the_turn_half_lives_under_pressure_one_and_leaves_the_hours():
     assert wm_score("thought", turns=8, pressure=1) == pytest.approx(0.25)
-    assert wm_score("thought", hours=6, pressure=1) == pytest.approx(0.5)
+    assert wm_score("thought", turns=4, pressure=1) == pytest.approx(0.5)
+    assert wm_score("thought", hours=12, pressure=1) == pytest.approx(0.5)
+
+
+@given(fill=st.floats(allow_nan=True, allow_infinity=True), strength=st.floats(0, 10))
+def test_the_pressure_is_the_strength_times_the_fill_kept_to_one(fill, strength):
+    pressure = decay.pressure_from_fill(fill=fill, strength=strength)
+    assert 0.0 <= pressure <= strength
+    assert decay.pressure_from_fill(fill=fill, strength=0.0) == 0.0
+    if math.isfinite(fill) and 0 <= fill <= 1:
+        assert pressure == pytest.approx(strength * fill)
 
 
 def test_it_leaves_scores_alone_under_no_pressure():
@@ -233,8 +242,8 @@ def test_it_sweeps_a_plan_long_past_due():
 
 def test_it_decides_the_sweep_without_pressure_which_can_fall_again():
     # 0.5 ** 4 under no pressure, 0.5 ** 8 under pressure one: still comes back.
-    assert wm_score("feeling", hours=8, pressure=1) < decay.FLOOR_THRESHOLD
-    assert not gone("feeling", hours=8, pressure=1)
+    assert wm_score("feeling", turns=12, pressure=1) < decay.FLOOR_THRESHOLD
+    assert not gone("feeling", turns=12, pressure=1)
 
 
 # Properties.
@@ -360,9 +369,7 @@ def test_it_scores_many_items_exactly_as_one_at_a_time(items, turn, pressure):
             turns = max(0, turn - created_turn) if created_turn is not None else 0
             life = decay.HALF_LIVES[type]
             shrink = 1.0 + pressure
-            assert value == 0.5 ** (hours * shrink / life.hours) * 0.5 ** (
-                turns * shrink / life.turns
-            )
+            assert value == 0.5 ** (hours / life.hours) * 0.5 ** (turns * shrink / life.turns)
 
 
 def test_it_checks_every_item_it_scores_many_of():
