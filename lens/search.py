@@ -42,6 +42,7 @@ from django.db import connections
 from django.utils import timezone
 
 from gem.recalled import RecalledItem
+from gem.words import STOP_WORDS
 from lens.snippet import is_plain, untagged
 from lens.snippet import snippet as fts5_snippet
 from lens.sql import fetch_all, fetch_rows, placeholders
@@ -70,19 +71,6 @@ SQLITE_WM_WEIGHTS = (1.0, 0.5, 0.2)  # content, subject, type
 # PostgreSQL ts_rank weights for D, C, B, A (see the migration for what each letter holds).
 POSTGRES_WEIGHTS = "{0.1, 0.2, 0.5, 1.0}"
 
-STOP_WORDS = frozenset(
-    """
-    a about above after again against all am an and any are as at be because been before being
-    below between both but by can could did do does doing down during each else ever few for from
-    further get got had has have having he her here hers herself him himself his how i if in into
-    is it its itself just me mention mentioned might more most must my myself no nor not now of
-    off on once only or other our ours ourselves out over own said same say says she should so
-    some such tell than that the their theirs them themselves then there these they this those
-    through to too under until up very was we were what when where which while who whom whose why
-    will with would you your yours yourself yourselves
-    go goes going gone went
-    """.split()
-)
 
 _WORD_RE = re.compile(r"[^\W_]+", re.UNICODE)
 _MARK_START, _MARK_END = "\x02", "\x03"

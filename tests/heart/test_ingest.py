@@ -10,6 +10,7 @@ from heart.models import EventTag
 pytestmark = pytest.mark.django_db(databases="__all__")
 
 T0 = datetime(2026, 11, 23, 18, 0, tzinfo=ZoneInfo("UTC"))
+HOUR = timedelta(hours=1)
 
 
 def say(text, *, actor="claude", side=COMPANION, at=T0, turn=1):
@@ -79,6 +80,31 @@ def test_it_drops_a_pin_and_ignores_a_lifecycle_that_matches_nothing():
     assert result.ignored == ["pin drop: no active pin matches"]
     say("<pin>release: sugars in tea</pin>")
     assert active("pin") == []
+
+
+def test_it_keeps_a_lifecycle_tag_that_shares_only_stop_words_and_changes_nothing():
+    say("<luna><plan>call the pharmacy</plan></luna>", actor="luna", side=USER)
+    event, result = say("<say>on it</say><plan>done: the dishes</plan>")
+    assert active("plan") == ["call the pharmacy"]
+    assert result.resolved == []
+    assert result.ignored == ["plan resolve: no active plan matches"]
+    assert EventTag.objects.filter(event=event, tag="plan").exists()
+    assert IngestRecord.objects.get(event_id=event.pk).changes["ignored"] == result.ignored
+
+
+def test_it_resolves_a_plan_by_its_content_words():
+    say("<luna><plan>wash the dishes</plan></luna>", actor="luna", side=USER)
+    say("<plan>done: dishes</plan>")
+    assert active("plan") == []
+
+
+def test_it_resolves_the_newest_of_two_plans_the_words_name_equally():
+    say("<luna><plan>dry dishes</plan></luna>", actor="luna", side=USER)
+    say("<luna><plan>wash the dishes</plan></luna>", actor="luna", side=USER, at=T0 + HOUR)
+    # a retag makes the older plan the newest again
+    say("<luna><plan>dry dishes</plan></luna>", actor="luna", side=USER, at=T0 + 2 * HOUR)
+    say("<plan>done: the dishes</plan>", at=T0 + 3 * HOUR)
+    assert active("plan") == ["wash the dishes"]
 
 
 def test_it_parses_a_plans_due_date_at_write_time():
