@@ -10,6 +10,11 @@ What a phrase means (relative to the message's time, in the owner's time zone):
 - A phrase only counts if it has a digit or a clear time word (a weekday's full name, today,
   tonight, tomorrow, week, weekend, month, morning, afternoon, evening, noon, midnight): words
   like "may" or "sun" on their own are not dates.
+- A plan is never due before it is written. A time of day already past is its next
+  occurrence: "at 9am" written at 10:00 is due tomorrow at 09:00. A phrase that names today
+  or an earlier day and has passed ("tonight" at 21:00 — dateparser's tonight is 20:00 —,
+  "this morning" written in the evening, a date gone by) is due at once, when written: still
+  today, not tomorrow.
 """
 
 import re
@@ -30,15 +35,19 @@ def due_from_text(text: str, *, written_at: datetime, time_zone: str) -> datetim
     """The due moment a plan's text names, or None for an open-ended plan."""
     from dateparser.search import search_dates  # costs a quarter second: only when needed
 
-    local = written_at.astimezone(ZoneInfo(time_zone))
+    zone = ZoneInfo(time_zone)
+    local = written_at.astimezone(zone)
+    # Everything in the owner's wall-clock time, "UTC" standing for "no shift": with the
+    # owner's zone as TIMEZONE, dateparser compares a bare time of day with RELATIVE_BASE as if
+    # the base were UTC, and "at 9am" at 10:00 in New York stays at today's 09:00. A result with
+    # a zone of its own ("5pm EST") comes back aware.
     found = search_dates(
         text,
         languages=["en"],
         settings={
             "PREFER_DATES_FROM": "future",
             "RELATIVE_BASE": local.replace(tzinfo=None),
-            "TIMEZONE": time_zone,
-            "RETURN_AS_TIMEZONE_AWARE": True,
+            "TIMEZONE": "UTC",
         },
     )
     for phrase, moment in found or ():
@@ -47,7 +56,8 @@ def due_from_text(text: str, *, written_at: datetime, time_zone: str) -> datetim
         weekday = WEEKDAY.search(phrase)
         if weekday and not CLOCK_TIME.search(phrase):
             return _coming_weekday(local, WEEKDAYS.index(weekday.group(1).lower()))
-        return moment
+        due = moment.replace(tzinfo=zone) if moment.tzinfo is None else moment.astimezone(zone)
+        return max(due, local)
     return None
 
 
