@@ -15,6 +15,7 @@ from gem import decay
 from gem.models import AmbientProse, Fragment, FragmentEdge, Identity, WakeText, WorkingMemory
 from gem.recall import recall_items
 from gem.recalled import Recall, RecalledItem
+from gem.state import WORKING_MEMORY_FILL, state_get
 
 
 def wake_text_current(kind: str) -> str:
@@ -62,14 +63,28 @@ def identities_current() -> Identities:
 LINGERING_FIELDS = ("id", "type", "content", "subject", "due", "turn", "refreshed_at")
 
 
-def working_memory_scores(rows: Sequence[Any], *, now: datetime, current_turn: int) -> list[float]:
+def decay_pressure(fill: float) -> float:
+    """The pressure on working memory for a Lingering fill ratio, at the configured strength."""
+    return decay.pressure_from_fill(fill=fill, strength=settings.DECAY_PRESSURE)
+
+
+def decay_pressure_current() -> float:
+    """The pressure the last turn's fill puts on working memory now (no read when it is off)."""
+    if not settings.DECAY_PRESSURE:
+        return 0.0
+    return decay_pressure(state_get(WORKING_MEMORY_FILL, 0.0))
+
+
+def working_memory_scores(
+    rows: Sequence[Any], *, now: datetime, current_turn: int, pressure: float | None = None
+) -> list[float]:
     """The live decay score of each active working-memory row (`GemNow.working_memory`), in
-    the rows' order."""
+    the rows' order, under ``pressure`` (by default the current one)."""
     return decay.scores(
         [(row.type, row.refreshed_at, row.turn, row.due) for row in rows],
         now=now,
         current_turn=current_turn,
-        pressure=settings.DECAY_PRESSURE,
+        pressure=decay_pressure_current() if pressure is None else pressure,
     )
 
 

@@ -11,6 +11,8 @@ from gem.models import State
 TURN_COUNTER = "turn_counter"
 PENDING_RECALL = "pending_recall"
 CHARS_PER_TOKEN = "chars_per_token"
+# The share of the Lingering budget the last turn's working memory took (the decay pressure).
+WORKING_MEMORY_FILL = "working_memory_fill"
 
 
 def state_get(key: str, default: Any = None) -> Any:

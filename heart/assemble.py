@@ -220,6 +220,17 @@ class Assembly:
     items_included: dict
 
 
+def working_memory_fill(assembly: Assembly, budget: int) -> float:
+    """How full the Lingering section was, 0 to 1: its share of the budget, or 1 when an item
+    was cut or left out for want of room (working memory wanted more than it had)."""
+    wanted_more = assembly.items_included["dropped"]["lingering"] or assembly.items_included[
+        "truncated"
+    ].get("lingering")
+    if wanted_more or budget <= 0:
+        return 1.0 if wanted_more else 0.0
+    return min(1.0, assembly.token_counts["lingering"] / budget)
+
+
 def assemble(
     *,
     wake: str,

@@ -17,12 +17,13 @@ from gem.selectors import Identities, gem_current
 from gem.state import (
     CHARS_PER_TOKEN,
     PENDING_RECALL,
+    WORKING_MEMORY_FILL,
     state_get,
     state_set,
     turn_counter_advance,
 )
 from heart import offline
-from heart.assemble import Assembly
+from heart.assemble import Assembly, working_memory_fill
 from heart.context import context_for_event
 from heart.ingest import COMPANION, USER, event_record, working_memory_ingest
 from heart.models import ContextSnapshot, Event, Turn, TurnStatus
@@ -151,6 +152,7 @@ def turn_run(*, turn: Turn) -> Turn:
     who = gem.identities
     try:
         assembly = context_for_event(event=event, now=clock(), current_turn=turn.number, gem=gem)
+        _working_memory_fill_record(assembly)
         reply_event = turn.reply_event
         if reply_event is None:
             reply = _reply_stream(turn=turn, assembly=assembly, identities=who.names)
@@ -187,6 +189,15 @@ def turn_run(*, turn: Turn) -> Turn:
         logger.exception("Turn %s failed", turn.pk)
         _turn_fail(turn, f"Something went wrong while answering: {type(error).__name__}: {error}")
     return Turn.objects.get(pk=turn.pk)
+
+
+def _working_memory_fill_record(assembly: Assembly) -> None:
+    """Keep the share of the Lingering budget this turn's working memory took: with the decay
+    pressure on (``SILENTSTAR_DECAY_PRESSURE``), it shortens the turn half-lives of the next."""
+    if settings.DECAY_PRESSURE:
+        state_set(
+            WORKING_MEMORY_FILL, working_memory_fill(assembly, settings.BUDGET_WORKING_MEMORY)
+        )
 
 
 def _chars_per_token_calibrate(*, assembly: Assembly, usage: claude.Usage) -> None:

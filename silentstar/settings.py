@@ -257,6 +257,7 @@ BUDGET_POOL_USER = env_int("SILENTSTAR_BUDGET_POOL_USER", 1500, minimum=0)
 BUDGET_POOL_SAY = env_int("SILENTSTAR_BUDGET_POOL_SAY", 1500, minimum=0)
 BUDGET_POOL_DO = env_int("SILENTSTAR_BUDGET_POOL_DO", 1000, minimum=0)
 BUDGET_POOL_FLEX = env_int("SILENTSTAR_BUDGET_POOL_FLEX", 1000, minimum=0)
+# The strength of the decay pressure (gem/decay.py): 0 turns it off.
 DECAY_PRESSURE = env_float("SILENTSTAR_DECAY_PRESSURE", 0.0, minimum=0.0)
 SNAPSHOT_RETENTION_DAYS = env_int("SILENTSTAR_SNAPSHOT_RETENTION_DAYS", 30, minimum=1)
 

@@ -13,7 +13,8 @@ from django.test.utils import CaptureQueriesContext
 from django.utils import timezone
 
 from gem.models import Fragment, FragmentEdge, WorkingMemory
-from gem.state import PENDING_RECALL, state_get, turn_counter_current
+from gem.selectors import working_memory_scores
+from gem.state import PENDING_RECALL, WORKING_MEMORY_FILL, state_get, turn_counter_current
 from heart import services
 from heart.models import ContextSnapshot, Event, EventTag, Turn
 from heart.services import (
@@ -388,3 +389,28 @@ def test_it_takes_a_bounded_number_of_statements_per_turn(settings):
     statements = statements_run(captured)
     locks = 2 if postgresql() else 0  # the turn's claim, and the claim that finds none left
     assert len(statements) <= TURN_STATEMENTS + locks, "\n".join(statements)
+
+
+def test_a_full_working_memory_wears_faster_by_turns_under_the_decay_pressure(settings):
+    settings.COMPANION_OFFLINE = True
+    settings.BUDGET_WORKING_MEMORY = 60
+    settings.DECAY_PRESSURE = 1.0
+    now = timezone.now()
+    for n in range(6):
+        WorkingMemory.objects.create(
+            type="thought", content=f"a long lingering thought number {n}", turn=0, created_at=now
+        )
+    run_turns_task(submit("<luna>hi</luna>").pk)
+    assert state_get(WORKING_MEMORY_FILL) == 1.0  # the Lingering section could not hold them all
+    rows = list(WorkingMemory.objects.filter(status="active"))
+    pressed = working_memory_scores(rows, now=now, current_turn=8)
+    calm = working_memory_scores(rows, now=now, current_turn=8, pressure=0.0)
+    assert pressed == pytest.approx([0.25] * 6, rel=1e-3)  # eight turns: two turn half-lives
+    assert calm == pytest.approx([0.5] * 6, rel=1e-3)
+
+
+def test_with_the_decay_pressure_off_nothing_is_measured_or_pressed(settings):
+    settings.COMPANION_OFFLINE = True
+    settings.DECAY_PRESSURE = 0.0
+    run_turns_task(submit("<luna>hi</luna>").pk)
+    assert state_get(WORKING_MEMORY_FILL) is None
