@@ -26,7 +26,7 @@ both alike, and without ``DEBUG``'s query log (which costs a statement per state
 deployment pays).
 
 With ``--semantic``, the semantic ranking's own work is timed too, without the models (their
-question encoding costs the same either way): random vectors of both models' widths for the
+question encoding costs the same either way): random vectors of the model's width for the
 newest window of events, and random questions, ranked with the vectors read from the store at
 each search (as before the process held them: ``semantic cold``) and held (``semantic held``).
 
