@@ -4,7 +4,8 @@ Pure and deterministic: no ORM, no I/O, no clock, no randomness; the same input 
 reply. ``silentstar.claude.complete`` calls ``reply`` instead of the API when
 ``settings.COMPANION_OFFLINE`` is true. The reply is written in the tag language, so the page
 shows it like any other: it says plainly that it is offline, acknowledges the person's message,
-quotes what was recalled, and asks for recalls the person pointed at.
+quotes what was recalled, and asks for recalls the person pointed at. It writes no knowledge tags:
+nothing of an offline reply becomes working memory.
 
 What it reads: the text of the last user message in ``messages`` (a string, or the ``text``
 blocks of a content list; an ``image`` block is noticed but not looked at). That text is the
@@ -48,7 +49,6 @@ import re
 OFFLINE_NOTICE = (
     "(offline — no API key is set, so this is Silentstar's offline companion, not Claude)"
 )
-OFFLINE_THOUGHT = "offline reply"
 ECHO_LIMIT = 200  # characters of the person's message quoted back
 QUOTE_LIMIT = 240  # characters of a recalled fragment's first sentence
 
@@ -77,7 +77,7 @@ def reply(*, system: list[dict], messages: list[dict]) -> str:
     actor, message = message_of(sections.get(MESSAGE, text if not sections else ""))
     recalled = recalled_entries(sections.get(RECALLED, ""))
 
-    parts = [f"<thought>{OFFLINE_THOUGHT}</thought>"]
+    parts: list[str] = []
     said = [OFFLINE_NOTICE]
     echo = _quote(message, ECHO_LIMIT)
     if echo:

@@ -4,6 +4,29 @@ Pure and deterministic: no ORM, no I/O, no clock. Extractive, never inventive: i
 lines of the transcript it is given, and everything it writes says it is offline. It reads the
 same request the model would (``sections``: ``(title, body)`` pairs, see ``mirror.passes``) and
 answers in the same formats, so the output parser and everything after it run unchanged.
+
+What a summary keeps:
+
+- Not the offline companion's replies: every line of an event whose text opens with
+  "(offline" is left out (they only echo the person, and would crowd out what was said).
+- The messages that carry the most (a long one sentence by sentence), by signals in their
+  words: capitalised words not at the start of a sentence (names, places), numbers, words of
+  time (weekdays, months, today, tomorrow, "the 14th", "5pm"), first-person news ("I got", "we
+  adopted", "I've finished"), "my …", and asking to be remembered or reminded. At most
+  ``NOTE_LIMIT`` of them, in the order they were said; greetings and one-word answers carry
+  nothing and are left out.
+- For the shape, the feeling words the person used (scared, tired, annoyed, happy…).
+
+What it suggests, from the person's own lines: what they asked to be remembered as a pin
+("can you remember that I hate cilantro?" → ``pin: I hate cilantro``) and what they asked to
+be reminded of as a plan ("remind me to call the physio on friday at 5pm" → ``plan: call the
+physio on friday at 5pm``; "remind me on friday to call her" → ``plan: call her on friday``),
+the words kept as they were said, so the due date is read from them when the plan is promoted.
+When nothing was asked, a first-person habit or promise ("I always water the roses at dawn")
+is suggested as a pin. At most ``SUGGESTION_LIMIT``; the run caps them again per chunk.
+
+A merge keeps the notes of its parts the same way (at most ``MERGE_NOTE_LIMIT``), and the
+feeling words of their shapes.
 """
 
 import re
@@ -12,12 +35,72 @@ from mirror.route import CLEAN, COMPRESS, MERGE, SUMMARISE
 
 OFFLINE_LABEL = "(offline summary)"
 OFFLINE_MODEL = "offline"
-NOTE_LIMIT = 8  # lines quoted as notes
+NOTE_LIMIT = 8  # notes of a chunk's summary
+MERGE_NOTE_LIMIT = 12  # notes of a merge
+NOTE_WORDS = 40  # a message this long is a note whole; a longer one, sentence by sentence
 EXCERPT_WORDS = 20
-PIN_WORDS = re.compile(r"\b(always|never|remember|promise|promised|every)\b", re.IGNORECASE)
+SUGGESTION_WORDS = 25
+SUGGESTION_LIMIT = 2
+FEELING_LIMIT = 5
 
 _LINE_RE = re.compile(r"^#(\d+)(?:-(\d+))?\s+([^:()]+?)(?:\s+\((say|do|narrate)\))?:\s?(.*)$")
-_SENTENCE_RE = re.compile(r"(?<=[.!?])\s+")
+_SENTENCE_RE = re.compile(r"(?:(?<=[.!?…])|(?<=[.!?…][\"'”’)]))\s+")
+_OFFLINE_REPLY_RE = re.compile(r"^\(offline\b", re.IGNORECASE)
+_NOTE_RE = re.compile(r"^[-*•]\s+(?:([^:\s][^:]{0,39}):\s+)?(.*)$")
+
+_WORD_RE = re.compile(r"[^\W_][\w'’-]*")
+_FIRST_PERSON_CAPS = frozenset({"i", "i'm", "i’m", "i'll", "i’ll", "i've", "i’ve", "i'd", "i’d"})
+_NUMBER_RE = re.compile(r"\d")
+_WHEN_RE = re.compile(
+    r"\b(?:monday|tuesday|wednesday|thursday|friday|saturday|sunday|weekend|tonight|today"
+    r"|tomorrow|yesterday|january|february|march|april|june|july|august|september|october"
+    r"|november|december|noon|midnight|\d{1,2}(?:st|nd|rd|th)|\d{1,2}(?::\d\d)?\s?[ap]m)\b",
+    re.IGNORECASE,
+)
+_NEWS_VERBS = (
+    "got|get|start|started|begin|began|moved|move|finished|finish|hurt|broke|bought|sold"
+    "|visited|adopted|ran|won|lost|met|quit|passed|failed|sent|left|arrived|went|saw|fell"
+    "|found|booked|signed|joined|applied|married|emailed|called|told|decided|made|had"
+    "|[a-z]+ed"
+)
+_NEWS_RE = re.compile(
+    r"\b(?:i|we|i['’]ve|we['’]ve)\s+(?:just\s+|finally\s+|already\s+|also\s+|actually\s+)?"
+    rf"(?:{_NEWS_VERBS})\b",
+    re.IGNORECASE,
+)
+_MY_RE = re.compile(r"\b(?:my|our)\s+[^\W\d_]", re.IGNORECASE)
+_ASKED_RE = re.compile(
+    r"\b(?:remember|note|keep\s+in\s+mind)\s+that\b|\bremind\s+me\b"
+    r"|\bdon['’]t\s+(?:let\s+me\s+)?forget\b",
+    re.IGNORECASE,
+)
+_FEELING_RE = re.compile(
+    r"\b(happy|glad|excited|proud|relieved|calm|grateful|lovely|loved|scared|afraid|nervous"
+    r"|anxious|worried|tired|exhausted|sad|lonely|annoyed|angry|furious|frustrated|upset"
+    r"|stressed|bored|overwhelmed|hopeful|miserable)\b",
+    re.IGNORECASE,
+)
+
+_REMEMBER_RE = re.compile(
+    r"^(?:(?:can|could|would|will)\s+you\s+(?:please\s+)?|please\s+)?"
+    r"(?:remember|don['’]t\s+forget|keep\s+in\s+mind|note)\s+that\s+(?P<what>.+)$"
+    r"|^(?:(?:can|could|would|will)\s+you\s+(?:please\s+)?)(?:remember|keep\s+in\s+mind)"
+    r"\s+(?!when\b|that\s+time\b)(?P<plain>.+)$",
+    re.IGNORECASE,
+)
+_REMIND_RE = re.compile(
+    r"^(?:(?:can|could|would|will)\s+you\s+(?:please\s+)?|please\s+)?"
+    r"(?:remind\s+me|don['’]t\s+let\s+me\s+forget)\s+(?P<rest>.+)$",
+    re.IGNORECASE,
+)
+_REMIND_TO_RE = re.compile(r"^(?P<when>.*?)\s*\bto\s+(?P<what>.+)$", re.IGNORECASE | re.DOTALL)
+_REMIND_ABOUT_RE = re.compile(r"^(?:about|of)\s+(?P<what>.+)$", re.IGNORECASE | re.DOTALL)
+_HABIT_RE = re.compile(
+    r"^(?=.*\b(?:i|we|my|our)\b).*\b(?:always|never|every|promise|promised)\b", re.IGNORECASE
+)
+_LEAD_FILLER_RE = re.compile(r"^(?:(?:oh|and|also|so|ok|okay|hey),?\s+)+", re.IGNORECASE)
+_TAIL_FILLER_RE = re.compile(r"(?:,|\s)\s?(?:please|thanks|thank you|ok|okay)$", re.IGNORECASE)
+_PUNCTUATION = " ,;:.!?…"
 
 
 def answer(kind: str, sections: list[tuple[str, str]]) -> str:
@@ -39,10 +122,13 @@ def _is_context(title: str) -> bool:
     return title.lower().startswith(("context", "previous"))
 
 
+def _cut(text: str, limit: int) -> str:
+    words = text.split()
+    return " ".join(words[:limit]) + (" …" if len(words) > limit else "")
+
+
 def _excerpt(text: str) -> str:
-    first = _SENTENCE_RE.split(text.strip(), maxsplit=1)[0]
-    words = first.split()
-    return " ".join(words[:EXCERPT_WORDS]) + (" …" if len(words) > EXCERPT_WORDS else "")
+    return _cut(_SENTENCE_RE.split(text.strip(), maxsplit=1)[0], EXCERPT_WORDS)
 
 
 def _clean(text: str) -> str:
@@ -81,26 +167,119 @@ def _compress(text: str) -> str:
     return "\n".join(out)
 
 
+def sentences(text: str) -> list[str]:
+    """The sentences of ``text``, whitespace tidied."""
+    return [" ".join(part.split()) for part in _SENTENCE_RE.split(text.strip()) if part.strip()]
+
+
+def sentence_score(sentence: str) -> int:
+    """How much a sentence carries: names, places, numbers, time words and first-person news."""
+    words = _WORD_RE.findall(sentence)
+    if len(words) < 3:
+        return 0
+    names = [w for w in words[1:] if w[0].isupper() and w.casefold() not in _FIRST_PERSON_CAPS]
+    score = 2 * min(len(names), 3)
+    score += min(sum(1 for w in words if _NUMBER_RE.search(w)), 2)
+    score += 2 * min(len(_WHEN_RE.findall(sentence)), 2)
+    score += 2 if _NEWS_RE.search(sentence) else 0
+    score += 1 if _MY_RE.search(sentence) else 0
+    score += 3 if _ASKED_RE.search(sentence) else 0
+    return score
+
+
+def note_texts(text: str) -> list[str]:
+    """What of one message may be a note: all of it when short, else each sentence."""
+    text = " ".join(text.split())
+    return [text] if len(text.split()) <= NOTE_WORDS else sentences(text)
+
+
+def notes_chosen(candidates: list[tuple[str, str]], *, limit: int) -> list[tuple[str, str]]:
+    """``(who, text)`` pairs worth a note: the ``limit`` that carry most, in the order given."""
+    scored = [
+        (sum(map(sentence_score, sentences(text))), -i, who, text)
+        for i, (who, text) in enumerate(candidates)
+    ]
+    best = sorted((entry for entry in scored if entry[0] > 0), reverse=True)[:limit]
+    return [(who, text) for _, _, who, text in sorted(best, key=lambda entry: -entry[1])]
+
+
+def feelings_named(text: str) -> list[str]:
+    """The feeling words in ``text``, first use first, once each."""
+    found = (match[1].casefold() for match in _FEELING_RE.finditer(text))
+    return list(dict.fromkeys(found))[:FEELING_LIMIT]
+
+
+def suggestions_from(said: list[str]) -> list[tuple[str, str]]:
+    """``(type, text)``: pins and plans the person asked for, else a habit of theirs as a pin."""
+    asked: list[tuple[str, str]] = []
+    habits: list[tuple[str, str]] = []
+    for line in said:
+        for sentence in sentences(line):
+            sentence = _LEAD_FILLER_RE.sub("", sentence)
+            if match := _REMIND_RE.match(sentence):
+                plan = _plan_words(match["rest"])
+                if plan:
+                    asked.append(("plan", plan))
+            elif match := _REMEMBER_RE.match(sentence):
+                pin = _tidy(match["what"] or match["plain"])
+                if pin:
+                    asked.append(("pin", pin))
+            elif _HABIT_RE.match(sentence):
+                habits.append(("pin", _tidy(sentence)))
+    return list(dict.fromkeys(asked or habits))[:SUGGESTION_LIMIT]
+
+
+def _plan_words(rest: str) -> str:
+    if match := _REMIND_ABOUT_RE.match(rest):
+        return _tidy(match["what"])
+    if match := _REMIND_TO_RE.match(rest):
+        what, when = _tidy(match["what"]), _tidy(match["when"])
+        return _tidy(f"{what} {when}" if when else what)
+    return _tidy(rest)
+
+
+def _tidy(text: str) -> str:
+    text = " ".join(text.split()).rstrip(_PUNCTUATION)
+    text = _TAIL_FILLER_RE.sub("", text).rstrip(_PUNCTUATION)
+    return _cut(text, SUGGESTION_WORDS)
+
+
 def _summarise(text: str) -> str:
     lines = [m for line in text.splitlines() if (m := _LINE_RE.match(line.strip()))]
     if not lines:
         return f"## Shape\n{OFFLINE_LABEL} Nothing was shown in this stretch."
-    speakers = list(dict.fromkeys(m[3] for m in lines))
-    said = [m for m in lines if m[4] in (None, "say")]
-    quoted = said or lines
-    shape = (
-        f"{OFFLINE_LABEL} {len(lines)} lines between {', '.join(speakers)}, from "
-        f"“{_excerpt(quoted[0][5])}” to “{_excerpt(quoted[-1][5])}”."
-    )
-    step = max(1, len(quoted) // NOTE_LIMIT)
-    notes = [f"- {m[3]}: {_excerpt(m[5])}" for m in quoted[::step][:NOTE_LIMIT]]
-    pins = [m for m in lines if m[4] is None and PIN_WORDS.search(m[5])]
-    suggestions = [f"- pin: {_excerpt(m[5])}" for m in pins[:2]] or ["- none"]
-    return "\n".join(["## Shape", shape, "## Notes", *notes, "## Suggestions", *suggestions])
+    offline = {m[1] for m in lines if _OFFLINE_REPLY_RE.match(m[5])}
+    kept = [m for m in lines if m[1] not in offline]
+    left_out = f" ({len(offline)} offline replies left out)" if offline else ""
+    if not kept:
+        return f"## Shape\n{OFFLINE_LABEL} Only offline replies were shown in this stretch."
+    speakers = list(dict.fromkeys(m[3] for m in kept))
+    said = [m for m in kept if m[4] in (None, "say")] or kept
+    shape = f"{OFFLINE_LABEL} {len(kept)} lines from {', '.join(speakers)}{left_out}."
+    person = [m[5] for m in kept if m[4] is None]
+    if feelings := feelings_named(" ".join(person or [m[5] for m in said])):
+        shape += f" Feelings named: {', '.join(feelings)}."
+    candidates = [(m[3], text) for m in said for text in note_texts(m[5])]
+    chosen = notes_chosen(candidates, limit=NOTE_LIMIT)
+    notes = [f"- {who}: {_cut(text, NOTE_WORDS)}" for who, text in chosen]
+    suggested = [f"- {kind}: {words}" for kind, words in suggestions_from(person)] or ["- none"]
+    return "\n".join(["## Shape", shape, "## Notes", *notes, "## Suggestions", *suggested])
 
 
 def _merge(text: str) -> str:
     entries = [part.strip() for part in re.split(r"^### .*$", text, flags=re.MULTILINE)]
-    shapes = [_excerpt(entry.replace(OFFLINE_LABEL, "")) for entry in entries if entry]
-    shape = f"{OFFLINE_LABEL} {len(shapes)} summaries merged."
-    return "\n".join(["## Shape", shape, "## Notes", *(f"- {s}" for s in shapes)])
+    entries = [entry for entry in entries if entry]
+    candidates: list[tuple[str, str]] = []
+    for entry in entries:
+        notes = [m for line in entry.splitlines() if (m := _NOTE_RE.match(line.strip()))]
+        if notes:
+            candidates += [(m[1] or "", text) for m in notes for text in note_texts(m[2])]
+        else:
+            candidates.append(("", _excerpt(entry.replace(OFFLINE_LABEL, ""))))
+    if len(candidates) > MERGE_NOTE_LIMIT:
+        candidates = notes_chosen(candidates, limit=MERGE_NOTE_LIMIT)
+    shape = f"{OFFLINE_LABEL} {len(entries)} summaries merged."
+    if feelings := feelings_named(text):
+        shape += f" Feelings named: {', '.join(feelings)}."
+    notes = [f"- {who}: {text}" if who else f"- {text}" for who, text in candidates]
+    return "\n".join(["## Shape", shape, "## Notes", *notes])

@@ -1,9 +1,12 @@
-"""The offline companion: pure, deterministic, and readable by the tag parser."""
+"""The offline companion: pure, deterministic, readable by the tag parser, and writing no memory."""
 
+import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from gem.models import WorkingMemory
 from gem.recalled import Recall
+from heart.models import Turn
 from heart.offline import (
     OFFLINE_NOTICE,
     first_sentence,
@@ -14,6 +17,8 @@ from heart.offline import (
     sections_of,
 )
 from heart.parse import parse
+from heart.services import turn_submit
+from heart.tasks import run_turns_task
 
 SYSTEM = [{"type": "text", "text": "Wake text."}]
 IDENTITIES = ("hasuki", "renki", "luna", "chloe", "strah", "claude", "y'lhara")
@@ -43,7 +48,26 @@ def test_it_says_clearly_that_it_is_offline():
     assert not parsed.is_secret
     assert OFFLINE_NOTICE in parsed.display_text
     assert "not Claude" in parsed.display_text
-    assert [item.text for item in parsed.knowledge] == ["offline reply"]
+
+
+def test_it_writes_no_knowledge_tags():
+    parsed = parse(
+        offline_reply(user_text("remember the fairy, I got a cat")), identities=IDENTITIES
+    )
+
+    assert not parsed.knowledge
+    assert "<thought>" not in offline_reply(user_text("hello"))
+
+
+@pytest.mark.django_db(databases="__all__")
+def test_it_leaves_working_memory_alone_on_an_offline_turn(settings):
+    settings.COMPANION_OFFLINE = True
+    for text in ("<luna>hi</luna>", "<luna>remember [fairy]? I got a cat on Monday</luna>"):
+        turn = turn_submit(text=text, actor="luna", enqueue=False)
+        assert run_turns_task(turn.pk) == [turn.pk]
+
+    assert list(Turn.objects.values_list("status", flat=True)) == ["done", "done"]
+    assert not WorkingMemory.objects.exists()
 
 
 def test_it_acknowledges_the_last_message():
