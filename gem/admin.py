@@ -19,7 +19,8 @@ from django.shortcuts import get_object_or_404
 from django.template.response import TemplateResponse
 from django.urls import path, reverse
 from django.utils import timezone
-from django.utils.html import format_html
+from django.utils.html import format_html, format_html_join
+from django.utils.text import Truncator
 
 from gem.draft import DraftDiff, DraftError, draft_diff, draft_parse
 from gem.drafts import draft_apply
@@ -36,6 +37,7 @@ from gem.models import (
     WakeText,
     WorkingMemory,
     WorkingMemoryRef,
+    source_events,
 )
 from gem.selectors import (
     ambient_prose_check,
@@ -97,9 +99,45 @@ class EdgeInInline(admin.TabularInline):
     verbose_name_plural = "edges from other fragments"
 
 
+EXCERPT_CHARS = 120
+
+
+def _event_line(event_id: int, event) -> str:
+    """One source event as the Anvil lists it: its id (a link), time, speaker and an excerpt;
+    ``event`` is None when the event log does not have it."""
+    url = reverse("admin:heart_event_change", args=[event_id])
+    if event is None:
+        return format_html('<a href="{}">#{}</a> (not in the event log)', url, event_id)
+    return format_html(
+        '<a href="{}">#{}</a> <span class="anvil-event-meta">{} {}</span> {}',
+        url,
+        event_id,
+        event.ts.strftime("%Y-%m-%d %H:%M"),
+        event.actor or "—",
+        Truncator(" ".join(event.content.split())).chars(EXCERPT_CHARS),
+    )
+
+
 class FragmentSourceInline(admin.TabularInline):
+    """The events a fragment came from (added by hand, by a draft, kept by a rename or fold),
+    each shown as it is in the event log."""
+
     model = FragmentSource
     extra = 0
+    fields = ["event_id", "event"]
+    readonly_fields = ["event"]
+
+    @admin.display(description="event")
+    def event(self, source):
+        if source.pk is None:
+            return "—"
+        # An inline is made anew for each request: the page's events are read once, together.
+        if not hasattr(self, "_events"):
+            ids = FragmentSource.objects.filter(fragment=source.fragment_id).values_list(
+                "event_id", flat=True
+            )
+            self._events = source_events(ids)
+        return _event_line(source.event_id, self._events.get(source.event_id))
 
 
 class HasInventoryFilter(admin.SimpleListFilter):
@@ -242,7 +280,7 @@ class FragmentAdmin(admin.ModelAdmin):
                     self.message_user(
                         request,
                         f"Folded “{key}” into “{into}”: {len(done.edges_moved)} edge(s) moved, "
-                        f"{len(done.edges_dropped)} dropped as duplicates.",
+                        f"{len(done.edges_merged)} merged with their labels kept.",
                     )
                     url = reverse("admin:gem_fragment_change", args=[quote(into)])
                     return HttpResponseRedirect(url)
@@ -352,6 +390,7 @@ def _draft_fragments(diff: DraftDiff) -> list[dict]:
         {
             "key": key,
             "created": key in created,
+            "sources": diff.sources_of(key),
             "tiers": [
                 (
                     change.tier,
@@ -374,7 +413,8 @@ def _draft_done(diff: DraftDiff) -> str:
     return (
         f"Applied the draft: {len(diff.fragments_created)} fragment(s) created, "
         f"{len(changed)} changed, {len(diff.edges_added)} edge(s) added, "
-        f"{len(diff.edges_removed)} removed, {len(diff.edges_relabelled)} relabelled."
+        f"{len(diff.edges_removed)} removed, {len(diff.edges_relabelled)} relabelled, "
+        f"{len(diff.sources_added)} source(s) recorded."
     )
 
 
@@ -425,6 +465,7 @@ class WorkingMemoryAdmin(admin.ModelAdmin):
         "actor",
         "suggestion_link",
         "event_id",
+        "source_event_list",
         "turn",
         "created_at",
         "refreshed_at",
@@ -488,6 +529,19 @@ class WorkingMemoryAdmin(admin.ModelAdmin):
             return "—"
         url = reverse("admin:mirror_tagsuggestion_change", args=[item.suggestion_id])
         return format_html('<a href="{}">Mirror suggestion {}</a>', url, item.suggestion_id)
+
+    @admin.display(description="source events")
+    def source_event_list(self, item):
+        """The events the item came from (a promoted suggestion's, recorded when promoted), or
+        the one it was tagged in; read from the event log in one query."""
+        ids = list(item.sources.values_list("event_id", flat=True))
+        if not ids and item.event_id is not None:
+            ids = [item.event_id]
+        if not ids:
+            return "—"
+        events = source_events(ids)
+        lines = format_html_join("", "<li>{}</li>", ((_event_line(i, events.get(i)),) for i in ids))
+        return format_html('<ol class="anvil-events">{}</ol>', lines)
 
     def get_urls(self):
         status = self.admin_site.admin_view(self.status_view)

@@ -53,8 +53,15 @@ The shape, exactly:
   written as a JSON string. The list is the fragment's whole set of edges: one it leaves out
   is removed. Two fragments of one draft must agree about an edge between them, and every
   key an edge names must be in the Gem or in the draft.
-- ``## sources`` and ``## working memory``: what the Lens shows about where the fragment came
-  from; kept in the draft (``DraftFragment.notes``), never applied.
+- ``## sources``: the events the fragment was compiled from, as list items of ids,
+  ``- events 12, 40`` (``- event 12`` too). Applied by adding: each event the fragment does not
+  yet record becomes a source (``FragmentSource``); one left out stays, for a source says where
+  knowledge came from and nothing a draft says makes that untrue. An id that is not an event of
+  the event log, or a line that is not such a list, is a ``DraftError`` naming the line. The
+  text is kept as written (``DraftFragment.notes``), the ids read from it in
+  ``DraftFragment.sources``.
+- ``## working memory``: what the Lens shows of the items naming the fragment; kept in the
+  draft (``DraftFragment.notes``), never applied.
 - An absent section leaves that tier (or the edges) unchanged; a present but empty one clears
   it. Anything else (an unknown section, text after a fence, an edge line that is not one,
   an edge two sections disagree about, a NUL character) is a ``DraftError`` naming the line.
@@ -63,8 +70,8 @@ The shape, exactly:
 prints nothing else for a fragment), so a fragment's Lens output read back as a draft changes
 nothing; ``draft_diff`` reads the Gem and writes nothing: its ``DraftDiff`` lists the fragments
 created, the tiers changed (key, tier, old, new; ``TierChange.unified()`` is a unified diff),
-the edges added, removed and relabelled, and ``as_text()`` says it all. ``gem.drafts.draft_apply``
-applies a draft.
+the edges added, removed and relabelled, the sources added, and ``as_text()`` says it all.
+``gem.drafts.draft_apply`` applies a draft.
 """
 
 import difflib
@@ -75,11 +82,12 @@ from dataclasses import dataclass, field
 from django.core.exceptions import ValidationError
 from django.db.models import Q
 
-from gem.models import KEY_VALIDATOR, Fragment, FragmentEdge
+from gem.models import KEY_VALIDATOR, Fragment, FragmentEdge, FragmentSource, source_events
 
 TIERS = ("ambient", "recognition", "inventory")
 EDGES = "edges"
-NOTES = ("sources", "working memory")
+SOURCES = "sources"
+NOTES = (SOURCES, "working memory")
 SECTIONS = (*TIERS, EDGES, *NOTES)
 KEY_MAX_LENGTH = Fragment._meta.get_field("key").max_length
 RELATION_MAX_LENGTH = FragmentEdge._meta.get_field("relation").max_length
@@ -88,6 +96,8 @@ HEADING = re.compile(r"^(#{1,2})(?:[ \t]+(.*))?$")
 FENCE = re.compile(r"^(~{3,}|`{3,})$")
 EDGE_ITEM = re.compile(r"^[-*][ \t]+(→|->|←|<-)[ \t]*([^\s:]+)(?::(.*))?$")
 OUT_ARROWS = ("→", "->")
+SOURCE_ITEM = re.compile(r"^[-*][ \t]+events?[ \t]+(\d+(?:[ \t]*,[ \t]*\d+)*)[ \t]*,?$")
+EVENT_ID_MAX = 2**63 - 1  # an event id is a 64-bit integer
 
 
 class DraftError(ValueError):
@@ -109,13 +119,16 @@ class DraftEdge:
 @dataclass
 class DraftFragment:
     """One ``# KEY`` section: only the tiers present are in ``tiers``; ``edges`` is None when
-    the draft has no edges section (unchanged), a list (maybe empty) when it has one."""
+    the draft has no edges section (unchanged), a list (maybe empty) when it has one.
+    ``sources`` holds the event ids its sources section lists, each with its line: read from
+    ``notes["sources"]``, which is what the draft says (and what compares)."""
 
     key: str
     tiers: dict[str, str] = field(default_factory=dict)
     edges: list[DraftEdge] | None = None
     notes: dict[str, str] = field(default_factory=dict)
     line: int | None = field(default=None, compare=False)
+    sources: dict[int, int] = field(default_factory=dict, compare=False, repr=False)
 
 
 @dataclass
@@ -202,6 +215,8 @@ def draft_parse(text: str) -> Draft:
         elif section == EDGES:
             fragment.edges, index = _edges_body(lines, index, key=fragment.key)
         else:
+            if section == SOURCES:
+                fragment.sources = _sources_read(lines, index)
             body, index = _plain_body(lines, index)
             fragment.notes[section] = "\n".join(body)
     _edges_agree(draft)
@@ -280,6 +295,27 @@ def _edges_body(lines: list[str], index: int, *, key: str) -> tuple[list[DraftEd
     return edges, index
 
 
+def _sources_read(lines: list[str], index: int) -> dict[int, int]:
+    """The event ids a sources section lists, each with the (first) line naming it."""
+    sources: dict[int, int] = {}
+    while index < len(lines) and not HEADING.match(lines[index]):
+        number, line = index + 1, lines[index].strip()
+        index += 1
+        if not line:
+            continue
+        match = SOURCE_ITEM.match(line)
+        if match is None:
+            raise DraftError(
+                f"“{line}” is not a list of events: write “- events 12, 40”", line=number
+            )
+        for word in match[1].split(","):
+            event_id = int(word)
+            if event_id > EVENT_ID_MAX:
+                raise DraftError(f"{event_id} is too large to be an event id", line=number)
+            sources.setdefault(event_id, number)
+    return sources
+
+
 def _relation(raw: str, *, line: int) -> str:
     relation = raw.strip()
     if relation.startswith('"'):
@@ -354,6 +390,14 @@ class EdgeRelabel:
     new: str
 
 
+@dataclass(frozen=True)
+class SourceAdded:
+    """An event a fragment will record as a source."""
+
+    key: str
+    event_id: int
+
+
 @dataclass
 class DraftDiff:
     """What applying a draft would change."""
@@ -363,6 +407,7 @@ class DraftDiff:
     edges_added: list[DraftEdge] = field(default_factory=list)
     edges_removed: list[DraftEdge] = field(default_factory=list)
     edges_relabelled: list[EdgeRelabel] = field(default_factory=list)
+    sources_added: list[SourceAdded] = field(default_factory=list)
 
     @property
     def is_empty(self) -> bool:
@@ -372,15 +417,22 @@ class DraftDiff:
             or self.edges_added
             or self.edges_removed
             or self.edges_relabelled
+            or self.sources_added
         )
 
     def fragments_changed(self) -> list[str]:
-        """Keys of existing fragments whose tiers or edges change, in order of first mention."""
+        """Keys of existing fragments whose tiers, edges or sources change, in order of first
+        mention."""
         created = set(self.fragments_created)
         keys = [change.key for change in self.tiers_changed]
         for edge in (*self.edges_added, *self.edges_removed, *self.edges_relabelled):
             keys += [edge.source, edge.target]
+        keys += [source.key for source in self.sources_added]
         return [key for key in dict.fromkeys(keys) if key not in created]
+
+    def sources_of(self, key: str) -> list[int]:
+        """The event ids ``key`` will record as sources."""
+        return [source.event_id for source in self.sources_added if source.key == key]
 
     def as_text(self) -> str:
         if self.is_empty:
@@ -405,9 +457,19 @@ class DraftDiff:
                     for e in self.edges_relabelled
                 )
             )
+        if self.sources_added:
+            keys = dict.fromkeys(source.key for source in self.sources_added)
+            out.append(
+                "Sources added:\n"
+                + "\n".join(f"+ {key} ← {_events_text(self.sources_of(key))}" for key in keys)
+            )
         return "\n\n".join(out) + "\n"
 
     __str__ = as_text
+
+
+def _events_text(event_ids: list[int]) -> str:
+    return ("events " if len(event_ids) > 1 else "event ") + ", ".join(map(str, event_ids))
 
 
 def _edge_text(edge: DraftEdge) -> str:
@@ -416,7 +478,7 @@ def _edge_text(edge: DraftEdge) -> str:
 
 def draft_diff(draft: Draft) -> DraftDiff:
     """Compare a draft with the Gem; reads only. Edges to keys that neither the Gem nor the
-    draft has are a DraftError."""
+    draft has, and sources that are not events of the event log, are a DraftError."""
     keys = [fragment.key for fragment in draft.fragments]
     existing = Fragment.objects.in_bulk(keys)
     diff = DraftDiff(fragments_created=[key for key in keys if key not in existing])
@@ -426,6 +488,8 @@ def draft_diff(draft: Draft) -> DraftDiff:
             old = getattr(current, tier) if current else ""
             if line_breaks_normalized(old) != line_breaks_normalized(new):
                 diff.tiers_changed.append(TierChange(fragment.key, tier, old, new))
+
+    diff.sources_added = _sources_added(draft, known=existing)
 
     with_edges = [fragment for fragment in draft.fragments if fragment.edges is not None]
     if not with_edges:
@@ -458,3 +522,36 @@ def draft_diff(draft: Draft) -> DraftDiff:
         if (source, target) not in desired
     ]
     return diff
+
+
+def _sources_added(draft: Draft, *, known: dict[str, Fragment]) -> list[SourceAdded]:
+    """The sources the draft lists that its fragments do not yet record. Each new one must be
+    an event of the event log (one query on the events store); the ones already recorded are
+    not looked at again, so a fragment's Lens output always reads back as no change."""
+    listed = [fragment for fragment in draft.fragments if fragment.sources]
+    if not listed:
+        return []
+    held = set(
+        FragmentSource.objects.filter(
+            fragment_id__in=[f.key for f in listed if f.key in known]
+        ).values_list("fragment_id", "event_id")
+    )
+    added = [
+        (SourceAdded(fragment.key, event_id), line)
+        for fragment in listed
+        for event_id, line in fragment.sources.items()
+        if (fragment.key, event_id) not in held
+    ]
+    found = source_events(source.event_id for source, _ in added)
+    missing: dict[int, list[int]] = {}
+    for source, line in added:
+        if source.event_id not in found:
+            missing.setdefault(line, []).append(source.event_id)
+    if missing:
+        line = min(missing)
+        raise DraftError(
+            f"{_events_text(missing[line])} {'are' if len(missing[line]) > 1 else 'is'} not in "
+            "the event log: a source must be an event (see the Lens or the events' admin page)",
+            line=line,
+        )
+    return [source for source, _ in added]

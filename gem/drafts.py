@@ -1,8 +1,9 @@
 """Applying a draft to the Gem: the Anvil's write path for drafts (the format: ``gem/draft.py``).
 
 Parse, compare and write happen in one transaction on the default store: a draft that cannot
-be read, or that names a fragment nobody has, raises ``DraftError`` and changes nothing. Each
-fragment created or changed gets an entry in the admin log saying what changed.
+be read, or that names a fragment nobody has or a source that is not an event, raises
+``DraftError`` and changes nothing. Each fragment created or changed gets an entry in the admin
+log saying what changed, its new sources included.
 """
 
 from django.contrib.admin.models import ADDITION, CHANGE
@@ -10,7 +11,7 @@ from django.db import transaction
 from django.db.models import Q
 
 from gem.draft import DraftDiff, DraftEdge, draft_diff, draft_parse
-from gem.models import Fragment, FragmentEdge
+from gem.models import Fragment, FragmentEdge, FragmentSource
 from gem.services import TIERS, fragment_log
 
 
@@ -47,6 +48,10 @@ def draft_apply(text: str, *, user) -> DraftDiff:
             FragmentEdge.objects.filter(source_id=relabel.source, target_id=relabel.target).update(
                 relation=relabel.new
             )
+        FragmentSource.objects.bulk_create(
+            (FragmentSource(fragment_id=s.key, event_id=s.event_id) for s in diff.sources_added),
+            ignore_conflicts=True,
+        )
         for key in diff.fragments_created:
             fragment_log(
                 user_id=user.pk,
@@ -82,6 +87,9 @@ def _what_changed(diff: DraftDiff, key: str) -> str:
             "relabelled "
             + ", ".join(f"{e.source} → {e.target} “{e.old}” → “{e.new}”" for e in relabelled)
         )
+    sources = diff.sources_of(key)
+    if sources:
+        parts.append("sources added events " + ", ".join(map(str, sources)))
     return ": " + "; ".join(parts) if parts else ""
 
 

@@ -3,6 +3,11 @@
 Cross-store references (``event_id``) are plain integers: events live in another database.
 """
 
+from collections.abc import Iterable
+from datetime import datetime
+from typing import NamedTuple
+
+from django.apps import apps
 from django.conf import settings
 from django.core.validators import RegexValidator
 from django.db import models
@@ -172,6 +177,46 @@ class FragmentSource(models.Model):
 
     def __str__(self):
         return f"{self.fragment_id} ← event {self.event_id}"
+
+
+class WorkingMemorySource(models.Model):
+    """An event a working-memory item came from (traceability): for an item promoted from a
+    Mirror suggestion, each event of its summary's range that carries its words."""
+
+    wm = models.ForeignKey(WorkingMemory, on_delete=models.CASCADE, related_name="sources")
+    event_id = models.PositiveBigIntegerField(help_text="Id of the event (events store).")
+
+    class Meta:
+        ordering = ["wm", "event_id"]
+        constraints = [
+            models.UniqueConstraint(fields=["wm", "event_id"], name="gem_wmsource_unique_wm_event"),
+        ]
+
+    def __str__(self):
+        return f"wm {self.wm_id} ← event {self.event_id}"
+
+
+class SourceEvent(NamedTuple):
+    """What the Anvil shows of an event something came from."""
+
+    id: int
+    ts: datetime
+    actor: str
+    content: str
+
+
+def source_events(event_ids: Iterable[int]) -> dict[int, SourceEvent]:
+    """The events of the event log among ``event_ids``, by id, read in one query.
+
+    The Gem imports no other app: the event log's model is looked up by name in the app
+    registry (as a migration does), and read on its own store through the router.
+    """
+    event_ids = sorted(set(event_ids))
+    if not event_ids:
+        return {}
+    event = apps.get_model("heart", "Event")
+    rows = event.objects.filter(pk__in=event_ids).values_list("pk", "ts", "actor", "content")
+    return {row[0]: SourceEvent(*row) for row in rows}
 
 
 class AmbientProse(models.Model):

@@ -158,6 +158,56 @@ def fragment_rename(*, old_key: str, new_key: str, user_id: int) -> Fragment:
     return renamed
 
 
+RELATION_MAX_LENGTH = FragmentEdge._meta.get_field("relation").max_length
+LABEL_SEPARATOR = "; "
+
+
+def relations_joined(kept: str, merged: str) -> str:
+    """The kept edge's label with the merged edge's labels it lacks appended: ``near`` and
+    ``moon-rel`` make ``near; moon-rel``. Labels are read between ``;``; empty ones and ones
+    already there add nothing, and the kept label is left as it was written."""
+    held = {label.strip() for label in kept.split(";")}
+    joined = kept
+    for label in dict.fromkeys(label.strip() for label in merged.split(";")):
+        if label and label not in held:
+            joined = f"{joined}{LABEL_SEPARATOR}{label}" if joined.strip() else label
+    return joined
+
+
+@dataclass(frozen=True)
+class EdgeMerge:
+    """An edge of the folded fragment that cannot be moved as it is, and where its label goes.
+
+    ``kept`` is the kept fragment's edge it duplicates, and ``relation_after`` that edge's label
+    after the fold (the two labels joined, ``relations_joined``). ``kept`` is None for an edge
+    between the two fragments, which would point from the kept fragment to itself: its label,
+    like one too long to join (over ``RELATION_MAX_LENGTH``), is written in the kept fragment's
+    recognition tier under the folded fragment's heading (``in_tier``).
+    """
+
+    source: str
+    target: str
+    relation: str
+    kept: tuple[str, str] | None
+    relation_after: str = ""
+    in_tier: bool = False
+
+    def tier_line(self) -> str:
+        return f"- {self.source} → {self.target}: {self.relation}"
+
+    def as_text(self) -> str:
+        edge = f"{self.source} → {self.target}" + (f" “{self.relation}”" if self.relation else "")
+        if self.kept is None:
+            edge += " would point at itself"
+        else:
+            edge += f" merged into {self.kept[0]} → {self.kept[1]}"
+        if self.in_tier:
+            return f"{edge}: its label is kept in the recognition tier"
+        if self.kept is None:
+            return f"{edge}: it had no label"
+        return f"{edge}, labelled “{self.relation_after}”"
+
+
 @dataclass
 class FoldPlan:
     """What folding one fragment into another will do, shown before it happens."""
@@ -166,10 +216,23 @@ class FoldPlan:
     into: str
     tiers: dict[str, str] = field(default_factory=dict)  # the kept fragment's tiers after
     edges_moved: list[tuple[str, str]] = field(default_factory=list)
-    edges_dropped: list[tuple[str, str]] = field(default_factory=list)  # already there, or a loop
+    edges_merged: list[EdgeMerge] = field(default_factory=list)  # already there, or a loop
     sources_moved: int = 0
     refs_moved: int = 0
     ambient_mentions: int = 0
+
+
+def _edge_merge(edge: FragmentEdge, kept: tuple[str, str] | None, existing: dict) -> EdgeMerge:
+    """How an edge of the folded fragment joins the kept fragment's ``kept`` edge (None: a loop),
+    whose label so far ``existing`` holds."""
+    source, target, relation = edge.source_id, edge.target_id, edge.relation
+    if kept is None:
+        return EdgeMerge(source, target, relation, None, in_tier=bool(relation.strip()))
+    joined = relations_joined(existing[kept], relation)
+    if len(joined) > RELATION_MAX_LENGTH:
+        return EdgeMerge(source, target, relation, kept, existing[kept], in_tier=True)
+    existing[kept] = joined
+    return EdgeMerge(source, target, relation, kept, joined)
 
 
 def fragment_fold_preview(*, source_key: str, into_key: str) -> FoldPlan:
@@ -182,27 +245,34 @@ def fragment_fold_preview(*, source_key: str, into_key: str) -> FoldPlan:
             raise ReshapeError(f"There is no fragment “{key}”.")
     source, into = fragments[source_key], fragments[into_key]
     plan = FoldPlan(source=source_key, into=into_key)
+    existing = {
+        (edge_source, edge_target): relation
+        for edge_source, edge_target, relation in FragmentEdge.objects.filter(
+            Q(source=into) | Q(target=into)
+        ).values_list("source_id", "target_id", "relation")
+    }
+    for edge in FragmentEdge.objects.filter(Q(source=source) | Q(target=source)).order_by(
+        "source", "target"
+    ):
+        outgoing = edge.source_id == source_key
+        other = edge.target_id if outgoing else edge.source_id
+        moved = (into_key, other) if outgoing else (other, into_key)
+        if other == into_key:
+            plan.edges_merged.append(_edge_merge(edge, None, existing))
+        elif moved in existing:
+            plan.edges_merged.append(_edge_merge(edge, moved, existing))
+        else:
+            plan.edges_moved.append(moved)
+            existing[moved] = edge.relation
+    kept_in_tier = [merge.tier_line() for merge in plan.edges_merged if merge.in_tier]
     for tier in TIERS:
         kept, folded = getattr(into, tier).strip(), getattr(source, tier).strip()
+        if tier == "recognition" and kept_in_tier:
+            folded = "\n\n".join(filter(None, [folded, "\n".join(kept_in_tier)]))
         parts = [kept] if kept else []
         if folded:
             parts.append(f"## {source_key}\n{folded}")
         plan.tiers[tier] = "\n\n".join(parts)
-    existing = set(FragmentEdge.objects.values_list("source_id", "target_id"))
-    for edge in FragmentEdge.objects.filter(source=source):
-        moved = (into_key, edge.target_id)
-        if edge.target_id == into_key or moved in existing:
-            plan.edges_dropped.append((source_key, edge.target_id))
-        else:
-            plan.edges_moved.append(moved)
-            existing.add(moved)
-    for edge in FragmentEdge.objects.filter(target=source):
-        moved = (edge.source_id, into_key)
-        if edge.source_id == into_key or moved in existing:
-            plan.edges_dropped.append((edge.source_id, source_key))
-        else:
-            plan.edges_moved.append(moved)
-            existing.add(moved)
     plan.sources_moved = FragmentSource.objects.filter(fragment=source).count()
     plan.refs_moved = WorkingMemoryRef.objects.filter(fragment=source).count()
     plan.ambient_mentions = len(_mention(source_key).findall(ambient_prose_current()))
@@ -211,8 +281,10 @@ def fragment_fold_preview(*, source_key: str, into_key: str) -> FoldPlan:
 
 def fragment_fold(*, source_key: str, into_key: str, user_id: int) -> FoldPlan:
     """Fold one fragment into another: its tiers appended under a heading, its edges re-pointed
-    without duplicates, its sources and working-memory links moved, its ambient mentions
-    re-pointed; then it is removed. One transaction."""
+    without duplicates (the label of an edge the kept fragment already has joined onto that
+    edge's; the label of an edge between the two written in the recognition tier), its sources
+    and working-memory links moved, its ambient mentions re-pointed; then it is removed. One
+    transaction."""
     with transaction.atomic():
         plan = fragment_fold_preview(source_key=source_key, into_key=into_key)
         into = Fragment.objects.select_for_update().get(key=into_key)
@@ -226,6 +298,11 @@ def fragment_fold(*, source_key: str, into_key: str, user_id: int) -> FoldPlan:
         for edge in FragmentEdge.objects.filter(target=source):
             if (edge.source_id, into_key) in plan.edges_moved:
                 FragmentEdge.objects.filter(pk=edge.pk).update(target=into)
+        for merge in plan.edges_merged:
+            if merge.kept is not None and not merge.in_tier:
+                FragmentEdge.objects.filter(source=merge.kept[0], target=merge.kept[1]).update(
+                    relation=merge.relation_after
+                )
         kept_events = set(into.sources.values_list("event_id", flat=True))
         FragmentSource.objects.filter(fragment=source).exclude(event_id__in=kept_events).update(
             fragment=into
@@ -236,14 +313,16 @@ def fragment_fold(*, source_key: str, into_key: str, user_id: int) -> FoldPlan:
         )
         _ambient_prose_repoint(old=source_key, new=into_key, author_id=user_id)
         source.delete()  # what was not moved was already held by ``into``
+        merged = "; ".join(merge.as_text() for merge in plan.edges_merged)
         fragment_log(
             user_id=user_id,
             fragment_key=into_key,
             action=CHANGE,
             message=(
                 f"Folded “{source_key}” into “{into_key}”: tiers appended, "
-                f"{len(plan.edges_moved)} edge(s) moved, {len(plan.edges_dropped)} dropped as "
-                f"duplicates, {plan.sources_moved} source(s) and {plan.refs_moved} link(s) moved"
+                f"{len(plan.edges_moved)} edge(s) moved, {len(plan.edges_merged)} merged, "
+                f"{plan.sources_moved} source(s) and {plan.refs_moved} link(s) moved"
+                + (f". Merged: {merged}" if merged else "")
             ),
         )
         fragment_log(

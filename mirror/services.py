@@ -1,19 +1,27 @@
 """The suggestion queue: a person promotes a staged suggestion into working memory, or rejects it.
 
 Suggestions live in the ``summaries`` store and working memory in ``default``: the suggestion is
-claimed first (pending → decided, so it can be acted on once), then the item is written; if that
-fails the claim is undone. Each decision is written in the admin log, under the person who made it.
+claimed first (pending → decided, so it can be acted on once), then the item is written with the
+events it came from (``WorkingMemorySource``); if that fails the claim is undone. Each decision is
+written in the admin log, under the person who made it.
 """
+
+import re
+from datetime import datetime
 
 from django.contrib.admin.models import ADDITION, CHANGE, LogEntry
 from django.db import transaction
 from django.utils import timezone
 
-from gem.models import WorkingMemory, WorkingMemoryType
+from gem.models import WorkingMemory, WorkingMemorySource, WorkingMemoryType
+from gem.selectors import identities_current
 from gem.services import working_memory_create
 from gem.state import turn_counter_current
+from gem.words import STOP_WORDS
 from heart.models import Event
-from mirror.models import SuggestionStatus, TagSuggestion
+from heart.render import COMPANION
+from mirror.models import SuggestionStatus, Summary, TagSuggestion
+from mirror.turns import EVENT_FIELDS, turn_events
 
 EDITABLE = ("type", "content", "subject")
 
@@ -35,6 +43,41 @@ def _claim(suggestion_id: int, status: str) -> TagSuggestion:
     return suggestion
 
 
+WORD = re.compile(r"[^\W_]+")
+
+
+def _content_words(text: str) -> set[str]:
+    """The words of a text that say what it is about: stop words (``gem.words``) left out."""
+    return {word for word in WORD.findall(text.casefold()) if word not in STOP_WORDS}
+
+
+def _source_events(summary: Summary, words: str) -> list[tuple[int, datetime]]:
+    """The events (id, time) of the summary's range a suggestion's ``words`` come from, oldest
+    first.
+
+    Only the person's events count, read as the Mirror reads them (``mirror.turns``: their text
+    without markup): a companion's reply (the offline one repeats the person's message back) is
+    never a source. They are the events that share a content word with the suggestion; when
+    none does (the Mirror put it in its own words), every one of the person's events of the
+    range.
+    """
+    identities = identities_current()
+    sides = {**identities.sides, identities.default_companion: COMPANION}
+    rows = (
+        Event.objects.filter(pk__gte=summary.first_event_id, pk__lte=summary.last_event_id)
+        .order_by("pk")
+        .values_list(*EVENT_FIELDS)
+    )
+    said = [event for event in turn_events(rows, sides=sides) if not event.companion]
+    wanted = _content_words(words)
+    sharing = [
+        event
+        for event in said
+        if wanted & _content_words(" ".join(line.text for line in event.lines))
+    ]
+    return [(event.event_id, event.ts) for event in sharing or said]
+
+
 def suggestion_promote(
     *, suggestion_id: int, user_id: int, edits: dict[str, str] | None = None
 ) -> WorkingMemory:
@@ -50,21 +93,24 @@ def suggestion_promote(
         raise SuggestionError("A promoted item needs some content.")
     suggestion = _claim(suggestion_id, SuggestionStatus.PROMOTED)
     fields = {name: edits.get(name, getattr(suggestion, name)) for name in EDITABLE}
-    said_at = (
-        Event.objects.filter(pk=suggestion.summary.last_event_id)
-        .values_list("ts", flat=True)
-        .first()
-    )
     try:
-        item = working_memory_create(
-            **fields,
-            actor="mirror",
-            at=timezone.now(),
-            turn=turn_counter_current(),
-            event_id=suggestion.summary.last_event_id,
-            words_at=said_at,
-            suggestion_id=suggestion_id,
-        ).item
+        sources = _source_events(suggestion.summary, f"{fields['subject']} {fields['content']}")
+        # The item's own event is the newest its words come from, and they were said then.
+        event_id, said_at = sources[-1] if sources else _last_event(suggestion.summary)
+        with transaction.atomic():
+            item = working_memory_create(
+                **fields,
+                actor="mirror",
+                at=timezone.now(),
+                turn=turn_counter_current(),
+                event_id=event_id,
+                words_at=said_at,
+                suggestion_id=suggestion_id,
+            ).item
+            WorkingMemorySource.objects.bulk_create(
+                [WorkingMemorySource(wm=item, event_id=pk) for pk, _ in sources],
+                ignore_conflicts=True,
+            )
     except Exception:
         TagSuggestion.objects.filter(pk=suggestion_id).update(
             status=SuggestionStatus.PENDING, decided_at=None
@@ -84,6 +130,12 @@ def suggestion_promote(
         user_id, [item], ADDITION, f"Promoted from Mirror suggestion {suggestion_id}"
     )
     return item
+
+
+def _last_event(summary: Summary) -> tuple[int, datetime | None]:
+    """The summary's last event and when it was said (None when it is not in the event log)."""
+    said_at = Event.objects.filter(pk=summary.last_event_id).values_list("ts", flat=True).first()
+    return summary.last_event_id, said_at
 
 
 def suggestion_reject(*, suggestion_id: int, user_id: int) -> TagSuggestion:

@@ -117,6 +117,10 @@ def test_it_promotes_a_suggestion_and_finds_it_in_working_memory(admin_page: Pag
     expect(row).to_contain_text("mirror")
     screenshot(page, "working-memory-desktop")
     row.locator("th a").click()
+    sources = page.locator(".field-source_event_list")
+    expect(sources).to_contain_text(f"#{first.pk}")
+    expect(sources).to_contain_text("I only drink tea without sugar")
+    expect(sources).not_to_contain_text("Noted: no sugar, ever.")  # the companion's reply
     page.get_by_role("link", name=f"Mirror suggestion {pin.pk}").click()
     expect(page).to_have_url(re.compile(rf"/admin/mirror/tagsuggestion/{pin.pk}/change/$"))
     expect(page.get_by_text("cannot be acted on again")).to_be_visible()

@@ -3,13 +3,25 @@ from datetime import timedelta
 import pytest
 from django.contrib.admin.models import ADDITION, CHANGE, LogEntry
 from django.contrib.auth.models import Permission
+from django.contrib.messages import get_messages
 from django.core.files.uploadedfile import SimpleUploadedFile
+from django.db import connections
 from django.urls import reverse
 from django.utils import timezone
+from django.utils.html import escape
 
 from gem import graph
-from gem.models import AmbientProse, Fragment, FragmentEdge, WakeText, WorkingMemory
+from gem.models import (
+    AmbientProse,
+    Fragment,
+    FragmentEdge,
+    FragmentSource,
+    WakeText,
+    WorkingMemory,
+    WorkingMemorySource,
+)
 from gem.state import CHARS_PER_TOKEN, state_set
+from heart.models import Event
 
 pytestmark = pytest.mark.django_db(databases="__all__")
 
@@ -181,9 +193,13 @@ def test_it_previews_a_fold_with_tier_diffs_without_changing_anything(admin_clie
         reverse("admin:gem_fragment_fold", args=["ouji"]), {"into": "cottagecore"}
     )
     page = response.content.decode()
-    assert [tier for tier, _ in response.context["diffs"]] == ["ambient"]
+    # ouji's edge to cottagecore would point at itself: its label goes to the recognition tier
+    assert [tier for tier, _ in response.context["diffs"]] == ["ambient", "recognition"]
     assert "##&nbsp;ouji" in page  # the folded text under its heading, in the diff table
-    assert "dropped (already there, or would point at itself): ouji → cottagecore" in page
+    assert (
+        "ouji → cottagecore “was” would point at itself: its label is kept in the recognition tier"
+        in page
+    )
     assert '<input type="hidden" name="into" value="cottagecore">' in page
     assert '<input type="submit" name="confirm" value="Fold" class="default">' in page
     assert f'href="{reverse("admin:gem_fragment_change", args=["ouji"])}"' in page
@@ -202,6 +218,38 @@ def test_it_folds_on_confirmation(admin_client, fragments):
         Fragment.objects.get(key="cottagecore").ambient == "Soft rural.\n\n## ouji\nPrince style."
     )
     assert len(log_messages()) == 2
+
+
+def test_it_lists_each_edge_a_fold_merges_with_its_label_and_logs_them(admin_client):
+    made = {key: Fragment.objects.create(key=key) for key in ("fairy", "moon", "loop", "wardrobe")}
+    for source, target, relation in [
+        ("fairy", "loop", "near"),
+        ("moon", "loop", "moon-rel"),
+        ("moon", "fairy", "loop-rel"),
+        ("wardrobe", "fairy", ""),
+        ("wardrobe", "moon", "wardrobe-moon"),
+    ]:
+        FragmentEdge.objects.create(source=made[source], target=made[target], relation=relation)
+    url = reverse("admin:gem_fragment_fold", args=["moon"])
+    merged = [
+        "moon → fairy “loop-rel” would point at itself: its label is kept in the recognition tier",
+        "moon → loop “moon-rel” merged into fairy → loop, labelled “near; moon-rel”",
+        "wardrobe → moon “wardrobe-moon” merged into wardrobe → fairy, labelled “wardrobe-moon”",
+    ]
+
+    preview = admin_client.post(url, {"into": "fairy"}).content.decode()
+    for line in merged:
+        assert f'<li class="anvil-merged">{escape(line)}</li>' in preview
+    assert FragmentEdge.objects.get(source="fairy", target="loop").relation == "near"
+
+    admin_client.post(url, {"into": "fairy", "confirm": "1"})
+    assert set(FragmentEdge.objects.values_list("source_id", "target_id", "relation")) == {
+        ("fairy", "loop", "near; moon-rel"),
+        ("wardrobe", "fairy", "wardrobe-moon"),
+    }
+    assert "moon → fairy: loop-rel" in Fragment.objects.get(key="fairy").recognition
+    logged = LogEntry.objects.get(object_id="fairy").change_message
+    assert all(line in logged for line in merged)
 
 
 def test_it_refuses_to_fold_into_a_missing_fragment(admin_client, fragments):
@@ -445,6 +493,35 @@ def test_it_refreshes_an_identical_item_instead_of_adding_one(admin_client):
     assert same.refreshed_at > earlier
 
 
+def test_it_shows_the_events_an_item_came_from(admin_client, django_assert_num_queries):
+    said = Event.objects.create(content="I only drink <say>tea</say> without sugar", actor="luna")
+    again = Event.objects.create(content="Tea, always tea.", actor="luna")
+    item = WorkingMemory.objects.create(type="pin", content="tea, no sugar", event_id=again.pk)
+    WorkingMemorySource.objects.create(wm=item, event_id=said.pk)
+    WorkingMemorySource.objects.create(wm=item, event_id=again.pk)
+    WorkingMemorySource.objects.create(wm=item, event_id=999)  # not in the event log
+
+    with django_assert_num_queries(1, connection=connections["events"]):
+        response = admin_client.get(reverse("admin:gem_workingmemory_change", args=[item.pk]))
+
+    page = response.content.decode()
+    for event in (said, again):
+        url = reverse("admin:heart_event_change", args=[event.pk])
+        assert f'<a href="{url}">#{event.pk}</a>' in page
+        assert f"{event.ts:%Y-%m-%d %H:%M} {event.actor}" in page
+    assert escape("I only drink <say>tea</say> without sugar") in page
+    assert "#999</a> (not in the event log)" in page
+
+
+def test_it_shows_the_event_of_an_item_tagged_in_a_turn(admin_client):
+    said = Event.objects.create(content="<plan>call mum</plan>", actor="luna")
+    item = WorkingMemory.objects.create(type="plan", content="call mum", event_id=said.pk)
+
+    page = admin_client.get(reverse("admin:gem_workingmemory_change", args=[item.pk]))
+
+    assert escape("<plan>call mum</plan>") in page.content.decode()
+
+
 def test_it_does_not_change_status_from_the_plain_form(admin_client):
     item = WorkingMemory.objects.create(type="pin", content="tea")
     admin_client.post(
@@ -508,6 +585,37 @@ def test_it_previews_a_pasted_draft_per_fragment_tier_and_edge(admin_client, fra
     assert "added: fairy → ouji (kin)" in page
     assert 'name="confirm"' in page
     assert gem_state() == before
+
+
+def test_it_records_a_drafts_sources_and_shows_them_on_the_fragment(admin_client, fragments):
+    said = Event.objects.create(content="The fairy lives in the well.", actor="luna")
+    url = reverse("admin:gem_fragment_draft")
+    draft = f"# fairy\n\n## sources\n\n- events {said.pk}\n"
+
+    preview = admin_client.post(url, {"text": draft})
+    assert f"sources recorded: events {said.pk}" in preview.content.decode()
+    response = admin_client.post(url, {"text": draft, "confirm": "1"})
+
+    [message] = get_messages(response.wsgi_request)
+    assert "1 source(s) recorded" in str(message)
+    assert list(FragmentSource.objects.values_list("fragment_id", "event_id")) == [
+        ("fairy", said.pk)
+    ]
+    page = admin_client.get(reverse("admin:gem_fragment_change", args=["fairy"])).content
+    assert f"{said.ts:%Y-%m-%d %H:%M} luna</span> The fairy lives in the well." in page.decode()
+
+
+def test_it_refuses_a_draft_source_that_is_not_an_event(admin_client, fragments):
+    response = admin_client.post(
+        reverse("admin:gem_fragment_draft"),
+        {"text": "# fairy\n\n## sources\n\n- events 404\n", "confirm": "1"},
+    )
+
+    assert response.context["form"].non_field_errors() == [
+        "line 5: event 404 is not in the event log: a source must be an event "
+        "(see the Lens or the events' admin page)"
+    ]
+    assert not FragmentSource.objects.exists()
 
 
 def test_it_applies_an_uploaded_draft_on_confirmation(admin_client, fragments):

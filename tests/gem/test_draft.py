@@ -2,8 +2,9 @@
 
 import pytest
 
-from gem.draft import DraftEdge, DraftError, draft_diff, draft_parse
-from gem.models import Fragment, FragmentEdge
+from gem.draft import DraftEdge, DraftError, SourceAdded, draft_diff, draft_parse
+from gem.models import Fragment, FragmentEdge, FragmentSource
+from heart.models import Event
 
 # --- What a draft means -----------------------------------------------------------------------
 
@@ -27,9 +28,19 @@ def test_it_reads_windows_line_breaks_and_ascii_arrows():
     assert fragment.edges == [DraftEdge("fairy", "well", ""), DraftEdge("moon", "fairy", "x")]
 
 
+def test_it_reads_the_event_ids_of_a_sources_section_and_keeps_its_text():
+    fragment = draft_parse("# fairy\n\n## sources\n\n- events 12, 40\n* event 7\n").fragments[0]
+    assert fragment.sources == {12: 5, 40: 5, 7: 6}
+    assert fragment.notes == {"sources": "- events 12, 40\n* event 7"}
+
+
 @pytest.mark.parametrize(
     ("text", "line", "words"),
     [
+        ("# fairy\n\n## sources\n\n- events 12\n- events twelve\n", 6, "not a list of events"),
+        ("# fairy\n\n## sources\n\nfrom the chat\n", 5, "not a list of events"),
+        ("# fairy\n\n## sources\n\n- events 12, -4\n", 5, "not a list of events"),
+        ("# fairy\n\n## sources\n\n- events 99999999999999999999\n", 5, "too large"),
         ("# fairy tale\n", 1, "is not a key"),
         ("Preface\n\n## ambient\n\nx\n", 3, "before any “# KEY” heading"),
         ("# fairy\n\nstray words\n", 3, "belongs to no section"),
@@ -114,3 +125,21 @@ def test_windows_line_breaks_in_the_gem_are_no_change(db):
     diff = draft_diff(draft_parse("# fairy\n\n## inventory\n\none\ntwo\n"))
     assert diff.is_empty
     assert diff.as_text() == "No change: the Gem already holds this draft.\n"
+
+
+@pytest.mark.django_db(databases=["default", "events"])
+def test_it_lists_the_sources_a_draft_adds_and_refuses_one_that_is_no_event(gem):
+    said = Event.objects.create(content="The fairy lives in the well.", actor="luna")
+    FragmentSource.objects.create(fragment_id="fairy", event_id=12)  # recorded before: not read
+
+    diff = draft_diff(
+        draft_parse(f"# fairy\n\n## sources\n\n- events 12, {said.pk}\n\n# star\n\n## ambient\n")
+    )
+    assert diff.sources_added == [SourceAdded("fairy", said.pk)]
+    assert diff.fragments_changed() == ["fairy"]
+    assert f"Sources added:\n+ fairy ← event {said.pk}" in diff.as_text()
+
+    with pytest.raises(DraftError) as caught:
+        draft_diff(draft_parse("# fairy\n\n## sources\n\n- events 12\n- events 404, 405\n"))
+    assert caught.value.line == 6
+    assert "events 404, 405 are not in the event log" in str(caught.value)

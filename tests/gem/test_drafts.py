@@ -6,11 +6,12 @@ from hypothesis import HealthCheck, given, settings
 
 from gem.draft import DraftError, draft_diff, draft_parse
 from gem.drafts import draft_apply
-from gem.models import Fragment, FragmentEdge
+from gem.models import Fragment, FragmentEdge, FragmentSource
+from heart.models import Event
 from lens.draft import draft_render
 from tests.lens.test_draft import drafts
 
-pytestmark = pytest.mark.django_db
+pytestmark = pytest.mark.django_db(databases=["default", "events"])
 
 
 @pytest.fixture
@@ -125,6 +126,46 @@ def test_a_failure_while_writing_rolls_everything_back(gem, person, monkeypatch)
     assert snapshot() == before
 
 
+def test_it_records_a_drafts_sources_and_logs_them(gem, person):
+    said = [Event.objects.create(content=f"about the fairy {n}", actor="luna") for n in (1, 2)]
+    FragmentSource.objects.create(fragment_id="fairy", event_id=said[0].pk)
+    draft = f"# fairy\n\n## sources\n\n- events {said[0].pk}, {said[1].pk}\n\n# star\n\n" + (
+        f"## ambient\n\nFar.\n\n## sources\n\n- event {said[1].pk}\n"
+    )
+
+    diff = draft_apply(draft, user=person)
+
+    assert sorted(FragmentSource.objects.values_list("fragment_id", "event_id")) == [
+        ("fairy", said[0].pk),
+        ("fairy", said[1].pk),
+        ("star", said[1].pk),
+    ]
+    assert LogEntry.objects.get(object_id="fairy").change_message == (
+        f"Changed from a draft: sources added events {said[1].pk}"
+    )
+    assert (
+        f"sources added events {said[1].pk}"
+        in LogEntry.objects.get(object_id="star").change_message
+    )
+    assert len(diff.sources_added) == 2
+    assert draft_diff(draft_parse(draft)).is_empty
+
+
+def test_a_source_that_is_not_an_event_is_refused_and_changes_nothing(gem, person):
+    said = Event.objects.create(content="the fairy", actor="luna")
+    before = snapshot()
+
+    with pytest.raises(DraftError) as caught:
+        draft_apply(
+            f"# fairy\n\n## ambient\n\nNew.\n\n## sources\n\n- events {said.pk}\n- event 404\n",
+            user=person,
+        )
+
+    assert caught.value.line == 10
+    assert "event 404 is not in the event log" in str(caught.value)
+    assert snapshot() == before and not FragmentSource.objects.exists()
+
+
 def test_a_draft_the_gem_already_holds_changes_and_logs_nothing(gem, person):
     before = snapshot()
 
@@ -140,6 +181,9 @@ def test_a_draft_the_gem_already_holds_changes_and_logs_nothing(gem, person):
 )
 def test_a_draft_applied_reads_back_as_no_change(draft):
     """Any draft applied leaves the Gem holding exactly it: read again, it is no change."""
+    for event_id in (3, 7):  # the sources the generated drafts list
+        if not Event.objects.filter(pk=event_id).exists():
+            Event.objects.create(pk=event_id, content="said", actor="luna")
     with transaction.atomic():
         person = get_user_model().objects.create_user(username="owner")
         outside = {e.source for f in draft.fragments for e in f.edges or []} | {

@@ -13,6 +13,7 @@ from gem.services import (
     fragment_fold_preview,
     fragment_rename,
     fragment_rename_preview,
+    relations_joined,
     working_memory_create,
     working_memory_match_set,
     working_memory_status_set,
@@ -144,11 +145,16 @@ def test_it_previews_a_fold_without_writing(wardrobe):
     plan = fragment_fold_preview(source_key="cottagecore", into_key="ouji")
     assert plan.tiers == {
         "ambient": "Prince style.\n\n## cottagecore\nSoft rural.",
-        "recognition": "Shorts, knee socks.\n\n## cottagecore\nLinen and lace.",
+        "recognition": (
+            "Shorts, knee socks.\n\n## cottagecore\nLinen and lace.\n\n- cottagecore → ouji: was"
+        ),
         "inventory": "## cottagecore\nCream apron dress.",
     }
     assert sorted(plan.edges_moved) == [("wardrobe", "ouji")]
-    assert sorted(plan.edges_dropped) == [("cottagecore", "fairy"), ("cottagecore", "ouji")]
+    assert [(m.source, m.target, m.kept, m.relation_after) for m in plan.edges_merged] == [
+        ("cottagecore", "fairy", ("ouji", "fairy"), "near"),
+        ("cottagecore", "ouji", None, ""),
+    ]
     assert (plan.sources_moved, plan.refs_moved, plan.ambient_mentions) == (2, 1, 2)
     assert Fragment.objects.filter(key="cottagecore").exists()
     assert Fragment.objects.get(key="ouji").ambient == "Prince style."
@@ -172,6 +178,91 @@ def test_it_folds_one_fragment_into_another_losing_nothing(admin_user, wardrobe)
     messages = list(LogEntry.objects.order_by("id").values_list("object_id", "change_message"))
     assert messages[0][0] == "ouji" and "Folded “cottagecore” into “ouji”" in messages[0][1]
     assert messages[1] == ("cottagecore", "Folded into “ouji”")
+
+
+@pytest.fixture
+def moon_and_fairy():
+    """Folding moon into fairy: three of moon's edges meet one fairy has, or fairy itself."""
+    made = {key: Fragment.objects.create(key=key, ambient=key) for key in MOON_KEYS}
+    for source, target, relation in [
+        ("fairy", "loop", "near"),
+        ("moon", "loop", "moon-rel"),  # fairy → loop is there: the labels join
+        ("moon", "fairy", "loop-rel"),  # would be fairy → fairy
+        ("wardrobe", "fairy", ""),
+        ("wardrobe", "moon", "wardrobe-moon"),  # wardrobe → fairy is there, unlabelled
+        ("lake", "fairy", "shines on; near"),
+        ("lake", "moon", "near"),  # a label fairy's edge already has
+        ("moon", "star", "beside"),  # moved as it is
+    ]:
+        FragmentEdge.objects.create(source=made[source], target=made[target], relation=relation)
+    return made
+
+
+MOON_KEYS = ("fairy", "moon", "loop", "wardrobe", "lake", "star")
+
+
+def test_it_keeps_every_label_of_a_fold(admin_user, moon_and_fairy):
+    plan = fragment_fold(source_key="moon", into_key="fairy", user_id=admin_user.pk)
+
+    assert set(FragmentEdge.objects.values_list("source_id", "target_id", "relation")) == {
+        ("fairy", "loop", "near; moon-rel"),
+        ("wardrobe", "fairy", "wardrobe-moon"),
+        ("lake", "fairy", "shines on; near"),
+        ("fairy", "star", "beside"),
+    }
+    fairy = Fragment.objects.get(key="fairy")
+    assert fairy.recognition == "## moon\n- moon → fairy: loop-rel"
+    assert plan.edges_moved == [("fairy", "star")]
+    texts = [merge.as_text() for merge in plan.edges_merged]
+    assert texts == [
+        "lake → moon “near” merged into lake → fairy, labelled “shines on; near”",
+        "moon → fairy “loop-rel” would point at itself: its label is kept in the recognition tier",
+        "moon → loop “moon-rel” merged into fairy → loop, labelled “near; moon-rel”",
+        "wardrobe → moon “wardrobe-moon” merged into wardrobe → fairy, labelled “wardrobe-moon”",
+    ]
+    message = LogEntry.objects.get(object_id="fairy").change_message
+    assert "1 edge(s) moved, 4 merged" in message
+    for text in texts:
+        assert text in message
+
+
+def test_it_previews_the_labels_a_fold_merges_without_writing(moon_and_fairy):
+    before = set(FragmentEdge.objects.values_list("source_id", "target_id", "relation"))
+
+    plan = fragment_fold_preview(source_key="moon", into_key="fairy")
+
+    merged = {(m.source, m.target): (m.relation, m.kept, m.in_tier) for m in plan.edges_merged}
+    assert merged[("moon", "loop")] == ("moon-rel", ("fairy", "loop"), False)
+    assert merged[("moon", "fairy")] == ("loop-rel", None, True)
+    assert merged[("wardrobe", "moon")] == ("wardrobe-moon", ("wardrobe", "fairy"), False)
+    assert plan.tiers["recognition"] == "## moon\n- moon → fairy: loop-rel"
+    assert set(FragmentEdge.objects.values_list("source_id", "target_id", "relation")) == before
+
+
+def test_a_label_too_long_to_join_goes_to_the_recognition_tier(admin_user, moon_and_fairy):
+    FragmentEdge.objects.filter(source="fairy", target="loop").update(relation="n" * 95)
+
+    fragment_fold(source_key="moon", into_key="fairy", user_id=admin_user.pk)
+
+    assert FragmentEdge.objects.get(source="fairy", target="loop").relation == "n" * 95
+    assert Fragment.objects.get(key="fairy").recognition == (
+        "## moon\n- moon → fairy: loop-rel\n- moon → loop: moon-rel"
+    )
+
+
+@pytest.mark.parametrize(
+    ("kept", "merged", "joined"),
+    [
+        ("near", "moon-rel", "near; moon-rel"),
+        ("near", "near", "near"),
+        ("", "wardrobe-moon", "wardrobe-moon"),
+        ("near", "", "near"),
+        ("a;b", "b; c;; c", "a;b; c"),
+        ("", "", ""),
+    ],
+)
+def test_it_joins_edge_labels_without_duplicates_or_empties(kept, merged, joined):
+    assert relations_joined(kept, merged) == joined
 
 
 def test_it_refuses_to_fold_a_fragment_into_itself_or_into_nothing(admin_user, wardrobe):

@@ -4,7 +4,7 @@ from zoneinfo import ZoneInfo
 import pytest
 from django.contrib.admin.models import LogEntry
 
-from gem.models import WorkingMemory
+from gem.models import WorkingMemory, WorkingMemorySource
 from gem.state import TURN_COUNTER, state_set
 from heart.models import Event
 from mirror.models import Summary, TagSuggestion
@@ -138,3 +138,80 @@ def test_it_promotes_a_suggestion_that_repeats_an_active_item_as_a_refresh(admin
     assert item.pk == same.pk
     assert WorkingMemory.objects.count() == 1
     assert TagSuggestion.objects.get().promoted_wm_id == same.pk
+
+
+@pytest.fixture
+def tea_talk():
+    """A summary's range: two of the person's turns and the offline companion's replies, the
+    last of them echoing the person's words."""
+    said = [
+        Event.objects.create(content="<say>I only drink tea without sugar</say>", actor="luna"),
+        Event.objects.create(
+            content="(offline — no API key is set) You said: I only drink tea", actor="claude"
+        ),
+        Event.objects.create(content="The weather is grey today.", actor="hasuki"),
+        Event.objects.create(content="Sugar? Never in my tea, promise.", actor="luna"),
+        Event.objects.create(
+            content="<thought>offline reply</thought> You said: Sugar? Never in my tea",
+            actor="claude",
+        ),
+    ]
+    summary = Summary.objects.create(
+        level="L0", first_event_id=said[0].pk, last_event_id=said[-1].pk, content="s"
+    )
+    return said, summary
+
+
+def sources_of(item) -> list[int]:
+    return list(
+        WorkingMemorySource.objects.filter(wm=item)
+        .order_by("event_id")
+        .values_list("event_id", flat=True)
+    )
+
+
+def test_it_links_a_promoted_item_to_the_persons_events_that_carry_its_words(admin_user, tea_talk):
+    said, summary = tea_talk
+    pin = TagSuggestion.objects.create(summary=summary, type="pin", content="tea, no sugar")
+
+    item = suggestion_promote(user_id=admin_user.pk, suggestion_id=pin.pk)
+
+    assert sources_of(item) == [said[0].pk, said[3].pk]  # never the replies that echo them
+    assert item.event_id == said[3].pk  # the newest it came from, not the summary's last
+
+
+def test_it_links_every_one_of_the_persons_events_when_none_shares_a_word(admin_user, tea_talk):
+    said, summary = tea_talk
+    thought = TagSuggestion.objects.create(
+        summary=summary, type="thought", content="she likes rituals"
+    )
+
+    item = suggestion_promote(user_id=admin_user.pk, suggestion_id=thought.pk)
+
+    assert sources_of(item) == [said[0].pk, said[2].pk, said[3].pk]
+
+
+def test_a_persons_edits_choose_the_events(admin_user, tea_talk):
+    said, summary = tea_talk
+    pin = TagSuggestion.objects.create(summary=summary, type="pin", content="tea, no sugar")
+
+    item = suggestion_promote(
+        user_id=admin_user.pk, suggestion_id=pin.pk, edits={"content": "grey weather"}
+    )
+
+    assert sources_of(item) == [said[2].pk]
+
+
+def test_a_failed_promotion_records_no_sources(admin_user, tea_talk, monkeypatch):
+    _, summary = tea_talk
+    pin = TagSuggestion.objects.create(summary=summary, type="pin", content="tea, no sugar")
+
+    def broken(*args, **kwargs):
+        raise RuntimeError("the disk is full")
+
+    monkeypatch.setattr(WorkingMemorySource.objects, "bulk_create", broken)
+    with pytest.raises(RuntimeError):
+        suggestion_promote(user_id=admin_user.pk, suggestion_id=pin.pk)
+
+    assert not WorkingMemory.objects.exists() and not WorkingMemorySource.objects.exists()
+    assert TagSuggestion.objects.get().status == "pending"
