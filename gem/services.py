@@ -47,10 +47,8 @@ def working_memory_sweep(*, now: datetime, current_turn: int) -> list[int]:
     gone = [
         item.pk
         for item in WorkingMemory.objects.filter(status="active")
-        if decay.is_gone_for_good(
-            **decay_inputs(item, now=now, current_turn=current_turn),
-            pressure=settings.DECAY_PRESSURE,
-        )
+        # Gone for good is decided without pressure, which can fall again.
+        if decay.is_gone_for_good(**decay_inputs(item, now=now, current_turn=current_turn))
     ]
     return working_memory_status_set(
         item_ids=gone,
