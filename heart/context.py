@@ -6,12 +6,15 @@ from functools import lru_cache
 from zoneinfo import ZoneInfo
 
 from django.conf import settings
+from django.db.models.functions import Length
 
 from gem import decay
 from gem.recalled import Recall
 from gem.selectors import GemNow, Identities, working_memory_scores
 from gem.state import CHARS_PER_TOKEN, PENDING_RECALL, state_get_many
 from heart.assemble import (
+    SECTION_GAP,
+    SUMMARIES,
     Assembly,
     Budgets,
     ConversationLine,
@@ -25,7 +28,7 @@ from heart.parse import MARKUP, parse, tidy
 from lens.search import search_recalled
 from mirror.merge import Span, summaries_for_context
 from mirror.models import Summary
-from silentstar.tokens import DEFAULT_CHARS_PER_TOKEN
+from silentstar.tokens import DEFAULT_CHARS_PER_TOKEN, estimate_tokens, tokens_for_characters
 
 POOL_OF = {"say": "say", "do": "do", "narrate": "do"}
 # Events are read newest first in pages until their text is twice what the pools can hold
@@ -108,6 +111,13 @@ def _recent_events(*, before: int, chars_wanted: int) -> list[tuple[int, datetim
 _recent_pages_last = {"pages": 1}  # how many pages the last read took, in this process
 
 
+def _entry_tokens(level: str, first: int, last: int, characters: int, budgets: Budgets) -> int:
+    """About what a summary's entry takes of the Summaries budget: its title line, its text and
+    the blank line before it (the assembler's guard against headings may add a few characters)."""
+    title = f"### {level}, events {first}-{last}\n"
+    return tokens_for_characters(len(SECTION_GAP + title) + characters, budgets.chars_per_token)
+
+
 def context_for_event(*, event: Event, now: datetime, current_turn: int, gem: GemNow) -> Assembly:
     """The assembled context for answering ``event`` at ``now``, from ``gem`` as read for it."""
     state = state_get_many({CHARS_PER_TOKEN: DEFAULT_CHARS_PER_TOKEN, PENDING_RECALL: []})
@@ -128,10 +138,12 @@ def context_for_event(*, event: Event, now: datetime, current_turn: int, gem: Ge
     conversation = conversation_lines(earlier, who=gem.identities)
     local_now = now.astimezone(ZoneInfo(settings.TIME_ZONE))
     spans = [
-        Span(*row)
-        for row in Summary.objects.filter(
+        Span(pk, level, first, last, _entry_tokens(level, first, last, chars, budgets))
+        for pk, level, first, last, chars in Summary.objects.filter(
             superseded_by__isnull=True, first_event_id__lt=event.pk
-        ).values_list("id", "level", "first_event_id", "last_event_id")
+        )
+        .annotate(chars=Length("content"))
+        .values_list("id", "level", "first_event_id", "last_event_id", "chars")
     ]
 
     summaries: list[SummaryItem] = []
@@ -139,7 +151,11 @@ def context_for_event(*, event: Event, now: datetime, current_turn: int, gem: Ge
         # Summaries stand for what is older than the Recent window; the window does not depend
         # on the summaries, so it is found first and the summaries are chosen behind it.
         oldest = recent_oldest_event(conversation, budgets)
-        chosen = summaries_for_context(spans, before=event.pk if oldest is None else oldest)
+        chosen = summaries_for_context(
+            spans,
+            before=event.pk if oldest is None else oldest,
+            budget=budgets.summaries - estimate_tokens(SUMMARIES, budgets.chars_per_token),
+        )
         contents = dict(
             Summary.objects.filter(pk__in=[s.id for s in chosen]).values_list("id", "content")
         )

@@ -1,4 +1,5 @@
-"""Which summaries are due to merge: every three L0 into an L1, every three L1 into an L2.
+"""Which summaries are due to merge (every three L0 into an L1, every three L1 into an L2), and
+which of them stand in the context for the time before the Recent window.
 
 Pure: plain tuples in, plain tuples out. A summary is *merged* once a current summary of the next
 level covers its range; the unmerged ones of a level, oldest first, merge in threes, a group of
@@ -6,6 +7,8 @@ three consecutive ones at a time (only whole groups). A merged summary keeps its
 is not superseding (that word is for a summary replaced by a rebuild of the same range).
 """
 
+import itertools
+import math
 from collections.abc import Sequence
 from typing import NamedTuple
 
@@ -19,6 +22,7 @@ class Span(NamedTuple):
     level: str
     first_event_id: int
     last_event_id: int
+    tokens: int = 0  # what it takes of the context's summaries budget, when that matters
 
 
 def covers(outer: Span, inner: Span) -> bool:
@@ -44,41 +48,61 @@ def merges_due(summaries: Sequence[Span], level: str) -> list[tuple[Span, ...]]:
     ]
 
 
-PER_LEVEL = 3  # at most this many of a level before a coarser one that ends there is preferred
-
-
-def summaries_for_context(summaries: Sequence[Span], *, before: int) -> list[Span]:
+def summaries_for_context(
+    summaries: Sequence[Span], *, before: int, budget: int | None = None
+) -> list[Span]:
     """The summaries to show for what is older than event ``before`` (the Recent window's oldest
     event), newest first, never overlapping one another.
 
-    Walking back from ``before``: the first is the one reaching furthest towards the window among
-    those that start before it (once its first turn has fallen out of Recent a summary shows);
-    each next one ends before the previous one starts, so there are no gaps. Where several end at
-    the same event (an L1 and the last of its L0s), the finest is taken whose level stays within
-    ``PER_LEVEL`` summaries counting all of it the walk would then need back to the start of the
-    coarser one; else the coarsest. So the newest stretch is in L0, older time in L1, then L2.
+    Walking back from ``before``, each step finds the newest event that lies before ``before``
+    and before every summary taken so far, and that a summary overlapping none of them covers.
+    Of the summaries covering it, the finest is taken. A coarser one is taken instead only when
+    it ends before ``before`` and the ``budget`` (in the unit of ``Span.tokens``) calls for it:
+    it fits what is left, and the summaries of the next finer level inside it would not. So the
+    time just before Recent is shown as finely as the budget allows and older time coarser, and
+    a summary reaching into Recent comes in only when nothing finer covers the time before it.
+
+    The walk stops after the first summary that does not fit what is left: ``heart.assemble``
+    takes summaries newest first and ends its choice there too. Without ``budget`` the finest
+    are taken everywhere.
     """
     chosen: list[Span] = []
-    counts = dict.fromkeys(LEVELS, 0)
-    options = [s for s in summaries if s.first_event_id < before]
-    while options:
-        latest = max(s.last_event_id for s in options)
-        ending = sorted((s for s in options if s.last_event_id == latest), key=_level_rank)
-        pick = ending[-1]
-        for finer, coarser in zip(ending, [*ending[1:], None], strict=True):
-            # Taking the finer one commits to its level back to where the coarser one starts.
-            needed = 1
-            if coarser is not None:
-                needed = sum(1 for s in summaries if s.level == finer.level and covers(coarser, s))
-            if counts.get(finer.level, 0) + needed <= PER_LEVEL:
-                pick = finer
-                break
+    left = math.inf if budget is None else budget
+    candidates = [s for s in summaries if s.first_event_id < before]
+    newest = before - 1
+    while candidates:
+        newest = min(newest, max(s.last_event_id for s in candidates))
+        covering = [s for s in candidates if s.first_event_id <= newest <= s.last_event_id]
+        pick = _finest_affordable(summaries, covering, before=before, left=left)
         chosen.append(pick)
-        counts[pick.level] = counts.get(pick.level, 0) + 1
-        options = [s for s in summaries if s.last_event_id < pick.first_event_id]
+        if pick.tokens > left:
+            break
+        left -= pick.tokens
+        candidates = [s for s in candidates if s.last_event_id < pick.first_event_id]
     return chosen
 
 
-def _level_rank(summary: Span) -> tuple[int, int]:
-    rank = LEVELS.index(summary.level) if summary.level in LEVELS else len(LEVELS)
-    return rank, summary.id
+def _finest_affordable(
+    summaries: Sequence[Span], covering: Sequence[Span], *, before: int, left: float
+) -> Span:
+    """Of the summaries covering one event, the finest, or a coarser one the budget calls for."""
+    by_level: dict[tuple[int, str], Span] = {}
+    # One a level, finest level first; within a level the one reaching least far past the
+    # event, then the shortest, then the lowest id.
+    for span in sorted(
+        covering, key=lambda s: (_rank(s.level), s.last_event_id, -s.first_event_id, s.id)
+    ):
+        by_level.setdefault(_rank(span.level), span)
+    finest, *coarser = by_level.values()
+    # A coarser one reaching into Recent would repeat turns Recent shows that finer ones cover.
+    options = [finest, *(s for s in coarser if s.last_event_id < before)]
+    for finer, outer in itertools.pairwise(options):
+        inside = sum(s.tokens for s in summaries if s.level == finer.level and covers(outer, s))
+        if inside <= left or outer.tokens > left:
+            return finer
+    return options[-1]
+
+
+def _rank(level: str) -> tuple[int, str]:
+    """Finest first: L0, L1, L2, then any other level by name."""
+    return (LEVELS.index(level), "") if level in LEVELS else (len(LEVELS), level)

@@ -14,6 +14,7 @@ from heart import context
 from heart.context import context_for_event
 from heart.models import Event
 from heart.services import turn_claim_next, turn_run, turn_submit
+from mirror.models import Summary
 
 pytestmark = pytest.mark.django_db(databases="__all__")
 
@@ -112,3 +113,56 @@ def test_recent_shows_a_persons_adjacent_tags_apart_and_their_line_breaks():
     assert "routineweekly" not in recent and "sundaysugars" not in recent
     assert "sugars in tea\n" in recent and "and a second line" in recent
     assert done.event.content.count("<plan>") == 2  # the log keeps the message as written
+
+
+def summarised_log(settings, *, recent_events: int) -> tuple[list[Event], dict[str, Summary]]:
+    """A hundred events of ten tokens each, then a message; pools that hold the newest
+    ``recent_events`` of them; L0 of events 1-40, 41-80 and 81-92 and their L1."""
+    settings.BUDGET_POOL_USER = recent_events * 10 + 5
+    settings.BUDGET_POOL_SAY = settings.BUDGET_POOL_DO = settings.BUDGET_POOL_FLEX = 0
+    events = [
+        Event.objects.create(
+            ts=START + timedelta(minutes=n),
+            actor="luna",
+            content=f"<luna>{n:03d} {'a' * 28}</luna>",
+        )
+        for n in range(1, 102)
+    ]
+    pk = {n: event.pk for n, event in enumerate(events, start=1)}
+    summaries = {
+        name: Summary.objects.create(
+            level=level, first_event_id=pk[first], last_event_id=pk[last], content=content
+        )
+        for name, level, first, last, content in [
+            ("1-40", "L0", 1, 40, "The garden, " * 73),  # about 225 tokens each
+            ("41-80", "L0", 41, 80, "The rain, " * 88),
+            ("81-92", "L0", 81, 92, "Tea. " * 70),
+            ("L1", "L1", 1, 92, "Garden, rain and tea. " * 45),
+        ]
+    }
+    return events, summaries
+
+
+@pytest.mark.parametrize("first_in_recent", [61, 71, 81])
+def test_it_shows_the_l0_behind_recent_rather_than_an_l1_reaching_into_it(
+    first_in_recent, settings
+):
+    events, summaries = summarised_log(settings, recent_events=101 - first_in_recent)
+    message = events[-1]
+    assembly = context_for_event(event=message, now=START, current_turn=1, gem=gem_current())
+    assert min(assembly.items_included["recent"]["user"]) == events[first_in_recent - 1].pk
+    # 41-80 shares turns with Recent, but nothing finer covers the time before it.
+    shown = [summaries["1-40"].pk, summaries["41-80"].pk]
+    assert assembly.items_included["summaries"] == shown
+    assert assembly.token_counts["summaries"] <= settings.BUDGET_SUMMARIES
+
+
+@pytest.mark.parametrize(("budget", "shown"), [(800, ["1-40", "41-80", "81-92"]), (400, ["L1"])])
+def test_it_shows_an_l1_for_time_behind_recent_only_when_its_l0_do_not_fit(budget, shown, settings):
+    settings.BUDGET_SUMMARIES = budget
+    events, summaries = summarised_log(settings, recent_events=8)
+    message = events[-1]
+    assembly = context_for_event(event=message, now=START, current_turn=1, gem=gem_current())
+    assert min(assembly.items_included["recent"]["user"]) == events[93 - 1].pk
+    assert assembly.items_included["summaries"] == [summaries[name].pk for name in shown]
+    assert assembly.token_counts["summaries"] <= budget
