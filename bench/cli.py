@@ -515,4 +515,5 @@ def _inside_env(data_dir: str) -> dict[str, str]:
         # As in production: debug mode records every SQL query, a cost turns do not have there.
         "SILENTSTAR_DEBUG": "false",
         "SILENTSTAR_SECRET_KEY": secrets.token_urlsafe(50),
+        "SILENTSTAR_ALLOW_PLAIN_HTTP": "true",  # it serves nothing: its cluster must start
     }

@@ -142,6 +142,8 @@ OWNER_PASSWORD = env_str("SILENTSTAR_OWNER_PASSWORD", "")
 
 # --- HTTPS and cookies (production) ----------------------------------------------------
 HTTPS = env_bool("SILENTSTAR_HTTPS", False)
+# Debug off over plain HTTP is refused at start-up (silentstar/checks.py) unless this is on.
+ALLOW_PLAIN_HTTP = env_bool("SILENTSTAR_ALLOW_PLAIN_HTTP", False)
 SESSION_COOKIE_HTTPONLY = True
 SESSION_COOKIE_SAMESITE = "Lax"
 CSRF_COOKIE_SAMESITE = "Lax"
