@@ -37,6 +37,7 @@ from gem.models import (
     WakeText,
     WorkingMemory,
     WorkingMemoryRef,
+    WorkingMemorySource,
     source_events,
 )
 from gem.selectors import (
@@ -602,6 +603,24 @@ class WorkingMemoryRefAdmin(admin.ModelAdmin):
     list_select_related = ["wm", "fragment"]
     autocomplete_fields = ["fragment"]
     raw_id_fields = ["wm"]
+
+
+@admin.register(WorkingMemorySource)
+class WorkingMemorySourceAdmin(admin.ModelAdmin):
+    """Where items came from: recorded when they are written, never typed, so only read here."""
+
+    list_display = ["wm", "event_id"]
+    search_fields = ["wm__content"]
+    list_select_related = ["wm"]
+
+    def has_add_permission(self, request):
+        return False
+
+    def has_change_permission(self, request, obj=None):
+        return False
+
+    def has_delete_permission(self, request, obj=None):
+        return False
 
 
 # --- Ambient prose and wake texts: versions -----------------------------------------------
