@@ -102,6 +102,11 @@ class Turn(models.Model):
     model = models.CharField(max_length=100, blank=True)
     queued_at = models.DateTimeField(default=timezone.now)
     started_at = models.DateTimeField(null=True, blank=True)
+    heartbeat_at = models.DateTimeField(
+        null=True,
+        blank=True,
+        help_text="Last sign of life of the worker answering: its claim, then each streamed save.",
+    )
     first_token_at = models.DateTimeField(null=True, blank=True)
     finished_at = models.DateTimeField(null=True, blank=True)
     input_tokens = models.PositiveIntegerField(null=True, blank=True)

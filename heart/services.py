@@ -4,12 +4,15 @@ import logging
 import mimetypes
 import secrets
 import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager, nullcontext
 from datetime import datetime, timedelta
 from functools import partial
 
 from django.conf import settings
 from django.contrib.auth import get_user_model
-from django.db import connections, router, transaction
+from django.db import OperationalError, connections, router, transaction
+from django.db.models import Q
 from django.utils import timezone
 from django_q.tasks import async_task
 
@@ -116,15 +119,17 @@ def turn_claim_next() -> Turn | None:
 def _turn_claim_oldest(connection) -> int | None:
     """One statement: the oldest queued turn becomes running, unless a turn is running."""
     table = Turn._meta.db_table
+    now = connection.ops.adapt_datetimefield_value(timezone.now())
     with connection.cursor() as cursor:
         cursor.execute(
-            f"UPDATE {table} SET status = %s, started_at = %s, attempts = attempts + 1, "
-            f"error = '' WHERE status = %s AND id = (SELECT id FROM {table} "
-            "WHERE status = %s ORDER BY queued_at, id LIMIT 1) "
+            f"UPDATE {table} SET status = %s, started_at = %s, heartbeat_at = %s, "
+            "attempts = attempts + 1, error = '' WHERE status = %s "
+            f"AND id = (SELECT id FROM {table} WHERE status = %s ORDER BY queued_at, id LIMIT 1) "
             f"AND NOT EXISTS (SELECT 1 FROM {table} WHERE status = %s) RETURNING id",
             [
                 TurnStatus.RUNNING,
-                connection.ops.adapt_datetimefield_value(timezone.now()),
+                now,
+                now,
                 TurnStatus.QUEUED,
                 TurnStatus.QUEUED,
                 TurnStatus.RUNNING,
@@ -135,12 +140,66 @@ def _turn_claim_oldest(connection) -> int | None:
 
 
 TURN_CLAIM_LOCK = 7_351_001  # any constant: the advisory lock's name on PostgreSQL
-PARTIAL_SAVE_INTERVAL = 0.1  # seconds between saves of the streamed text
+PARTIAL_SAVE_INTERVAL = 0.1  # seconds between saves of the streamed text (each a heartbeat)
+LOCK_PATIENCE = 30.0  # seconds the writes after a reply wait out a locked database, in all
+LOCK_RETRY_FIRST_WAIT = 0.05  # seconds before the first try again; doubles up to the next
+LOCK_RETRY_LONGEST_WAIT = 2.0
 
 
-def turn_run(*, turn: Turn) -> Turn:
-    """Answer a claimed turn: assemble, call Claude, log and ingest the reply, snapshot."""
+class TurnStopped(BaseException):
+    """The worker was asked to stop while a reply streamed; the turn went back to the queue.
+
+    Not an ``Exception``: no ``except Exception`` on the way out (the SDK's, the Claude
+    client's, the turn's own) may take it for a failed call.
+    """
+
+
+class TurnTakenOver(Exception):
+    """This attempt at a turn lost it: it was recovered after a silence and claimed again.
+
+    Every write of an attempt to its turn names the attempt, so the one that lost writes
+    nothing more (no second reply); the attempt that took the turn over answers it.
+    """
+
+
+class WorkerStop:
+    """A stop asked of the worker (SIGTERM, see ``heart.tasks``) while it answers turns.
+
+    A reply still streaming is dropped at once and its turn goes back to the queue (``TurnStopped``
+    is raised where the stream is read); anything else, such as the writes after a reply, is
+    finished first and no further turn is claimed.
+    """
+
+    def __init__(self) -> None:
+        self.requested = False
+        self._streaming = False
+
+    def request(self) -> None:
+        self.requested = True
+        if self._streaming:
+            self._streaming = False
+            raise TurnStopped
+
+    @contextmanager
+    def streaming(self) -> Iterator[None]:
+        if self.requested:
+            raise TurnStopped
+        self._streaming = True
+        try:
+            yield
+        finally:
+            self._streaming = False
+
+
+def turn_run(*, turn: Turn, stop: WorkerStop | None = None) -> Turn:
+    """Answer a claimed turn: assemble, call Claude, log and ingest the reply, snapshot.
+
+    The writes after the reply wait out a locked database (up to ``LOCK_PATIENCE`` seconds in
+    all); each is safe to repeat. ``stop`` asked while the reply streams puts the turn back in
+    the queue and raises ``TurnStopped``.
+    """
     event = turn.event
+    attempt = turn.attempts  # what the claim made it: this attempt's writes name it
     # A turn submitted with --at keeps its distance from real time, so decay and the reply's
     # time stay consistent with the moment it is said to happen.
     offset = event.ts - turn.queued_at
@@ -152,43 +211,121 @@ def turn_run(*, turn: Turn) -> Turn:
     who = gem.identities
     try:
         assembly = context_for_event(event=event, now=clock(), current_turn=turn.number, gem=gem)
-        _working_memory_fill_record(assembly)
+        _when_unlocked(partial(_working_memory_fill_record, assembly))
         reply_event = turn.reply_event
+        patience = None
         if reply_event is None:
-            reply = _reply_stream(turn=turn, assembly=assembly, identities=who.names)
-            reply_event, parsed = _reply_record(
-                turn=turn, text=reply.text, ts=clock(), who=who, usage=reply
+            reply = _reply_stream(
+                turn=turn, attempt=attempt, assembly=assembly, identities=who.names, stop=stop
+            )
+            patience = _patience()
+            reply_event, parsed = _when_unlocked(
+                partial(
+                    _reply_record,
+                    turn=turn,
+                    attempt=attempt,
+                    text=reply.text,
+                    ts=clock(),
+                    who=who,
+                    usage=reply,
+                ),
+                until=patience,
             )
             if not reply.offline and not event.image:  # image tokens are not text
-                _chars_per_token_calibrate(assembly=assembly, usage=reply.usage)
+                _when_unlocked(
+                    partial(_chars_per_token_calibrate, assembly=assembly, usage=reply.usage),
+                    until=patience,
+                )
         else:  # a retry: the reply was logged by an earlier attempt
             parsed = parse(reply_event.content, identities=who.names)
-        working_memory_ingest(parsed=parsed, event=reply_event, side=COMPANION, turn=turn.number)
-        state_set(
-            PENDING_RECALL,
-            [{"key": r.key, "deep": r.deep} for r in parsed.recalls]
-            + [{"search": s.query} for s in parsed.searches],
+        patience = patience or _patience()
+        _when_unlocked(
+            partial(
+                working_memory_ingest,
+                parsed=parsed,
+                event=reply_event,
+                side=COMPANION,
+                turn=turn.number,
+            ),
+            until=patience,
         )
-        ContextSnapshot.objects.create(
-            turn=turn.pk,
-            ts=clock(),
-            assembled_system=assembly.system_text,
-            assembled_user=assembly.user_text,
-            token_counts=assembly.token_counts,
-            items_included=assembly.items_included,
+        recall = [{"key": r.key, "deep": r.deep} for r in parsed.recalls]
+        recall += [{"search": s.query} for s in parsed.searches]
+        _when_unlocked(partial(state_set, PENDING_RECALL, recall), until=patience)
+        _when_unlocked(
+            partial(
+                ContextSnapshot.objects.create,
+                turn=turn.pk,
+                ts=clock(),
+                assembled_system=assembly.system_text,
+                assembled_user=assembly.user_text,
+                token_counts=assembly.token_counts,
+                items_included=assembly.items_included,
+            ),
+            until=patience,
         )
-        _turn_update(
-            turn.pk,
-            status=TurnStatus.DONE,
-            partial_text=parsed.display_text,
-            finished_at=timezone.now(),
+        done = _when_unlocked(
+            partial(
+                _turn_update,
+                turn.pk,
+                attempt=attempt,
+                status=TurnStatus.DONE,
+                partial_text=parsed.display_text,
+                finished_at=timezone.now(),
+            ),
+            until=patience,
+        )
+        if not done:
+            raise TurnTakenOver
+    except TurnStopped:
+        _when_unlocked(partial(_turn_requeue, turn.pk, attempt=attempt))
+        raise
+    except TurnTakenOver:
+        logger.warning(
+            "Turn %s was taken over by a later attempt; attempt %s stops", turn.pk, attempt
         )
     except ClaudeError as error:
-        _turn_fail(turn, str(error))
+        _turn_fail(turn.pk, attempt, str(error))
     except Exception as error:
         logger.exception("Turn %s failed", turn.pk)
-        _turn_fail(turn, f"Something went wrong while answering: {type(error).__name__}: {error}")
+        reason = f"Something went wrong while answering: {type(error).__name__}: {error}"
+        _turn_fail(turn.pk, attempt, reason)
     return Turn.objects.get(pk=turn.pk)
+
+
+def _patience() -> float:
+    """The moment (``time.monotonic()``) after which a locked database is no longer waited out."""
+    return time.monotonic() + LOCK_PATIENCE
+
+
+def _when_unlocked[T](write: Callable[[], T], *, until: float | None = None) -> T:
+    """``write()``, tried again with a growing wait while the database is locked by another
+    writer (a Mirror run, a sweep, a draft), until ``until`` (default: ``LOCK_PATIENCE`` from
+    now). ``write`` must be safe to repeat: a statement, or one transaction, that failed on a
+    lock left nothing behind."""
+    until = _patience() if until is None else until
+    wait = LOCK_RETRY_FIRST_WAIT
+    while True:
+        try:
+            return write()
+        except OperationalError as error:
+            if not _is_lock_error(error) or time.monotonic() + wait > until:
+                raise
+            logger.warning("The database is locked (%s); trying again in %.2f s", error, wait)
+            time.sleep(wait)
+            wait = min(wait * 2, LOCK_RETRY_LONGEST_WAIT)
+
+
+LOCK_SQLSTATES = frozenset({"55P03", "40P01", "40001"})  # lock not available, deadlock, conflict
+
+
+def _is_lock_error(error: OperationalError) -> bool:
+    """SQLite's "database is locked" (another connection held the write lock for longer than
+    the busy timeout), or PostgreSQL's lock timeout, deadlock or serialisation failure."""
+    message = str(error)
+    if "database is locked" in message or "database table is locked" in message:
+        return True
+    return getattr(error.__cause__, "sqlstate", None) in LOCK_SQLSTATES
 
 
 def _working_memory_fill_record(assembly: Assembly) -> None:
@@ -212,7 +349,15 @@ def _chars_per_token_calibrate(*, assembly: Assembly, usage: claude.Usage) -> No
         state_set(CHARS_PER_TOKEN, calibrated)
 
 
-def _reply_stream(*, turn: Turn, assembly: Assembly, identities: list[str]) -> claude.Reply:
+def _reply_stream(
+    *,
+    turn: Turn,
+    attempt: int,
+    assembly: Assembly,
+    identities: list[str],
+    stop: WorkerStop | None,
+) -> claude.Reply:
+    """Claude's reply, its display text saved as it grows; each save is the turn's heartbeat."""
     event = turn.event
     last_save = 0.0
     first_token_saved = turn.first_token_at is not None  # a retry keeps the first attempt's
@@ -223,11 +368,13 @@ def _reply_stream(*, turn: Turn, assembly: Assembly, identities: list[str]) -> c
             return
         last_save = time.monotonic()
         shown = parse(text_so_far, identities=identities, partial=True).display_text
-        changes = {"partial_text": shown}
+        now = timezone.now()
+        changes = {"partial_text": shown, "heartbeat_at": now}
         if not first_token_saved:
-            changes["first_token_at"] = timezone.now()
+            changes["first_token_at"] = now
             first_token_saved = True
-        _turn_update(turn.pk, **changes)
+        if not _turn_update(turn.pk, attempt=attempt, **changes):
+            raise TurnTakenOver
 
     content = list(assembly.user)
     if event.image:
@@ -236,18 +383,22 @@ def _reply_stream(*, turn: Turn, assembly: Assembly, identities: list[str]) -> c
         media_type = mimetypes.guess_type(event.image.name)[0] or "image/jpeg"
         content.insert(len(content) - 1, claude.image_block(data=data, media_type=media_type))
     messages = [{"role": "user", "content": content}]
-    return claude.complete(
-        system=assembly.system,
-        messages=messages,
-        offline_answer=partial(offline.reply, system=assembly.system, messages=messages),
-        on_text=on_text,
-    )
+    with stop.streaming() if stop is not None else nullcontext():
+        return claude.complete(
+            system=assembly.system,
+            messages=messages,
+            offline_answer=partial(offline.reply, system=assembly.system, messages=messages),
+            on_text=on_text,
+        )
 
 
 def _reply_record(
-    *, turn: Turn, text: str, ts: datetime, who: Identities, usage: claude.Reply
+    *, turn: Turn, attempt: int, text: str, ts: datetime, who: Identities, usage: claude.Reply
 ) -> tuple[Event, ParsedMessage]:
-    """Log the reply and link it to the turn in one transaction, with what the API reported."""
+    """Log the reply and link it to the turn in one transaction, with what the API reported.
+
+    Only while this attempt holds the turn: otherwise nothing is written (``TurnTakenOver``).
+    """
     parsed = parse(text, identities=who.names)
     with transaction.atomic(using="events"):
         reply_event, _ = event_record(
@@ -256,26 +407,50 @@ def _reply_record(
             ts=ts,
             parsed=parsed,
         )
-        _turn_update(
+        linked = _turn_update(
             turn.pk,
+            attempt=attempt,
             reply_event=reply_event.pk,
+            heartbeat_at=timezone.now(),
             model=usage.model,
             input_tokens=usage.usage.input_tokens,
             output_tokens=usage.usage.output_tokens,
             cache_read_tokens=usage.usage.cache_read_tokens,
             cache_write_tokens=usage.usage.cache_write_tokens,
         )
+        if not linked:
+            raise TurnTakenOver  # the event goes with the transaction
     return reply_event, parsed
 
 
-def _turn_fail(turn: Turn, reason: str) -> None:
-    _turn_update(turn.pk, status=TurnStatus.ERROR, error=reason, finished_at=timezone.now())
+def _turn_fail(turn_id: int, attempt: int, reason: str) -> None:
+    _when_unlocked(
+        partial(
+            _turn_update,
+            turn_id,
+            attempt=attempt,
+            status=TurnStatus.ERROR,
+            error=reason,
+            finished_at=timezone.now(),
+        )
+    )
 
 
-def _turn_update(turn_id: int, **changes) -> None:
+def _turn_requeue(turn_id: int, *, attempt: int) -> None:
+    """Back in the queue, as it was before this attempt claimed it; a reply already logged stays
+    linked and is used by the next attempt."""
+    _turn_update(turn_id, attempt=attempt, status=TurnStatus.QUEUED, heartbeat_at=None)
+    logger.info("Turn %s went back to the queue: the worker is stopping", turn_id)
+
+
+def _turn_update(turn_id: int, *, attempt: int | None = None, **changes) -> bool:
     """``Turn.objects.filter(pk=turn_id).update(**changes)`` (a foreign key by its id) in
-    plain SQL: a turn writes its row three times, and the ORM takes longer to build each of
-    these statements than the database takes to run it."""
+    plain SQL: a turn writes its row several times, and the ORM takes longer to build each of
+    these statements than the database takes to run it.
+
+    With ``attempt``, only while that attempt holds the turn (it is running, and no later
+    attempt claimed it since). Whether the row changed.
+    """
     connection = connections[router.db_for_write(Turn)]
     fields = [Turn._meta.get_field(name) for name in changes]
     assignments = ", ".join(f"{connection.ops.quote_name(field.column)} = %s" for field in fields)
@@ -283,10 +458,16 @@ def _turn_update(turn_id: int, **changes) -> None:
         field.get_db_prep_save(value, connection)
         for field, value in zip(fields, changes.values(), strict=True)
     ]
+    condition, condition_values = "id = %s", [turn_id]
+    if attempt is not None:
+        condition += " AND attempts = %s AND status = %s"
+        condition_values += [attempt, TurnStatus.RUNNING]
     with connection.cursor() as cursor:
         cursor.execute(
-            f"UPDATE {Turn._meta.db_table} SET {assignments} WHERE id = %s", [*values, turn_id]
+            f"UPDATE {Turn._meta.db_table} SET {assignments} WHERE {condition}",
+            [*values, *condition_values],
         )
+        return cursor.rowcount > 0
 
 
 def turn_retry(*, turn_id: int, enqueue: bool = True) -> Turn:
@@ -302,22 +483,32 @@ def turn_retry(*, turn_id: int, enqueue: bool = True) -> Turn:
 
 
 def turns_recover(*, stale_after: timedelta) -> list[int]:
-    """Requeue turns left ``running`` by a worker that died; give up after the attempt limit."""
+    """Requeue turns left ``running`` by a worker that went silent; give up after the attempt
+    limit. Return the turns that wait for a worker: those requeued, and, when no turn is
+    running, those queued for longer than ``stale_after`` (their task went with a worker).
+
+    A running turn's sign of life is its claim, then each save of the streamed text
+    (``heartbeat_at``); silent for ``stale_after``, its worker is taken to be gone. Should it
+    still be alive, its attempt can write nothing more once the turn is claimed again.
+    """
     cutoff = timezone.now() - stale_after
-    stale = list(Turn.objects.filter(status=TurnStatus.RUNNING, started_at__lt=cutoff))
+    silent = Q(heartbeat_at__lt=cutoff) | Q(heartbeat_at__isnull=True, started_at__lt=cutoff)
+    running = Turn.objects.filter(status=TurnStatus.RUNNING)
     requeued = []
-    for turn in stale:
+    for turn in running.filter(silent):
+        still_silent = running.filter(silent, pk=turn.pk, attempts=turn.attempts)
         if turn.attempts >= settings.Q_CLUSTER["max_attempts"]:
-            Turn.objects.filter(pk=turn.pk, status=TurnStatus.RUNNING).update(
+            still_silent.update(
                 status=TurnStatus.ERROR,
                 error=f"The worker stopped while answering, {turn.attempts} times; retry by hand.",
                 finished_at=timezone.now(),
             )
-        elif Turn.objects.filter(pk=turn.pk, status=TurnStatus.RUNNING).update(
-            status=TurnStatus.QUEUED
-        ):
+        elif still_silent.update(status=TurnStatus.QUEUED, heartbeat_at=None):
             requeued.append(turn.pk)
-    return requeued
+    if requeued or running.exists():
+        return requeued
+    waiting = Turn.objects.filter(status=TurnStatus.QUEUED, queued_at__lt=cutoff)
+    return list(waiting.values_list("pk", flat=True))
 
 
 def snapshots_prune(*, older_than: datetime) -> int:

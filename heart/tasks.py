@@ -1,12 +1,23 @@
 """django-q2 entry points of the Heart: they take ids and call one service each."""
 
+import signal
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
 from datetime import timedelta
 
 from django.conf import settings
 from django.utils import timezone
 from django_q.tasks import async_task
 
-from heart.services import snapshots_prune, turn_claim_next, turn_run, turns_recover
+from heart.services import (
+    TurnStopped,
+    WorkerStop,
+    snapshots_prune,
+    turn_claim_next,
+    turn_run,
+    turns_recover,
+)
 
 
 def run_turns_task(turn_id: int | None = None) -> list[int]:
@@ -15,13 +26,43 @@ def run_turns_task(turn_id: int | None = None) -> list[int]:
     ``turn_id`` only names the turn that caused the task; whichever turn is oldest goes
     first. If another worker is already running a turn, this returns and that worker's
     loop picks the rest up.
+
+    SIGTERM (a stopping cluster, scripts/run's Ctrl-C, a service manager) puts a turn whose
+    reply is still streaming back in the queue, queues this task again for the next worker,
+    and then ends the worker process as SIGTERM would have.
     """
     answered = []
-    while (turn := turn_claim_next()) is not None:
-        answered.append(turn_run(turn=turn).pk)
-    if answered:
-        vectors_fill_queue()
+    stop = WorkerStop()
+    with _stop_on_sigterm(stop):
+        while not stop.requested and (turn := turn_claim_next()) is not None:
+            try:
+                answered.append(turn_run(turn=turn, stop=stop).pk)
+            except TurnStopped:
+                break
+        if stop.requested:
+            async_task("heart.tasks.run_turns_task", group="turns")
+        if answered:
+            vectors_fill_queue()
     return answered
+
+
+@contextmanager
+def _stop_on_sigterm(stop: WorkerStop) -> Iterator[None]:
+    """While the block runs, SIGTERM asks ``stop``; after it, the signal has its usual effect.
+
+    Only in a process's main thread, where a worker runs its tasks (signals reach no other);
+    turns answered in a web request's thread (synchronous tasks) are not stopped this way.
+    """
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    previous = signal.signal(signal.SIGTERM, lambda signum, frame: stop.request())
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, signal.SIG_DFL if previous is None else previous)
+    if stop.requested:
+        signal.raise_signal(signal.SIGTERM)
 
 
 def vectors_fill_queue() -> None:
@@ -33,12 +74,12 @@ def vectors_fill_queue() -> None:
 
 
 def recover_turns_task() -> list[int]:
-    """Requeue turns a dead worker left running (a schedule runs this every minute)."""
-    stale_after = timedelta(seconds=settings.Q_CLUSTER["timeout"] + 60)
-    requeued = turns_recover(stale_after=stale_after)
-    if requeued:
-        async_task("heart.tasks.run_turns_task", requeued[0], group="turns")
-    return requeued
+    """Requeue turns whose worker went silent, and queue a worker for turns left waiting
+    (a schedule runs this every minute)."""
+    waiting = turns_recover(stale_after=timedelta(seconds=settings.TURN_STALE_SECONDS))
+    if waiting:
+        async_task("heart.tasks.run_turns_task", waiting[0], group="turns")
+    return waiting
 
 
 def prune_snapshots_task() -> int:

@@ -206,6 +206,9 @@ if REDIS_URL:
     Q_CLUSTER["redis"] = REDIS_URL
 else:
     Q_CLUSTER["orm"] = "default"
+# A running turn whose worker gave no sign of life (its claim, a streamed save) for this long
+# is put back in the queue; a turn left queued this long gets a worker again.
+TURN_STALE_SECONDS = env_int("SILENTSTAR_TURN_STALE_SECONDS", 60, minimum=5)
 
 # --- Logging ---------------------------------------------------------------------------------
 LOGGING = {
