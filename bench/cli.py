@@ -28,6 +28,7 @@ from bench.evaluate import (
     evaluate_in_throwaway_stores,
 )
 from bench.firstchar import first_char_measure
+from bench.fuzz import fuzz_run
 from bench.generate import DATASETS, dataset_write
 from bench.mirror import mirror_measure
 from bench.queue import queue_pickup_measure
@@ -172,6 +173,26 @@ def parser() -> argparse.ArgumentParser:
         help="the folder to write them to (default: data/eval/, which git ignores)",
     )
     generate.set_defaults(run=_generate)
+
+    fuzz = words.add_parser(
+        "fuzz",
+        help="the tag parser and ingest on generated tag soup",
+        description="Generated messages (tags of every kind, broken and nested tags, calls, "
+        "Unicode, NUL, CRLF) through the tag parser, one in --ingest-every also through ingest "
+        "into throwaway SQLite stores: exceptions and characters unaccounted for (goal: 0), and "
+        "the rate. Exits with status 1 when it finds any.",
+    )
+    fuzz.add_argument("--inputs", type=int, default=1_000_000, help="messages to generate")
+    fuzz.add_argument(
+        "--ingest-every",
+        type=int,
+        default=100,
+        metavar="N",
+        help="also ingest one message in N (0: none; default 100)",
+    )
+    fuzz.add_argument("--seed", type=int, default=0, help="the generator's seed")
+    _inside_options(fuzz, size=False)
+    fuzz.set_defaults(run=_fuzz)
     return top
 
 
@@ -469,6 +490,54 @@ def _generate(asked: argparse.Namespace) -> None:
             f"{asked.out / f'{name}.json'}: {len(data['conversations'])} conversations, "
             f"{turns} turns, {len(data['questions'])} questions"
         )
+
+
+# --- fuzz ---------------------------------------------------------------------------------------
+
+
+def _fuzz(asked: argparse.Namespace) -> None:
+    """Tag soup through the parser and ingest (bench/fuzz.py)."""
+    if asked.inputs < 1 or asked.ingest_every < 0:
+        raise BenchError("--inputs must be at least 1 and --ingest-every at least 0")
+    arguments = ["--inputs", str(asked.inputs), "--ingest-every", str(asked.ingest_every)]
+    if asked.inside:
+        from tqdm import tqdm  # a development requirement, needed by this command only
+
+        _migrate_throwaway_stores()
+        with tqdm(total=asked.inputs, unit=" inputs", unit_scale=True, mininterval=2) as bar:
+            result = fuzz_run(
+                inputs=asked.inputs,
+                ingest_every=asked.ingest_every,
+                seed=asked.seed,
+                progress=bar.update,
+            )
+        print(json.dumps(result))
+        return
+    result = _run_inside(["fuzz", *arguments, "--seed", str(asked.seed)])
+    seconds = result["seconds"]
+    print(
+        f"{result['inputs']:,} inputs ({result['characters']:,} characters, seed {asked.seed}) "
+        f"in {seconds:.1f} s: {result['inputs'] / seconds:,.0f} inputs/s, parsing alone "
+        f"{result['inputs'] / result['parse_seconds']:,.0f}/s"
+    )
+    print(f"  exceptions: {result['exceptions']}")
+    print(
+        f"  characters unaccounted for: {result['unaccounted_characters']} "
+        f"(in {result['unaccounted_inputs']} inputs)"
+    )
+    if result["ingested"]:
+        print(
+            f"  ingested {result['ingested']:,} (one in {asked.ingest_every}, "
+            f"{result['ingested'] / result['ingest_seconds']:,.0f}/s): "
+            f"{result['ingest_exceptions']} exceptions, "
+            f"{result['ingest_mismatches']} read back differently"
+        )
+    for kind, examples in result["examples"].items():
+        print(f"  {kind}, first {len(examples)}:")
+        for example in examples:
+            print(f"    {example['input']!r}: {example['detail']}")
+    if result["examples"]:
+        raise BenchError("the parser or ingest failed on some inputs (listed above)")
 
 
 # --- throwaway stores --------------------------------------------------------------------------
