@@ -1,29 +1,37 @@
-"""Sign-in with a limit on failed attempts.
+"""Sign-in with a limit on failed attempts, kept by django-axes.
 
-Failed sign-ins are counted per client address and user name in Django's cache, over a sliding
-window (``LOGIN_FAILURE_WINDOW_MINUTES``). Once ``LOGIN_FAILURE_LIMIT`` failures fall inside it,
-further attempts for that pair are refused with 429 before the password is looked at, until
-the oldest of those failures leaves the window. A successful sign-in clears the count.
+axes counts failed sign-ins in its ``AccessAttempt`` rows (the ``default`` store) per client
+address and, separately, per user name: once either reaches ``AXES_FAILURE_LIMIT`` within
+``AXES_COOLOFF_TIME``, further attempts are refused with 429 before any password is checked.
+A successful sign-in clears that name's and that address's failures.
+
+axes checks the count before the password and records a failure after it, so attempts that
+arrive together would all pass the check (a limitation its maintainers accept,
+jazzband/django-axes#592). Sign-ins therefore take turns: the check, the password and the
+record happen under one lock, so each attempt sees every failure before it. The lock is an
+advisory lock on PostgreSQL and, on SQLite, a lock file beside the database rather than the
+database's own write lock, which would stall every other write while a password is hashed.
 
 The client address is ``REMOTE_ADDR``; behind a reverse proxy (``SILENTSTAR_BEHIND_PROXY``) it
 is the last address in ``X-Forwarded-For``, the one the proxy itself saw.
 """
 
-import hashlib
-import logging
+import fcntl
 import math
-import time
+from contextlib import contextmanager
 
+from axes.backends import AxesStandaloneBackend
+from axes.helpers import get_cool_off
+from axes.models import AccessAttempt
 from django.conf import settings
+from django.contrib.auth.forms import AuthenticationForm
 from django.contrib.auth.views import LoginView
-from django.core.cache import cache
-
-logger = logging.getLogger(__name__)
-
-CACHE_PREFIX = "heart:login-failures:"
+from django.db import connections, router, transaction
+from django.shortcuts import render
 
 
 def client_address(request) -> str:
+    """The client's address, as axes counts it (``AXES_CLIENT_IP_CALLABLE``)."""
     if settings.LOGIN_BEHIND_PROXY:
         forwarded = request.headers.get("X-Forwarded-For", "").split(",")[-1].strip()
         if forwarded:
@@ -31,71 +39,56 @@ def client_address(request) -> str:
     return request.META.get("REMOTE_ADDR", "")
 
 
-def _key(address: str, username: str) -> str:
-    who = f"{address}\n{username.strip().casefold()}".encode()
-    return CACHE_PREFIX + hashlib.sha256(who).hexdigest()
+class SignInLimitBackend(AxesStandaloneBackend):
+    """axes' check, for sign-ins that come with a request.
+
+    ``authenticate()`` called without one comes from code on the server (a management
+    command), not from a client, and goes straight on to the next backend.
+    """
+
+    def authenticate(self, request, username=None, password=None, **kwargs):
+        if request is None:
+            return None
+        return super().authenticate(request, username=username, password=password, **kwargs)
 
 
-def _window() -> float:
-    return settings.LOGIN_FAILURE_WINDOW_MINUTES * 60.0
+@contextmanager
+def sign_in_turn():
+    """Hold the one sign-in lock of the store axes counts in, until the block ends."""
+    alias = router.db_for_write(AccessAttempt)
+    connection = connections[alias]
+    if connection.vendor == "postgresql":
+        # Released when the transaction ends, after axes' record of this attempt is committed.
+        with transaction.atomic(using=alias):
+            with connection.cursor() as cursor:
+                cursor.execute("SELECT pg_advisory_xact_lock(hashtext('silentstar:sign-in'))")
+            yield
+        return
+    with open(f"{connection.settings_dict['NAME']}.sign-in.lock", "ab") as lock_file:
+        fcntl.flock(lock_file, fcntl.LOCK_EX)  # released when the file is closed
+        yield
 
 
-def _recent(key: str, now: float) -> list[float]:
-    return [moment for moment in cache.get(key, []) if now - moment < _window()]
-
-
-def login_wait_seconds(*, address: str, username: str, now: float | None = None) -> float:
-    """Seconds until this pair may try again; 0 when it may try now."""
-    now = time.time() if now is None else now
-    failures = _recent(_key(address, username), now)
-    limit = settings.LOGIN_FAILURE_LIMIT
-    if len(failures) < limit:
-        return 0.0
-    # The pair may try again once all but limit - 1 of its failures have left the window.
-    return max(0.0, sorted(failures)[-limit] + _window() - now)
-
-
-def login_failure_record(*, address: str, username: str, now: float | None = None) -> int:
-    """Count one failed attempt; return how many fall in the window now."""
-    now = time.time() if now is None else now
-    key = _key(address, username)
-    failures = [*_recent(key, now), now][-settings.LOGIN_FAILURE_LIMIT :]
-    cache.set(key, failures, timeout=math.ceil(_window()))
-    return len(failures)
-
-
-def login_failures_clear(*, address: str, username: str) -> None:
-    cache.delete(_key(address, username))
-
-
-def wait_message(seconds: float) -> str:
-    minutes = max(1, math.ceil(seconds / 60))
+def wait_message() -> str:
+    minutes = max(1, math.ceil(get_cool_off().total_seconds() / 60))
     unit = "minute" if minutes == 1 else "minutes"
-    return f"Too many attempts, try again in {minutes} {unit}."
+    return f"Too many failed sign-ins: try again in {minutes} {unit}."
+
+
+def lockout_response(request, original_response=None, credentials=None):
+    """The sign-in page, saying why it refused (``AXES_LOCKOUT_CALLABLE``), with status 429."""
+    username = (credentials or {}).get("username") or request.POST.get("username", "")
+    context = {
+        "form": AuthenticationForm(request, initial={"username": username}),
+        "next": request.POST.get("next", ""),
+        "lockout_message": wait_message(),
+    }
+    return render(request, "registration/login.html", context, status=429)
 
 
 class ThrottledLoginView(LoginView):
-    """Django's sign-in, refusing a client and user name after too many failures."""
+    """Django's sign-in, one attempt at a time, so axes' limit holds under concurrency."""
 
     def post(self, request, *args, **kwargs):
-        address = client_address(request)
-        username = request.POST.get("username", "")
-        wait = login_wait_seconds(address=address, username=username)
-        if wait:
-            logger.warning("Sign-in refused for %r from %s: too many failures", username, address)
-            form = self.get_form_class()(request, initial={"username": username})
-            context = self.get_context_data(form=form, throttle_message=wait_message(wait))
-            return self.render_to_response(context, status=429)
-        return super().post(request, *args, **kwargs)
-
-    def form_invalid(self, form):
-        login_failure_record(
-            address=client_address(self.request), username=self.request.POST.get("username", "")
-        )
-        return super().form_invalid(form)
-
-    def form_valid(self, form):
-        login_failures_clear(
-            address=client_address(self.request), username=self.request.POST.get("username", "")
-        )
-        return super().form_valid(form)
+        with sign_in_turn():
+            return super().post(request, *args, **kwargs)

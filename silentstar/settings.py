@@ -1,5 +1,6 @@
 """Silentstar settings: every value comes from the environment (see README, .env.example)."""
 
+from datetime import timedelta
 from pathlib import Path
 
 from django.core.exceptions import ImproperlyConfigured
@@ -39,6 +40,7 @@ INSTALLED_APPS = [
     "django.contrib.staticfiles",
     "django_htmx",
     "django_q",
+    "axes",
     "heart",
     "gem",
     "mirror",
@@ -56,6 +58,7 @@ MIDDLEWARE = [
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
     "django_htmx.middleware.HtmxMiddleware",
+    "axes.middleware.AxesMiddleware",
 ]
 
 ROOT_URLCONF = "silentstar.urls"
@@ -139,6 +142,24 @@ LOGIN_REDIRECT_URL = "/"
 LOGOUT_REDIRECT_URL = "login"
 OWNER_USERNAME = env_str("SILENTSTAR_OWNER_USERNAME", "owner")
 OWNER_PASSWORD = env_str("SILENTSTAR_OWNER_PASSWORD", "")
+# The sign-in limit (heart/auth.py, django-axes): failures are counted in the default store, per
+# client address and, separately, per user name; either reaching the limit refuses further
+# attempts (429) until the window has passed since the last. A success clears both counts.
+AUTHENTICATION_BACKENDS = [
+    "heart.auth.SignInLimitBackend",
+    "django.contrib.auth.backends.ModelBackend",
+]
+LOGIN_BEHIND_PROXY = env_bool("SILENTSTAR_BEHIND_PROXY", False)
+AXES_HANDLER = "axes.handlers.database.AxesDatabaseHandler"
+AXES_FAILURE_LIMIT = env_int("SILENTSTAR_LOGIN_FAILURE_LIMIT", 5, minimum=1)
+AXES_COOLOFF_TIME = timedelta(
+    minutes=env_int("SILENTSTAR_LOGIN_FAILURE_WINDOW_MINUTES", 15, minimum=1)
+)
+AXES_LOCKOUT_PARAMETERS = ["ip_address", "username"]
+AXES_RESET_ON_SUCCESS = True
+AXES_CLIENT_IP_CALLABLE = "heart.auth.client_address"
+AXES_LOCKOUT_CALLABLE = "heart.auth.lockout_response"
+AXES_DISABLE_ACCESS_LOG = True
 
 # --- HTTPS and cookies (production) ----------------------------------------------------
 HTTPS = env_bool("SILENTSTAR_HTTPS", False)
@@ -217,7 +238,10 @@ LOGGING = {
     "formatters": {"plain": {"format": "%(asctime)s %(levelname)s %(name)s: %(message)s"}},
     "handlers": {"console": {"class": "logging.StreamHandler", "formatter": "plain"}},
     "root": {"handlers": ["console"], "level": env_str("SILENTSTAR_LOG_LEVEL", "INFO")},
-    "loggers": {"django_q": {"level": env_str("SILENTSTAR_Q_LOG_LEVEL", "WARNING")}},
+    "loggers": {
+        "django_q": {"level": env_str("SILENTSTAR_Q_LOG_LEVEL", "WARNING")},
+        "axes": {"level": "WARNING"},  # failures and lockouts, not every step of each
+    },
 }
 
 # --- The companion (Claude) ----------------------------------------------------------------
@@ -267,8 +291,8 @@ DECAY_PRESSURE = env_float("SILENTSTAR_DECAY_PRESSURE", 0.0, minimum=0.0)
 SNAPSHOT_RETENTION_DAYS = env_int("SILENTSTAR_SNAPSHOT_RETENTION_DAYS", 30, minimum=1)
 
 # --- Chat page ---------------------------------------------------------------------------------
-# A cache every process shares: the sign-in limit counts failures in it, and django-q2's
-# database broker keeps its cluster status there, which the page's worker dot reads.
+# A cache every process shares: django-q2's database broker keeps its cluster status there,
+# which the page's worker dot reads.
 if REDIS_URL:
     CACHES = {
         "default": {
@@ -284,9 +308,6 @@ else:
             "LOCATION": DATA_DIR / "cache",
         }
     }
-LOGIN_FAILURE_LIMIT = env_int("SILENTSTAR_LOGIN_FAILURE_LIMIT", 5, minimum=1)
-LOGIN_FAILURE_WINDOW_MINUTES = env_int("SILENTSTAR_LOGIN_FAILURE_WINDOW_MINUTES", 15, minimum=1)
-LOGIN_BEHIND_PROXY = env_bool("SILENTSTAR_BEHIND_PROXY", False)
 # Uploaded images: the byte limit is capped at what the Messages API accepts (3,932,160).
 IMAGE_MAX_BYTES = env_int("SILENTSTAR_IMAGE_MAX_BYTES", 3_932_160, minimum=1)
 IMAGE_MAX_PIXELS = env_int("SILENTSTAR_IMAGE_MAX_PIXELS", 50_000_000, minimum=1)

@@ -1,36 +1,50 @@
-"""Sign-in with a limit on failed attempts (``heart.auth``)."""
+"""Sign-in with a limit on failed attempts (``heart.auth``, django-axes)."""
+
+import re
+import time
+import urllib.error
+import urllib.parse
+import urllib.request
+from concurrent.futures import ThreadPoolExecutor
+from datetime import timedelta
 
 import pytest
+from axes.models import AccessAttempt
+from django.contrib.auth import authenticate
+from django.contrib.auth.backends import ModelBackend
+from django.db import router
+from django.db.models import F
 from django.urls import reverse
-
-from heart.auth import (
-    login_failure_record,
-    login_failures_clear,
-    login_wait_seconds,
-    wait_message,
-)
 
 pytestmark = pytest.mark.django_db(databases="__all__")
 
 PASSWORD = "the right password"
-
-
-@pytest.fixture(autouse=True)
-def own_cache(settings):
-    """A cache of this test's own, so failures counted elsewhere never leak in."""
-    settings.CACHES = {
-        "default": {"BACKEND": "django.core.cache.backends.locmem.LocMemCache", "LOCATION": "auth"}
-    }
-    from django.core.cache import cache
-
-    cache.clear()
-    yield
-    cache.clear()
+LOCKED = "Too many failed sign-ins: try again in 15 minutes."
 
 
 @pytest.fixture
 def owner(django_user_model):
     return django_user_model.objects.create_user(username="mono", password=PASSWORD)
+
+
+class PasswordChecks(list):
+    """The user names whose password was checked, in order; each check takes ``delay`` s."""
+
+    delay = 0.0
+
+
+@pytest.fixture
+def password_checks(monkeypatch):
+    checks = PasswordChecks()
+    check = ModelBackend.authenticate
+
+    def counted(self, request, username=None, password=None, **kwargs):
+        checks.append(username)
+        time.sleep(checks.delay)
+        return check(self, request, username=username, password=password, **kwargs)
+
+    monkeypatch.setattr(ModelBackend, "authenticate", counted)
+    return checks
 
 
 def sign_in(client, password, username="mono", **extra):
@@ -53,17 +67,21 @@ def test_it_says_when_the_password_is_wrong(client, owner):
     assert "That name and password did not match." in response.text
 
 
-def test_it_refuses_the_sixth_attempt_after_five_failures_even_with_the_right_password(
-    client, owner
+def test_it_refuses_at_the_fifth_failure_and_then_checks_no_password(
+    client, owner, password_checks
 ):
-    for _ in range(5):
+    for _ in range(4):
         assert sign_in(client, "wrong").status_code == 200
-    response = sign_in(client, PASSWORD)
+    response = sign_in(client, "wrong")
     assert response.status_code == 429
-    assert "Too many attempts, try again in 15 minutes." in response.text
+    assert LOCKED in response.text
     assert "did not match" not in response.text
     assert 'value="mono"' in response.text
+
+    response = sign_in(client, PASSWORD)
+    assert response.status_code == 429 and LOCKED in response.text
     assert not signed_in(client)
+    assert len(password_checks) == 5
 
 
 def test_it_resets_the_count_on_success(client, owner):
@@ -76,58 +94,79 @@ def test_it_resets_the_count_on_success(client, owner):
     assert sign_in(client, PASSWORD).status_code == 302
 
 
-def test_it_counts_per_user_name_and_address(client, owner, django_user_model):
-    django_user_model.objects.create_user(username="other", password=PASSWORD)
+def test_it_limits_an_account_whatever_the_address(client, owner):
+    for number in range(5):
+        sign_in(client, "wrong", REMOTE_ADDR=f"10.0.0.{number}")
+    assert sign_in(client, PASSWORD, REMOTE_ADDR="10.0.0.99").status_code == 429
+    assert not signed_in(client)
+
+
+def test_it_limits_an_address_whatever_the_account(client, owner):
+    for number in range(5):
+        sign_in(client, "wrong", username=f"guess{number}", REMOTE_ADDR="10.0.0.1")
+    assert sign_in(client, PASSWORD, REMOTE_ADDR="10.0.0.1").status_code == 429
+    assert sign_in(client, PASSWORD, REMOTE_ADDR="10.0.0.2").status_code == 302
+
+
+def test_it_counts_the_name_as_the_form_reads_it(client, owner):
+    for _ in range(5):
+        sign_in(client, "wrong", username=" mono ", REMOTE_ADDR="10.0.0.1")
+    assert sign_in(client, PASSWORD, REMOTE_ADDR="10.0.0.2").status_code == 429
+
+
+def test_it_lets_the_account_try_again_after_the_cool_off(client, owner):
     for _ in range(5):
         sign_in(client, "wrong")
-    assert sign_in(client, PASSWORD, username="other").status_code == 302
-    client.post(reverse("logout"))
-    assert sign_in(client, PASSWORD, REMOTE_ADDR="10.0.0.9").status_code == 302
-    client.post(reverse("logout"))
-    assert sign_in(client, PASSWORD, username=" MONO ").status_code == 429
+    assert sign_in(client, PASSWORD).status_code == 429
+    AccessAttempt.objects.update(attempt_time=F("attempt_time") - timedelta(minutes=16))
+    assert sign_in(client, PASSWORD).status_code == 302
 
 
 def test_it_follows_the_limits_in_settings(client, owner, settings):
-    settings.LOGIN_FAILURE_LIMIT = 2
-    settings.LOGIN_FAILURE_WINDOW_MINUTES = 1
-    sign_in(client, "wrong")
-    sign_in(client, "wrong")
-    response = sign_in(client, PASSWORD)
+    settings.AXES_FAILURE_LIMIT = 2
+    settings.AXES_COOLOFF_TIME = timedelta(minutes=1)
+    assert sign_in(client, "wrong").status_code == 200
+    response = sign_in(client, "wrong")
     assert response.status_code == 429
     assert "try again in 1 minute." in response.text
 
 
-def test_it_lets_the_pair_try_again_once_failures_leave_the_window():
-    for moment in (0, 60, 120, 180, 240):
-        login_failure_record(address="1.2.3.4", username="mono", now=1000.0 + moment)
-    assert login_wait_seconds(address="1.2.3.4", username="mono", now=1300.0) == 600.0
-    assert login_wait_seconds(address="1.2.3.4", username="mono", now=1899.0) == 1.0
-    assert login_wait_seconds(address="1.2.3.4", username="mono", now=1900.0) == 0.0
-    login_failure_record(address="1.2.3.4", username="mono", now=1900.0)
-    assert login_wait_seconds(address="1.2.3.4", username="mono", now=1900.0) == 60.0
-    login_failures_clear(address="1.2.3.4", username="mono")
-    assert login_wait_seconds(address="1.2.3.4", username="mono", now=1900.0) == 0.0
-
-
-def test_it_words_the_wait_in_whole_minutes():
-    assert wait_message(1) == "Too many attempts, try again in 1 minute."
-    assert wait_message(61) == "Too many attempts, try again in 2 minutes."
-    assert wait_message(900) == "Too many attempts, try again in 15 minutes."
+def test_it_reads_its_limits_from_the_environment(manage):
+    env = {
+        "SILENTSTAR_LOGIN_FAILURE_LIMIT": "3",
+        "SILENTSTAR_LOGIN_FAILURE_WINDOW_MINUTES": "7",
+        "SILENTSTAR_BEHIND_PROXY": "1",
+    }
+    code = (
+        "from django.conf import settings as s; "
+        "print(s.AXES_FAILURE_LIMIT, s.AXES_COOLOFF_TIME.total_seconds(), s.LOGIN_BEHIND_PROXY)"
+    )
+    result = manage("shell", "--no-imports", "-c", code, env=env)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.split() == ["3", "420.0", "True"]
 
 
 def test_it_trusts_forwarded_addresses_only_behind_a_proxy(client, owner, settings):
     for number in range(5):
-        sign_in(client, "wrong", headers={"X-Forwarded-For": f"10.0.0.{number}"})
+        forwarded = {"X-Forwarded-For": f"10.0.0.{number}"}
+        sign_in(client, "wrong", username=f"guess{number}", headers=forwarded)
     assert sign_in(client, PASSWORD).status_code == 429  # the header was ignored
-    client.post(reverse("logout"))
 
     settings.LOGIN_BEHIND_PROXY = True
     forwarded = {"X-Forwarded-For": "203.0.113.5, 198.51.100.7"}
-    for _ in range(5):
-        sign_in(client, "wrong", headers=forwarded)
+    for number in range(5):
+        sign_in(client, "wrong", username=f"guess{number}", headers=forwarded)
     assert sign_in(client, PASSWORD, headers=forwarded).status_code == 429
-    other = {"X-Forwarded-For": "203.0.113.5, 198.51.100.8"}
+    other = {"X-Forwarded-For": "198.51.100.7, 198.51.100.8"}
     assert sign_in(client, PASSWORD, headers=other).status_code == 302
+
+
+def test_it_keeps_attempts_in_the_default_store():
+    assert router.db_for_write(AccessAttempt) == "default"
+
+
+def test_it_lets_the_server_check_a_password_without_a_request(owner):
+    assert authenticate(username="mono", password=PASSWORD) == owner
 
 
 def test_it_sends_the_admins_sign_in_to_the_limited_one(client):
@@ -141,3 +180,43 @@ def test_it_signs_out_only_by_post(admin_client):
     response = admin_client.post(reverse("logout"))
     assert response.status_code == 302 and response.url == reverse("login")
     assert not signed_in(admin_client)
+
+
+# --- Concurrency: a real server, twenty wrong passwords at once ------------------------------
+
+
+def post_at_once(base_url: str, forwarded_for: list[str]) -> list[int]:
+    """POST a wrong password for ``mono`` once per address, all at the same moment."""
+    opener = urllib.request.build_opener(urllib.request.ProxyHandler({}))
+    with opener.open(f"{base_url}/accounts/login/") as page:
+        cookie = page.headers["Set-Cookie"].split(";")[0]
+        token = re.search(r'name="csrfmiddlewaretoken" value="([^"]+)"', page.read().decode())[1]
+
+    def post(number: int) -> int:
+        body = {"username": "mono", "password": f"wrong {number}", "csrfmiddlewaretoken": token}
+        request = urllib.request.Request(
+            f"{base_url}/accounts/login/",
+            data=urllib.parse.urlencode(body).encode(),
+            headers={"Cookie": cookie, "X-Forwarded-For": forwarded_for[number]},
+        )
+        try:
+            with opener.open(request, timeout=60) as response:
+                return response.status
+        except urllib.error.HTTPError as error:
+            return error.code
+
+    with ThreadPoolExecutor(max_workers=len(forwarded_for)) as pool:
+        return list(pool.map(post, range(len(forwarded_for))))
+
+
+@pytest.mark.django_db(transaction=True, serialized_rollback=True, databases="__all__")
+@pytest.mark.parametrize("addresses", [1, 20], ids=["one-address", "twenty-addresses"])
+def test_it_checks_at_most_the_limit_of_simultaneous_wrong_passwords(
+    live_server, django_user_model, password_checks, settings, addresses
+):
+    django_user_model.objects.create_user(username="mono", password=PASSWORD)
+    settings.LOGIN_BEHIND_PROXY = True
+    password_checks.delay = 0.2  # what hashing costs in earnest: every attempt overlaps
+    statuses = post_at_once(live_server.url, [f"198.51.100.{n % addresses}" for n in range(20)])
+    assert len(password_checks) <= 5
+    assert statuses.count(429) >= 15
