@@ -1,4 +1,5 @@
 from django.contrib import admin
+from django.contrib.auth import views as auth_views
 from django.contrib.auth.decorators import login_not_required
 from django.urls import include, path
 from django.views.generic import RedirectView
@@ -12,7 +13,19 @@ admin.site.index_title = "Curation"
 urlpatterns = [
     # One sign-in page, with its limit on failed attempts; the admin's own sends people there.
     path("accounts/login/", ThrottledLoginView.as_view(), name="login"),
-    path("accounts/", include("django.contrib.auth.urls")),
+    path("accounts/logout/", auth_views.LogoutView.as_view(), name="logout"),
+    # Changing the password needs the old one and a signed-in session. There is no reset by
+    # mail (no mail is set up): the owner resets it with `manage.py changepassword`.
+    path(
+        "accounts/password_change/",
+        auth_views.PasswordChangeView.as_view(),
+        name="password_change",
+    ),
+    path(
+        "accounts/password_change/done/",
+        auth_views.PasswordChangeDoneView.as_view(),
+        name="password_change_done",
+    ),
     path(
         "admin/login/",
         login_not_required(RedirectView.as_view(pattern_name="login", query_string=True)),

@@ -35,3 +35,64 @@ def test_it_registers_every_project_model_in_the_admin():
     for app in ("heart", "gem", "mirror"):
         for model in apps.get_app_config(app).get_models():
             assert model in admin.site._registry, model
+
+
+@pytest.mark.parametrize(
+    "url",
+    [
+        "/accounts/password_reset/",
+        "/accounts/password_reset/done/",
+        "/accounts/reset/MQ/set-password/",
+        "/accounts/reset/done/",
+    ],
+)
+def test_it_offers_no_password_reset_by_mail(client, url):
+    assert client.get(url).status_code == 404
+    assert client.post(url, {"email": "mono@example.org"}).status_code == 404
+
+
+def test_it_changes_the_password_of_the_signed_in_user(client, django_user_model):
+    user = django_user_model.objects.create_user(username="mono", password="the old password")
+    client.force_login(user)
+    assert client.get(reverse("password_change")).status_code == 200
+    response = client.post(
+        reverse("password_change"),
+        {
+            "old_password": "the old password",
+            "new_password1": "a new and longer password",
+            "new_password2": "a new and longer password",
+        },
+    )
+    assert response.status_code == 302 and response.url == reverse("password_change_done")
+    assert client.get(response.url).status_code == 200
+    user.refresh_from_db()
+    assert user.check_password("a new and longer password")
+
+
+def test_it_changes_no_password_without_the_old_one(client, django_user_model):
+    user = django_user_model.objects.create_user(username="mono", password="the old password")
+    client.force_login(user)
+    response = client.post(
+        reverse("password_change"),
+        {
+            "old_password": "a guess",
+            "new_password1": "a new and longer password",
+            "new_password2": "a new and longer password",
+        },
+    )
+    assert response.status_code == 200
+    user.refresh_from_db()
+    assert user.check_password("the old password")
+
+
+def test_it_sends_visitors_who_are_not_signed_in_from_the_password_change_to_sign_in(client):
+    for url in (reverse("password_change"), reverse("password_change_done")):
+        response = client.get(url)
+        assert response.status_code == 302
+        assert response.url.startswith(reverse("login"))
+
+
+def test_it_signs_out(admin_client):
+    response = admin_client.post(reverse("logout"))
+    assert response.status_code == 302 and response.url == reverse("login")
+    assert admin_client.get("/").status_code == 302
