@@ -1,9 +1,11 @@
 """Forms of the Anvil's own admin pages (reshaping fragments, working-memory status)."""
 
 from django import forms
+from django.conf import settings
 
 from gem.graph import DEPTH_MAX
 from gem.models import WorkingMemoryStatus
+from silentstar.uploads import megabytes
 
 
 class RenameForm(forms.Form):
@@ -27,7 +29,7 @@ DRAFT_SUFFIXES = (".md", ".markdown", ".txt")
 
 
 class DraftForm(forms.Form):
-    """A Lens draft, pasted or uploaded (one of the two)."""
+    """A Lens draft, pasted or uploaded (one of the two), of at most ``DRAFT_MAX_BYTES``."""
 
     text = forms.CharField(
         required=False,
@@ -41,11 +43,14 @@ class DraftForm(forms.Form):
         text, upload = self.cleaned_data.get("text", ""), self.cleaned_data.get("upload")
         if upload and text.strip():
             raise forms.ValidationError("Paste a draft or upload one, not both.")
+        limit = settings.DRAFT_MAX_BYTES
         if upload:
             if not upload.name.lower().endswith(DRAFT_SUFFIXES):
                 raise forms.ValidationError(
                     f"“{upload.name}” is not a draft: send a {', '.join(DRAFT_SUFFIXES)} file."
                 )
+            if upload.size > limit:
+                raise _too_large(f"“{upload.name}”", upload.size, limit)
             try:
                 text = upload.read().decode("utf-8")
             except UnicodeDecodeError as error:
@@ -54,8 +59,17 @@ class DraftForm(forms.Form):
                 ) from None
         if not text.strip():
             raise forms.ValidationError("The draft is empty.")
+        if len(text.encode()) > limit:
+            raise _too_large("The draft", len(text.encode()), limit)
         self.cleaned_data["text"] = text
         return self.cleaned_data
+
+
+def _too_large(what: str, size: int, limit: int) -> forms.ValidationError:
+    return forms.ValidationError(
+        f"{what} is {megabytes(size)}; drafts may be at most {megabytes(limit)}.",
+        code="too_large",
+    )
 
 
 class StatusForm(forms.Form):

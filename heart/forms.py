@@ -5,6 +5,7 @@ from django.conf import settings
 from PIL import Image
 
 from silentstar import claude
+from silentstar.uploads import megabytes
 
 MESSAGE_MAX_CHARS = 20_000
 IMAGE_FORMATS = {"JPEG": "jpg", "PNG": "png", "GIF": "gif", "WEBP": "webp"}  # Pillow name → ext
@@ -53,8 +54,7 @@ class MessageForm(forms.Form):
         limit = image_max_bytes()
         if upload.size > limit:
             raise forms.ValidationError(
-                f"The image is {_megabytes(upload.size)}; images may be at most "
-                f"{_megabytes(limit)}.",
+                f"The image is {megabytes(upload.size)}; images may be at most {megabytes(limit)}.",
                 code="too_large",
             )
         max_pixels = settings.IMAGE_MAX_PIXELS
@@ -115,7 +115,3 @@ def _too_many_pixels(found: str, max_pixels: int) -> forms.ValidationError:
         f"The image is too large: {found}; images may have at most {max_pixels:,} pixels.",
         code="too_many_pixels",
     )
-
-
-def _megabytes(size: int) -> str:
-    return f"{size / 2**20:.2f} MB" if size >= 2**20 else f"{size:,} bytes"

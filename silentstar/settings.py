@@ -311,3 +311,14 @@ else:
 # Uploaded images: the byte limit is capped at what the Messages API accepts (3,932,160).
 IMAGE_MAX_BYTES = env_int("SILENTSTAR_IMAGE_MAX_BYTES", 3_932_160, minimum=1)
 IMAGE_MAX_PIXELS = env_int("SILENTSTAR_IMAGE_MAX_PIXELS", 50_000_000, minimum=1)
+# A Lens draft applied in the Anvil, uploaded or pasted.
+DRAFT_MAX_BYTES = env_int("SILENTSTAR_DRAFT_MAX_BYTES", 2 * 2**20, minimum=1)
+# No uploaded file is kept past its form field's limit (silentstar/uploads.py); the other
+# fields of a post hold at most a pasted draft and a little more.
+UPLOAD_MAX_BYTES = {"image": IMAGE_MAX_BYTES, "upload": DRAFT_MAX_BYTES}
+FILE_UPLOAD_HANDLERS = [
+    "silentstar.uploads.LimitedUploadHandler",
+    "django.core.files.uploadhandler.MemoryFileUploadHandler",
+    "django.core.files.uploadhandler.TemporaryFileUploadHandler",
+]
+DATA_UPLOAD_MAX_MEMORY_SIZE = DRAFT_MAX_BYTES + 2**20

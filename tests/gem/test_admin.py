@@ -22,6 +22,7 @@ from gem.models import (
 )
 from gem.state import CHARS_PER_TOKEN, state_set
 from heart.models import Event
+from tests.silentstar.test_uploads import count_kept_bytes
 
 pytestmark = pytest.mark.django_db(databases="__all__")
 
@@ -658,6 +659,30 @@ def test_it_refuses_an_upload_that_is_not_a_text_draft(admin_client):
         url, {"upload": SimpleUploadedFile("a.md", "# caf\xe9".encode("latin-1"))}
     )
     assert "not UTF-8 text (byte 5)" in " ".join(latin.context["form"].non_field_errors())
+
+
+def test_it_refuses_an_uploaded_draft_over_its_limit_keeping_no_more_than_the_limit(
+    admin_client, fragments, monkeypatch, settings
+):
+    assert settings.DRAFT_MAX_BYTES == 2 * 2**20  # the default
+    kept_bytes = count_kept_bytes(monkeypatch)
+    before = gem_state()
+    big = DRAFT.encode() + b"A" * (3 * 2**20)
+    response = admin_client.post(
+        reverse("admin:gem_fragment_draft"), {"upload": SimpleUploadedFile("big.md", big)}
+    )
+    assert response.status_code == 200
+    errors = " ".join(response.context["form"].non_field_errors())
+    assert f"“big.md” is {len(big) / 2**20:.2f} MB; drafts may be at most 2.00 MB." in errors
+    assert sum(kept_bytes) <= settings.DRAFT_MAX_BYTES
+    assert gem_state() == before
+
+
+def test_it_refuses_a_pasted_draft_over_its_limit(admin_client, fragments, settings):
+    settings.DRAFT_MAX_BYTES = 100
+    response = admin_client.post(reverse("admin:gem_fragment_draft"), {"text": DRAFT})
+    errors = " ".join(response.context["form"].non_field_errors())
+    assert f"The draft is {len(DRAFT.encode())} bytes; drafts may be at most 100 bytes." in errors
 
 
 def test_it_says_when_a_draft_changes_nothing(admin_client, fragments):
