@@ -112,9 +112,11 @@ def message_send(request):
     try:
         turn = turn_submit(text=text, actor=identity or "", image=image)
     except TurnOrderError as error:
-        if image:
-            default_storage.delete(image)
+        _image_discard(image)
         return _refuse(request, str(error), status=409)
+    except Exception:
+        _image_discard(image)
+        raise
     if _is_page_post(request):
         return _back_to_chat()
     turn = Turn.objects.select_related("event", "reply_event").get(pk=turn.pk)
@@ -244,6 +246,13 @@ def _turn_context(turn: Turn, *, who: Identities) -> dict:
 def _image_store(upload, *, extension: str) -> str:
     name = f"images/{timezone.now():%Y/%m}/{uuid.uuid4().hex}.{extension}"
     return default_storage.save(name, upload)
+
+
+def _image_discard(name: str) -> None:
+    """Delete a stored image whose message did not reach the log; a message already logged
+    keeps its image whatever failed after it."""
+    if name and not Event.objects.filter(image=name).exists():
+        default_storage.delete(name)
 
 
 def _cluster_stats() -> list:

@@ -17,7 +17,7 @@ from django_q.status import Stat, Status
 from PIL import Image
 
 from gem.models import WorkingMemory
-from heart import services
+from heart import services, views
 from heart.models import Event, Turn
 from heart.services import turn_submit
 
@@ -383,6 +383,31 @@ def test_it_refuses_a_message_that_would_come_before_the_log(admin_client, setti
     assert "turns happen in order" in response.text
     assert Event.objects.count() == 1
     assert stored_files(settings) == []  # the stored image went again
+
+
+def test_it_removes_the_stored_image_when_the_message_fails_to_be_stored(
+    admin_client, settings, monkeypatch
+):
+    def failing(**kwargs):
+        raise RuntimeError("the disk is full")
+
+    monkeypatch.setattr(views, "turn_submit", failing)
+    with pytest.raises(RuntimeError, match="the disk is full"):
+        send(admin_client, message="look", image=SimpleUploadedFile("a.png", png()))
+    assert stored_files(settings) == []
+
+
+def test_it_keeps_the_image_of_a_message_logged_before_a_later_step_failed(
+    admin_client, settings, monkeypatch
+):
+    def failing():
+        raise RuntimeError("the counter is stuck")
+
+    monkeypatch.setattr(services, "turn_counter_advance", failing)
+    with pytest.raises(RuntimeError, match="the counter is stuck"):
+        send(admin_client, message="look", image=SimpleUploadedFile("a.png", png()))
+    event = Event.objects.get()
+    assert stored_files(settings) == [Path(settings.MEDIA_ROOT) / event.image.name]
 
 
 # --- Images ---------------------------------------------------------------------------------
