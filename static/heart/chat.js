@@ -426,8 +426,7 @@
     /* ------------------------------------------------ identity chips */
 
     function identityColour(chip) {
-      return chip.style.getPropertyValue("--identity") ||
-        getComputedStyle(chip).getPropertyValue("--identity").trim();
+      return getComputedStyle(chip).getPropertyValue("--identity").trim();
     }
 
     function selectIdentity(chip, remember) {

@@ -7,6 +7,9 @@ thread and the test each have their own connection, as in production.
 
 Chromium is Debian's (``apt-get install -y chromium``), never one from ``playwright install``.
 Screenshots go to ``test-artifacts/screenshots/`` (git ignores it).
+
+Every page runs under the site's Content-Security-Policy (``SECURE_CSP``): each context records
+what the browser refused, and a test with a refusal fails (``csp_refusals``).
 """
 
 import importlib
@@ -103,6 +106,65 @@ def browser(playwright: Playwright, browser_name: str, browser_type_launch_args)
 def browser_context_args(live_server) -> dict:
     """Every context opens the live server (relative URLs go there)."""
     return {"base_url": live_server.url}
+
+
+# Put in every page before its own scripts: each refusal is kept on the page (``cspRefusals``)
+# and handed to the test as it happens, so one on a page the test has since left is not lost.
+CSP_LISTENER = """
+window.cspRefusals = [];
+document.addEventListener("securitypolicyviolation", (event) => {
+  const seen = {
+    directive: event.effectiveDirective,
+    blocked: event.blockedURI,
+    page: document.location.pathname,
+    source: event.sourceFile ? event.sourceFile + ":" + event.lineNumber : "",
+  };
+  window.cspRefusals.push(seen);
+  window.cspRefused(seen);
+});
+"""
+
+
+@pytest.fixture(autouse=True)
+def csp_refusals() -> Iterator[list[str]]:
+    """What the browser refused under the Content-Security-Policy during the test: its
+    ``securitypolicyviolation`` events and the console's "Refused to …" lines. Must stay empty;
+    a test that provokes a refusal on purpose empties it when it has checked it."""
+    refusals: list[str] = []
+    yield refusals
+    assert not refusals, "the Content-Security-Policy refused:\n" + "\n".join(refusals)
+
+
+@pytest.fixture
+def new_context(
+    new_context: Callable[..., BrowserContext], csp_refusals: list[str]
+) -> Iterator[Callable[..., BrowserContext]]:
+    """pytest-playwright's ``new_context``, with every context reporting CSP refusals."""
+    made: list[BrowserContext] = []
+
+    def watched(**kwargs) -> BrowserContext:
+        context = new_context(**kwargs)
+        context.expose_binding(
+            "cspRefused", lambda _source, seen: csp_refusals.append(f"event: {seen}")
+        )
+        context.add_init_script(CSP_LISTENER)
+        context.on(
+            "console",
+            lambda message: (
+                csp_refusals.append(f"console {message.type}: {message.text.split('. ')[0]}")
+                if "Content Security Policy" in message.text
+                else None
+            ),
+        )
+        made.append(context)
+        return context
+
+    yield watched
+    # A round trip to each page still open delivers the refusals it reported before.
+    for context in made:
+        for page in context.pages:
+            if not page.is_closed():
+                page.evaluate("() => true")
 
 
 @pytest.fixture

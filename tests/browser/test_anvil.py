@@ -7,6 +7,8 @@ Each test clicks and types as a person would; screenshots go to ``test-artifacts
 import re
 
 import pytest
+from django.contrib import admin
+from django.urls import NoReverseMatch, reverse
 from playwright.sync_api import BrowserContext, Page, expect
 
 from gem.models import AmbientProse, Fragment, FragmentEdge, WorkingMemory
@@ -155,3 +157,20 @@ def test_it_previews_a_fold_and_a_draft_before_writing(admin_page: Page, wardrob
     page.goto("/admin/gem/ambientprose/add/")
     expect(page.locator(".anvil-check")).to_contain_text("[tea]")
     screenshot(page, "ambient-desktop")
+
+
+def test_every_admin_list_and_add_form_fits_the_content_security_policy(admin_page: Page, wardrobe):
+    """The admin's own pages (lists with their actions and filters, add forms with their
+    widgets, also as a popup) run with nothing refused: the autouse recorder checks."""
+    page = admin_page
+    for model in admin.site._registry:
+        name = f"admin:{model._meta.app_label}_{model._meta.model_name}"
+        page.goto(reverse(f"{name}_changelist"))
+        expect(page.locator("#content")).to_be_visible()
+        try:
+            add = reverse(f"{name}_add")
+        except NoReverseMatch:
+            continue
+        for url in (add, f"{add}?_popup=1"):
+            if page.goto(url).status == 200:
+                expect(page.locator("#content")).to_be_visible()

@@ -15,7 +15,7 @@ from django.utils import timezone
 from PIL import Image
 from playwright.sync_api import Page, expect
 
-from gem.models import WorkingMemory
+from gem.models import Identity, WorkingMemory
 from heart.ingest import event_record
 from heart.models import Event, Turn
 from tests.browser.conftest import BROWSER_DB, DESKTOP, PASSWORD, PHONE, chat_open, log_in
@@ -96,6 +96,11 @@ def test_it_streams_a_reply_to_a_plan_sent_as_luna(fake_api, worker, page, scree
     expect(mine).to_contain_text("call the pharmacy friday at 5pm")
     expect(mine.locator(".knowledge.plan")).to_have_text("call the pharmacy friday at 5pm")
     expect(page.locator("#input")).to_be_empty()
+    # Luna's colour (the page's nonced <style>, no style attributes) on her chip and message.
+    identity = "el => getComputedStyle(el).getPropertyValue('--identity').trim()"
+    luna = Identity.objects.get(name="luna").color
+    assert page.locator(".chip[data-identity=luna]").evaluate(identity) == luna
+    assert mine.evaluate(identity) == luna
 
     # Part of the reply shows before all of it: a non-empty prefix, shorter than the whole.
     partial = page.wait_for_function(
@@ -299,3 +304,28 @@ def test_it_screenshots_the_login_page_on_desktop_and_phone(new_context, screens
         shown.goto("/accounts/login/")
         expect(shown.get_by_role("button", name="Sign in")).to_be_visible()
         assert screenshot(shown, size).stat().st_size > 0
+
+
+# --- The Content-Security-Policy ------------------------------------------------------------
+
+
+def test_it_refuses_an_inline_script_and_style_attribute_on_the_chat_page(page, csp_refusals):
+    """What a slip in escaping could let into the page does not run, and the recorder every
+    browser test relies on sees it; the list is emptied after, as these refusals are the point."""
+    page.evaluate(
+        """() => {
+          const script = document.createElement("script");
+          script.textContent = "window.inlineScriptRan = true";
+          document.head.append(script);
+          document.getElementById("history").insertAdjacentHTML(
+            "beforeend", '<p id="injected" style="color: rgb(255, 0, 0)">injected</p>'
+          );
+        }"""
+    )
+    page.wait_for_function("() => window.cspRefusals.length >= 2")
+    assert page.evaluate("() => window.inlineScriptRan") is None
+    assert page.locator("#injected").evaluate("p => getComputedStyle(p).color") != "rgb(255, 0, 0)"
+    refused = "\n".join(csp_refusals)
+    assert "'directive': 'script-src-elem'" in refused
+    assert "'directive': 'style-src-attr'" in refused
+    csp_refusals.clear()

@@ -1,9 +1,11 @@
+import re
 import secrets
 import sqlite3
 
 import pytest
 from django.conf import settings
 from django.core.management import call_command
+from django.urls import reverse
 
 PRODUCTION = {
     "SILENTSTAR_DEBUG": "false",
@@ -120,3 +122,30 @@ def test_it_keeps_the_sqlite_stores_in_wal_mode_with_immediate_transactions(mana
 @pytest.mark.django_db(databases="__all__")
 def test_it_has_migrations_for_every_model_change():
     call_command("makemigrations", check=True, dry_run=True, verbosity=0)
+
+
+POLICY = (
+    "default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self' data: blob:; "
+    "connect-src 'self'; object-src 'none'; base-uri 'self'; frame-ancestors 'none'; "
+    "form-action 'self'"
+)
+
+
+@pytest.mark.django_db(databases="__all__")
+def test_it_sends_a_content_security_policy(client):
+    response = client.get(reverse("login"))
+    assert response.status_code == 200
+    assert response.headers["Content-Security-Policy"] == POLICY
+
+
+@pytest.mark.django_db(databases="__all__")
+def test_it_gives_the_chat_pages_inline_style_the_policys_nonce(client, django_user_model):
+    client.force_login(django_user_model.objects.create_user(username="owner"))
+    response = client.get(reverse("heart-chat"))
+    assert response.status_code == 200
+    policy = response.headers["Content-Security-Policy"]
+    nonce = re.search(r"style-src 'self' 'nonce-([\w-]+)';", policy)[1]
+    assert policy == POLICY.replace("style-src 'self'", f"style-src 'self' 'nonce-{nonce}'")
+    html = response.content.decode()
+    assert html.count(f'<style nonce="{nonce}">') == 1
+    assert " style=" not in html  # style attributes are refused
