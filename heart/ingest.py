@@ -14,7 +14,7 @@ from django.db import connections, router, transaction
 
 from gem.models import IngestRecord
 from gem.selectors import identities_current
-from gem.services import working_memory_create, working_memory_match_set
+from gem.services import WorkingMemoryError, working_memory_create, working_memory_match_set
 from heart.models import Event, EventTag
 from heart.parse import CANCEL, DROP, RESOLVE, KnowledgeItem, ParsedMessage, parse
 
@@ -105,15 +105,19 @@ def _ingest_item(item: KnowledgeItem, *, event: Event, side: str, turn: int, res
     if item.kind not in CREATORS.get(side, set()):
         result.ignored.append(f"{item.kind}: the {side} side does not create {item.kind} items")
         return
-    written = working_memory_create(
-        type=item.kind,
-        content=item.text,
-        subject=item.subject,
-        actor=event.actor,
-        at=event.ts,
-        turn=turn,
-        event_id=event.pk,
-    )
+    try:
+        written = working_memory_create(
+            type=item.kind,
+            content=item.text,
+            subject=item.subject,
+            actor=event.actor,
+            at=event.ts,
+            turn=turn,
+            event_id=event.pk,
+        )
+    except WorkingMemoryError as error:  # a tag with nothing to keep ("<desc>her:</desc>")
+        result.ignored.append(f"{item.kind}: {error}")
+        return
     result.superseded.extend(written.superseded)
     (result.refreshed if written.refreshed else result.created).append(written.item.pk)
 

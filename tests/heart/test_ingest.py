@@ -61,6 +61,13 @@ def test_it_supersedes_a_desc_of_the_same_subject_only():
     assert sorted(active("desc")) == ["fairy lights", "knitted overcoat"]
 
 
+def test_it_ignores_a_desc_with_a_subject_and_nothing_to_keep():
+    event, result = say("<say>hm</say><desc>luna:</desc><thought>she is quiet</thought>")
+    assert result.ignored == ["desc: A working-memory item needs some content."]
+    assert active("desc") == [] and active("thought") == ["she is quiet"]
+    assert EventTag.objects.filter(event_id=event.pk, tag="desc").exists()
+
+
 def test_it_resolves_and_cancels_plans_by_fuzzy_overlap():
     say("<luna><plan>call the pharmacy friday at 5pm</plan></luna>", actor="luna", side=USER)
     say("<luna><plan>weekly review of the budget</plan></luna>", actor="luna", side=USER)
