@@ -159,7 +159,7 @@ def test_it_offers_a_chip_for_each_of_the_persons_identities_only(admin_client):
     assert chips == ["hasuki", "renki", "luna", "chloe", "strah"]
     assert (
         '<button type="button" class="chip" data-identity="luna" '
-        'style="--identity: var(--identity-luna)" aria-pressed="false">luna</button>'
+        'data-identity-slug="luna" aria-pressed="false">luna</button>'
     ) in html
 
 
@@ -210,7 +210,7 @@ def test_it_shows_messages_of_both_sides(admin_client):
     reply = answer(turn, "<claude><say>**Hello** <img src=x onerror=alert(1)></say><do>smiles</do>")
     html = admin_client.get(reverse("heart-chat")).text
     user = html.split(f'id="event-{turn.event_id}"', 1)[1].split("</article>", 1)[0]
-    assert 'data-identity="luna" style="--identity: var(--identity-luna)"' in user
+    assert 'data-identity="luna" data-identity-slug="luna"' in user
     assert '<header class="who"><span class="name">luna</span> · <time' in user
     assert (
         '<div class="segment say">hi <span class="knowledge plan">call the pharmacy</span></div>'
