@@ -437,9 +437,10 @@ def _turn_fail(turn_id: int, attempt: int, reason: str) -> None:
 
 
 def _turn_requeue(turn_id: int, *, attempt: int) -> None:
-    """Back in the queue, as it was before this attempt claimed it; a reply already logged stays
-    linked and is used by the next attempt."""
-    _turn_update(turn_id, attempt=attempt, status=TurnStatus.QUEUED, heartbeat_at=None)
+    """Back in the queue, the text streamed so far cleared; the next attempt streams afresh."""
+    _turn_update(
+        turn_id, attempt=attempt, status=TurnStatus.QUEUED, partial_text="", heartbeat_at=None
+    )
     logger.info("Turn %s went back to the queue: the worker is stopping", turn_id)
 
 

@@ -1,14 +1,20 @@
 """A full turn of the Heart through the real SDK against the local fake Messages API."""
 
+import importlib
 import itertools
 import math
+import sqlite3
+import threading
+import time
 from contextlib import ExitStack
 from datetime import timedelta
 
 import pytest
+from django.conf import settings as django_settings
 from django.core.files.base import ContentFile
 from django.core.files.storage import default_storage
 from django.db import connections
+from django.db.models import F
 from django.test.utils import CaptureQueriesContext
 from django.utils import timezone
 
@@ -134,6 +140,95 @@ def test_it_makes_the_reply_visible_while_it_streams(fake_api, monkeypatch):
     turn.refresh_from_db()
     assert turn.first_token_at is not None
     assert turn.partial_text == "one two three four five six"
+
+
+def test_it_writes_a_heartbeat_while_the_reply_streams(fake_api, monkeypatch):
+    """The worker's sign of life, which recovery reads, moves on with each save of the stream."""
+    monkeypatch.setattr(services, "PARTIAL_SAVE_INTERVAL", 0)
+    fake_api.push(FakeReply("<say>one two three four five six</say>", chunks=6, delay=0.05))
+    turn = submit()
+    seen = []
+    real_complete = claude.complete
+
+    def complete_watching_the_turn(**kwargs):
+        def on_text(text_so_far):
+            kwargs["on_text"](text_so_far)
+            seen.append(Turn.objects.values_list("started_at", "heartbeat_at").get(pk=turn.pk))
+
+        return real_complete(**{**kwargs, "on_text": on_text})
+
+    monkeypatch.setattr(services.claude, "complete", complete_watching_the_turn)
+    run_turns_task(turn.pk)
+    started = seen[0][0]
+    beats = [beat for _, beat in seen]
+    assert len(beats) >= 4
+    assert started < beats[0]
+    assert all(earlier < later for earlier, later in itertools.pairwise(beats))
+
+
+def test_an_attempt_that_lost_its_turn_logs_no_reply(fake_api, monkeypatch):
+    """A worker taken for gone may still be streaming: once its turn has been claimed again, it
+    writes nothing more, and the attempt that took the turn over gives the only reply."""
+    monkeypatch.setattr(services, "PARTIAL_SAVE_INTERVAL", 0)
+    fake_api.push(FakeReply("<say>the first answer</say>", chunks=4, delay=0.02))
+    turn = submit()
+    real_complete = claude.complete
+
+    def complete_losing_the_turn(**kwargs):
+        def on_text(text_so_far):
+            if text_so_far:  # recovered and claimed by another worker, mid-stream
+                Turn.objects.filter(pk=turn.pk).update(attempts=F("attempts") + 1)
+            kwargs["on_text"](text_so_far)
+
+        return real_complete(**{**kwargs, "on_text": on_text})
+
+    monkeypatch.setattr(services.claude, "complete", complete_losing_the_turn)
+    assert run_turns_task(turn.pk) == [turn.pk]
+    turn.refresh_from_db()
+    assert (turn.status, turn.attempts, turn.partial_text) == ("running", 2, "")
+    assert Event.objects.count() == 1 and not ContextSnapshot.objects.exists()
+
+    monkeypatch.setattr(services.claude, "complete", real_complete)
+    fake_api.push(FakeReply("<say>the answer</say>"))
+    Turn.objects.filter(pk=turn.pk).update(status="queued")
+    run_turns_task(turn.pk)
+    turn.refresh_from_db()
+    assert (turn.status, turn.partial_text) == ("done", "the answer")
+    assert Event.objects.count() == 2
+
+
+def test_a_stop_while_the_reply_streams_puts_the_turn_back_in_the_queue(fake_api, monkeypatch):
+    """What SIGTERM does in a worker (heart.tasks): the reply in flight is dropped, the turn
+    waits in the queue again, and the next attempt answers it once."""
+    monkeypatch.setattr(services, "PARTIAL_SAVE_INTERVAL", 0)
+    fake_api.push(
+        FakeReply("<say>cut short</say>", chunks=4, delay=0.02), FakeReply("<say>whole</say>")
+    )
+    turn = submit()
+    stop = services.WorkerStop()
+    real_complete = claude.complete
+
+    def complete_stopped_midway(**kwargs):
+        def on_text(text_so_far):
+            kwargs["on_text"](text_so_far)
+            if text_so_far:
+                stop.request()
+
+        return real_complete(**{**kwargs, "on_text": on_text})
+
+    monkeypatch.setattr(services.claude, "complete", complete_stopped_midway)
+    with pytest.raises(services.TurnStopped):
+        services.turn_run(turn=turn_claim_next(), stop=stop)
+    turn.refresh_from_db()
+    assert (turn.status, turn.reply_event_id, turn.partial_text) == ("queued", None, "")
+    assert turn.heartbeat_at is None
+    assert Event.objects.count() == 1
+
+    monkeypatch.setattr(services.claude, "complete", real_complete)
+    assert run_turns_task(turn.pk) == [turn.pk]
+    turn.refresh_from_db()
+    assert (turn.status, turn.partial_text) == ("done", "whole")
+    assert Event.objects.count() == 2 and ContextSnapshot.objects.count() == 1
 
 
 def test_it_rides_out_an_overloaded_api(fake_api):
@@ -298,6 +393,74 @@ def test_it_runs_a_turn_at_a_given_moment_with_decay_in_that_time(fake_api):
     assert "restless" not in later_text  # a feeling 14 h old (7 half-lives) has faded
     # the reply to "hi" was written just after it: under 14 hours before "later"
     assert "Last message 13 hours ago." in later_text
+
+
+LOCK_HELD = 1.0  # seconds another connection holds the write lock, ten busy timeouts
+SQLITE = all(db["ENGINE"].endswith("sqlite3") for db in django_settings.DATABASES.values())
+
+
+@pytest.fixture
+def event_log_emptied():
+    """Empty the event log after a transactional test, before pytest-django empties every
+    table: its append-only triggers would refuse that DELETE. They are lifted for that moment
+    only, with the migration's own ``remove`` and ``install``."""
+    yield
+    migration = importlib.import_module("heart.migrations.0002_event_log_append_only")
+    with connections["events"].schema_editor() as editor:
+        migration.remove(None, editor)
+    try:
+        with connections["events"].cursor() as cursor:
+            for model in (Turn, EventTag, Event):
+                cursor.execute(f"DELETE FROM {model._meta.db_table}")
+    finally:
+        with connections["events"].schema_editor() as editor:
+            migration.install(None, editor)
+
+
+@pytest.mark.skipif(not SQLITE, reason="SQLite's write lock and busy timeout")
+@pytest.mark.django_db(databases="__all__", transaction=True, serialized_rollback=True)
+@pytest.mark.parametrize("store", ["events", "default", "snapshots"])
+def test_it_waits_out_a_database_locked_while_the_reply_is_recorded(
+    fake_api, monkeypatch, event_log_emptied, store
+):
+    """A long write elsewhere (a Mirror run, a sweep, a draft) holds a store's lock for longer
+    than the busy timeout just as the reply arrives: the turn still ends done, with one reply."""
+    fake_api.push(FakeReply("<say>here</say><thought>she waited</thought>"))
+    turn = submit()
+    locked = threading.Event()
+
+    def hold_the_lock():
+        other = sqlite3.connect(connections[store].settings_dict["NAME"], isolation_level=None)
+        try:
+            other.execute("BEGIN IMMEDIATE")
+            locked.set()
+            time.sleep(LOCK_HELD)
+            other.execute("COMMIT")
+        finally:
+            other.close()
+
+    holder = threading.Thread(target=hold_the_lock)
+    real_complete = claude.complete
+
+    def complete_then_lock(**kwargs):
+        reply = real_complete(**kwargs)
+        holder.start()
+        assert locked.wait(timeout=10)
+        return reply
+
+    monkeypatch.setattr(services.claude, "complete", complete_then_lock)
+    with connections[store].cursor() as cursor:
+        cursor.execute("PRAGMA busy_timeout = 100")
+    try:
+        run_turns_task(turn.pk)
+    finally:
+        holder.join()
+        connections[store].close()  # the next connection has the configured timeout again
+    turn.refresh_from_db()
+    assert (turn.status, turn.error, turn.partial_text) == ("done", "", "here")
+    assert Event.objects.count() == 2
+    assert ContextSnapshot.objects.filter(turn=turn.pk).count() == 1
+    assert WorkingMemory.objects.filter(type="thought").count() == 1
 
 
 def test_it_prunes_old_snapshots():

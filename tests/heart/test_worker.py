@@ -1,5 +1,6 @@
 """The real thing: a django-q2 cluster in its own process answering a turn from the queue."""
 
+import contextlib
 import os
 import signal
 import sqlite3
@@ -10,6 +11,7 @@ import time
 import pytest
 
 from tests.conftest import REPO
+from tests.fakeapi import FakeReply
 
 SQLITE_ONLY = {
     "DATABASE_URL": "",
@@ -73,3 +75,109 @@ def test_it_answers_a_queued_turn_in_a_real_worker(manage, tmp_path):
         except subprocess.TimeoutExpired:
             os.killpg(cluster.pid, signal.SIGKILL)
             pytest.fail("the cluster did not stop on SIGTERM")
+
+
+def start_cluster(env: dict[str, str]) -> subprocess.Popen:
+    """``manage.py qcluster`` in a process group of its own, as scripts/run starts it."""
+    return subprocess.Popen(
+        [sys.executable, "manage.py", "qcluster"],
+        cwd=REPO,
+        env=env,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        start_new_session=True,
+    )
+
+
+def children(pid: int) -> list[int]:
+    found = subprocess.run(["pgrep", "-P", str(pid)], capture_output=True, text=True)
+    return [int(child) for child in found.stdout.split()]
+
+
+def cluster_stop_as_scripts_run_does(cluster: subprocess.Popen) -> None:
+    """SIGTERM to the cluster, which stops its idle workers; a second later, SIGTERM to what is
+    left under its guard process (a busy worker, the monitor)."""
+    cluster.send_signal(signal.SIGTERM)
+    try:
+        cluster.wait(timeout=1)
+    except subprocess.TimeoutExpired:
+        for sentinel in children(cluster.pid):
+            for child in children(sentinel):
+                os.kill(child, signal.SIGTERM)
+        cluster.wait(timeout=20)
+
+
+def group_kill(cluster: subprocess.Popen) -> None:
+    """Whatever is left of a cluster's processes."""
+    with contextlib.suppress(ProcessLookupError):
+        os.killpg(cluster.pid, signal.SIGKILL)
+    cluster.wait(timeout=20)
+
+
+def test_a_worker_stopped_mid_reply_puts_the_turn_back_for_the_next_one(manage, tmp_path, fake_api):
+    """Ctrl-C on scripts/run while a reply streams: the worker gets SIGTERM, the turn goes back
+    to the queue at once (not after a silence), and a worker of the next cluster answers it,
+    with one reply in the log and one snapshot."""
+    migrate = "from django.core.management import call_command\n" + "".join(
+        f"call_command('migrate', database={alias!r}, verbosity=0)\n"
+        for alias in ("default", "events", "summaries", "snapshots")
+    )
+    migrated = manage("shell", "--no-imports", "-c", migrate, env=SQLITE_ONLY)
+    assert migrated.returncode == 0, migrated.stderr
+    long_reply = "<say>" + " ".join(f"word{n}" for n in range(60)) + "</say>"
+    fake_api.push(FakeReply(long_reply, chunks=60, delay=0.25), FakeReply("<say>all of it</say>"))
+    data = tmp_path / "data"
+    env = {**os.environ, **SQLITE_ONLY, "ANTHROPIC_API_KEY": "test-key"}
+    env["SILENTSTAR_DATA_DIR"] = str(data)
+
+    def turn_state():
+        with sqlite3.connect(data / "events.sqlite3") as events:
+            return events.execute(
+                "SELECT status, partial_text, reply_event_id, attempts FROM heart_turn"
+            ).fetchone()
+
+    def count(store: str, table: str) -> int:
+        with sqlite3.connect(data / f"{store}.sqlite3") as connection:
+            return connection.execute(f"SELECT count(*) FROM {table}").fetchone()[0]
+
+    first = start_cluster(env)
+    try:
+        submit = (
+            "from heart.services import turn_submit; "
+            "turn_submit(text='<luna>hi</luna>', actor='luna')"
+        )
+        submitted = manage("shell", "--no-imports", "-c", submit, env=SQLITE_ONLY)
+        assert submitted.returncode == 0, submitted.stderr
+        wait_for(
+            lambda: (state := turn_state()) and state[0] == "running" and "word3" in state[1],
+            timeout=60,
+            what="the reply to stream",
+        )
+        cluster_stop_as_scripts_run_does(first)
+        status, _, reply_event, attempts = wait_for(
+            lambda: (state := turn_state()) and state[0] != "running" and state,
+            timeout=20,
+            what="the turn to leave running",
+        )
+    finally:
+        group_kill(first)
+    assert (status, reply_event, attempts) == ("queued", None, 1)
+    assert count("events", "heart_event") == 1
+
+    second = start_cluster(env)
+    try:
+        status, shown, reply_event, attempts = wait_for(
+            lambda: (state := turn_state()) and state[0] in {"done", "error"} and state,
+            timeout=60,
+            what="the next cluster to answer the turn",
+        )
+    finally:
+        second.send_signal(signal.SIGTERM)
+        try:
+            second.wait(timeout=20)
+        finally:
+            group_kill(second)
+    assert (status, shown, attempts) == ("done", "all of it", 2)
+    assert count("events", "heart_event") == 2
+    assert count("snapshots", "heart_contextsnapshot") == 1
+    assert len(fake_api.requests) == 2
