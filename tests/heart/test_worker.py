@@ -33,6 +33,22 @@ def wait_for(condition, *, timeout: float, what: str):
     raise AssertionError(f"timed out waiting for {what}")
 
 
+def turn_answered(data_dir, turn_id: int, *, timeout: float, what: str) -> tuple[str, str, str]:
+    """``(status, partial_text, error)`` of a turn once a worker has finished it."""
+
+    def turn_state():
+        with sqlite3.connect(data_dir / "events.sqlite3") as events:
+            return events.execute(
+                "SELECT status, partial_text, error FROM heart_turn WHERE id = ?", [turn_id]
+            ).fetchone()
+
+    return wait_for(
+        lambda: (state := turn_state()) and state[0] in {"done", "error"} and state,
+        timeout=timeout,
+        what=what,
+    )
+
+
 def test_it_answers_a_queued_turn_in_a_real_worker(manage, tmp_path):
     for alias in ("default", "events", "summaries", "snapshots"):
         assert manage("migrate", "--database", alias, env=SQLITE_ONLY).returncode == 0
@@ -55,16 +71,8 @@ def test_it_answers_a_queued_turn_in_a_real_worker(manage, tmp_path):
         assert submitted.returncode == 0, submitted.stderr
         turn_id = int(submitted.stdout.strip())
 
-        def turn_state():
-            with sqlite3.connect(tmp_path / "data" / "events.sqlite3") as events:
-                return events.execute(
-                    "SELECT status, partial_text, error FROM heart_turn WHERE id = ?", [turn_id]
-                ).fetchone()
-
-        status, shown, error = wait_for(
-            lambda: (state := turn_state()) and state[0] in {"done", "error"} and state,
-            timeout=60,
-            what="the worker to answer the turn",
+        status, shown, error = turn_answered(
+            tmp_path / "data", turn_id, timeout=60, what="the worker to answer the turn"
         )
         assert (status, error) == ("done", "")
         assert "are you there?" in shown and "offline" in shown

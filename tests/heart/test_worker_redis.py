@@ -14,7 +14,7 @@ import time
 import pytest
 
 from tests.conftest import REPO
-from tests.heart.test_worker import SQLITE_ONLY, wait_for
+from tests.heart.test_worker import SQLITE_ONLY, turn_answered, wait_for
 
 STORES = ("default", "events", "summaries", "snapshots")
 
@@ -91,15 +91,9 @@ def test_it_answers_a_queued_turn_through_redis(manage, tmp_path, redis_url):
         broker, turn_id = submitted.stdout.split()
         assert broker == "Redis"
 
-        def turn_state():
-            with sqlite3.connect(tmp_path / "data" / "events.sqlite3") as events:
-                return events.execute(
-                    "SELECT status, partial_text, error FROM heart_turn WHERE id = ?",
-                    [int(turn_id)],
-                ).fetchone()
-
-        status, shown, error = wait_for(
-            lambda: (state := turn_state()) and state[0] in {"done", "error"} and state,
+        status, shown, error = turn_answered(
+            tmp_path / "data",
+            int(turn_id),
             timeout=20,
             what="the worker to answer the turn through Redis",
         )
