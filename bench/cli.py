@@ -2,19 +2,22 @@
 
 ``turns``, ``search``, ``mirror`` and ``queue`` measure in a new process (this command again,
 with ``--inside``) on throwaway SQLite stores, offline, and print what it reports; ``firstchar``
-runs the browser benchmark in a pytest process; ``eval`` is the retrieval evaluation harness
+runs the browser benchmark in a pytest process; ``load`` serves throwaway stores with gunicorn
+and the worker to a locust swarm (``bench/load.py``); ``eval`` is the retrieval evaluation harness
 (``bench/evaluate.py``) and ``generate`` writes its synthetic datasets (``bench/generate.py``).
 """
 
 import argparse
+import importlib.util
 import json
 import os
 import secrets
+import shutil
 import subprocess
 import sys
 import tempfile
 import time
-from contextlib import ExitStack
+from contextlib import ExitStack, contextmanager
 from pathlib import Path
 
 from django.conf import settings
@@ -30,6 +33,7 @@ from bench.evaluate import (
 from bench.firstchar import first_char_measure
 from bench.fuzz import fuzz_run
 from bench.generate import DATASETS, dataset_write
+from bench.load import load_measure, port_wait, spare_port
 from bench.mirror import mirror_measure
 from bench.queue import queue_pickup_measure
 from bench.search import search_measure
@@ -193,6 +197,29 @@ def parser() -> argparse.ArgumentParser:
     fuzz.add_argument("--seed", type=int, default=0, help="the generator's seed")
     _inside_options(fuzz, size=False)
     fuzz.set_defaults(run=_fuzz)
+
+    load = words.add_parser(
+        "load",
+        help="the site under gunicorn and its worker, with simulated people chatting",
+        description="Serve throwaway stores with gunicorn and the worker, offline, and have "
+        "--users simulated people (locust) sign in, read the chat page, poll the worker's "
+        "status and send messages for --seconds: throughput, p50/p99 per request kind, errors, "
+        "turns sent and answered, and the machine's load. Needs gunicorn and locust "
+        "(requirements-dev.txt).",
+    )
+    load.add_argument("--seconds", type=int, default=60, help="how long the people chat")
+    load.add_argument("--users", type=int, default=10, help="people chatting at once")
+    load.add_argument(
+        "--backend",
+        choices=("sqlite", "postgresql"),
+        default="sqlite",
+        help="SQLite stores, or a throwaway PostgreSQL (scripts/postgres) with the Redis broker",
+    )
+    load.add_argument(
+        "--workers", type=int, help="gunicorn workers (default: 1 on SQLite, 3 on PostgreSQL)"
+    )
+    load.add_argument("--inside", action="store_true", help=argparse.SUPPRESS)
+    load.set_defaults(run=_load)
     return top
 
 
@@ -425,6 +452,118 @@ def _queue(asked: argparse.Namespace) -> None:
         cluster.terminate()
         cluster.wait(timeout=30)
     print(json.dumps(result))
+
+
+# --- load ---------------------------------------------------------------------------------------
+
+
+def _load(asked: argparse.Namespace) -> None:
+    """gunicorn, the worker and a locust swarm on throwaway stores (bench/load.py)."""
+    if asked.seconds < 1 or asked.users < 1 or (asked.workers or 1) < 1:
+        raise BenchError("--seconds, --users and --workers must be at least 1")
+    postgresql = asked.backend == "postgresql"
+    workers = asked.workers or (3 if postgresql else 1)
+    if asked.inside:
+        if not settings.COMPANION_OFFLINE:
+            raise BenchError("--inside runs only offline")
+        if settings.DATABASE_URL:
+            _database_create(settings.DATABASE_URL)
+        elif "sqlite" not in settings.DATABASES["events"]["ENGINE"]:
+            raise BenchError("--inside runs only in throwaway stores")
+        result = load_measure(
+            seconds=asked.seconds,
+            users=asked.users,
+            workers=workers,
+            base_dir=settings.BASE_DIR,
+            progress=_note,
+        )
+        print(json.dumps(result))
+        return
+    for module in ("gunicorn", "locust"):
+        if importlib.util.find_spec(module) is None:
+            raise BenchError(f"{module} is missing: pip install -r requirements-dev.txt")
+    arguments = ["load", "--seconds", str(asked.seconds), "--users", str(asked.users)]
+    arguments += ["--workers", str(workers)]
+    with ExitStack() as stack:
+        data_dir = stack.enter_context(tempfile.TemporaryDirectory(prefix="silentstar-bench-"))
+        env = {**_inside_env(data_dir), "SILENTSTAR_OWNER_PASSWORD": secrets.token_urlsafe(16)}
+        env["SILENTSTAR_OWNER_USERNAME"] = "owner"
+        command = _inside_command(arguments)
+        if postgresql:
+            command = [str(settings.BASE_DIR / "scripts" / "postgres"), *command]
+            env["REDIS_URL"] = stack.enter_context(_redis_throwaway())
+        _note(f"load: {asked.users} users for {asked.seconds} s on {asked.backend}...")
+        done = subprocess.run(
+            command, cwd=settings.BASE_DIR, env=env, stdout=subprocess.PIPE, text=True
+        )
+        if done.returncode != 0:
+            raise BenchError(f"the load test failed (exit status {done.returncode})")
+        result = json.loads(done.stdout.strip().splitlines()[-1])
+    _load_print(result)
+
+
+def _load_print(result: dict) -> None:
+    print(
+        f"{result['users']} users for {result['seconds']:.0f} s on {result['database']} "
+        f"({result['broker']} broker), gunicorn workers: {result['workers']}; "
+        f"{result['requests']:,} requests, {result['requests_per_s']:.1f} requests/s, "
+        f"{result['failures']} errors"
+    )
+    print(f"{'request':<16} {'count':>7} {'errors':>7} {'p50 ms':>8} {'p99 ms':>8}")
+    rows = [*result["kinds"].items(), ("all", {**result, "requests": result["requests"]})]
+    for name, kind in rows:
+        print(
+            f"{name:<16} {kind['requests']:>7,} {kind['failures']:>7} {kind['p50_ms']:>8.0f} "
+            f"{kind['p99_ms']:>8.0f}"
+        )
+    print(
+        f"turns: {result['turns_sent']} sent, {result['turns_answered']} answered, "
+        f"{result['turns_failed']} failed, {result['turns_unanswered']} still waiting at the end"
+    )
+    before, after = result["load_before"], result["load_after"]
+    print(
+        f"machine load (1, 5, 15 min) on {result['cpus']} processors: before "
+        f"{' '.join(map(str, before))}, after {' '.join(map(str, after))}"
+    )
+    for error in result["errors"]:
+        print(f"  {error}")
+
+
+@contextmanager
+def _redis_throwaway():
+    """A Redis server on a spare port, nothing saved, stopped afterwards; yields its URL."""
+    if shutil.which("redis-server") is None:
+        raise BenchError("redis-server is missing (Debian: apt-get install redis-server)")
+    port = spare_port()
+    server = subprocess.Popen(
+        [
+            "redis-server",
+            "--port",
+            str(port),
+            "--bind",
+            "127.0.0.1",
+            "--save",
+            "",
+            "--appendonly",
+            "no",
+        ],
+        stdout=subprocess.DEVNULL,
+    )
+    try:
+        port_wait(port, process=server)
+        yield f"redis://127.0.0.1:{port}/0"
+    finally:
+        server.terminate()
+        server.wait(timeout=30)
+
+
+def _database_create(url: str) -> None:
+    """The throwaway cluster's database: made here, so an existing one (not throwaway) fails."""
+    import psycopg
+
+    base, name = url.rsplit("/", 1)
+    with psycopg.connect(f"{base}/postgres", autocommit=True) as connection:
+        connection.execute(f'CREATE DATABASE "{name}"')
 
 
 # --- the evaluation harness --------------------------------------------------------------------
