@@ -13,6 +13,7 @@ import time
 
 import pytest
 
+from bench.load import spare_port
 from tests.conftest import REPO
 from tests.heart.test_worker import SQLITE_ONLY, turn_answered, wait_for
 
@@ -27,12 +28,6 @@ def redis_server_required() -> str:
     if os.environ.get("CI"):
         pytest.fail(message, pytrace=False)
     pytest.skip(message)
-
-
-def spare_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return probe.getsockname()[1]
 
 
 @pytest.fixture
