@@ -16,7 +16,7 @@ MATCH_THRESHOLD = 0.15
 _WORD_RE = re.compile(r"[^\W_]+(?:'[^\W_]+)*")
 
 
-def _content_words(text: str) -> frozenset[str]:
+def content_words(text: str) -> frozenset[str]:
     """The text's words, case and punctuation ignored, stop words dropped."""
     words = _WORD_RE.findall(text.replace("’", "'").casefold())
     return frozenset(word for word in words if word not in STOP_WORDS)
@@ -24,7 +24,7 @@ def _content_words(text: str) -> frozenset[str]:
 
 def word_overlap(a: str, b: str) -> float:
     """Jaccard similarity of the two texts' content words; 0.0 when either has none."""
-    words_a, words_b = _content_words(a), _content_words(b)
+    words_a, words_b = content_words(a), content_words(b)
     union = words_a | words_b
     if not union:
         return 0.0

@@ -6,18 +6,17 @@ events it came from (``WorkingMemorySource``); if that fails the claim is undone
 written in the admin log, under the person who made it.
 """
 
-import re
 from datetime import datetime
 
 from django.contrib.admin.models import ADDITION, CHANGE, LogEntry
 from django.db import transaction
 from django.utils import timezone
 
+from gem.match import content_words
 from gem.models import WorkingMemory, WorkingMemorySource, WorkingMemoryType
 from gem.selectors import identities_current
 from gem.services import working_memory_create
 from gem.state import turn_counter_current
-from gem.words import STOP_WORDS
 from heart.models import Event
 from heart.render import COMPANION
 from mirror.models import SuggestionStatus, Summary, TagSuggestion
@@ -43,14 +42,6 @@ def _claim(suggestion_id: int, status: str) -> TagSuggestion:
     return suggestion
 
 
-WORD = re.compile(r"[^\W_]+")
-
-
-def _content_words(text: str) -> set[str]:
-    """The words of a text that say what it is about: stop words (``gem.words``) left out."""
-    return {word for word in WORD.findall(text.casefold()) if word not in STOP_WORDS}
-
-
 def _source_events(summary: Summary, words: str) -> list[tuple[int, datetime]]:
     """The events (id, time) of the summary's range a suggestion's ``words`` come from, oldest
     first.
@@ -69,11 +60,11 @@ def _source_events(summary: Summary, words: str) -> list[tuple[int, datetime]]:
         .values_list(*EVENT_FIELDS)
     )
     said = [event for event in turn_events(rows, sides=sides) if not event.companion]
-    wanted = _content_words(words)
+    wanted = content_words(words)
     sharing = [
         event
         for event in said
-        if wanted & _content_words(" ".join(line.text for line in event.lines))
+        if wanted & content_words(" ".join(line.text for line in event.lines))
     ]
     return [(event.event_id, event.ts) for event in sharing or said]
 
