@@ -10,8 +10,8 @@ from django.db.models.functions import Length
 
 from gem import decay
 from gem.recalled import Recall
-from gem.selectors import GemNow, Identities, working_memory_scores
-from gem.state import CHARS_PER_TOKEN, PENDING_RECALL, state_get_many
+from gem.selectors import GemNow, Identities, decay_pressure, working_memory_scores
+from gem.state import CHARS_PER_TOKEN, PENDING_RECALL, WORKING_MEMORY_FILL, state_get_many
 from heart.assemble import (
     SECTION_GAP,
     SUMMARIES,
@@ -120,12 +120,20 @@ def _entry_tokens(level: str, first: int, last: int, characters: int, budgets: B
 
 def context_for_event(*, event: Event, now: datetime, current_turn: int, gem: GemNow) -> Assembly:
     """The assembled context for answering ``event`` at ``now``, from ``gem`` as read for it."""
-    state = state_get_many({CHARS_PER_TOKEN: DEFAULT_CHARS_PER_TOKEN, PENDING_RECALL: []})
+    # One read of the turn's small values, the last turn's working-memory fill among them.
+    state = state_get_many(
+        {CHARS_PER_TOKEN: DEFAULT_CHARS_PER_TOKEN, PENDING_RECALL: [], WORKING_MEMORY_FILL: 0.0}
+    )
     budgets = budgets_from_settings(chars_per_token=state[CHARS_PER_TOKEN])
     pools = budgets.pool_user + budgets.pool_say + budgets.pool_do + budgets.pool_flex
     earlier = _recent_events(before=event.pk, chars_wanted=2 * 4 * pools)
     rows = gem.working_memory
-    scores = working_memory_scores(rows, now=now, current_turn=current_turn)
+    scores = working_memory_scores(
+        rows,
+        now=now,
+        current_turn=current_turn,
+        pressure=decay_pressure(state[WORKING_MEMORY_FILL]),
+    )
     lingering = [  # in no particular order: the assembler chooses by score
         LingeringItem(row.id, row.type, row.content, row.subject, score, row.due)
         for row, score in zip(rows, scores, strict=True)
