@@ -20,7 +20,7 @@ from gem.state import turn_counter_current
 from heart.models import Event
 from heart.render import COMPANION
 from mirror.models import SuggestionStatus, Summary, TagSuggestion
-from mirror.turns import EVENT_FIELDS, turn_events
+from mirror.turns import events_between
 
 EDITABLE = ("type", "content", "subject")
 
@@ -54,12 +54,8 @@ def _source_events(summary: Summary, words: str) -> list[tuple[int, datetime]]:
     """
     identities = identities_current()
     sides = {**identities.sides, identities.default_companion: COMPANION}
-    rows = (
-        Event.objects.filter(pk__gte=summary.first_event_id, pk__lte=summary.last_event_id)
-        .order_by("pk")
-        .values_list(*EVENT_FIELDS)
-    )
-    said = [event for event in turn_events(rows, sides=sides) if not event.companion]
+    events = events_between(summary.first_event_id, summary.last_event_id, sides=sides)
+    said = [event for event in events if not event.companion]
     wanted = content_words(words)
     sharing = [
         event

@@ -61,12 +61,17 @@ def turns_after(
             return turns[:limit]
 
 
-def turns_between(first: int, last: int, *, sides: dict[str, str]) -> list[MirrorTurn]:
-    """The turns made of the events ``first``…``last``, both included."""
+def events_between(first: int, last: int, *, sides: dict[str, str]) -> list[TurnEvent]:
+    """The events ``first``…``last``, both included, oldest first, with their display lines."""
     rows = (
         Event.objects.filter(pk__gte=first, pk__lte=last).order_by("pk").values_list(*EVENT_FIELDS)
     )
-    return turns_of(turn_events(rows, sides=sides))
+    return turn_events(rows, sides=sides)
+
+
+def turns_between(first: int, last: int, *, sides: dict[str, str]) -> list[MirrorTurn]:
+    """The turns made of the events ``first``…``last``, both included."""
+    return turns_of(events_between(first, last, sides=sides))
 
 
 def turns_before(event_id: int, *, count: int, sides: dict[str, str]) -> list[MirrorTurn]:
