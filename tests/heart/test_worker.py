@@ -49,19 +49,23 @@ def turn_answered(data_dir, turn_id: int, *, timeout: float, what: str) -> tuple
     )
 
 
-def test_it_answers_a_queued_turn_in_a_real_worker(manage, tmp_path):
-    for alias in ("default", "events", "summaries", "snapshots"):
-        assert manage("migrate", "--database", alias, env=SQLITE_ONLY).returncode == 0
-    env = {**os.environ, **SQLITE_ONLY, "SILENTSTAR_DATA_DIR": str(tmp_path / "data")}
-    cluster = subprocess.Popen(
+def start_cluster(env: dict[str, str]) -> subprocess.Popen:
+    """``manage.py qcluster`` in a process group of its own, as scripts/run starts it."""
+    return subprocess.Popen(
         [sys.executable, "manage.py", "qcluster"],
         cwd=REPO,
         env=env,
         stdout=subprocess.DEVNULL,
-        stderr=subprocess.PIPE,
-        text=True,
+        stderr=subprocess.DEVNULL,
         start_new_session=True,
     )
+
+
+def test_it_answers_a_queued_turn_in_a_real_worker(manage, tmp_path):
+    for alias in ("default", "events", "summaries", "snapshots"):
+        assert manage("migrate", "--database", alias, env=SQLITE_ONLY).returncode == 0
+    env = {**os.environ, **SQLITE_ONLY, "SILENTSTAR_DATA_DIR": str(tmp_path / "data")}
+    cluster = start_cluster(env)
     try:
         submit = (
             "from heart.services import turn_submit; "
@@ -83,18 +87,6 @@ def test_it_answers_a_queued_turn_in_a_real_worker(manage, tmp_path):
         except subprocess.TimeoutExpired:
             os.killpg(cluster.pid, signal.SIGKILL)
             pytest.fail("the cluster did not stop on SIGTERM")
-
-
-def start_cluster(env: dict[str, str]) -> subprocess.Popen:
-    """``manage.py qcluster`` in a process group of its own, as scripts/run starts it."""
-    return subprocess.Popen(
-        [sys.executable, "manage.py", "qcluster"],
-        cwd=REPO,
-        env=env,
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-        start_new_session=True,
-    )
 
 
 def children(pid: int) -> list[int]:

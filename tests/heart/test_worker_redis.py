@@ -8,14 +8,12 @@ import signal
 import socket
 import sqlite3
 import subprocess
-import sys
 import time
 
 import pytest
 
 from bench.load import spare_port
-from tests.conftest import REPO
-from tests.heart.test_worker import SQLITE_ONLY, turn_answered, wait_for
+from tests.heart.test_worker import SQLITE_ONLY, start_cluster, turn_answered, wait_for
 
 STORES = ("default", "events", "summaries", "snapshots")
 
@@ -65,15 +63,7 @@ def test_it_answers_a_queued_turn_through_redis(manage, tmp_path, redis_url):
     )
     migrated = manage("shell", "--no-imports", "-c", migrate, env=env)
     assert migrated.returncode == 0, migrated.stderr
-    cluster = subprocess.Popen(
-        [sys.executable, "manage.py", "qcluster"],
-        cwd=REPO,
-        env={**os.environ, **env, "SILENTSTAR_DATA_DIR": str(tmp_path / "data")},
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.PIPE,
-        text=True,
-        start_new_session=True,
-    )
+    cluster = start_cluster({**os.environ, **env, "SILENTSTAR_DATA_DIR": str(tmp_path / "data")})
     try:
         submit = (
             "from heart.services import turn_submit; "
