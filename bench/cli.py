@@ -470,6 +470,7 @@ def _load(asked: argparse.Namespace) -> None:
             _database_create(settings.DATABASE_URL)
         elif "sqlite" not in settings.DATABASES["events"]["ENGINE"]:
             raise BenchError("--inside runs only in throwaway stores")
+        _stores_migrate()
         result = load_measure(
             seconds=asked.seconds,
             users=asked.users,

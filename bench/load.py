@@ -1,8 +1,8 @@
 """The load test: the site under gunicorn with its worker, and simulated people using the chat.
 
-``load_measure`` runs in throwaway stores (``python -m bench load`` starts it in a process of its
-own): it migrates them, creates the owner account, starts the worker (``manage.py qcluster``)
-and gunicorn with the production settings (``deploy/gunicorn.conf.py``) on a spare port, then
+``load_measure`` runs in migrated throwaway stores (``python -m bench load`` starts it in a
+process of its own): it creates the owner account, starts the worker (``manage.py qcluster``) and
+gunicorn with the production settings (``deploy/gunicorn.conf.py``) on a spare port, then
 runs the swarm in another process (``python -m bench.load``), where locust's gevent patches
 nothing but that process. Each simulated person signs in, reads the chat page, polls the worker's
 status and sends messages, polling each turn until it is answered, as the chat page does.
@@ -49,14 +49,12 @@ def port_wait(port: int, *, process: subprocess.Popen, seconds: float = 30) -> N
 def load_measure(
     *, seconds: int, users: int, workers: int, base_dir: Path, progress: Callable[[str], None]
 ) -> dict:
-    """Serve, swarm for ``seconds`` and count; Django set up on throwaway stores."""
+    """Serve, swarm for ``seconds`` and count; Django set up on migrated throwaway stores."""
     from django.conf import settings
     from django.core.management import call_command
 
     from heart.models import Turn, TurnStatus
 
-    for alias in ("default", "events", "summaries", "snapshots"):
-        call_command("migrate", database=alias, verbosity=0)
     call_command("ensure_owner", verbosity=0, stdout=io.StringIO())
     port = spare_port()
     env = {**os.environ, "GUNICORN_BIND": f"127.0.0.1:{port}", "WEB_CONCURRENCY": str(workers)}
