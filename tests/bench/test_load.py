@@ -1,10 +1,9 @@
 """``python -m bench load``: gunicorn, the worker and a short swarm on throwaway SQLite stores."""
 
-import os
 import re
 from importlib.util import find_spec
 
-import pytest
+from tests.conftest import requirement_missing
 
 
 def servers_required() -> None:
@@ -12,10 +11,7 @@ def servers_required() -> None:
     missing = [name for name in ("gunicorn", "locust") if find_spec(name) is None]
     if not missing:
         return
-    message = f"{', '.join(missing)} missing: pip install -r requirements-dev.txt"
-    if os.environ.get("CI"):
-        pytest.fail(message, pytrace=False)
-    pytest.skip(message)
+    requirement_missing(f"{', '.join(missing)} missing: pip install -r requirements-dev.txt")
 
 
 def test_it_serves_a_short_swarm_without_errors_and_answers_its_turns(bench):

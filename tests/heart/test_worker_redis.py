@@ -13,6 +13,7 @@ import time
 import pytest
 
 from bench.load import spare_port
+from tests.conftest import requirement_missing
 from tests.heart.test_worker import SQLITE_ONLY, start_cluster, turn_answered, wait_for
 
 STORES = ("default", "events", "summaries", "snapshots")
@@ -22,10 +23,7 @@ def redis_server_required() -> str:
     path = shutil.which("redis-server")
     if path:
         return path
-    message = "redis-server is missing (Debian: apt-get install redis-server)"
-    if os.environ.get("CI"):
-        pytest.fail(message, pytrace=False)
-    pytest.skip(message)
+    requirement_missing("redis-server is missing (Debian: apt-get install redis-server)")
 
 
 @pytest.fixture
