@@ -82,15 +82,21 @@ from dataclasses import dataclass, field
 from django.core.exceptions import ValidationError
 from django.db.models import Q
 
-from gem.models import KEY_VALIDATOR, Fragment, FragmentEdge, FragmentSource, source_events
+from gem.models import (
+    KEY_VALIDATOR,
+    RELATION_MAX_LENGTH,
+    TIERS,
+    Fragment,
+    FragmentEdge,
+    FragmentSource,
+    source_events,
+)
 
-TIERS = ("ambient", "recognition", "inventory")
 EDGES = "edges"
 SOURCES = "sources"
 NOTES = (SOURCES, "working memory")
 SECTIONS = (*TIERS, EDGES, *NOTES)
 KEY_MAX_LENGTH = Fragment._meta.get_field("key").max_length
-RELATION_MAX_LENGTH = FragmentEdge._meta.get_field("relation").max_length
 
 HEADING = re.compile(r"^(#{1,2})(?:[ \t]+(.*))?$")
 FENCE = re.compile(r"^(~{3,}|`{3,})$")

@@ -162,6 +162,10 @@ class FragmentEdge(models.Model):
         return f"{self.source_id} —{self.relation or ''}→ {self.target_id}"
 
 
+TIERS = ("ambient", "recognition", "inventory")  # a fragment's tiers, shallowest first
+RELATION_MAX_LENGTH = FragmentEdge._meta.get_field("relation").max_length
+
+
 class FragmentSource(models.Model):
     """An event a fragment was compiled from (traceability)."""
 

@@ -26,6 +26,8 @@ from gem.due import due_from_text
 from gem.match import best_match
 from gem.models import (
     KEY_VALIDATOR,
+    RELATION_MAX_LENGTH,
+    TIERS,
     AmbientProse,
     Fragment,
     FragmentEdge,
@@ -38,8 +40,6 @@ from gem.models import (
 from gem.selectors import ambient_prose_current, decay_inputs
 
 logger = logging.getLogger(__name__)
-
-TIERS = ("ambient", "recognition", "inventory")
 
 
 def working_memory_sweep(*, now: datetime, current_turn: int) -> list[int]:
@@ -156,7 +156,6 @@ def fragment_rename(*, old_key: str, new_key: str, user_id: int) -> Fragment:
     return renamed
 
 
-RELATION_MAX_LENGTH = FragmentEdge._meta.get_field("relation").max_length
 LABEL_SEPARATOR = "; "
 
 
