@@ -116,22 +116,34 @@ def test_it_delivers_recall_results_on_the_next_turn(fake_api):
     assert state_get(PENDING_RECALL) == []
 
 
+def stream_watched(monkeypatch, *, before=None, after=None):
+    """Make the turn's Claude call run ``before(text)`` and ``after(text)`` around each save of the
+    streamed text; return the real call, to put back."""
+    real_complete = claude.complete
+
+    def complete_watched(**kwargs):
+        def on_text(text_so_far):
+            if before is not None:
+                before(text_so_far)
+            kwargs["on_text"](text_so_far)
+            if after is not None:
+                after(text_so_far)
+
+        return real_complete(**{**kwargs, "on_text": on_text})
+
+    monkeypatch.setattr(services.claude, "complete", complete_watched)
+    return real_complete
+
+
 def test_it_makes_the_reply_visible_while_it_streams(fake_api, monkeypatch):
     """What the page polls (the turn's partial text) grows while the stream is still open."""
     monkeypatch.setattr(services, "PARTIAL_SAVE_INTERVAL", 0)
     fake_api.push(FakeReply("<say>one two three four five six</say>", chunks=6, delay=0.01))
     turn = submit()
     seen = []
-    real_complete = claude.complete
-
-    def complete_watching_the_page(**kwargs):
-        def on_text(text_so_far):
-            kwargs["on_text"](text_so_far)
-            seen.append(Turn.objects.get(pk=turn.pk).partial_text)
-
-        return real_complete(**{**kwargs, "on_text": on_text})
-
-    monkeypatch.setattr(services.claude, "complete", complete_watching_the_page)
+    stream_watched(
+        monkeypatch, after=lambda _: seen.append(Turn.objects.get(pk=turn.pk).partial_text)
+    )
     run_turns_task(turn.pk)
     shown = [text for before, text in itertools.pairwise(["", *seen]) if text != before]
     assert len(shown) >= 3
@@ -148,16 +160,12 @@ def test_it_writes_a_heartbeat_while_the_reply_streams(fake_api, monkeypatch):
     fake_api.push(FakeReply("<say>one two three four five six</say>", chunks=6, delay=0.05))
     turn = submit()
     seen = []
-    real_complete = claude.complete
-
-    def complete_watching_the_turn(**kwargs):
-        def on_text(text_so_far):
-            kwargs["on_text"](text_so_far)
-            seen.append(Turn.objects.values_list("started_at", "heartbeat_at").get(pk=turn.pk))
-
-        return real_complete(**{**kwargs, "on_text": on_text})
-
-    monkeypatch.setattr(services.claude, "complete", complete_watching_the_turn)
+    stream_watched(
+        monkeypatch,
+        after=lambda _: seen.append(
+            Turn.objects.values_list("started_at", "heartbeat_at").get(pk=turn.pk)
+        ),
+    )
     run_turns_task(turn.pk)
     started = seen[0][0]
     beats = [beat for _, beat in seen]
@@ -172,17 +180,12 @@ def test_an_attempt_that_lost_its_turn_logs_no_reply(fake_api, monkeypatch):
     monkeypatch.setattr(services, "PARTIAL_SAVE_INTERVAL", 0)
     fake_api.push(FakeReply("<say>the first answer</say>", chunks=4, delay=0.02))
     turn = submit()
-    real_complete = claude.complete
 
-    def complete_losing_the_turn(**kwargs):
-        def on_text(text_so_far):
-            if text_so_far:  # recovered and claimed by another worker, mid-stream
-                Turn.objects.filter(pk=turn.pk).update(attempts=F("attempts") + 1)
-            kwargs["on_text"](text_so_far)
+    def claimed_again(text_so_far):
+        if text_so_far:  # recovered and claimed by another worker, mid-stream
+            Turn.objects.filter(pk=turn.pk).update(attempts=F("attempts") + 1)
 
-        return real_complete(**{**kwargs, "on_text": on_text})
-
-    monkeypatch.setattr(services.claude, "complete", complete_losing_the_turn)
+    real_complete = stream_watched(monkeypatch, before=claimed_again)
     assert run_turns_task(turn.pk) == [turn.pk]
     turn.refresh_from_db()
     assert (turn.status, turn.attempts, turn.partial_text) == ("running", 2, "")
@@ -206,17 +209,12 @@ def test_a_stop_while_the_reply_streams_puts_the_turn_back_in_the_queue(fake_api
     )
     turn = submit()
     stop = services.WorkerStop()
-    real_complete = claude.complete
 
-    def complete_stopped_midway(**kwargs):
-        def on_text(text_so_far):
-            kwargs["on_text"](text_so_far)
-            if text_so_far:
-                stop.request()
+    def stop_asked(text_so_far):
+        if text_so_far:
+            stop.request()
 
-        return real_complete(**{**kwargs, "on_text": on_text})
-
-    monkeypatch.setattr(services.claude, "complete", complete_stopped_midway)
+    real_complete = stream_watched(monkeypatch, after=stop_asked)
     with pytest.raises(services.TurnStopped):
         services.turn_run(turn=turn_claim_next(), stop=stop)
     turn.refresh_from_db()
