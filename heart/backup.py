@@ -1,0 +1,597 @@
+"""Backup and restore of a whole installation: the four stores and the uploaded images.
+
+``backup_create`` copies every distinct database (SQLite's backup API per store file,
+``pg_dump`` per PostgreSQL database) and every file under MEDIA_ROOT into one folder, with a
+manifest of sizes and SHA-256 checksums, while the web and the worker keep running.
+``backup_restore`` checks a backup from end to end before it touches anything, then puts it
+into an empty installation. docs/backup.md describes the folder, the manifest and the rules.
+"""
+
+import hashlib
+import json
+import os
+import posixpath
+import re
+import shutil
+import sqlite3
+import subprocess
+from collections.abc import Callable, Iterator
+from contextlib import ExitStack, closing
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from pathlib import Path, PurePosixPath
+
+import psycopg
+from django.conf import settings
+from django.core.files import File
+from django.core.files.storage import default_storage
+from django.db import connections
+from django.db.migrations.loader import MigrationLoader
+from psycopg.conninfo import make_conninfo
+
+from gem.models import Fragment, WorkingMemory
+from heart.models import Event
+from mirror.models import Summary
+from silentstar.router import store_for
+
+FORMAT = 1
+MANIFEST = "manifest.json"
+FOLDER_PREFIX = "silentstar-"
+FOLDER_TIME = "%Y-%m-%dT%H-%M-%SZ"
+# What makes an installation non-empty, and what the manifest counts.
+MAIN_TABLES = {
+    "events": Event,
+    "working_memory": WorkingMemory,
+    "fragments": Fragment,
+    "summaries": Summary,
+}
+# Every store is pinned (its snapshot taken) before the stores its rows point at: snapshots
+# name their turn, summaries and working memory their events, and the app always writes the
+# row pointed at first, so a row in an earlier snapshot finds its target in a later one.
+PIN_ORDER = ("snapshots", "summaries", "default", "events")
+# Django's own connection options, which libpq does not know.
+DJANGO_ONLY_OPTIONS = {"isolation_level", "assume_role", "server_side_binding", "pool"}
+CHUNK = 2**20
+
+Progress = Callable[[str], None]
+
+
+class BackupError(Exception):
+    """A backup that cannot be made, or that cannot be restored here: the message says why."""
+
+
+@dataclass(frozen=True)
+class Database:
+    """One physical database and the aliases that reach it."""
+
+    aliases: tuple[str, ...]
+    backend: str  # "sqlite" or "postgresql"
+
+    @property
+    def file_name(self) -> str:
+        if self.backend == "sqlite":
+            return f"databases/{self.path.name}"
+        return f"databases/{self.aliases[0]}.pgdump"
+
+    @property
+    def path(self) -> Path:
+        return Path(settings.DATABASES[self.aliases[0]]["NAME"])
+
+
+def databases() -> list[Database]:
+    """The distinct databases of this installation, in the order they are pinned."""
+    grouped: dict[str, list[str]] = {}
+    for alias in settings.STORE_ALIASES:
+        grouped.setdefault(settings.STORE_LOCATIONS[alias], []).append(alias)
+    found = [
+        Database(aliases=tuple(aliases), backend=_backend(aliases[0]))
+        for aliases in grouped.values()
+    ]
+    return sorted(found, key=lambda database: max(map(PIN_ORDER.index, database.aliases)))
+
+
+def _backend(alias: str) -> str:
+    return "sqlite" if settings.DATABASES[alias]["ENGINE"].endswith("sqlite3") else "postgresql"
+
+
+def _home(model) -> str:
+    return store_for(model._meta.app_label, model._meta.model_name)
+
+
+# --- PostgreSQL's client programs ------------------------------------------------------------
+
+
+def _conninfo(alias: str) -> str:
+    """A libpq connection string for an alias, without its password (see ``_pg_env``)."""
+    database = settings.DATABASES[alias]
+    options = {
+        key: value for key, value in database["OPTIONS"].items() if key not in DJANGO_ONLY_OPTIONS
+    }
+    return make_conninfo(
+        dbname=database["NAME"],
+        user=database["USER"] or None,
+        host=database["HOST"] or None,
+        port=database["PORT"] or None,
+        **options,
+    )
+
+
+def _pg_env(alias: str) -> dict[str, str]:
+    """The environment of pg_dump and pg_restore: the password stays out of the process list."""
+    password = settings.DATABASES[alias]["PASSWORD"]
+    return {**os.environ, "PGPASSWORD": password} if password else dict(os.environ)
+
+
+def _pg_connect(alias: str) -> psycopg.Connection:
+    return psycopg.connect(_conninfo(alias), password=settings.DATABASES[alias]["PASSWORD"] or None)
+
+
+def _tool_major(path: str) -> int | None:
+    shown = subprocess.run([path, "--version"], capture_output=True, text=True).stdout
+    found = re.search(r"\(PostgreSQL\) (\d+)", shown)
+    return int(found.group(1)) if found else None
+
+
+def postgres_tool(name: str, *, server_major: int) -> str:
+    """The path of ``pg_dump`` or ``pg_restore`` at least as new as the server: on the PATH, or
+    beside ``pg_config --bindir``."""
+    candidates = []
+    if on_path := shutil.which(name):
+        candidates.append(on_path)
+    if pg_config := shutil.which("pg_config"):
+        bindir = subprocess.run([pg_config, "--bindir"], capture_output=True, text=True)
+        beside = Path(bindir.stdout.strip()) / name
+        if bindir.returncode == 0 and beside.is_file():
+            candidates.append(str(beside))
+    if not candidates:
+        raise BackupError(
+            f"{name} is missing: install PostgreSQL's client programs, version {server_major} "
+            "or newer (Debian: apt-get install postgresql-client), on the PATH or beside "
+            "pg_config --bindir"
+        )
+    seen = []
+    for candidate in candidates:
+        major = _tool_major(candidate)
+        if major is not None and major >= server_major:
+            return candidate
+        seen.append(f"{candidate} ({major or 'unknown version'})")
+    raise BackupError(
+        f"{name} is older than the server (PostgreSQL {server_major}): found {', '.join(seen)}; "
+        f"install the client programs of version {server_major} or newer"
+    )
+
+
+# --- Backing up -------------------------------------------------------------------------------
+
+
+class _SqlitePin:
+    """A read transaction on one SQLite file: the backup API then copies that snapshot, while
+    the app's writers carry on in the write-ahead log."""
+
+    def __init__(self, database: Database):
+        if not database.path.exists():
+            raise BackupError(
+                f"the {database.aliases[0]} store has no file at {database.path}: "
+                f"run manage.py migrate --database {database.aliases[0]}"
+            )
+        self.connection = sqlite3.connect(
+            database.path, isolation_level=None, timeout=settings.SQLITE_BUSY_TIMEOUT_MS / 1000
+        )
+        self.connection.execute("BEGIN")
+        self.connection.execute("SELECT count(*) FROM sqlite_master").fetchone()  # takes it
+
+    def table_exists(self, table: str) -> bool:
+        found = self.connection.execute(
+            "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?", [table]
+        )
+        return found.fetchone() is not None
+
+    def rows(self, sql: str) -> list[tuple]:
+        return self.connection.execute(sql).fetchall()
+
+    def copy_to(self, path: Path) -> None:
+        with closing(sqlite3.connect(path)) as copy:
+            self.connection.backup(copy)
+            # One self-contained file: no write-ahead log beside it to lose or to mismatch.
+            copy.execute("PRAGMA journal_mode=DELETE")
+
+    def close(self) -> None:
+        self.connection.close()
+
+
+class _PostgresPin:
+    """A repeatable-read transaction whose snapshot pg_dump is given (``--snapshot``): the
+    counts in the manifest and the dump then see the same rows."""
+
+    def __init__(self, database: Database):
+        self.alias = database.aliases[0]
+        self.connection = _pg_connect(self.alias)
+        self.pg_dump = postgres_tool(
+            "pg_dump", server_major=self.connection.info.server_version // 10000
+        )
+        self.connection.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ, READ ONLY")
+        self.snapshot = self.connection.execute("SELECT pg_export_snapshot()").fetchone()[0]
+
+    def table_exists(self, table: str) -> bool:
+        return self.connection.execute("SELECT to_regclass(%s)", [table]).fetchone()[0] is not None
+
+    def rows(self, sql: str) -> list[tuple]:
+        return self.connection.execute(sql).fetchall()
+
+    def copy_to(self, path: Path) -> None:
+        dumped = subprocess.run(
+            [
+                self.pg_dump,
+                "--format=custom",
+                f"--snapshot={self.snapshot}",
+                f"--file={path}",
+                f"--dbname={_conninfo(self.alias)}",
+            ],
+            env=_pg_env(self.alias),
+            capture_output=True,
+            text=True,
+        )
+        if dumped.returncode != 0:
+            raise BackupError(f"pg_dump of the {self.alias} store failed: {dumped.stderr.strip()}")
+
+    def close(self) -> None:
+        self.connection.close()
+
+
+def _pin(database: Database) -> _SqlitePin | _PostgresPin:
+    return _SqlitePin(database) if database.backend == "sqlite" else _PostgresPin(database)
+
+
+def _schema_applied(pin) -> dict[str, str]:
+    """Each app's latest applied migration in one database."""
+    if not pin.table_exists("django_migrations"):
+        return {}
+    latest: dict[str, str] = {}
+    for app, name in pin.rows("SELECT app, name FROM django_migrations"):
+        latest[app] = max(latest.get(app, name), name)
+    return latest
+
+
+def _digest(path: Path) -> str:
+    with path.open("rb") as opened:
+        return hashlib.file_digest(opened, "sha256").hexdigest()
+
+
+def _file_entry(folder: Path, name: str) -> dict:
+    path = folder / name
+    return {"name": name, "size": path.stat().st_size, "sha256": _digest(path)}
+
+
+def _size(size: int) -> str:
+    return f"{size / 2**20:.1f} MiB" if size >= 2**20 else f"{size / 2**10:.0f} KiB"
+
+
+def _media_names(folder: str = "") -> Iterator[str]:
+    """Every file under MEDIA_ROOT, as storage names (``images/2026/11/….png``)."""
+    directories, files = default_storage.listdir(folder)
+    for name in sorted(files):
+        yield posixpath.join(folder, name)
+    for directory in sorted(directories):
+        yield from _media_names(posixpath.join(folder, directory))
+
+
+def _media_copy(folder: Path, progress: Progress) -> list[dict]:
+    entries = []
+    if not Path(settings.MEDIA_ROOT).is_dir():
+        return entries
+    for name in _media_names():
+        target = folder / "media" / name
+        target.parent.mkdir(parents=True, exist_ok=True)
+        try:
+            with default_storage.open(name, "rb") as source, target.open("wb") as copy:
+                shutil.copyfileobj(source, copy, CHUNK)
+        except FileNotFoundError:
+            # Deleted since it was listed: the chat deletes only an image no event names.
+            target.unlink(missing_ok=True)
+            continue
+        entries.append(_file_entry(folder, f"media/{name}"))
+    progress(f"media: {len(entries)} files, {_size(sum(entry['size'] for entry in entries))}")
+    return entries
+
+
+def _folder_new(into: Path, now: datetime) -> Path:
+    into.mkdir(parents=True, exist_ok=True)
+    stem = f"{FOLDER_PREFIX}{now:{FOLDER_TIME}}"
+    for n in range(100):
+        folder = into / (stem if n == 0 else f"{stem}-{n}")
+        try:
+            folder.mkdir()
+        except FileExistsError:
+            continue
+        return folder
+    raise BackupError(f"too many backups named {stem} in {into}")
+
+
+def backup_create(*, into: Path, here: bool = False, progress: Progress = print) -> Path:
+    """Back up the installation into a new folder ``silentstar-<UTC time>`` inside ``into``
+    (with ``here``, into ``into`` itself, which must be empty or missing). Returns the folder;
+    a backup that fails part-way is removed."""
+    now = datetime.now(UTC)
+    if here:
+        if into.exists() and any(into.iterdir()):
+            raise BackupError(f"{into} is not empty: a backup goes into an empty folder")
+        into.mkdir(parents=True, exist_ok=True)
+        folder = into
+    else:
+        folder = _folder_new(into, now)
+    try:
+        _backup_write(folder, now=now, progress=progress)
+    except BaseException:
+        shutil.rmtree(folder, ignore_errors=True)
+        if here:
+            folder.mkdir()
+        raise
+    return folder
+
+
+def _backup_write(folder: Path, *, now: datetime, progress: Progress) -> None:
+    (folder / "databases").mkdir()
+    files, schema, rows = [], {}, dict.fromkeys(MAIN_TABLES, 0)
+    with ExitStack() as stack:
+        # Every database is pinned before any is copied, so their snapshots are moments apart
+        # however long the copies take.
+        pinned = []
+        for database in databases():
+            pin = _pin(database)
+            stack.callback(pin.close)
+            pinned.append((database, pin))
+        for database, pin in pinned:
+            for app, name in _schema_applied(pin).items():
+                schema[app] = max(schema.get(app, name), name)
+            for key, model in MAIN_TABLES.items():
+                table = model._meta.db_table
+                if _home(model) in database.aliases and pin.table_exists(table):
+                    rows[key] = pin.rows(f"SELECT count(*) FROM {table}")[0][0]
+            pin.copy_to(folder / database.file_name)
+            pin.close()  # lets the app's log be checkpointed while the others are copied
+            entry = {
+                "name": database.file_name,
+                "backend": database.backend,
+                "aliases": list(database.aliases),
+                **_file_entry(folder, database.file_name),
+            }
+            files.append(entry)
+            progress(f"{database.file_name}: {', '.join(database.aliases)}, {_size(entry['size'])}")
+    # The images come after the databases. The chat saves an image before the event that names
+    # it, and deletes only an image that no event names, so every event in the copies above
+    # has its image on disk by now. The other way round, an event logged between the two
+    # copies would name an image missing from the backup; this way the backup can at most hold
+    # an image whose event came later, which nothing reads.
+    media = _media_copy(folder, progress)
+    backends = sorted({entry["backend"] for entry in files})
+    manifest = {
+        "format": FORMAT,
+        "created": now.isoformat(),
+        "schema": dict(sorted(schema.items())),
+        "backend": "+".join(backends),
+        "rows": rows,
+        "databases": files,
+        "media": media,
+    }
+    written = folder / f"{MANIFEST}.partial"
+    written.write_text(json.dumps(manifest, indent=2) + "\n")
+    written.replace(folder / MANIFEST)  # a folder with a manifest is a finished backup
+
+
+def backups_prune(*, into: Path, keep: int) -> list[Path]:
+    """Delete the backups in ``into`` beyond the ``keep`` newest; only folders with a readable
+    manifest count as backups, and nothing else is touched. Returns the deleted folders."""
+    found = []
+    for folder in into.glob(f"{FOLDER_PREFIX}*"):
+        if not folder.is_dir():
+            continue
+        try:
+            manifest = manifest_read(folder)
+        except BackupError:
+            continue
+        found.append((manifest["created"], folder.name, folder))
+    found.sort(reverse=True)
+    deleted = [folder for _, _, folder in found[keep:]]
+    for folder in deleted:
+        shutil.rmtree(folder)
+    return deleted
+
+
+# --- Restoring ---------------------------------------------------------------------------------
+
+
+def manifest_read(folder: Path) -> dict:
+    """A backup's manifest, refused unless it is one this code can read."""
+    path = folder / MANIFEST
+    if not path.is_file():
+        raise BackupError(
+            f"{path} is missing: {folder} is not a backup, or one that did not finish "
+            "(give the backup's own folder, silentstar-…)"
+        )
+    try:
+        manifest = json.loads(path.read_text())
+        fields = (manifest["format"], manifest["created"], manifest["schema"], manifest["rows"])
+        files = manifest["databases"] + manifest["media"]
+    except (ValueError, KeyError, TypeError) as error:
+        raise BackupError(f"{path} is damaged: {error!r}") from None
+    if not isinstance(fields[0], int) or fields[0] > FORMAT:
+        raise BackupError(f"{path} has format {fields[0]!r}; this code reads up to {FORMAT}")
+    for entry in files:
+        name = PurePosixPath(str(entry.get("name", "")))
+        if name.is_absolute() or ".." in name.parts or len(name.parts) < 2:
+            raise BackupError(f"{path} names a file outside the backup: {entry.get('name')!r}")
+    return manifest
+
+
+def backup_verify(folder: Path) -> dict:
+    """The manifest of a backup whose every file is present, of its size and checksum."""
+    manifest = manifest_read(folder)
+    for entry in manifest["databases"] + manifest["media"]:
+        path = folder / entry["name"]
+        if not path.is_file():
+            raise BackupError(f"the backup is incomplete: {entry['name']} is missing")
+        if path.stat().st_size != entry["size"] or _digest(path) != entry["sha256"]:
+            raise BackupError(f"the backup is damaged: {entry['name']} fails its checksum")
+    return manifest
+
+
+def _schema_check(manifest: dict) -> list[str]:
+    """Refuse a backup of a schema this code does not know; return the apps it is behind on."""
+    loader = MigrationLoader(None, ignore_no_migrations=True)
+    unknown = [
+        f"{app} {name}"
+        for app, name in manifest["schema"].items()
+        if (app, name) not in loader.disk_migrations
+    ]
+    if unknown:
+        raise BackupError(
+            "the backup's schema is newer than this code (migrations it does not have: "
+            f"{', '.join(unknown)}): restore it with the code it was made with, or newer"
+        )
+    latest = {app: name for app, name in loader.graph.leaf_nodes()}
+    return sorted(app for app, name in manifest["schema"].items() if latest.get(app, name) > name)
+
+
+def _restore_plan(manifest: dict) -> list[tuple[dict, Database]]:
+    """Which database here takes each database file: the stores must be laid out alike."""
+    here = {alias: database for database in databases() for alias in database.aliases}
+    plan, covered = [], []
+    for entry in manifest["databases"]:
+        aliases = entry["aliases"]
+        database = here.get(aliases[0]) if aliases else None
+        if database is None or set(database.aliases) != set(aliases):
+            layout = "; ".join(", ".join(here_one.aliases) for here_one in databases())
+            raise BackupError(
+                f"{entry['name']} holds the stores {', '.join(aliases)} in one database, and "
+                f"here the databases hold {layout}: set the database URLs as they were when "
+                "the backup was made"
+            )
+        if database.backend != entry["backend"]:
+            raise BackupError(
+                f"{entry['name']} is a {entry['backend']} backup, and here the stores "
+                f"{', '.join(aliases)} are on {database.backend}: a backup is restored on the "
+                "backend it was made on"
+            )
+        plan.append((entry, database))
+        covered.extend(aliases)
+    if sorted(covered) != sorted(settings.STORE_ALIASES):
+        raise BackupError(f"the backup does not hold every store once (it holds {covered})")
+    return plan
+
+
+def installation_rows() -> dict[str, int]:
+    """The rows of the main tables here (a store not yet migrated has none)."""
+    counts = {}
+    for key, model in MAIN_TABLES.items():
+        connection = connections[_home(model)]
+        with connection.cursor() as cursor:
+            exists = model._meta.db_table in connection.introspection.table_names(cursor)
+        counts[key] = model._base_manager.using(_home(model)).count() if exists else 0
+    return counts
+
+
+def _sqlite_restore(path: Path, database: Database) -> None:
+    # The backup API in reverse, not a file swapped in: it writes through SQLite into the live
+    # file, so the file's -wal and -shm stay in step with it (a file swapped in under an old
+    # -wal would have that log replayed over it), the file keeps its owner and mode, and a
+    # failure part-way leaves it as it was (the copy is one transaction).
+    source = sqlite3.connect(f"{path.resolve().as_uri()}?mode=ro", uri=True)
+    with closing(source), closing(sqlite3.connect(database.path, timeout=10)) as target:
+        source.backup(target)
+
+
+SCHEMA_OBJECTS = """
+SELECT format('DROP TABLE IF EXISTS %I CASCADE', tablename) FROM pg_tables
+ WHERE schemaname = current_schema()
+UNION ALL
+SELECT format('DROP VIEW IF EXISTS %I CASCADE', viewname) FROM pg_views
+ WHERE schemaname = current_schema()
+UNION ALL
+SELECT format('DROP SEQUENCE IF EXISTS %I CASCADE', sequence_name) FROM information_schema.sequences
+ WHERE sequence_schema = current_schema()
+UNION ALL
+SELECT format('DROP FUNCTION IF EXISTS %s CASCADE', oid::regprocedure) FROM pg_proc
+ WHERE pronamespace = current_schema()::regnamespace AND prokind = 'f'
+"""
+
+
+def _postgres_restore(path: Path, database: Database) -> None:
+    alias = database.aliases[0]
+    with _pg_connect(alias) as connection:
+        pg_restore = postgres_tool(
+            "pg_restore", server_major=connection.info.server_version // 10000
+        )
+        # The empty installation's tables (its migrations, owner and schedules) make way for
+        # the backup's: the dump brings the schema it was made with, whatever this code's is.
+        connection.execute("SET lock_timeout = '10s'")
+        try:
+            for (statement,) in connection.execute(SCHEMA_OBJECTS).fetchall():
+                connection.execute(statement)
+        except psycopg.errors.LockNotAvailable:
+            raise BackupError(
+                f"the {alias} store is in use: stop the web and the worker before a restore"
+            ) from None
+    restored = subprocess.run(
+        [
+            pg_restore,
+            "--no-owner",
+            "--no-privileges",
+            "--single-transaction",
+            "--exit-on-error",
+            f"--dbname={_conninfo(alias)}",
+            str(path),
+        ],
+        env=_pg_env(alias),
+        capture_output=True,
+        text=True,
+    )
+    if restored.returncode != 0:
+        raise BackupError(
+            f"pg_restore into the {alias} store failed, and left it without tables "
+            f"(manage.py migrate makes them again): {restored.stderr.strip()}"
+        )
+
+
+def _media_restore(folder: Path, entries: list[dict]) -> None:
+    for entry in entries:
+        name = entry["name"].removeprefix("media/")
+        if default_storage.exists(name):
+            default_storage.delete(name)  # no event here names it: the installation is empty
+        with (folder / entry["name"]).open("rb") as source:
+            saved = default_storage.save(name, File(source))
+        if saved != name:
+            raise BackupError(f"{entry['name']} was stored as {saved}")
+
+
+@dataclass(frozen=True)
+class Restored:
+    manifest: dict
+    behind: list[str]  # apps whose migrations are newer in this code than in the backup
+
+
+def backup_restore(*, folder: Path, progress: Progress = print) -> Restored:
+    """Restore a backup into this installation, which must be empty: no events, working
+    memory, fragments or summaries (a new one with its owner account and schedules is). Every
+    check comes before anything changes. The web and the worker must be stopped."""
+    manifest = backup_verify(folder)
+    behind = _schema_check(manifest)
+    plan = _restore_plan(manifest)
+    present = {key: count for key, count in installation_rows().items() if count}
+    if present:
+        shown = ", ".join(f"{count} {key.replace('_', ' ')}" for key, count in present.items())
+        raise BackupError(
+            f"this installation is not empty ({shown}): a backup is restored only into an empty one"
+        )
+    connections.close_all()
+    for entry, database in plan:
+        if database.backend == "sqlite":
+            _sqlite_restore(folder / entry["name"], database)
+        else:
+            _postgres_restore(folder / entry["name"], database)
+        progress(f"{entry['name']}: {', '.join(database.aliases)} restored")
+    _media_restore(folder, manifest["media"])
+    progress(f"media: {len(manifest['media'])} files restored")
+    connections.close_all()
+    if (counted := installation_rows()) != manifest["rows"]:
+        raise BackupError(f"restored rows {counted} differ from the manifest's {manifest['rows']}")
+    return Restored(manifest=manifest, behind=behind)
