@@ -141,6 +141,7 @@ def _turn_claim_oldest(connection) -> int | None:
 
 TURN_CLAIM_LOCK = 7_351_001  # any constant: the advisory lock's name on PostgreSQL
 PARTIAL_SAVE_INTERVAL = 0.1  # seconds between saves of the streamed text (each a heartbeat)
+HEARTBEAT_INTERVAL = 1.0  # seconds between heartbeats while the Claude call is silent
 LOCK_PATIENCE = 30.0  # seconds the writes after a reply wait out a locked database, in all
 LOCK_RETRY_FIRST_WAIT = 0.05  # seconds before the first try again; doubles up to the next
 LOCK_RETRY_LONGEST_WAIT = 2.0
@@ -357,10 +358,32 @@ def _reply_stream(
     identities: list[str],
     stop: WorkerStop | None,
 ) -> claude.Reply:
-    """Claude's reply, its display text saved as it grows; each save is the turn's heartbeat."""
+    """Claude's reply, its display text saved as it grows; each save is the turn's heartbeat.
+
+    While the call goes on without new text (waiting out a rate limit between attempts, the
+    stream's opening events and pings), the heartbeat alone is written, every
+    ``HEARTBEAT_INTERVAL`` seconds: recovery must not take a silent call for a dead worker and
+    pay for the reply a second time. A save that meets a locked database is skipped; the next
+    one carries the text and the heartbeat.
+    """
     event = turn.event
-    last_save = 0.0
+    last_save = last_beat = 0.0
     first_token_saved = turn.first_token_at is not None  # a retry keeps the first attempt's
+
+    def save(**changes) -> bool:
+        """Whether the save was made; ``TurnTakenOver`` if this attempt lost the turn."""
+        nonlocal last_beat
+        try:
+            held = _turn_update(turn.pk, attempt=attempt, heartbeat_at=timezone.now(), **changes)
+        except OperationalError as error:
+            if not _is_lock_error(error):
+                raise
+            logger.warning("The database is locked (%s); this save of the reply waits", error)
+            return False
+        if not held:
+            raise TurnTakenOver
+        last_beat = time.monotonic()
+        return True
 
     def on_text(text_so_far: str) -> None:
         nonlocal last_save, first_token_saved
@@ -368,13 +391,15 @@ def _reply_stream(
             return
         last_save = time.monotonic()
         shown = parse(text_so_far, identities=identities, partial=True).display_text
-        now = timezone.now()
-        changes = {"partial_text": shown, "heartbeat_at": now}
+        changes = {"partial_text": shown}
         if not first_token_saved:
-            changes["first_token_at"] = now
+            changes["first_token_at"] = timezone.now()
+        if save(**changes) and not first_token_saved:
             first_token_saved = True
-        if not _turn_update(turn.pk, attempt=attempt, **changes):
-            raise TurnTakenOver
+
+    def alive() -> None:
+        if time.monotonic() - last_beat >= HEARTBEAT_INTERVAL:
+            save()
 
     content = list(assembly.user)
     if event.image:
@@ -389,6 +414,7 @@ def _reply_stream(
             messages=messages,
             offline_answer=partial(offline.reply, system=assembly.system, messages=messages),
             on_text=on_text,
+            alive=alive,
         )
 
 

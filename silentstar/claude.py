@@ -13,6 +13,13 @@ doubles from ``RETRY_BASE_DELAY`` (times a random factor between 0.5 and 1, capp
 Any other error (400, 401, 403, 404, 413, …) is raised at once. A retry after text has already
 streamed starts the text again: ``on_text("")`` clears it, then the new attempt's text grows.
 
+A call can be silent for a long time without failing: waiting out a ``retry-after`` between
+attempts, or while the API sends its opening events and pings before the first text. ``alive``
+is called at those moments (each streamed event that carries no text, before each wait between
+attempts and every ``ALIVE_INTERVAL`` seconds during it), so a caller can show it still works on
+the call: the Heart refreshes its turn's heartbeat there, and the turn is not taken for one whose
+worker died. A request on which the API sends nothing at all is cut off by the timeout.
+
 With ``settings.COMPANION_OFFLINE`` (no API key) nothing touches the network: the caller's
 ``offline_answer`` answers (the offline companion for the Heart, the offline Mirror for the
 Mirror), streamed through ``on_text`` the same way. The client imports no app: each caller
@@ -44,6 +51,7 @@ RETRY_BASE_DELAY = 1.0  # seconds before the first retry; doubles each time
 RETRY_MAX_DELAY = 30.0  # the longest backoff between two attempts
 RETRY_AFTER_MAX = 60.0  # the longest the API's retry-after is honoured
 OFFLINE_CHUNKS = 4  # pieces the offline reply is streamed in
+ALIVE_INTERVAL = 1.0  # seconds between calls of ``alive`` during a wait between attempts
 
 # The time.sleep used between attempts; tests replace it to record the waits.
 sleep: Callable[[float], None] = time.sleep
@@ -117,12 +125,14 @@ def complete(
     model: str | None = None,
     max_tokens: int | None = None,
     on_text: Callable[[str], None] | None = None,
+    alive: Callable[[], None] | None = None,
 ) -> Reply:
     """Stream Claude's reply to ``messages``, retrying what is worth retrying.
 
     ``system`` is a list of text blocks (``cache_control`` passes through untouched),
     ``messages`` the Messages API list. ``offline_answer`` gives the reply when the companion is
-    offline. ``on_text`` receives the whole text so far each time it grows. Raises
+    offline. ``on_text`` receives the whole text so far each time it grows; ``alive`` is called
+    while the call goes on without new text (see the module's docstring). Raises
     ``ClaudeError``.
     """
     if settings.COMPANION_OFFLINE:
@@ -159,7 +169,7 @@ def complete(
     ) as client:
         for attempt in range(1, attempts + 1):
             try:
-                return _stream_once(client, request, grow)
+                return _stream_once(client, request, grow, alive)
             except Exception as exc:
                 error = _as_claude_error(exc, attempts=attempt)
                 if error is None:
@@ -176,7 +186,7 @@ def complete(
                 )
                 if shown[0]:
                     grow("")  # the next attempt starts the text again
-                sleep(delay)
+                _wait(delay, alive)
     raise AssertionError("unreachable")  # pragma: no cover
 
 
@@ -215,13 +225,32 @@ def retry_delay(*, retry: int, retry_after: float | None = None) -> float:
 # --- internals ---------------------------------------------------------------------------------
 
 
-def _stream_once(client, request: dict, grow: Callable[[str], None]) -> Reply:
+def _wait(delay: float, alive: Callable[[], None] | None) -> None:
+    """``sleep(delay)``; with ``alive``, in pieces of ``ALIVE_INTERVAL``, calling it before,
+    between and after them."""
+    if alive is None:
+        sleep(delay)
+        return
+    remaining = delay
+    alive()
+    while remaining > 0:
+        piece = min(ALIVE_INTERVAL, remaining)
+        sleep(piece)
+        remaining -= piece
+        alive()
+
+
+def _stream_once(
+    client, request: dict, grow: Callable[[str], None], alive: Callable[[], None] | None
+) -> Reply:
     text = ""
     with client.messages.stream(**request) as stream:
         for event in stream:
             if event.type == "content_block_delta" and event.delta.type == "text_delta":
                 text += event.delta.text
                 grow(text)
+            elif alive is not None:
+                alive()
         message = stream.get_final_message()
     if message.stop_reason is None:  # the API always sends one: the stream was cut short
         raise _CutShort

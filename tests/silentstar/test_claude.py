@@ -200,6 +200,40 @@ def test_it_honours_retry_after(fake_api, waits):
     assert len(fake_api.requests) == 3
 
 
+def test_it_says_it_is_alive_before_during_and_after_a_wait_between_attempts(fake_api, monkeypatch):
+    """A long retry-after is waited out in pieces, with ``alive`` called around each, so the
+    caller can show it still works on the call."""
+    happened: list = []
+    monkeypatch.setattr(claude, "sleep", happened.append)
+    fake_api.push(FakeError(529, retry_after=2.5), FakeReply())
+
+    complete(
+        offline_answer=never_offline,
+        system=SYSTEM,
+        messages=MESSAGES,
+        alive=lambda: happened.append("alive"),
+    )
+
+    wait = happened[: happened.index(0.5) + 2]
+    assert wait == ["alive", 1.0, "alive", 1.0, "alive", 0.5, "alive"]
+
+
+def test_it_says_it_is_alive_on_streamed_events_before_the_first_text(fake_api):
+    happened: list[str] = []
+    fake_api.push(FakeReply("<say>hi</say>", chunks=1))
+
+    complete(
+        offline_answer=never_offline,
+        system=SYSTEM,
+        messages=MESSAGES,
+        on_text=lambda text: happened.append("text"),
+        alive=lambda: happened.append("alive"),
+    )
+
+    assert "text" in happened
+    assert happened.index("alive") < happened.index("text")
+
+
 def test_it_gives_up_after_the_retries_with_a_readable_error(fake_api, settings, waits):
     settings.CLAUDE_MAX_RETRIES = 4
     fake_api.push(*[FakeError(529, "Overloaded")] * 6)
