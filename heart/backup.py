@@ -578,7 +578,7 @@ def backup_restore(*, folder: Path, progress: Progress = print) -> Restored:
     plan = _restore_plan(manifest)
     present = {key: count for key, count in installation_rows().items() if count}
     if present:
-        shown = ", ".join(f"{count} {key.replace('_', ' ')}" for key, count in present.items())
+        shown = ", ".join(f"{key.replace('_', ' ')}: {count}" for key, count in present.items())
         raise BackupError(
             f"this installation is not empty ({shown}): a backup is restored only into an empty one"
         )

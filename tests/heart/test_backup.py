@@ -1,0 +1,394 @@
+"""manage.py backup and restore, end to end: real installations in their own processes, on the
+backend the suite runs on (SQLite files, or PostgreSQL databases made for the test)."""
+
+import hashlib
+import json
+import os
+import shutil
+import subprocess
+import sys
+import uuid
+from pathlib import Path
+from urllib.parse import urlsplit, urlunsplit
+
+import psycopg
+import pytest
+from django.db import connections
+
+from tests.conftest import REPO, requirement_missing
+from tests.heart.test_worker import wait_for
+
+STORES = ("default", "events", "summaries", "snapshots")
+SET_UP = "\n".join(
+    [
+        "from django.core.management import call_command",
+        *(f"call_command('migrate', database={alias!r}, verbosity=0)" for alias in STORES),
+        "call_command('ensure_owner')",
+        "call_command('ensure_schedules')",
+    ]
+)
+FILL = """
+from django.core.files.base import ContentFile
+from django.core.files.storage import default_storage
+from gem.models import Fragment
+from heart.models import Event
+from heart.services import turn_submit
+from mirror.models import Summary
+
+image = default_storage.save('images/2026/11/photo.png', ContentFile(bytes(range(256)) * 40))
+turn_submit(text='<luna>look, the lighthouse <pin>tea without sugar</pin></luna>', actor='luna',
+            image=image)
+turn_submit(text='<luna>and its keeper</luna>', actor='luna')
+Fragment.objects.create(key='lighthouse', ambient='A white tower on the point.')
+ids = sorted(Event.objects.values_list('id', flat=True))
+Summary.objects.create(level='L0', first_event_id=ids[0], last_event_id=ids[-1],
+                       content='They talked about the lighthouse.')
+"""
+# Every row of every table of each database, the search indexes' own tables included.
+ROWS = """
+import json
+from django.conf import settings
+from django.db import connections
+
+tables, seen = {}, set()
+for alias in settings.STORE_ALIASES:
+    if settings.STORE_LOCATIONS[alias] in seen:
+        continue
+    seen.add(settings.STORE_LOCATIONS[alias])
+    connection = connections[alias]
+    with connection.cursor() as cursor:
+        for table in connection.introspection.table_names(cursor):
+            cursor.execute(f'SELECT * FROM {connection.ops.quote_name(table)}')
+            tables[f'{alias} {table}'] = sorted(repr(row) for row in cursor.fetchall())
+print(json.dumps(tables))
+"""
+EVENT_IDS = (
+    "import json; from heart.models import Event; "
+    "print(json.dumps(sorted(Event.objects.values_list('id', flat=True))))"
+)
+# Turns written one after another, each with an image, until the stop file appears.
+WRITE = """
+import os
+from pathlib import Path
+from django.core.files.base import ContentFile
+from django.core.files.storage import default_storage
+from heart.services import turn_submit
+
+n = 0
+while not Path(os.environ['STOP']).exists():
+    image = default_storage.save(f'images/2026/11/turn{n}.png', ContentFile(os.urandom(3000)))
+    turn_submit(text=f'<luna>turn {n} <pin>thing {n}</pin></luna>', actor='luna', image=image)
+    n += 1
+    Path(os.environ['WRITTEN']).write_text(str(n))
+"""
+# What must hold in any consistent state: every reference resolves, every image is there,
+# and the search index has every event.
+CONSISTENCY = """
+import json
+from django.core.files.storage import default_storage
+from django.db import connections
+from gem.models import WorkingMemory
+from heart.models import ContextSnapshot, Event, Turn
+
+events = set(Event.objects.values_list('id', flat=True))
+turns = set(Turn.objects.values_list('id', flat=True))
+events_store = connections['events']
+index = 'lens_event_fts' if events_store.vendor == 'sqlite' else 'lens_event_index'
+with events_store.cursor() as cursor:
+    cursor.execute(f'SELECT count(*) FROM {index}')
+    indexed = cursor.fetchone()[0]
+print(json.dumps({
+    'events': len(events),
+    'images': sorted(Event.objects.exclude(image='').values_list('image', flat=True)),
+    'problems': [
+        *(f'turn {t} has no event {e}' for t, e in Turn.objects.values_list('id', 'event_id')
+          if e not in events),
+        *(f'turn {t} has no reply {r}' for t, r in Turn.objects.values_list('id', 'reply_event_id')
+          if r is not None and r not in events),
+        *(f'snapshot of a missing turn {t}' for t in ContextSnapshot.objects.values_list(
+            'turn', flat=True) if t not in turns),
+        *(f'working memory of a missing event {e}' for e in WorkingMemory.objects.values_list(
+            'event_id', flat=True) if e is not None and e not in events),
+        *(f'event {e} has no image {name}' for e, name in Event.objects.exclude(image='')
+          .values_list('id', 'image') if not default_storage.exists(name)),
+        *([f'{indexed} events indexed of {len(events)}'] if indexed != len(events) else []),
+    ],
+}))
+"""
+
+
+def postgresql() -> bool:
+    return connections["events"].vendor == "postgresql"
+
+
+def postgres_tools_required() -> None:
+    if not (shutil.which("pg_dump") and shutil.which("pg_restore")):
+        requirement_missing(
+            "pg_dump and pg_restore are missing (Debian: apt-get install postgresql-client)"
+        )
+
+
+class Installation:
+    """One Silentstar installation: its data folder and, on PostgreSQL, databases of its own."""
+
+    def __init__(self, manage, data: Path, database_urls: dict[str, str]):
+        self.data = data
+        self.env = {
+            "SILENTSTAR_DATA_DIR": str(data),
+            "ANTHROPIC_API_KEY": "",
+            "SILENTSTAR_Q_SYNC": "true",
+            "DATABASE_URL": "",
+            "EVENTS_DATABASE_URL": "",
+            "SUMMARIES_DATABASE_URL": "",
+            "SNAPSHOTS_DATABASE_URL": "",
+            **database_urls,
+        }
+        self._manage = manage
+
+    def manage(self, *args: str, env: dict[str, str] | None = None):
+        return self._manage(*args, env={**self.env, **(env or {})})
+
+    def shell(self, code: str) -> str:
+        done = self.manage("shell", "--no-imports", "-c", code)
+        assert done.returncode == 0, done.stderr
+        return done.stdout
+
+    def rows(self) -> dict[str, list[str]]:
+        return json.loads(self.shell(ROWS))
+
+    def images(self) -> dict[str, bytes]:
+        media = self.data / "media"
+        return {str(path.relative_to(media)): path.read_bytes() for path in media.rglob("*.png")}
+
+    def backup(self, into: Path, *args: str) -> Path:
+        done = self.manage("backup", str(into), *args)
+        assert done.returncode == 0, done.stderr
+        (written,) = [line for line in done.stdout.splitlines() if "Backup written to" in line]
+        return Path(written.removeprefix("Backup written to "))
+
+    def restore(self, folder: Path) -> subprocess.CompletedProcess:
+        return self.manage("restore", str(folder))
+
+
+@pytest.fixture
+def installation(manage, tmp_path):
+    """Make a new, set-up installation (migrated, with its owner and schedules) by name; with
+    ``events_apart``, on PostgreSQL, the events store gets a database of its own."""
+    made = []
+    base = urlsplit(os.environ.get("DATABASE_URL", ""))
+    if postgresql():
+        postgres_tools_required()
+
+    def create_database() -> str:
+        name = f"backup_{uuid.uuid4().hex[:12]}"
+        with psycopg.connect(urlunsplit(base._replace(path="/postgres")), autocommit=True) as pg:
+            pg.execute(f'CREATE DATABASE "{name}"')
+        made.append(name)
+        return urlunsplit(base._replace(path=f"/{name}"))
+
+    def make(name: str, *, events_apart: bool = False) -> Installation:
+        urls = {}
+        if postgresql():
+            urls["DATABASE_URL"] = create_database()
+            if events_apart:
+                urls["EVENTS_DATABASE_URL"] = create_database()
+        made_one = Installation(manage, tmp_path / name, urls)
+        made_one.shell(SET_UP)
+        return made_one
+
+    yield make
+    if made:
+        with psycopg.connect(urlunsplit(base._replace(path="/postgres")), autocommit=True) as pg:
+            for name in made:
+                pg.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+
+
+def table(rows: dict[str, list[str]], name: str) -> list[str]:
+    """A table's rows, whichever store's database holds it."""
+    (found,) = [table_rows for key, table_rows in rows.items() if key.endswith(f" {name}")]
+    return found
+
+
+def checksums_hold(folder: Path) -> dict:
+    manifest = json.loads((folder / "manifest.json").read_text())
+    for entry in manifest["databases"] + manifest["media"]:
+        data = (folder / entry["name"]).read_bytes()
+        assert (len(data), hashlib.sha256(data).hexdigest()) == (entry["size"], entry["sha256"])
+    return manifest
+
+
+def test_it_restores_every_row_and_image_into_a_new_installation(installation, tmp_path):
+    source = installation("source")
+    source.shell(FILL)
+    folder = source.backup(tmp_path / "backups")
+    assert folder.parent == tmp_path / "backups" and folder.name.startswith("silentstar-")
+    manifest = checksums_hold(folder)
+    rows = source.rows()
+    assert manifest["rows"] == {
+        "events": len(table(rows, "heart_event")),
+        "working_memory": len(table(rows, "gem_workingmemory")),
+        "fragments": len(table(rows, "gem_fragment")),
+        "summaries": len(table(rows, "mirror_summary")),
+    }
+    assert all(manifest["rows"].values())
+    assert [name for name in manifest["schema"] if name in {"heart", "gem", "mirror", "lens"}]
+
+    target = installation("target")
+    restored = target.restore(folder)
+    assert restored.returncode == 0, restored.stderr
+    assert target.rows() == rows
+    assert target.images() == source.images() != {}
+
+    # The search finds the restored events, and a new turn's events get new ids.
+    said = target.manage("turn", "the lighthouse again", "--as", "luna")
+    assert said.returncode == 0, said.stderr
+    found = target.manage("lens", "search", "lighthouse").stdout
+    ids = json.loads(target.shell(EVENT_IDS))
+    assert ids[:-2] == json.loads(source.shell(EVENT_IDS)) and ids[-2] == ids[-3] + 1
+    assert f"`event:{ids[0]}`" in found and f"`event:{ids[-2]}`" in found
+
+
+def test_a_backup_taken_while_turns_are_written_restores_a_consistent_state(installation, tmp_path):
+    source = installation("source")
+    stop, written = tmp_path / "stop", tmp_path / "written"
+    writer = subprocess.Popen(
+        [sys.executable, "manage.py", "shell", "--no-imports", "-c", WRITE],
+        cwd=REPO,
+        env={**os.environ, **source.env, "STOP": str(stop), "WRITTEN": str(written)},
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+
+    def turns_written() -> int:
+        return int(written.read_text() or 0) if written.exists() else 0
+
+    try:
+        wait_for(lambda: turns_written() >= 3, timeout=60, what="the first turns")
+        first = source.backup(tmp_path / "backups")
+        after_backup = turns_written()
+        wait_for(lambda: turns_written() >= after_backup + 2, timeout=60, what="more turns")
+    finally:
+        stop.touch()
+        _, errors = writer.communicate(timeout=60)
+    assert writer.returncode == 0, errors
+    manifest = checksums_hold(first)
+    assert 6 <= manifest["rows"]["events"] < 2 * turns_written()  # taken between the writes
+
+    restored = installation("restored")
+    assert restored.restore(first).returncode == 0
+    state = json.loads(restored.shell(CONSISTENCY))
+    assert state["problems"] == []
+    assert state["events"] == manifest["rows"]["events"]
+    source_images = source.images()
+    assert state["images"] and all(
+        restored.images()[name] == source_images[name] for name in state["images"]
+    )
+
+    # Backed up again and restored again: the same rows, the same images and checksums.
+    second = restored.backup(tmp_path / "again")
+    again = installation("again")
+    assert again.restore(second).returncode == 0
+    assert again.rows() == restored.rows()
+    assert again.images() == restored.images()
+    second_manifest = checksums_hold(second)
+    assert second_manifest["rows"] == manifest["rows"]
+    assert second_manifest["media"] == manifest["media"]
+
+
+def test_it_restores_only_into_an_empty_installation(installation, tmp_path):
+    source = installation("source")
+    source.shell(FILL)
+    folder = source.backup(tmp_path / "backups")
+    other = installation("other")
+    other.shell("from gem.models import Fragment; Fragment.objects.create(key='mine')")
+    before = other.rows()
+
+    refused = other.restore(folder)
+
+    assert refused.returncode != 0
+    assert "not empty (fragments: 1)" in refused.stderr
+    assert other.rows() == before and other.images() == {}
+
+
+def altered(copy: Path, manifest: dict) -> str:
+    name = manifest["databases"][-1]["name"]
+    data = bytearray((copy / name).read_bytes())
+    data[len(data) // 2] ^= 0xFF
+    (copy / name).write_bytes(bytes(data))
+    return f"{name} fails its checksum"
+
+
+def missing(copy: Path, manifest: dict) -> str:
+    name = manifest["media"][0]["name"]
+    (copy / name).unlink()
+    return f"incomplete: {name} is missing"
+
+
+def from_a_newer_schema(copy: Path, manifest: dict) -> str:
+    manifest["schema"]["heart"] = "9999_from_the_future"
+    (copy / "manifest.json").write_text(json.dumps(manifest))
+    return "schema is newer than this code (migrations it does not have: heart 9999_from_the_future"
+
+
+def test_it_refuses_a_damaged_backup_and_changes_nothing(installation, tmp_path):
+    source = installation("source")
+    source.shell(FILL)
+    folder = source.backup(tmp_path / "backups")
+    target = installation("target")
+    before = target.rows()
+    for damage in (altered, missing, from_a_newer_schema):
+        copy = shutil.copytree(folder, tmp_path / damage.__name__)
+        problem = damage(copy, json.loads((copy / "manifest.json").read_text()))
+
+        refused = target.restore(copy)
+
+        assert refused.returncode != 0 and problem in refused.stderr, damage.__name__
+        assert target.rows() == before and target.images() == {}, damage.__name__
+
+
+def test_keep_deletes_only_the_older_finished_backups(installation, tmp_path):
+    source = installation("source")
+    backups = tmp_path / "backups"
+    unfinished = backups / "silentstar-2000-01-01T00-00-00Z"
+    unfinished.mkdir(parents=True)
+    (backups / "notes").mkdir()
+    made = [source.backup(backups, "--keep", "2") for _ in range(3)]
+
+    assert sorted(backups.iterdir()) == sorted([*made[1:], unfinished, backups / "notes"])
+
+
+def test_on_postgresql_each_database_is_dumped_once_with_the_stores_it_holds(
+    installation, tmp_path
+):
+    if not postgresql():
+        pytest.skip("PostgreSQL only: SQLite has one file per store")
+    source = installation("source", events_apart=True)
+    source.shell(FILL)
+    manifest = checksums_hold(source.backup(tmp_path / "backups"))
+    assert [(entry["aliases"], entry["backend"]) for entry in manifest["databases"]] == [
+        (["default", "summaries", "snapshots"], "postgresql"),
+        (["events"], "postgresql"),
+    ]
+    folder = next((tmp_path / "backups").iterdir())
+
+    laid_out_otherwise = installation("one database")
+    refused = laid_out_otherwise.restore(folder)
+    assert refused.returncode != 0 and "set the database URLs as they were" in refused.stderr
+
+    alike = installation("alike", events_apart=True)
+    assert alike.restore(folder).returncode == 0
+    assert alike.rows() == source.rows()
+
+
+def test_on_postgresql_a_missing_pg_dump_is_named(installation, tmp_path):
+    if not postgresql():
+        pytest.skip("PostgreSQL only")
+    source = installation("source")
+    nowhere = tmp_path / "empty-path"
+    nowhere.mkdir()
+
+    failed = source.manage("backup", str(tmp_path / "backups"), env={"PATH": str(nowhere)})
+
+    assert failed.returncode != 0 and "pg_dump is missing" in failed.stderr
+    assert list((tmp_path / "backups").iterdir()) == []
