@@ -13,6 +13,8 @@ from django.core.validators import RegexValidator
 from django.db import models
 from django.utils import timezone
 
+from gem.meaning import semantic_hash
+
 KEY_VALIDATOR = RegexValidator(
     r"^[\w][\w'-]*$",
     "A key is one word: letters, digits, hyphens, underscores or apostrophes, no spaces.",
@@ -74,6 +76,20 @@ class WorkingMemory(models.Model):
     valence = models.FloatField(
         default=0.0, help_text="Emotional valence, -1 (negative) to +1 (positive); 0 is neutral."
     )
+    importance_edited = models.BooleanField(
+        default=False,
+        help_text="A person set importance and valence in the Anvil: scoring leaves them alone.",
+    )
+    # Seed 003's deduplication: the hash of the content's meaning words (gem.meaning).
+    semantic_hash = models.CharField(max_length=16, blank=True, db_index=True, editable=False)
+    near_duplicate_of = models.ForeignKey(
+        "self",
+        on_delete=models.SET_NULL,
+        null=True,
+        blank=True,
+        related_name="near_duplicates",
+        help_text="An active item this one nearly repeats, for a person to review.",
+    )
     fragments = models.ManyToManyField(
         "Fragment", through="WorkingMemoryRef", related_name="working_memory", blank=True
     )
@@ -104,6 +120,14 @@ class WorkingMemory(models.Model):
 
     def __str__(self):
         return f"{self.type}: {self.content[:60]}"
+
+    def save(self, *args, **kwargs):
+        # The hash follows the content, whoever changes it (a write, the Anvil's edit form).
+        self.semantic_hash = semantic_hash(self.content)
+        update_fields = kwargs.get("update_fields")
+        if update_fields is not None and "content" in update_fields:
+            kwargs["update_fields"] = {*update_fields, "semantic_hash"}
+        super().save(*args, **kwargs)
 
 
 class Fragment(models.Model):

@@ -23,7 +23,9 @@ from django.db.models import Q
 
 from gem import decay
 from gem.due import due_from_text
+from gem.importance import importance_of, importance_refreshed, valence_of
 from gem.match import best_match
+from gem.meaning import near_duplicate, semantic_hash
 from gem.models import (
     KEY_VALIDATOR,
     RELATION_MAX_LENGTH,
@@ -34,6 +36,7 @@ from gem.models import (
     FragmentSource,
     WorkingMemory,
     WorkingMemoryRef,
+    WorkingMemorySource,
     WorkingMemoryStatus,
     WorkingMemoryType,
 )
@@ -340,11 +343,39 @@ FEELING_WORD_CAP = 15
 
 @dataclass
 class WorkingMemoryWrite:
-    """What ``working_memory_create`` did: the item written or refreshed, and what it replaced."""
+    """What ``working_memory_create`` did: the item written or refreshed, and what it replaced.
+
+    ``existed``: a recorded item (``WorkingMemoryRecorded``) whose id was already taken; nothing
+    was written and ``item`` is the one there.
+    """
 
     item: WorkingMemory
     refreshed: bool = False
     superseded: list[int] = field(default_factory=list)
+    existed: bool = False
+
+
+@dataclass(frozen=True)
+class WorkingMemoryRecorded:
+    """An item as it was recorded elsewhere (an import, the archive), to be written exactly.
+
+    The tag language's rules were applied when it was first written, so none is applied again:
+    no supersession, no refresh, no due date read, no near-duplicate flag of its own. Importance
+    and valence left None are scored as for a new item; ``fragment_keys`` None links it by its
+    words, as a new item, and otherwise names exactly the fragments it was linked to.
+    """
+
+    created_at: datetime
+    refreshed_at: datetime
+    id: int | None = None
+    status: str = WorkingMemoryStatus.ACTIVE
+    resolved_at: datetime | None = None
+    importance: float | None = None
+    valence: float | None = None
+    importance_edited: bool = False
+    near_duplicate_of: int | None = None
+    fragment_keys: tuple[str, ...] | None = None
+    source_event_ids: tuple[int, ...] = ()
 
 
 def working_memory_create(
@@ -354,41 +385,67 @@ def working_memory_create(
     subject: str = "",
     actor: str,
     at: datetime,
-    turn: int,
+    turn: int | None,
     event_id: int | None = None,
     due: datetime | None = None,
     words_at: datetime | None = None,
     suggestion_id: int | None = None,
+    importance: float | None = None,
+    valence: float | None = None,
+    recorded: WorkingMemoryRecorded | None = None,
 ) -> WorkingMemoryWrite:
     """Write one working-memory item by every rule of the tag language, whoever writes it.
 
     - A feeling keeps its first ``FEELING_WORD_CAP`` words and is the one active feeling: it
       supersedes every other. A desc supersedes the active descs of the same subject.
-    - An active item of the same type, subject and words is refreshed (its decay anchor and
-      turn move to now) instead of written twice.
+    - An active item of the same type and subject that means the same (the same semantic hash:
+      other spacing, case, punctuation, order or word endings) is refreshed instead of written
+      twice: its decay anchor and turn move to now and its importance rises a little.
+    - A new item that nearly repeats an active one of its type (``gem.meaning.near_duplicate``)
+      is written, and flagged with a link to its twin for a person to review.
     - A plan without ``due`` is due when its words say, read at ``words_at`` (when they were
       said; default ``at``) in the owner's time zone.
+    - Importance and valence are scored (``gem.importance``) unless given.
     - The item is linked to every fragment whose key it names.
 
     ``at`` is when it is written (created and refreshed), ``turn`` the turn counter then.
+    ``recorded`` writes an item recorded elsewhere exactly as it was (``WorkingMemoryRecorded``).
     """
     if type not in WorkingMemoryType.values:
         raise WorkingMemoryError(f"“{type}” is not a working-memory type.")
     content = content.strip()
-    if type == WorkingMemoryType.FEELING:
+    if type == WorkingMemoryType.FEELING and recorded is None:
         content = " ".join(content.split()[:FEELING_WORD_CAP])
     if not content:
         raise WorkingMemoryError("A working-memory item needs some content.")
+    for name, value, low in (("importance", importance, 0.0), ("valence", valence, -1.0)):
+        if value is not None and not low <= value <= 1.0:
+            raise WorkingMemoryError(f"{name} {value} is outside {low:g} to 1.")
     subject = subject.strip()
+    if recorded is not None:
+        return _working_memory_recorded(
+            recorded,
+            type=type,
+            content=content,
+            subject=subject,
+            actor=actor,
+            turn=turn,
+            event_id=event_id,
+            due=due,
+            suggestion_id=suggestion_id,
+        )
+    meaning = semantic_hash(content)
     with transaction.atomic():
         same = (
             WorkingMemory.objects.select_for_update()
-            .filter(status="active", type=type, content=content, subject=subject)
+            .filter(status="active", type=type, semantic_hash=meaning, subject__iexact=subject)
             .first()
         )
         if same is not None:
-            WorkingMemory.objects.filter(pk=same.pk).update(refreshed_at=at, turn=turn)
+            if not same.importance_edited:
+                same.importance = importance_refreshed(same.importance)
             same.refreshed_at, same.turn = at, turn
+            same.save(update_fields=["refreshed_at", "turn", "importance"])
             return WorkingMemoryWrite(item=same, refreshed=True)
         replaced = WorkingMemory.objects.filter(status="active", type=type)
         if type == WorkingMemoryType.DESC and subject:
@@ -404,6 +461,13 @@ def working_memory_create(
         )
         if type == WorkingMemoryType.PLAN and due is None:
             due = due_from_text(content, written_at=words_at or at, time_zone=settings.TIME_ZONE)
+        keys = _fragment_keys_named(subject, content)
+        if valence is None:
+            valence = valence_of(content)
+        if importance is None:
+            importance = importance_of(
+                type=type, due=due, linked_fragments=len(keys), valence=valence
+            )
         item = WorkingMemory.objects.create(
             event_id=event_id,
             type=type,
@@ -415,18 +479,78 @@ def working_memory_create(
             created_at=at,
             refreshed_at=at,
             suggestion_id=suggestion_id,
+            importance=importance,
+            valence=valence,
+            near_duplicate_of=_near_twin(type=type, content=content, excluding=superseded),
         )
-        _fragments_link(item)
+        _fragments_link(item, keys)
     return WorkingMemoryWrite(item=item, superseded=superseded)
+
+
+def _near_twin(*, type: str, content: str, excluding: list[int]) -> WorkingMemory | None:
+    """The newest active item of ``type`` that ``content`` nearly repeats, if any."""
+    candidates = (
+        WorkingMemory.objects.filter(status="active", type=type)
+        .exclude(pk__in=excluding)
+        .only("pk", "content")
+    )
+    return next((item for item in candidates if near_duplicate(content, item.content)), None)
+
+
+def _working_memory_recorded(
+    recorded: WorkingMemoryRecorded, *, type: str, content: str, subject: str, **fields
+) -> WorkingMemoryWrite:
+    """Write an item recorded elsewhere exactly as it was (``working_memory_create``)."""
+    if recorded.status not in WorkingMemoryStatus.values:
+        raise WorkingMemoryError(f"“{recorded.status}” is not a working-memory status.")
+    with transaction.atomic():
+        if recorded.id is not None:
+            there = WorkingMemory.objects.filter(pk=recorded.id).first()
+            if there is not None:
+                return WorkingMemoryWrite(item=there, existed=True)
+        if recorded.fragment_keys is None:
+            keys = _fragment_keys_named(subject, content)
+        else:
+            keys = list(recorded.fragment_keys)
+        valence = recorded.valence if recorded.valence is not None else valence_of(content)
+        importance = recorded.importance
+        if importance is None:
+            importance = importance_of(
+                type=type, due=fields["due"], linked_fragments=len(keys), valence=valence
+            )
+        item = WorkingMemory.objects.create(
+            id=recorded.id,
+            type=type,
+            content=content,
+            subject=subject,
+            status=recorded.status,
+            created_at=recorded.created_at,
+            refreshed_at=recorded.refreshed_at,
+            resolved_at=recorded.resolved_at,
+            importance=importance,
+            valence=valence,
+            importance_edited=recorded.importance_edited,
+            near_duplicate_of_id=recorded.near_duplicate_of,
+            **fields,
+        )
+        _fragments_link(item, keys)
+        WorkingMemorySource.objects.bulk_create(
+            [WorkingMemorySource(wm=item, event_id=pk) for pk in recorded.source_event_ids],
+            ignore_conflicts=True,
+        )
+    return WorkingMemoryWrite(item=item)
 
 
 KEY_CANDIDATE = re.compile(r"[\w][\w'-]*")
 
 
-def _fragments_link(item: WorkingMemory) -> None:
-    """Link the item to every fragment whose key it names (a word equal to the key)."""
-    words = {w.lower() for w in KEY_CANDIDATE.findall(f"{item.subject} {item.content}")}
-    keys = Fragment.objects.filter(key__in=words).values_list("key", flat=True)
+def _fragment_keys_named(subject: str, content: str) -> list[str]:
+    """The keys of the fragments the words name (a word equal to the key)."""
+    words = {w.lower() for w in KEY_CANDIDATE.findall(f"{subject} {content}")}
+    return list(Fragment.objects.filter(key__in=words).values_list("key", flat=True))
+
+
+def _fragments_link(item: WorkingMemory, keys: list[str]) -> None:
     WorkingMemoryRef.objects.bulk_create(
         [WorkingMemoryRef(wm=item, fragment_id=key) for key in keys], ignore_conflicts=True
     )
