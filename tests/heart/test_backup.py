@@ -131,9 +131,11 @@ def postgres_tools_required() -> None:
 class Installation:
     """One Silentstar installation: its data folder and, on PostgreSQL, databases of its own."""
 
-    def __init__(self, manage, data: Path, database_urls: dict[str, str]):
+    def __init__(self, data: Path, database_urls: dict[str, str]):
         self.data = data
+        self.database_urls = database_urls
         self.env = {
+            **os.environ,
             "SILENTSTAR_DATA_DIR": str(data),
             "ANTHROPIC_API_KEY": "",
             "SILENTSTAR_Q_SYNC": "true",
@@ -143,10 +145,16 @@ class Installation:
             "SNAPSHOTS_DATABASE_URL": "",
             **database_urls,
         }
-        self._manage = manage
 
     def manage(self, *args: str, env: dict[str, str] | None = None):
-        return self._manage(*args, env={**self.env, **(env or {})})
+        return subprocess.run(
+            [sys.executable, "manage.py", *args],
+            cwd=REPO,
+            env={**self.env, **(env or {})},
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
 
     def shell(self, code: str) -> str:
         done = self.manage("shell", "--no-imports", "-c", code)
@@ -170,37 +178,76 @@ class Installation:
         return self.manage("restore", str(folder))
 
 
+class PostgresDatabases:
+    """Databases made on the suite's PostgreSQL server, dropped at the end."""
+
+    def __init__(self):
+        self.base = urlsplit(os.environ["DATABASE_URL"])
+        self.made = []
+
+    def _server(self) -> psycopg.Connection:
+        return psycopg.connect(urlunsplit(self.base._replace(path="/postgres")), autocommit=True)
+
+    def create(self, *, template: str = "") -> str:
+        name = f"backup_{uuid.uuid4().hex[:12]}"
+        with self._server() as server:
+            copied = f' TEMPLATE "{template}"' if template else ""
+            server.execute(f'CREATE DATABASE "{name}"{copied}')
+        self.made.append(name)
+        return urlunsplit(self.base._replace(path=f"/{name}"))
+
+    def drop_all(self) -> None:
+        with self._server() as server:
+            for name in self.made:
+                server.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+
+
+@pytest.fixture(scope="session")
+def postgres_databases():
+    if not postgresql():
+        yield None
+        return
+    postgres_tools_required()
+    databases = PostgresDatabases()
+    yield databases
+    databases.drop_all()
+
+
+@pytest.fixture(scope="session")
+def set_up_installations(tmp_path_factory, postgres_databases):
+    """One migrated installation with its owner and schedules for each layout of the stores,
+    set up once; each test's installations are copies of it."""
+    made = {}
+
+    def set_up(events_apart: bool) -> Installation:
+        if events_apart not in made:
+            urls = {}
+            if postgres_databases:
+                urls["DATABASE_URL"] = postgres_databases.create()
+                if events_apart:
+                    urls["EVENTS_DATABASE_URL"] = postgres_databases.create()
+            made[events_apart] = Installation(tmp_path_factory.mktemp("set-up"), urls)
+            made[events_apart].shell(SET_UP)
+        return made[events_apart]
+
+    return set_up
+
+
 @pytest.fixture
-def installation(manage, tmp_path):
+def installation(tmp_path, set_up_installations, postgres_databases):
     """Make a new, set-up installation (migrated, with its owner and schedules) by name; with
     ``events_apart``, on PostgreSQL, the events store gets a database of its own."""
-    made = []
-    base = urlsplit(os.environ.get("DATABASE_URL", ""))
-    if postgresql():
-        postgres_tools_required()
-
-    def create_database() -> str:
-        name = f"backup_{uuid.uuid4().hex[:12]}"
-        with psycopg.connect(urlunsplit(base._replace(path="/postgres")), autocommit=True) as pg:
-            pg.execute(f'CREATE DATABASE "{name}"')
-        made.append(name)
-        return urlunsplit(base._replace(path=f"/{name}"))
 
     def make(name: str, *, events_apart: bool = False) -> Installation:
-        urls = {}
-        if postgresql():
-            urls["DATABASE_URL"] = create_database()
-            if events_apart:
-                urls["EVENTS_DATABASE_URL"] = create_database()
-        made_one = Installation(manage, tmp_path / name, urls)
-        made_one.shell(SET_UP)
-        return made_one
+        template = set_up_installations(events_apart)
+        shutil.copytree(template.data, tmp_path / name)
+        urls = {
+            variable: postgres_databases.create(template=urlsplit(url).path.lstrip("/"))
+            for variable, url in template.database_urls.items()
+        }
+        return Installation(tmp_path / name, urls)
 
-    yield make
-    if made:
-        with psycopg.connect(urlunsplit(base._replace(path="/postgres")), autocommit=True) as pg:
-            for name in made:
-                pg.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+    return make
 
 
 def table(rows: dict[str, list[str]], name: str) -> list[str]:
@@ -286,8 +333,8 @@ def test_a_backup_taken_while_turns_are_written_restores_a_consistent_state(inst
     )
 
     # Backed up again and restored again: the same rows, the same images and checksums.
-    second = restored.backup(tmp_path / "again")
-    again = installation("again")
+    second = restored.backup(tmp_path / "backups of the restored")
+    again = installation("restored again")
     assert again.restore(second).returncode == 0
     assert again.rows() == restored.rows()
     assert again.images() == restored.images()
