@@ -3,7 +3,8 @@
 ``turns``, ``search``, ``mirror`` and ``queue`` measure in a new process (this command again,
 with ``--inside``) on throwaway SQLite stores, offline, and print what it reports; ``firstchar``
 runs the browser benchmark in a pytest process; ``load`` serves throwaway stores with gunicorn
-and the worker to a locust swarm (``bench/load.py``); ``eval`` is the retrieval evaluation harness
+and the worker to a locust swarm (``bench/load.py``); ``faults`` injects faults into turns a
+real worker answers against the fake Messages API (``bench/faults.py``); ``eval`` is the retrieval evaluation harness
 (``bench/evaluate.py``) and ``generate`` writes its synthetic datasets (``bench/generate.py``).
 """
 
@@ -30,6 +31,7 @@ from bench.evaluate import (
     evaluate,
     evaluate_in_throwaway_stores,
 )
+from bench.faults import KINDS, faults_run
 from bench.firstchar import first_char_measure
 from bench.fuzz import fuzz_run
 from bench.generate import DATASETS, dataset_write
@@ -220,6 +222,23 @@ def parser() -> argparse.ArgumentParser:
     )
     load.add_argument("--inside", action="store_true", help=argparse.SUPPRESS)
     load.set_defaults(run=_load)
+
+    faults = words.add_parser(
+        "faults",
+        help="faults injected into turns answered by a real worker: what was lost or doubled",
+        description="Throwaway SQLite stores, a real worker (manage.py qcluster) and the fake "
+        "Messages API; messages sent through the chat page's endpoint, each meeting one fault "
+        f"({', '.join(KINDS)}). Prints the faults by kind, events lost, duplicated, turns "
+        "stuck (goal: 0 each) and the longest time to recover; exits with status 1 if any is "
+        "not 0 or a fault did not happen. Linux only (it reads /proc).",
+    )
+    faults.add_argument("--faults", type=int, default=208, help="faults to inject")
+    faults.add_argument("--seed", type=int, default=0, help="the order of the kinds")
+    faults.add_argument(
+        "--json", type=Path, dest="json_file", metavar="FILE", help="also write the figures here"
+    )
+    _inside_options(faults, size=False)
+    faults.set_defaults(run=_faults)
     return top
 
 
@@ -630,6 +649,56 @@ def _generate(asked: argparse.Namespace) -> None:
             f"{asked.out / f'{name}.json'}: {len(data['conversations'])} conversations, "
             f"{turns} turns, {len(data['questions'])} questions"
         )
+
+
+# --- faults -------------------------------------------------------------------------------------
+
+
+def _faults(asked: argparse.Namespace) -> None:
+    """Faults injected into turns answered by a real worker (bench/faults.py)."""
+    if asked.faults < 1:
+        raise BenchError("--faults must be at least 1")
+    if asked.inside:
+        _migrate_throwaway_stores()
+        result = faults_run(faults=asked.faults, seed=asked.seed, progress=_note)
+        print(json.dumps(result))
+        return
+    result = _run_inside(["faults", "--faults", str(asked.faults), "--seed", str(asked.seed)])
+    if asked.json_file:
+        asked.json_file.write_text(json.dumps(result, indent=1) + "\n", encoding="utf-8")
+    print(
+        f"{result['faults']} faults (seed {result['seed']}) in {result['seconds']:.0f} s, "
+        f"{result['messages']} messages sent through the chat page to a real worker; stale "
+        f"after {result['stale_seconds']} s, the recovery check every "
+        f"{result['recovery_every_s']:g} s"
+    )
+    print(f"{'fault':<20} {'count':>6} {'happened':>9} {'recovered':>10} {'longest s':>10}")
+    for kind, figures in result["kinds"].items():
+        print(
+            f"{kind:<20} {figures['faults']:>6} {figures['injected']:>9} "
+            f"{figures['recovered']:>10} {figures['longest_s']:>10.1f}"
+        )
+    print(f"events lost: {result['events_lost']} (goal 0)")
+    print(f"duplicated: {result['duplicated']} (goal 0)")
+    print(f"turns stuck: {result['turns_stuck']} (goal 0)")
+    print(f"image files left behind: {result['images_left_behind']} (goal 0)")
+    print(
+        f"longest time to recover: {result['longest_recovery_s']:.1f} s ({result['longest_kind']})"
+    )
+    before, after = result["load_before"], result["load_after"]
+    print(
+        f"machine load (1, 5, 15 min) on {result['cpus']} processors: before "
+        f"{' '.join(map(str, before))}, after {' '.join(map(str, after))}"
+    )
+    for note in result["notes"]:
+        print(f"  {note}")
+    missed = [
+        kind for kind, figures in result["kinds"].items() if figures["injected"] < figures["faults"]
+    ]
+    failed = result["events_lost"] + result["duplicated"] + result["turns_stuck"]
+    if failed or result["images_left_behind"] or missed:
+        missed_text = f"; faults that did not happen: {', '.join(missed)}" if missed else ""
+        raise BenchError(f"the system did not come through every fault{missed_text}")
 
 
 # --- fuzz ---------------------------------------------------------------------------------------

@@ -245,7 +245,11 @@ def _turn_context(turn: Turn, *, who: Identities) -> dict:
 
 def _image_store(upload, *, extension: str) -> str:
     name = f"images/{timezone.now():%Y/%m}/{uuid.uuid4().hex}.{extension}"
-    return default_storage.save(name, upload)
+    try:
+        return default_storage.save(name, upload)
+    except OSError:
+        default_storage.delete(name)  # a write cut short (a full disk) leaves part of the file
+        raise
 
 
 def _image_discard(name: str) -> None:

@@ -1,16 +1,14 @@
 """The real thing: a django-q2 cluster in its own process answering a turn from the queue."""
 
-import contextlib
 import os
 import signal
 import sqlite3
 import subprocess
-import sys
 import time
 
 import pytest
 
-from tests.conftest import REPO
+from bench.faults import group_kill, start_cluster
 from tests.fakeapi import FakeReply
 
 SQLITE_ONLY = {
@@ -46,18 +44,6 @@ def turn_answered(data_dir, turn_id: int, *, timeout: float, what: str) -> tuple
         lambda: (state := turn_state()) and state[0] in {"done", "error"} and state,
         timeout=timeout,
         what=what,
-    )
-
-
-def start_cluster(env: dict[str, str]) -> subprocess.Popen:
-    """``manage.py qcluster`` in a process group of its own, as scripts/run starts it."""
-    return subprocess.Popen(
-        [sys.executable, "manage.py", "qcluster"],
-        cwd=REPO,
-        env=env,
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-        start_new_session=True,
     )
 
 
@@ -105,13 +91,6 @@ def cluster_stop_as_scripts_run_does(cluster: subprocess.Popen) -> None:
             for child in children(sentinel):
                 os.kill(child, signal.SIGTERM)
         cluster.wait(timeout=20)
-
-
-def group_kill(cluster: subprocess.Popen) -> None:
-    """Whatever is left of a cluster's processes."""
-    with contextlib.suppress(ProcessLookupError):
-        os.killpg(cluster.pid, signal.SIGKILL)
-    cluster.wait(timeout=20)
 
 
 def test_a_worker_stopped_mid_reply_puts_the_turn_back_for_the_next_one(manage, tmp_path, fake_api):

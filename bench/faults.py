@@ -1,0 +1,520 @@
+"""``python -m bench faults``: faults injected into turns answered by a real worker, and what
+was left of each message afterwards.
+
+``faults_run`` runs in migrated throwaway SQLite stores (the command sets them up). It starts
+the fake Messages API (``tests/fakeapi.py``) in this process and a real ``manage.py qcluster``
+pointed at it, signs in with Django's test client and sends messages through the chat page's
+own endpoint (``/messages/``), one at a time. Each message meets one fault:
+
+- the API answers 429, 500 or 529, with or without ``retry-after``, then the reply;
+- the stream is cut mid-way (the connection closes), or an ``error`` event arrives mid-stream;
+- the API says nothing for longer than the client's timeout;
+- the API fails on every attempt: the turn ends in error, with its retry offered, and the
+  benchmark presses retry as the page does (``/turns/N/retry/``);
+- the worker streaming the reply (the process holding the connection to the fake API) is sent
+  SIGKILL, or SIGTERM;
+- another connection holds the event store's write lock (``BEGIN IMMEDIATE``) for longer than
+  the worker's busy timeout while the reply streams and is recorded;
+- the disk fills while the message's image is written.
+
+**The full disk** is a real refusal by the kernel, not a storage that pretends: for the one
+request, the process's ``RLIMIT_FSIZE`` is lowered below the image's size (and ``SIGXFSZ``
+ignored), so the unmodified ``FileSystemStorage`` gets ``EFBIG`` part-way through the image,
+as it gets ``ENOSPC`` on a full disk. An unprivileged process cannot fill a real file system
+without filling the machine's. The person then sends again, and that message is answered.
+
+**Recovery by itself.** The worker's cluster retries API failures (``silentstar.claude``),
+rides out the lock (``heart.services``) and puts a SIGTERMed turn back in the queue. A killed
+worker's turn waits for the check that runs every minute in production (``recover_turns_task``)
+and a silence of ``SILENTSTAR_TURN_STALE_SECONDS``; here the check runs every
+``RECOVERY_EVERY`` seconds and the silence is ``STALE_SECONDS``, so the recovery of a killed
+worker takes seconds instead of a minute or two.
+
+After all the faults it counts, for every message the page accepted: its event in the log
+exactly once, its turn done with exactly one reply event and one context snapshot, the plan it
+carried and the thought its reply carried in working memory exactly once. ``events lost``
+counts what is missing, ``duplicated`` what is there twice, ``turns stuck`` the turns not done
+within ``TURN_PATIENCE`` seconds of their fault (or not done at the end); the time to recover
+runs from the fault (the message sent, the signal, the lock taken, the refused image) to the
+turn done.
+"""
+
+import errno
+import io
+import logging
+import os
+import random
+import re
+import resource
+import signal
+import sqlite3
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Callable
+from contextlib import suppress
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+KINDS = (
+    "429",
+    "429 retry-after",
+    "500",
+    "529",
+    "529 retry-after",
+    "stream cut",
+    "error mid-stream",
+    "timeout",
+    "failing throughout",
+    "SIGKILL",
+    "SIGTERM",
+    "database locked",
+    "disk full",
+)
+STALE_SECONDS = 5  # SILENTSTAR_TURN_STALE_SECONDS for the run (its smallest value)
+RECOVERY_EVERY = 1.0  # seconds between runs of the recovery check (a minute in production)
+CLAUDE_TIMEOUT = 1.0  # SILENTSTAR_CLAUDE_TIMEOUT for the run
+CLAUDE_MAX_RETRIES = 2
+BUSY_TIMEOUT_MS = 200  # the worker's SQLite busy timeout; the lock is held far longer
+LOCK_HELD = 1.5  # seconds the event store's write lock is held
+DISK_LEFT = 4096  # bytes a file may grow to while the disk is "full"; the image is bigger
+TURN_PATIENCE = 60.0  # seconds after its fault a turn may take before it counts as stuck
+POLL = 0.05
+MARKER_RE = re.compile(r"msg(\d{4})")
+REPO = Path(__file__).resolve().parent.parent
+
+
+@dataclass
+class Fault:
+    kind: str
+    number: int
+    injected: bool = False  # evidence that the fault really happened
+    recovery_s: float | None = None  # None: the turn was not done within TURN_PATIENCE
+    note: str = ""
+
+
+def start_cluster(env: dict[str, str]) -> subprocess.Popen:
+    """``manage.py qcluster`` in a process group of its own, as scripts/run starts it."""
+    return subprocess.Popen(
+        [sys.executable, "manage.py", "qcluster"],
+        cwd=REPO,
+        env=env,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        start_new_session=True,
+    )
+
+
+def group_kill(cluster: subprocess.Popen) -> None:
+    """Whatever is left of a cluster's processes."""
+    with suppress(ProcessLookupError):
+        os.killpg(cluster.pid, signal.SIGKILL)
+    cluster.wait(timeout=20)
+
+
+def kinds_in_order(*, faults: int, seed: int) -> list[str]:
+    """``faults`` kinds: every kind once per round, each round in its own shuffled order."""
+    chosen = random.Random(seed)
+    order: list[str] = []
+    while len(order) < faults:
+        round_ = list(KINDS)
+        chosen.shuffle(round_)
+        order += round_
+    return order[:faults]
+
+
+def reply_text(number: int, *, words: int = 6) -> str:
+    said = " ".join(f"word{n}" for n in range(words))
+    return f"<say>ans{number:04} {said}</say><thought>ans{number:04} stays on my mind</thought>"
+
+
+def message_number(body: dict) -> int | None:
+    """The number of the message a request answers: the last marker of its last user text (the
+    ``## Message`` section comes last; earlier ones are in ``## Recent``)."""
+    content = body.get("messages", [{}])[-1].get("content", "")
+    text = content if isinstance(content, str) else "".join(b.get("text", "") for b in content)
+    found = MARKER_RE.findall(text)
+    return int(found[-1]) if found else None
+
+
+def faults_run(*, faults: int, seed: int, progress: Callable[[str], None]) -> dict:
+    """Send ``faults`` messages through a real worker, one fault each; count what is left.
+    Django set up on migrated throwaway SQLite stores, offline (the worker is not)."""
+    from django.conf import settings
+    from django.contrib.auth import get_user_model
+    from django.test import Client
+
+    from tests.fakeapi import FakeMessagesAPI, FakeReply
+
+    # The recovery check runs in this process: it reads the same silence as the worker.
+    settings.TURN_STALE_SECONDS = STALE_SECONDS
+    owner = get_user_model().objects.create_superuser(username="faults", password=None)
+    client = Client(SERVER_NAME="localhost")
+    client.force_login(owner)
+    load_before = os.getloadavg()
+    began = time.monotonic()
+    with FakeMessagesAPI() as api:
+        api.responder = lambda body: FakeReply(reply_text(message_number(body) or 0), chunks=4)
+        env = {
+            **os.environ,
+            "ANTHROPIC_API_KEY": "bench",
+            "ANTHROPIC_BASE_URL": api.url,
+            "NO_PROXY": ",".join(filter(None, [os.environ.get("NO_PROXY"), "127.0.0.1"])),
+            "SILENTSTAR_CLAUDE_TIMEOUT": str(CLAUDE_TIMEOUT),
+            "SILENTSTAR_CLAUDE_MAX_RETRIES": str(CLAUDE_MAX_RETRIES),
+            "SILENTSTAR_TURN_STALE_SECONDS": str(STALE_SECONDS),
+            "SILENTSTAR_SQLITE_BUSY_TIMEOUT_MS": str(BUSY_TIMEOUT_MS),
+        }
+        cluster = start_cluster(env)
+        runner = _Runner(
+            api=api, client=client, events_file=Path(settings.DATABASES["events"]["NAME"])
+        )
+        try:
+            runner.recovery_start()
+            warm_up = runner.send(0)
+            runner.turn_done(warm_up, since=time.monotonic())
+            done: list[Fault] = []
+            for number, kind in enumerate(kinds_in_order(faults=faults, seed=seed), start=1):
+                fault = runner.inject(kind, number)
+                done.append(fault)
+                if number % 20 == 0 or number == faults:
+                    progress(f"  faults {number}/{faults}")
+        finally:
+            runner.recovery_stop()
+            cluster.send_signal(signal.SIGTERM)
+            with suppress(subprocess.TimeoutExpired):
+                cluster.wait(timeout=20)
+            group_kill(cluster)
+    seconds = time.monotonic() - began
+    counted = _invariants_count(runner.accepted, media_root=Path(settings.MEDIA_ROOT))
+    kinds = {}
+    for kind in KINDS:
+        of_kind = [fault for fault in done if fault.kind == kind]
+        times = [fault.recovery_s for fault in of_kind if fault.recovery_s is not None]
+        kinds[kind] = {
+            "faults": len(of_kind),
+            "injected": sum(fault.injected for fault in of_kind),
+            "recovered": len(times),
+            "longest_s": max(times, default=0.0),
+        }
+    recovered = [fault for fault in done if fault.recovery_s is not None]
+    longest = max(recovered, key=lambda fault: fault.recovery_s, default=None)
+    return {
+        "faults": len(done),
+        "seed": seed,
+        "seconds": seconds,
+        "kinds": kinds,
+        **counted,
+        "turns_stuck": counted["turns_stuck"] + sum(f.recovery_s is None for f in done),
+        "longest_recovery_s": longest.recovery_s if longest else 0.0,
+        "longest_kind": longest.kind if longest else "",
+        "notes": [f"{f.kind} #{f.number}: {f.note}" for f in done if f.note],
+        "stale_seconds": STALE_SECONDS,
+        "recovery_every_s": RECOVERY_EVERY,
+        "load_before": [round(figure, 2) for figure in load_before],
+        "load_after": [round(figure, 2) for figure in os.getloadavg()],
+        "cpus": os.cpu_count(),
+        "faults_list": [asdict(fault) for fault in done],
+    }
+
+
+class _Runner:
+    """Sends the messages, injects the faults and waits for the turns."""
+
+    def __init__(self, *, api, client, events_file: Path) -> None:
+        self.api = api
+        self.client = client
+        self.events_file = events_file
+        self.accepted: list[int] = []  # numbers of the messages the page accepted
+        self._recovery_paused = threading.Lock()
+        self._recovery_stop = threading.Event()
+        self._recovery: threading.Thread | None = None
+
+    # --- the recovery check, standing in for the minutely schedule --------------------------
+
+    def recovery_start(self) -> None:
+        self._recovery = threading.Thread(target=self._recovery_loop, daemon=True)
+        self._recovery.start()
+
+    def recovery_stop(self) -> None:
+        self._recovery_stop.set()
+        if self._recovery is not None:
+            self._recovery.join(timeout=30)
+
+    def _recovery_loop(self) -> None:
+        from django.db import OperationalError, connections
+
+        from heart.tasks import recover_turns_task
+
+        try:
+            while not self._recovery_stop.wait(RECOVERY_EVERY):
+                # An OperationalError: the event store locked by a fault.
+                with self._recovery_paused, suppress(OperationalError):
+                    recover_turns_task()
+        finally:
+            connections.close_all()
+
+    # --- messages and turns ----------------------------------------------------------------
+
+    def send(self, number: int, *, image: bytes | None = None) -> int:
+        """Send message ``number`` as the chat page does; its turn's id."""
+        from django.core.files.uploadedfile import SimpleUploadedFile
+
+        from heart.models import Turn
+
+        data = {
+            "message": f"<plan>water the ferns, msg{number:04}</plan> how was it, msg{number:04}?",
+            "identity": "",
+        }
+        if image is not None:
+            data["image"] = SimpleUploadedFile(f"msg{number:04}.png", image, "image/png")
+        response = self.client.post("/messages/", data, headers={"HX-Request": "true"})
+        if response.status_code != 201:
+            raise RuntimeError(f"sending message {number} answered {response.status_code}")
+        self.accepted.append(number)
+        return Turn.objects.get(event__content__contains=f"msg{number:04}").pk
+
+    def turn_status(self, turn_id: int) -> tuple[str, int, object]:
+        from heart.models import Turn
+
+        return Turn.objects.values_list("status", "attempts", "finished_at").get(pk=turn_id)
+
+    def turn_done(self, turn_id: int, *, since: float) -> float | None:
+        """Seconds from ``since`` to the turn done; None if it is not within ``TURN_PATIENCE``
+        (or it ended in error: this benchmark's every reply comes in the end)."""
+        while time.monotonic() - since < TURN_PATIENCE:
+            status, _, _ = self.turn_status(turn_id)
+            if status == "done":
+                return time.monotonic() - since
+            if status == "error":
+                return None
+            time.sleep(POLL)
+        return None
+
+    def turn_streaming(self, turn_id: int) -> bool:
+        """Until the turn shows part of its reply; whether it did within ``TURN_PATIENCE``."""
+        from heart.models import Turn
+
+        deadline = time.monotonic() + TURN_PATIENCE
+        while time.monotonic() < deadline:
+            if Turn.objects.filter(pk=turn_id, status="running").exclude(partial_text="").exists():
+                return True
+            time.sleep(POLL)
+        return False
+
+    def requests_for(self, number: int) -> int:
+        return sum(message_number(body) == number for body in self.api.requests)
+
+    # --- the faults ---------------------------------------------------------------------------
+
+    def inject(self, kind: str, number: int) -> Fault:
+        from tests.fakeapi import FakeError, FakeReply
+
+        fault = Fault(kind=kind, number=number)
+        scripted = {
+            "429": [FakeError(429)],
+            "429 retry-after": [FakeError(429, retry_after=1)],
+            "500": [FakeError(500)],
+            "529": [FakeError(529)],
+            "529 retry-after": [FakeError(529, retry_after=1)],
+            "stream cut": [FakeReply(reply_text(number), chunks=6, fail_after=3, error_type=None)],
+            "error mid-stream": [FakeReply(reply_text(number), chunks=6, fail_after=3)],
+            "timeout": [FakeReply(reply_text(number), chunks=1, delay=CLAUDE_TIMEOUT + 0.5)],
+        }
+        if kind in scripted:
+            self.api.push(*scripted[kind])
+            since = time.monotonic()
+            turn_id = self.send(number)
+            fault.recovery_s = self.turn_done(turn_id, since=since)
+            fault.injected = self.api.pending == 0 and self.requests_for(number) >= 2
+        elif kind == "failing throughout":
+            self._failing_throughout(fault)
+        elif kind in ("SIGKILL", "SIGTERM"):
+            self._worker_signalled(fault, signal.SIGKILL if kind == "SIGKILL" else signal.SIGTERM)
+        elif kind == "database locked":
+            self._database_locked(fault)
+        elif kind == "disk full":
+            self._disk_full(fault)
+        else:
+            raise ValueError(f"no fault {kind!r}")
+        left = self.api.withdraw()  # a fault that did not reach the API is not the next one's
+        if left:
+            fault.note = f"{len(left)} scripted responses were never asked for"
+        return fault
+
+    def _failing_throughout(self, fault: Fault) -> None:
+        from tests.fakeapi import FakeError
+
+        self.api.push(*[FakeError(529)] * (CLAUDE_MAX_RETRIES + 1))
+        since = time.monotonic()
+        turn_id = self.send(fault.number)
+        while time.monotonic() - since < TURN_PATIENCE:
+            status, _, _ = self.turn_status(turn_id)
+            if status != "queued" and status != "running":
+                break
+            time.sleep(POLL)
+        if status != "error":
+            fault.note = f"the turn ended {status}, not in error"
+            fault.recovery_s = self.turn_done(turn_id, since=since)
+            return
+        retried = self.client.post(f"/turns/{turn_id}/retry/", headers={"HX-Request": "true"})
+        if retried.status_code != 200:
+            fault.note = f"retry answered {retried.status_code}"
+            return
+        fault.recovery_s = self.turn_done(turn_id, since=since)
+        fault.injected = self.requests_for(fault.number) >= CLAUDE_MAX_RETRIES + 2
+
+    def _worker_signalled(self, fault: Fault, signum: int) -> None:
+        from tests.fakeapi import FakeReply
+
+        self.api.push(FakeReply(reply_text(fault.number, words=40), chunks=40, delay=0.1))
+        turn_id = self.send(fault.number)
+        if not self.turn_streaming(turn_id):
+            fault.note = "the reply never streamed"
+            return
+        worker = _process_connected_to(port=int(self.api.url.rsplit(":", 1)[1]))
+        if worker is None:
+            fault.note = "no process held a connection to the API"
+            since = time.monotonic()
+        else:
+            os.kill(worker, signum)
+            since = time.monotonic()
+        fault.recovery_s = self.turn_done(turn_id, since=since)
+        _, attempts, _ = self.turn_status(turn_id)
+        fault.injected = worker is not None and not _alive(worker) and attempts >= 2
+
+    def _database_locked(self, fault: Fault) -> None:
+        from tests.fakeapi import FakeReply
+
+        self.api.push(FakeReply(reply_text(fault.number, words=16), chunks=8, delay=0.1))
+        turn_id = self.send(fault.number)
+        if not self.turn_streaming(turn_id):
+            fault.note = "the reply never streamed"
+            return
+        holder = sqlite3.connect(self.events_file, isolation_level=None, timeout=10)
+        try:
+            with self._recovery_paused:
+                holder.execute("BEGIN IMMEDIATE")
+                since = time.monotonic()
+                status, _, _ = self.turn_status(turn_id)
+                time.sleep(LOCK_HELD)
+                holder.execute("COMMIT")
+                released = time.time()
+        finally:
+            holder.close()
+        fault.recovery_s = self.turn_done(turn_id, since=since)
+        _, _, finished_at = self.turn_status(turn_id)
+        fault.injected = (
+            status == "running" and finished_at is not None and finished_at.timestamp() > released
+        )
+
+    def _disk_full(self, fault: Fault) -> None:
+        from heart.models import Event
+
+        image = _noise_png()
+        request_log = logging.getLogger("django.request")
+        soft, hard = resource.getrlimit(resource.RLIMIT_FSIZE)
+        previous = signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
+        refused = None
+        with self._recovery_paused:  # nothing else of this process writes meanwhile
+            resource.setrlimit(resource.RLIMIT_FSIZE, (DISK_LEFT, hard))
+            request_log.disabled = True  # the refused write's traceback is expected
+            try:
+                self.send(fault.number, image=image)
+            except OSError as error:
+                refused = error.errno
+            finally:
+                resource.setrlimit(resource.RLIMIT_FSIZE, (soft, hard))
+                signal.signal(signal.SIGXFSZ, previous)
+                request_log.disabled = False
+        since = time.monotonic()
+        if refused is None:
+            fault.note = "the image was stored: the disk was not full"
+            self.accepted.pop()
+        logged = Event.objects.filter(content__contains=f"msg{fault.number:04}").exists()
+        fault.injected = refused == errno.EFBIG and not logged
+        turn_id = self.send(fault.number, image=image)  # the person sends it again
+        fault.recovery_s = self.turn_done(turn_id, since=since)
+
+
+def _invariants_count(accepted: list[int], *, media_root: Path) -> dict:
+    """What is missing and what is there twice, for every accepted message."""
+    from gem.models import WorkingMemory
+    from heart.models import ContextSnapshot, Event, Turn
+
+    lost = duplicated = stuck = 0
+    for number in accepted:
+        said, answered = f"msg{number:04}", f"ans{number:04}"
+        wanted = {
+            "message": Event.objects.filter(content__contains=said).count(),
+            "plan": WorkingMemory.objects.filter(type="plan", content__contains=said).count(),
+        }
+        turn = Turn.objects.filter(event__content__contains=said).first()
+        if turn is None or turn.status != "done":
+            stuck += 1
+        else:
+            wanted |= {
+                "reply": Event.objects.filter(content__contains=answered).count(),
+                "thought": WorkingMemory.objects.filter(
+                    type="thought", content__contains=answered
+                ).count(),
+                "snapshot": ContextSnapshot.objects.filter(turn=turn.pk).count(),
+            }
+        lost += sum(count == 0 for count in wanted.values())
+        duplicated += sum(max(0, count - 1) for count in wanted.values())
+    images = {path for path in (media_root / "images").rglob("*") if path.is_file()}
+    kept = {
+        media_root / name
+        for name in Event.objects.exclude(image="").values_list("image", flat=True)
+    }
+    return {
+        "messages": len(accepted),
+        "turns": Turn.objects.count(),
+        "events_lost": lost,
+        "duplicated": duplicated + max(0, Turn.objects.count() - len(accepted)),
+        "turns_stuck": stuck,
+        "images_left_behind": len(images - kept),
+    }
+
+
+def _process_connected_to(*, port: int) -> int | None:
+    """The process of this user with an established TCP connection to 127.0.0.1:``port``
+    (the worker streaming from the fake API), read from /proc; None if there is none."""
+    inodes = set()
+    for table in ("/proc/net/tcp", "/proc/net/tcp6"):
+        with suppress(FileNotFoundError), open(table) as rows:
+            next(rows)
+            for row in rows:
+                fields = row.split()
+                remote_port = int(fields[2].rsplit(":", 1)[1], 16)
+                if remote_port == port and fields[3] == "01":  # ESTABLISHED
+                    inodes.add(f"socket:[{fields[9]}]")
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit() or int(entry.name) == os.getpid():
+            continue
+        with suppress(OSError):
+            for descriptor in (entry / "fd").iterdir():
+                with suppress(OSError):
+                    if os.readlink(descriptor) in inodes:
+                        return int(entry.name)
+    return None
+
+
+def _alive(pid: int) -> bool:
+    """Whether the process runs still (a zombie waiting for its parent does not)."""
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except OSError:
+        return False
+    return state != "Z"
+
+
+def _noise_png(size: int = 64) -> bytes:
+    """A PNG of random pixels: it does not compress below ``DISK_LEFT``."""
+    from PIL import Image
+
+    image = Image.frombytes("RGB", (size, size), random.Random(size).randbytes(size * size * 3))
+    buffer = io.BytesIO()
+    image.save(buffer, format="PNG")
+    return buffer.getvalue()
