@@ -4,8 +4,9 @@
 with ``--inside``) on throwaway SQLite stores, offline, and print what it reports; ``firstchar``
 runs the browser benchmark in a pytest process; ``load`` serves throwaway stores with gunicorn
 and the worker to a locust swarm (``bench/load.py``); ``faults`` injects faults into turns a
-real worker answers against the fake Messages API (``bench/faults.py``); ``eval`` is the retrieval evaluation harness
-(``bench/evaluate.py``) and ``generate`` writes its synthetic datasets (``bench/generate.py``).
+real worker answers against the fake Messages API (``bench/faults.py``); ``eval`` is the
+retrieval evaluation harness (``bench/evaluate.py``) and ``generate`` writes its synthetic
+datasets (``bench/generate.py``).
 """
 
 import argparse
