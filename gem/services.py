@@ -362,7 +362,8 @@ class WorkingMemoryRecorded:
     The tag language's rules were applied when it was first written, so none is applied again:
     no supersession, no refresh, no due date read, no near-duplicate flag of its own. Importance
     and valence left None are scored as for a new item; ``fragment_keys`` None links it by its
-    words, as a new item, and otherwise names exactly the fragments it was linked to.
+    words, as a new item, and otherwise names the fragments it was linked to (those that still
+    exist; so does ``near_duplicate_of``).
     """
 
     created_at: datetime
@@ -510,8 +511,12 @@ def _working_memory_recorded(
                 return WorkingMemoryWrite(item=there, existed=True)
         if recorded.fragment_keys is None:
             keys = _fragment_keys_named(subject, content)
-        else:
-            keys = list(recorded.fragment_keys)
+        else:  # a fragment removed since then takes its link with it
+            named = Fragment.objects.filter(key__in=recorded.fragment_keys)
+            keys = list(named.values_list("key", flat=True))
+        twin = recorded.near_duplicate_of
+        if twin is not None and not WorkingMemory.objects.filter(pk=twin).exists():
+            twin = None
         valence = recorded.valence if recorded.valence is not None else valence_of(content)
         importance = recorded.importance
         if importance is None:
@@ -530,7 +535,7 @@ def _working_memory_recorded(
             importance=importance,
             valence=valence,
             importance_edited=recorded.importance_edited,
-            near_duplicate_of_id=recorded.near_duplicate_of,
+            near_duplicate_of_id=twin,
             **fields,
         )
         _fragments_link(item, keys)

@@ -9,6 +9,7 @@ from gem.models import AmbientProse, Fragment, FragmentEdge, FragmentSource, Wor
 from gem.services import (
     ReshapeError,
     WorkingMemoryError,
+    WorkingMemoryRecorded,
     fragment_fold,
     fragment_fold_preview,
     fragment_rename,
@@ -392,3 +393,109 @@ def test_it_moves_the_item_a_lifecycle_names_and_nothing_when_none_matches():
     )
     plan.refresh_from_db()
     assert (plan.status, plan.resolved_at) == ("resolved", NOW)
+
+
+def test_a_retag_with_other_spacing_and_case_refreshes_the_item_and_raises_its_importance():
+    first = working_memory_create(
+        type="pin", content="no cilantro in recipes", actor="luna", at=NOW, turn=1
+    ).item
+    later = NOW + timedelta(hours=3)
+
+    again = working_memory_create(
+        type="pin", content="No  Cilantro in RECIPES!", actor="luna", at=later, turn=5
+    )
+
+    assert again.refreshed and again.item.pk == first.pk
+    first.refresh_from_db()
+    assert (first.refreshed_at, first.turn, first.content) == (later, 5, "no cilantro in recipes")
+    assert first.importance == round(0.8 + abs(first.valence) * 0.1 + 0.05, 2)  # +0.05: repeat
+    assert WorkingMemory.objects.count() == 1
+
+
+def test_a_repeat_leaves_the_importance_a_person_set():
+    first = working_memory_create(type="pin", content="tea, no sugar", actor="a", at=NOW, turn=1)
+    WorkingMemory.objects.filter(pk=first.item.pk).update(importance=0.2, importance_edited=True)
+
+    working_memory_create(type="pin", content="Tea no sugar", actor="a", at=NOW, turn=2)
+
+    assert WorkingMemory.objects.get().importance == 0.2
+
+
+def test_a_near_duplicate_is_written_and_flagged_with_its_twin():
+    twin = working_memory_create(
+        type="pin", content="no cilantro in recipes", actor="luna", at=NOW, turn=1
+    ).item
+    unrelated = working_memory_create(
+        type="pin", content="I love basil", actor="luna", at=NOW, turn=1
+    ).item
+
+    near = working_memory_create(
+        type="pin", content="no cilantro in ANY recipe suggestions!", actor="luna", at=NOW, turn=2
+    ).item
+
+    assert near.pk != twin.pk and near.near_duplicate_of == twin
+    assert unrelated.near_duplicate_of is None
+    assert list(twin.near_duplicates.all()) == [near]
+
+
+def test_it_scores_importance_and_valence_unless_given():
+    Fragment.objects.create(key="miso")
+    scored = working_memory_create(
+        type="pin", content="we adopted miso, she is lovely", actor="luna", at=NOW, turn=1
+    ).item
+    given = working_memory_create(
+        type="thought", content="a quiet day", actor="a", at=NOW, turn=1, importance=0.1, valence=-1
+    ).item
+
+    assert scored.valence > 0.3
+    assert scored.importance == round(0.5 + 0.3 + 0.05 + scored.valence * 0.1, 2)
+    assert (given.importance, given.valence) == (0.1, -1)
+    with pytest.raises(WorkingMemoryError, match=r"importance 1\.5 is outside 0 to 1"):
+        working_memory_create(type="pin", content="x", actor="a", at=NOW, turn=1, importance=1.5)
+
+
+def test_a_recorded_item_is_written_exactly_as_it_was_and_once():
+    Fragment.objects.create(key="physio")
+    active_feeling = working_memory_create(
+        type="feeling", content="calm", actor="luna", at=NOW, turn=1
+    ).item
+    recorded = WorkingMemoryRecorded(
+        id=500,
+        status="resolved",
+        created_at=NOW - timedelta(days=9),
+        refreshed_at=NOW - timedelta(days=8),
+        resolved_at=NOW - timedelta(days=7),
+        importance=0.9,
+        valence=-0.2,
+        importance_edited=True,
+        fragment_keys=("physio", "gone"),
+        source_event_ids=(3, 4),
+    )
+
+    def write():
+        return working_memory_create(
+            type="feeling",
+            content="calm",  # the same as the active one: no refresh, no supersession
+            actor="luna",
+            at=NOW,
+            turn=None,
+            event_id=3,
+            recorded=recorded,
+        )
+
+    written = write()
+
+    item = WorkingMemory.objects.get(pk=500)
+    assert not written.refreshed and not written.existed and written.superseded == []
+    assert (item.status, item.created_at, item.refreshed_at) == (
+        "resolved",
+        NOW - timedelta(days=9),
+        NOW - timedelta(days=8),
+    )
+    assert (item.importance, item.valence, item.importance_edited) == (0.9, -0.2, True)
+    assert list(item.fragments.values_list("key", flat=True)) == ["physio"]
+    assert sorted(item.sources.values_list("event_id", flat=True)) == [3, 4]
+    assert item.semantic_hash == active_feeling.semantic_hash
+    active_feeling.refresh_from_db()
+    assert active_feeling.status == "active"
+    assert write().existed and WorkingMemory.objects.count() == 2
