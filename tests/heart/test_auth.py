@@ -1,6 +1,7 @@
 """Sign-in with a limit on failed attempts (``heart.auth``, django-axes)."""
 
 import re
+import threading
 import time
 import urllib.error
 import urllib.parse
@@ -188,14 +189,19 @@ def test_it_signs_out_only_by_post(admin_client):
 # --- Concurrency: a real server, twenty wrong passwords at once ------------------------------
 
 
-def test_it_lets_one_sign_in_through_at_a_time():
-    """The lock itself, on whichever database the tests run on (a lock file beside SQLite, an
-    advisory lock on PostgreSQL), each thread with its own connection as a server has."""
+@pytest.mark.parametrize(
+    "shared", ["username", "address"], ids=["one-name-many-addresses", "one-address-many-names"]
+)
+def test_it_lets_one_sign_in_at_a_time_through_for_a_name_or_an_address(shared):
+    """The locks themselves, on whichever database the tests run on (lock files beside SQLite,
+    advisory locks on PostgreSQL), each thread with its own connection as a server has."""
     inside, seen = [], []
 
-    def attempt(_):
+    def attempt(number: int):
+        who = {"username": f"guess{number}", "address": f"198.51.100.{number}"}
+        who[shared] = "mono" if shared == "username" else "203.0.113.5"
         try:
-            with sign_in_turn():
+            with sign_in_turn(**who):
                 inside.append(1)
                 seen.append(len(inside))
                 time.sleep(0.05)
@@ -206,6 +212,37 @@ def test_it_lets_one_sign_in_through_at_a_time():
     with ThreadPoolExecutor(max_workers=8) as pool:
         list(pool.map(attempt, range(8)))
     assert seen == [1] * 8
+
+
+def test_a_sign_in_for_another_name_from_another_address_does_not_wait():
+    """While a flood of guesses at one account holds its lock, the owner signs in elsewhere."""
+    held, release = threading.Event(), threading.Event()
+
+    def guessing():
+        try:
+            with sign_in_turn(username="guess", address="198.51.100.1"):
+                held.set()
+                release.wait(timeout=30)
+        finally:
+            connections.close_all()
+
+    def owner_signs_in() -> bool:
+        try:
+            with sign_in_turn(username="mono", address="203.0.113.5"):
+                return not release.is_set()  # inside while the guess still holds its lock
+        finally:
+            connections.close_all()
+
+    with ThreadPoolExecutor(max_workers=2) as pool:
+        guess = pool.submit(guessing)
+        assert held.wait(timeout=30)
+        owner = pool.submit(owner_signs_in)
+        try:
+            # Waiting behind the guess, the owner would be let in only after the release.
+            assert owner.result(timeout=20)
+        finally:
+            release.set()
+        guess.result(timeout=30)
 
 
 def post_at_once(base_url: str, forwarded_for: list[str]) -> list[int]:
