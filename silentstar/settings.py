@@ -308,6 +308,28 @@ BUDGET_POOL_FLEX = env_int("SILENTSTAR_BUDGET_POOL_FLEX", 1000, minimum=0)
 DECAY_PRESSURE = env_float("SILENTSTAR_DECAY_PRESSURE", 0.0, minimum=0.0)
 SNAPSHOT_RETENTION_DAYS = env_int("SILENTSTAR_SNAPSHOT_RETENTION_DAYS", 30, minimum=1)
 
+# --- The archive of working memory no longer active (gem/archive.py, docs/archive.md) ----------
+# Its files go through a storage of their own; capacity is the bytes working memory would take
+# as archive lines, and the thresholds are fractions of it (seed 003: 10 MB, 80 %, 95 %, 100 %,
+# hard pruning down to 70 %).
+STORAGES["archive"] = {
+    "BACKEND": "django.core.files.storage.FileSystemStorage",
+    "OPTIONS": {"location": env_str("SILENTSTAR_ARCHIVE_DIR", str(DATA_DIR / "archive"))},
+}
+ARCHIVE_AFTER_DAYS = env_int("SILENTSTAR_ARCHIVE_AFTER_DAYS", 90, minimum=1)
+ARCHIVE_CAPACITY_BYTES = env_int("SILENTSTAR_ARCHIVE_CAPACITY_BYTES", 10_000_000, minimum=1)
+ARCHIVE_HARD_TARGET = env_float("SILENTSTAR_ARCHIVE_HARD_TARGET", 0.7, minimum=0.0)
+ARCHIVE_SOFT = env_float("SILENTSTAR_ARCHIVE_SOFT", 0.8, minimum=0.0)
+ARCHIVE_HARD = env_float("SILENTSTAR_ARCHIVE_HARD", 0.95, minimum=0.0)
+ARCHIVE_EMERGENCY = env_float("SILENTSTAR_ARCHIVE_EMERGENCY", 1.0, minimum=0.0)
+if not (ARCHIVE_HARD_TARGET < ARCHIVE_HARD and ARCHIVE_SOFT <= ARCHIVE_HARD <= ARCHIVE_EMERGENCY):
+    raise ImproperlyConfigured(
+        "The archive's thresholds must rise: SILENTSTAR_ARCHIVE_HARD_TARGET "
+        f"({ARCHIVE_HARD_TARGET:g}) < SILENTSTAR_ARCHIVE_HARD ({ARCHIVE_HARD:g}), and "
+        f"SILENTSTAR_ARCHIVE_SOFT ({ARCHIVE_SOFT:g}) <= SILENTSTAR_ARCHIVE_HARD <= "
+        f"SILENTSTAR_ARCHIVE_EMERGENCY ({ARCHIVE_EMERGENCY:g})"
+    )
+
 # --- Chat page ---------------------------------------------------------------------------------
 # A cache every process shares: django-q2's database broker keeps its cluster status there,
 # which the page's worker dot reads.
