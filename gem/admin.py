@@ -1,7 +1,7 @@
 """The Anvil: every Gem model in the admin, and its own pages for what a plain form cannot do —
 renaming and folding fragments with a preview, applying a Lens draft after its preview, the graph
 picture, versions of ambient prose and wake texts compared, working-memory status changes with a
-reason.
+reason, near duplicates reviewed beside their twins.
 
 Each page is a thin view over a service (``gem/services.py``) or a read (``gem/graph.py``,
 ``gem/selectors.py``); every write leaves an admin log entry.
@@ -24,7 +24,15 @@ from django.utils.text import Truncator
 
 from gem.draft import DraftDiff, DraftError, draft_diff, draft_parse
 from gem.drafts import draft_apply
-from gem.forms import DraftForm, FoldForm, GraphForm, RenameForm, StatusForm
+from gem.forms import (
+    DraftForm,
+    FoldForm,
+    GraphForm,
+    RenameForm,
+    StatusForm,
+    TwinReviewForm,
+    WorkingMemoryForm,
+)
 from gem.graph import DEPTH_MAX, WHOLE_GRAPH_LIMIT, graph_around, graph_whole
 from gem.models import (
     AmbientProse,
@@ -38,6 +46,7 @@ from gem.models import (
     WorkingMemory,
     WorkingMemoryRef,
     WorkingMemorySource,
+    WorkingMemoryStatus,
     source_events,
 )
 from gem.selectors import (
@@ -443,25 +452,53 @@ class WorkingMemoryRefInline(admin.TabularInline):
     autocomplete_fields = ["fragment"]
 
 
+class NearDuplicateFilter(admin.SimpleListFilter):
+    title = "near duplicates"
+    parameter_name = "near"
+
+    def lookups(self, request, model_admin):
+        return [("review", "near duplicates to review")]
+
+    def queryset(self, request, queryset):
+        if self.value() == "review":
+            return queryset.filter(near_duplicate_of__isnull=False)
+        return queryset
+
+
+def _twin_link(item: WorkingMemory) -> str:
+    url = reverse("admin:gem_workingmemory_change", args=[item.near_duplicate_of_id])
+    return format_html(
+        '<a class="anvil-twin" href="{}">near duplicate of #{}</a>', url, item.near_duplicate_of_id
+    )
+
+
 @admin.register(WorkingMemory)
 class WorkingMemoryAdmin(admin.ModelAdmin):
     list_display = [
         "id",
         "type",
         "content_excerpt",
+        "twin",
         "subject",
         "status",
         "live_score",
+        "importance",
+        "valence",
         "actor",
         "due",
     ]
-    list_filter = ["type", "status", "actor", "refreshed_at"]
+    list_filter = [NearDuplicateFilter, "type", "status", "actor", "refreshed_at"]
+    list_select_related = ["near_duplicate_of"]
     search_fields = ["content", "subject"]
     date_hierarchy = "created_at"
     inlines = [WorkingMemoryRefInline]
     actions = ["status_change"]
-    add_fields = ["type", "content", "subject", "due"]
+    form = WorkingMemoryForm
+    add_fields = ["type", "content", "subject", "due", "importance", "valence"]
     readonly_fields = [
+        "twin",
+        "importance_edited",
+        "semantic_hash",
         "status",
         "actor",
         "suggestion_link",
@@ -482,12 +519,17 @@ class WorkingMemoryAdmin(admin.ModelAdmin):
         return [] if obj is None else self.readonly_fields
 
     def save_model(self, request, obj, form, change):
+        # A number the person gives wins over the scoring, now and on every later refresh.
+        person_scored = form.numbers_set_by_person()
         if change:
+            obj.importance_edited = obj.importance_edited or person_scored
             super().save_model(request, obj, form, change)
             return
         # A person's new item is written by the rules every writer follows (one feeling,
-        # descs superseded by subject, a plan's due date read from its words if none is given);
-        # the form's instance becomes the item written, or the identical one refreshed.
+        # descs superseded by subject, a plan's due date read from its words if none is given,
+        # importance and valence scored unless given); the form's instance becomes the item
+        # written, or the identical one refreshed.
+        importance, valence = form.cleaned_data["importance"], form.cleaned_data["valence"]
         written = working_memory_create(
             type=obj.type,
             content=obj.content,
@@ -496,9 +538,16 @@ class WorkingMemoryAdmin(admin.ModelAdmin):
             at=timezone.now(),
             turn=turn_counter_current(),
             due=obj.due,
+            importance=importance,
+            valence=valence,
         )
         obj.pk = written.item.pk
         obj.refresh_from_db()
+        if person_scored:
+            obj.importance = obj.importance if importance is None else importance
+            obj.valence = obj.valence if valence is None else valence
+            obj.importance_edited = True
+            obj.save(update_fields=["importance", "valence", "importance_edited"])
 
     def get_queryset(self, request):
         """In the list, every active item carries its live decay score (sortable)."""
@@ -524,6 +573,17 @@ class WorkingMemoryAdmin(admin.ModelAdmin):
     def content_excerpt(self, item):
         return item.content[:100]
 
+    @admin.display(description="near duplicate")
+    def twin(self, item):
+        return "—" if item.near_duplicate_of_id is None else _twin_link(item)
+
+    def render_change_form(self, request, context, add=False, change=False, form_url="", obj=None):
+        # A flagged item's page opens on it beside its twin, with the decision to make.
+        if obj is not None and obj.near_duplicate_of_id is not None:
+            context["twin"] = obj.near_duplicate_of
+            context["twin_form"] = TwinReviewForm()
+        return super().render_change_form(request, context, add, change, form_url, obj)
+
     @admin.display(description="promoted from")
     def suggestion_link(self, item):
         if item.suggestion_id is None:
@@ -546,10 +606,49 @@ class WorkingMemoryAdmin(admin.ModelAdmin):
 
     def get_urls(self):
         status = self.admin_site.admin_view(self.status_view)
+        twin = self.admin_site.admin_view(self.twin_view)
         return [
             path("<path:object_id>/status/", status, name="gem_workingmemory_status"),
+            path("<path:object_id>/twin/", twin, name="gem_workingmemory_twin"),
             *super().get_urls(),
         ]
+
+    def twin_view(self, request, object_id):
+        """A person's decision on a near duplicate: keep both, or drop one of the two (a status
+        change with a reason). Either way the flag is cleared, and the admin log says why."""
+        item = get_object_or_404(WorkingMemory, pk=unquote(object_id))
+        change_url = reverse("admin:gem_workingmemory_change", args=[item.pk])
+        if request.method != "POST":
+            return HttpResponseRedirect(change_url)
+        if not self.has_change_permission(request, item):
+            raise PermissionDenied
+        twin_id = item.near_duplicate_of_id
+        if twin_id is None:
+            self.message_user(request, "This item is no longer flagged as a near duplicate.")
+            return HttpResponseRedirect(change_url)
+        form = TwinReviewForm(request.POST)
+        if not form.is_valid():
+            for errors in form.errors.values():
+                self.message_user(request, " ".join(errors), messages.ERROR)
+            return HttpResponseRedirect(change_url)
+        if form.decision == TwinReviewForm.KEEP_BOTH:
+            message = f"Kept beside its near duplicate #{twin_id}"
+        else:
+            dropped = item.pk if form.decision == TwinReviewForm.DROP_THIS else twin_id
+            reason = form.cleaned_data["reason"].strip()
+            working_memory_status_set(
+                item_ids=[dropped],
+                status=WorkingMemoryStatus.DROPPED,
+                reason=f"near duplicate of #{twin_id if dropped == item.pk else item.pk}: {reason}",
+                user_id=request.user.pk,
+                now=timezone.now(),
+            )
+            message = f"Reviewed beside #{twin_id}: #{dropped} dropped"
+        item.near_duplicate_of = None
+        item.save(update_fields=["near_duplicate_of"])
+        self.log_change(request, item, message)
+        self.message_user(request, f"{message}.")
+        return HttpResponseRedirect(change_url)
 
     def status_view(self, request, object_id):
         """The status change of one item, from its own page: the action, for that item."""

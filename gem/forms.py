@@ -1,10 +1,11 @@
-"""Forms of the Anvil's own admin pages (reshaping fragments, working-memory status)."""
+"""Forms of the Anvil: its own admin pages (reshaping fragments, working-memory status) and
+working memory's form."""
 
 from django import forms
 from django.conf import settings
 
 from gem.graph import DEPTH_MAX
-from gem.models import WorkingMemoryStatus
+from gem.models import WorkingMemory, WorkingMemoryStatus
 from silentstar.uploads import megabytes
 
 
@@ -78,3 +79,86 @@ class StatusForm(forms.Form):
         widget=forms.Textarea(attrs={"rows": 3, "cols": 60}),
         help_text="Kept in each item's history.",
     )
+
+
+class WorkingMemoryForm(forms.ModelForm):
+    """Working memory in the Anvil, with its importance and valence.
+
+    Left empty, the two numbers are scored when an item is added (``gem.importance``) and stay
+    as they are when one is changed; a person's number wins over the scoring.
+    """
+
+    importance = forms.FloatField(
+        required=False,
+        min_value=0,
+        max_value=1,
+        help_text="0 to 1. Leave empty to let the scoring decide.",
+        error_messages={
+            "min_value": "Importance runs from 0 to 1.",
+            "max_value": "Importance runs from 0 to 1.",
+        },
+    )
+    valence = forms.FloatField(
+        required=False,
+        min_value=-1,
+        max_value=1,
+        help_text="-1 (negative) to +1 (positive), 0 neutral. Empty: read from the words.",
+        error_messages={
+            "min_value": "Valence runs from -1 to +1.",
+            "max_value": "Valence runs from -1 to +1.",
+        },
+    )
+
+    class Meta:
+        model = WorkingMemory
+        fields = ["type", "content", "subject", "due", "importance", "valence"]
+
+    def clean_importance(self):
+        return self._number_or_current("importance")
+
+    def clean_valence(self):
+        return self._number_or_current("valence")
+
+    def _number_or_current(self, name: str) -> float | None:
+        value = self.cleaned_data[name]
+        if value is None and self.instance.pk is not None:
+            return getattr(self.instance, name)
+        return value
+
+    def numbers_set_by_person(self) -> bool:
+        """Whether the person gave importance or valence a value of their own here."""
+        return any(
+            self.cleaned_data.get(name) is not None
+            and self.cleaned_data[name] != self.initial.get(name)
+            for name in ("importance", "valence")
+        )
+
+
+class TwinReviewForm(forms.Form):
+    """A person's decision on a near duplicate and its twin (the buttons' names)."""
+
+    KEEP_BOTH, DROP_THIS, DROP_TWIN = "keep_both", "drop_this", "drop_twin"
+
+    reason = forms.CharField(
+        required=False,
+        widget=forms.Textarea(attrs={"rows": 2, "cols": 60}),
+        help_text="Why one is dropped; kept in its history. Not needed to keep both.",
+    )
+
+    def __init__(self, data=None, **kwargs):
+        super().__init__(data, **kwargs)
+        self.decision = next(
+            (
+                name
+                for name in (self.KEEP_BOTH, self.DROP_THIS, self.DROP_TWIN)
+                if name in (data or {})
+            ),
+            None,
+        )
+
+    def clean(self):
+        if self.decision is None:
+            raise forms.ValidationError("Choose: keep both, drop this one, or drop its twin.")
+        if self.decision != self.KEEP_BOTH and not self.cleaned_data.get("reason", "").strip():
+            self.add_error("reason", "Say why it is dropped: the reason is kept in its history.")
+        return self.cleaned_data

@@ -752,3 +752,214 @@ def test_it_changes_one_items_status_from_its_page(admin_client):
     assert response.url == change
     assert WorkingMemory.objects.get().status == "dropped"
     assert log_messages() == ["Status active → dropped: not now"]
+
+
+# --- Importance, valence and near duplicates ------------------------------------------------
+
+
+def add_scored_item(client, type_: str, content: str, importance="", valence=""):
+    return client.post(
+        reverse("admin:gem_workingmemory_add"),
+        {
+            "type": type_,
+            "content": content,
+            "subject": "",
+            "due_0": "",
+            "due_1": "",
+            "importance": importance,
+            "valence": valence,
+            "refs-TOTAL_FORMS": "0",
+            "refs-INITIAL_FORMS": "0",
+        },
+    )
+
+
+def change_item(client, item: WorkingMemory, **fields):
+    form = {
+        "type": item.type,
+        "content": item.content,
+        "subject": item.subject,
+        "due_0": "",
+        "due_1": "",
+        "importance": item.importance,
+        "valence": item.valence,
+        "refs-TOTAL_FORMS": "0",
+        "refs-INITIAL_FORMS": "0",
+    }
+    return client.post(
+        reverse("admin:gem_workingmemory_change", args=[item.pk]), {**form, **fields}
+    )
+
+
+def test_it_scores_an_added_item_unless_the_person_gives_the_numbers(admin_client):
+    assert add_scored_item(admin_client, "thought", "I love the quiet garden").status_code == 302
+    assert (
+        add_scored_item(admin_client, "pin", "tea at four", importance="0.9", valence="-0.2")
+    ).status_code == 302
+
+    scored, given = WorkingMemory.objects.order_by("pk")
+    assert scored.valence > 0.3
+    assert scored.importance > 0.5
+    assert not scored.importance_edited
+    assert (given.importance, given.valence, given.importance_edited) == (0.9, -0.2, True)
+
+
+def test_it_refuses_importance_and_valence_out_of_range_on_the_add_form(admin_client):
+    response = add_scored_item(admin_client, "pin", "tea", importance="1.5", valence="-3")
+
+    assert response.status_code == 200
+    errors = response.context["adminform"].form.errors
+    assert errors["importance"] == ["Importance runs from 0 to 1."]
+    assert errors["valence"] == ["Valence runs from -1 to +1."]
+    assert not WorkingMemory.objects.exists()
+
+
+def test_it_marks_importance_edited_only_when_the_person_changes_a_number(admin_client):
+    item = WorkingMemory.objects.create(type="thought", content="tea", importance=0.6, valence=0.1)
+    change = reverse("admin:gem_workingmemory_change", args=[item.pk])
+    page = admin_client.get(change).content.decode()
+    assert item.semantic_hash in page
+    assert 'name="importance"' in page
+    assert 'name="valence"' in page
+
+    assert change_item(admin_client, item, content="tea with honey").status_code == 302
+    item.refresh_from_db()
+    assert (item.content, item.importance_edited) == ("tea with honey", False)
+
+    assert change_item(admin_client, item, importance="", valence="").status_code == 302
+    item.refresh_from_db()
+    assert (item.importance, item.valence, item.importance_edited) == (0.6, 0.1, False)
+
+    assert change_item(admin_client, item, valence="-0.5").status_code == 302
+    item.refresh_from_db()
+    assert (item.importance, item.valence, item.importance_edited) == (0.6, -0.5, True)
+
+
+def test_it_refuses_out_of_range_numbers_on_the_change_form(admin_client):
+    item = WorkingMemory.objects.create(type="thought", content="tea")
+
+    response = change_item(admin_client, item, importance="-0.1")
+
+    assert response.context["adminform"].form.errors["importance"] == [
+        "Importance runs from 0 to 1."
+    ]
+    item.refresh_from_db()
+    assert (item.importance, item.importance_edited) == (0.5, False)
+
+
+@pytest.fixture
+def cilantro(admin_client):
+    """The cilantro pair of the Anvil's show: the second nearly repeats the first."""
+    add_scored_item(admin_client, "pin", "no cilantro in recipes")
+    add_scored_item(admin_client, "pin", "no cilantro in ANY recipe suggestions!")
+    return WorkingMemory.objects.order_by("pk")
+
+
+def test_it_flags_the_cilantro_pair_and_refreshes_a_retag_in_other_spacing_and_case(
+    admin_client, cilantro
+):
+    first, near = cilantro
+    assert near.near_duplicate_of == first
+    assert first.near_duplicate_of is None
+    importance_before = first.importance
+
+    assert add_scored_item(admin_client, "pin", "No   CILANTRO in Recipes").status_code == 302
+
+    assert WorkingMemory.objects.count() == 2
+    first.refresh_from_db()
+    assert first.refreshed_at > first.created_at
+    assert first.importance > importance_before
+
+
+def test_it_lists_near_duplicates_to_review_with_a_link_to_the_twin(admin_client, cilantro):
+    first, near = cilantro
+    url = reverse("admin:gem_workingmemory_changelist")
+
+    everything = admin_client.get(url)
+    to_review = admin_client.get(url, {"near": "review"})
+
+    assert {item.pk for item in everything.context["cl"].result_list} == {first.pk, near.pk}
+    assert [item.pk for item in to_review.context["cl"].result_list] == [near.pk]
+    twin_url = reverse("admin:gem_workingmemory_change", args=[first.pk])
+    assert f'<a class="anvil-twin" href="{twin_url}">near duplicate of #{first.pk}</a>' in (
+        to_review.content.decode()
+    )
+    assert "near duplicates to review" in everything.content.decode()
+
+
+def test_it_shows_a_near_duplicate_beside_its_twin(admin_client, cilantro):
+    first, near = cilantro
+
+    flagged = admin_client.get(reverse("admin:gem_workingmemory_change", args=[near.pk]))
+    unflagged = admin_client.get(reverse("admin:gem_workingmemory_change", args=[first.pk]))
+
+    page = flagged.content.decode()
+    assert "Near duplicate to review" in page
+    assert "no cilantro in recipes" in page
+    assert "no cilantro in ANY recipe suggestions!" in page
+    assert reverse("admin:gem_workingmemory_twin", args=[near.pk]) in page
+    assert "Near duplicate to review" not in unflagged.content.decode()
+
+
+def test_it_keeps_both_twins_and_logs_the_decision(admin_client, cilantro):
+    first, near = cilantro
+    twin = reverse("admin:gem_workingmemory_twin", args=[near.pk])
+
+    response = admin_client.post(twin, {"keep_both": "1", "reason": ""})
+
+    assert response.url == reverse("admin:gem_workingmemory_change", args=[near.pk])
+    near.refresh_from_db()
+    assert near.near_duplicate_of is None
+    assert list(WorkingMemory.objects.values_list("status", flat=True)) == ["active", "active"]
+    assert log_messages()[-1] == f"Kept beside its near duplicate #{first.pk}"
+
+
+def test_it_drops_a_near_duplicate_only_with_a_reason(admin_client, cilantro):
+    first, near = cilantro
+    twin = reverse("admin:gem_workingmemory_twin", args=[near.pk])
+
+    refused = admin_client.post(twin, {"drop_this": "1", "reason": "  "})
+    assert [str(m) for m in get_messages(refused.wsgi_request)][-1] == (
+        "Say why it is dropped: the reason is kept in its history."
+    )
+    near.refresh_from_db()
+    assert (near.status, near.near_duplicate_of) == ("active", first)
+
+    admin_client.post(twin, {"drop_this": "1", "reason": "the same wish"})
+
+    near.refresh_from_db()
+    assert (near.status, near.near_duplicate_of) == ("dropped", None)
+    assert near.resolved_at is not None
+    assert log_messages()[-2:] == [
+        f"Status active → dropped: near duplicate of #{first.pk}: the same wish",
+        f"Reviewed beside #{first.pk}: #{near.pk} dropped",
+    ]
+
+
+def test_it_drops_the_twin_and_keeps_the_near_duplicate(admin_client, cilantro):
+    first, near = cilantro
+
+    admin_client.post(
+        reverse("admin:gem_workingmemory_twin", args=[near.pk]),
+        {"drop_twin": "1", "reason": "the newer one says more"},
+    )
+
+    first.refresh_from_db()
+    near.refresh_from_db()
+    assert (first.status, near.status, near.near_duplicate_of) == ("dropped", "active", None)
+    assert LogEntry.objects.filter(object_id=str(first.pk), action_flag=CHANGE).exists()
+
+
+def test_it_lets_a_reader_see_twins_but_not_decide(client, django_user_model, cilantro):
+    first, near = cilantro
+    reader = django_user_model.objects.create_user("reader", password="x", is_staff=True)
+    reader.user_permissions.set(Permission.objects.filter(codename="view_workingmemory"))
+    client.force_login(reader)
+
+    response = client.post(
+        reverse("admin:gem_workingmemory_twin", args=[near.pk]), {"keep_both": "1"}
+    )
+
+    assert response.status_code == 403
+    near.refresh_from_db()
+    assert near.near_duplicate_of == first

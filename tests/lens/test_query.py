@@ -7,6 +7,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from gem.models import Fragment, FragmentEdge, FragmentSource, WorkingMemory, WorkingMemoryRef
+from gem.services import working_memory_create
 from heart.ingest import event_record
 from lens.query import MemoryQuery, QueryError, memory_query, query_from_params
 
@@ -171,3 +172,21 @@ def test_parameters_are_read_or_refused_clearly_never_crash(params):
         assert str(error).split(":")[0] in params
     else:
         assert 1 <= query.limit <= 100
+
+
+def test_importance_and_emotion_find_items_as_they_are_written():
+    """Items written the ordinary way are scored when written, so these filters find them."""
+
+    def written(type, content):
+        made = working_memory_create(type=type, content=content, actor="claude", at=NOW, turn=1)
+        return f"wm:{made.item.pk}"
+
+    glad = written("feeling", "so happy and grateful for the lovely garden")
+    grief = written("thought", "the loss still hurts, awful and sad")
+    plain = written("desc", "the kettle is on the shelf")
+
+    assert refs(emotion="positive") == [glad]
+    assert refs(emotion="negative") == [grief]
+    assert refs(emotion="neutral") == [plain]
+    assert set(refs(min_importance=0.55)) == {glad, grief}
+    assert refs(max_importance=0.5) == [plain]
