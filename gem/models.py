@@ -342,3 +342,40 @@ class IngestRecord(models.Model):
 
     def __str__(self):
         return f"ingest of event {self.event_id}"
+
+
+class MiraEntry(models.Model):
+    """An entry of Mira's JSONL memory (seed 003) that was imported, and what it became here.
+
+    ``entry`` is the line exactly as it was read, so that an export gives back every field this
+    model has no place for; ``written`` holds what the import made of it, so that the export
+    can tell which values changed here since. Ids are Mira's strings ("mem_045").
+    """
+
+    mira_id = models.CharField(max_length=200, unique=True)
+    working_memory = models.ForeignKey(
+        WorkingMemory,
+        on_delete=models.SET_NULL,
+        null=True,
+        blank=True,
+        related_name="mira_entries",
+        help_text="The item it was written as, or the active item it refreshed.",
+    )
+    event_id = models.PositiveBigIntegerField(
+        null=True, blank=True, db_index=True, help_text="Id of the event it became (events store)."
+    )
+    entry = models.JSONField(help_text="The entry exactly as it was imported.")
+    written = models.JSONField(
+        default=dict,
+        blank=True,
+        help_text="The item's values as the import wrote them; empty when it refreshed an item.",
+    )
+    imported_at = models.DateTimeField(default=timezone.now)
+
+    class Meta:
+        verbose_name = "Mira entry"
+        verbose_name_plural = "Mira entries"
+        ordering = ["pk"]
+
+    def __str__(self):
+        return self.mira_id
