@@ -7,6 +7,7 @@ SCHEDULES = {
     "heart: recover turns left running": ("heart.tasks.recover_turns_task", 1),
     "heart: prune old context snapshots": ("heart.tasks.prune_snapshots_task", 24 * 60),
     "gem: decay sweep": ("gem.tasks.sweep_decay_task", 60),
+    "gem: archive old working memory": ("gem.tasks.archive_working_memory_task", 24 * 60),
     "mirror: check the trigger and run": (
         "mirror.tasks.run_mirror_task",
         settings.MIRROR_CHECK_MINUTES,
