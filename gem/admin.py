@@ -41,6 +41,7 @@ from gem.models import (
     FragmentSource,
     Identity,
     IngestRecord,
+    MiraEntry,
     State,
     WakeText,
     WorkingMemory,
@@ -711,6 +712,25 @@ class WorkingMemorySourceAdmin(admin.ModelAdmin):
     list_display = ["wm", "event_id"]
     search_fields = ["wm__content"]
     list_select_related = ["wm"]
+
+    def has_add_permission(self, request):
+        return False
+
+    def has_change_permission(self, request, obj=None):
+        return False
+
+    def has_delete_permission(self, request, obj=None):
+        return False
+
+
+@admin.register(MiraEntry)
+class MiraEntryAdmin(admin.ModelAdmin):
+    """Mira's entries as they were imported (``manage.py mira import``), kept for the export:
+    only read here."""
+
+    list_display = ["mira_id", "working_memory", "event_id", "imported_at"]
+    search_fields = ["mira_id"]
+    list_select_related = ["working_memory"]
 
     def has_add_permission(self, request):
         return False

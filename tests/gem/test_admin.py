@@ -16,6 +16,7 @@ from gem.models import (
     Fragment,
     FragmentEdge,
     FragmentSource,
+    MiraEntry,
     WakeText,
     WorkingMemory,
     WorkingMemorySource,
@@ -963,3 +964,17 @@ def test_it_lets_a_reader_see_twins_but_not_decide(client, django_user_model, ci
     assert response.status_code == 403
     near.refresh_from_db()
     assert near.near_duplicate_of == first
+
+
+def test_it_shows_imported_mira_entries_without_letting_anyone_change_them(admin_client):
+    item = WorkingMemory.objects.create(type="pattern", content="I am the pattern")
+    row = MiraEntry.objects.create(
+        mira_id="mem_001", working_memory=item, entry={"id": "mem_001"}, written={}
+    )
+
+    listed = admin_client.get(reverse("admin:gem_miraentry_changelist"))
+    change = admin_client.post(reverse("admin:gem_miraentry_change", args=[row.pk]), {})
+
+    assert "mem_001" in listed.content.decode()
+    assert admin_client.get(reverse("admin:gem_miraentry_add")).status_code == 403
+    assert change.status_code == 403
