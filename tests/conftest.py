@@ -85,6 +85,19 @@ def fresh_gem_copy():
     gem_copy.clear()
 
 
+@pytest.fixture(autouse=True)
+def archive_folder(settings, tmp_path):
+    """The working-memory archive's storage in the test's own folder, never the data folder."""
+    folder = tmp_path / "archive"
+    settings.STORAGES = settings.STORAGES | {
+        "archive": {
+            "BACKEND": "django.core.files.storage.FileSystemStorage",
+            "OPTIONS": {"location": str(folder)},
+        }
+    }
+    return folder
+
+
 @pytest.fixture
 def fake_api(settings, monkeypatch):
     """A local fake Messages API that the real SDK talks to, with the companion online.

@@ -26,18 +26,6 @@ pytestmark = pytest.mark.django_db(databases="__all__")
 NOW = datetime(2026, 11, 22, 12, 0, tzinfo=UTC)
 
 
-@pytest.fixture(autouse=True)
-def archive_dir(settings, tmp_path):
-    folder = tmp_path / "archive"
-    settings.STORAGES = settings.STORAGES | {
-        "archive": {
-            "BACKEND": "django.core.files.storage.FileSystemStorage",
-            "OPTIONS": {"location": str(folder)},
-        }
-    }
-    return folder
-
-
 def item(content, *, type="thought", idle_days=None, status="resolved", importance=None):
     """An item written ``idle_days + 1`` days ago that left active memory ``idle_days`` ago
     (``idle_days`` None: still active)."""
@@ -66,7 +54,7 @@ def read_json(folder, name):
     return json.loads((folder / name).read_text())
 
 
-def test_it_moves_exactly_the_old_items_no_longer_active_and_writes_the_layout(archive_dir):
+def test_it_moves_exactly_the_old_items_no_longer_active_and_writes_the_layout(archive_folder):
     Fragment.objects.create(key="garden")
     old = item("weeded the garden beds", idle_days=100)
     old_secret = item("the spare key under the stone", type="secret", idle_days=95)
@@ -82,18 +70,18 @@ def test_it_moves_exactly_the_old_items_no_longer_active_and_writes_the_layout(a
     assert set(WorkingMemory.objects.values_list("pk", flat=True)) == {recent.pk, active.pk}
     assert Event.objects.count() == events
     day = (NOW - timedelta(days=100)).date()
-    lines = (archive_dir / f"by-date/{day:%Y/%m}/{day}.jsonl").read_text().splitlines()
+    lines = (archive_folder / f"by-date/{day:%Y/%m}/{day}.jsonl").read_text().splitlines()
     assert [json.loads(text) for text in lines] == [moving[old.pk]]
     assert moving[old.pk]["fragments"] == ["garden"] and moving[old.pk]["sources"] == [5]
-    index = read_json(archive_dir, "index/master-index.json")
+    index = read_json(archive_folder, "index/master-index.json")
     assert set(index) == {str(pk) for pk in moving}
     assert index[str(old.pk)]["file"] == f"by-date/{day:%Y/%m}/{day}.jsonl"
     assert index[str(old.pk)]["line"] == 0 and index[str(old.pk)]["state"] == ARCHIVED
-    assert read_json(archive_dir, "by-type/thought.json") == [old.pk]
-    assert read_json(archive_dir, "by-type/secret.json") == [old_secret.pk]
-    assert read_json(archive_dir, "by-tag/resolved.json") == sorted(moving)
-    assert read_json(archive_dir, "by-tag/garden.json") == [old.pk]
-    hashes = read_json(archive_dir, "index/semantic-hashes.json")
+    assert read_json(archive_folder, "by-type/thought.json") == [old.pk]
+    assert read_json(archive_folder, "by-type/secret.json") == [old_secret.pk]
+    assert read_json(archive_folder, "by-tag/resolved.json") == sorted(moving)
+    assert read_json(archive_folder, "by-tag/garden.json") == [old.pk]
+    hashes = read_json(archive_folder, "index/semantic-hashes.json")
     assert hashes[old.semantic_hash] == [old.pk]
     assert archive_read() == moving
 
@@ -142,7 +130,7 @@ def test_a_restore_of_an_id_nowhere_is_refused_before_anything_changes():
     assert set(archive_read()) == {kept.pk} and not WorkingMemory.objects.exists()
 
 
-def test_a_run_stopped_before_the_rows_leave_is_finished_by_the_next(monkeypatch, archive_dir):
+def test_a_run_stopped_before_the_rows_leave_is_finished_by_the_next(monkeypatch, archive_folder):
     old = [item(f"old chore number {n}", idle_days=100 + n) for n in range(3)]
     rows = rows_of(old)
 
@@ -164,7 +152,7 @@ def test_a_run_stopped_before_the_rows_leave_is_finished_by_the_next(monkeypatch
     assert archive_read() == rows
     written = [
         json.loads(text)["id"]
-        for path in (archive_dir / "by-date").rglob("*.jsonl")
+        for path in (archive_folder / "by-date").rglob("*.jsonl")
         for text in path.read_text().splitlines()
     ]
     assert sorted(written) == sorted(rows)
