@@ -174,3 +174,32 @@ def test_every_admin_list_and_add_form_fits_the_content_security_policy(admin_pa
         for url in (add, f"{add}?_popup=1"):
             if page.goto(url).status == 200:
                 expect(page.locator("#content")).to_be_visible()
+
+
+def test_it_reviews_the_cilantro_pair_side_by_side_and_keeps_both(admin_page: Page, screenshot):
+    page = admin_page
+    for content in ("no cilantro in recipes", "no cilantro in ANY recipe suggestions!"):
+        page.goto("/admin/gem/workingmemory/add/")
+        page.locator("#id_type").select_option("pin")
+        page.locator("#id_content").fill(content)
+        page.locator("#id_importance").fill("0.8" if "ANY" in content else "")
+        page.get_by_role("button", name="Save", exact=True).click()
+        expect(page.locator(".messagelist")).to_contain_text("was added successfully")
+    first, near = WorkingMemory.objects.order_by("pk")
+
+    page.goto("/admin/gem/workingmemory/")
+    page.get_by_role("link", name="near duplicates to review").click()
+    expect(page.locator("#result_list tbody tr")).to_have_count(1)
+    page.locator("#result_list tbody tr th a").click()
+    panel = page.locator(".anvil-twins")
+    expect(panel.locator(".anvil-twin-item")).to_have_count(2)
+    expect(panel).to_contain_text("no cilantro in recipes")
+    screenshot(page, "near-duplicate-desktop")
+    panel.get_by_role("button", name="Keep both").click()
+
+    expect(page.locator(".messagelist")).to_contain_text(
+        f"Kept beside its near duplicate #{first.pk}"
+    )
+    expect(page.locator(".anvil-twins")).to_have_count(0)
+    near.refresh_from_db()
+    assert (near.near_duplicate_of, near.importance, near.importance_edited) == (None, 0.8, True)
