@@ -18,7 +18,10 @@ Filters (all optional, all must hold)
     ``emotion``           by working memory's valence: positive (≥ 0.3), negative (≤ -0.3),
                           neutral (between), intense (|valence| ≥ 0.7). Working memory only.
     ``include_archived``  working memory that is no longer active (resolved, dropped, decayed,
-                          superseded) too; events and fragments are never archived.
+                          superseded) too, and the archive's (docs/archive.md): read whole and
+                          filtered here, so slower; ``contains`` matches its items by their
+                          meaning words, without a relevance. Events and fragments are never
+                          archived.
 Results
     ``order_by`` date (newest first), importance (highest first; items without one last) or
     relevance (needs ``contains``); the default is relevance with ``contains``, else date.
@@ -32,6 +35,8 @@ from datetime import UTC, date, datetime, timedelta
 from django.db.models import Q
 from django.utils import timezone
 
+from gem.archive_store import archive_read
+from gem.meaning import meaning_words
 from gem.models import (
     Fragment,
     FragmentEdge,
@@ -128,6 +133,7 @@ class Entry:
     valence: float | None = None
     status: str = ""
     relevance: float | None = None
+    archived: bool = False
     sort_ts: datetime = field(default=datetime.min.replace(tzinfo=UTC), repr=False)
 
     @property
@@ -149,6 +155,7 @@ class Entry:
             "emotional_valence": self.valence,
             "status": self.status,
             "relevance": self.relevance,
+            "archived": self.archived,
         }
 
 
@@ -348,7 +355,8 @@ def _working_memory(context: _Context) -> list[Entry]:
         "wm_id", "fragment_id"
     ):
         refs.setdefault(wm_id, []).append(key)
-    return [
+    archived = _archived(context) if query.include_archived else []
+    return archived + [
         Entry(
             kind="wm",
             id=item.pk,
@@ -366,6 +374,62 @@ def _working_memory(context: _Context) -> list[Entry]:
         )
         for item in rows
     ]
+
+
+def _archived(context: _Context) -> list[Entry]:
+    """The archive's working memory that the query lets through."""
+    words = set(meaning_words(context.query.contains)) if context.query.contains else None
+    entries = []
+    for row in archive_read().values():
+        created = datetime.fromisoformat(row["created_at"])
+        if not _archived_holds(row, created, context, words):
+            continue
+        entries.append(
+            Entry(
+                kind="wm",
+                id=row["id"],
+                key=None,
+                type=row["type"],
+                ts=created,
+                text=row["content"],
+                actor=row["actor"],
+                tags=(row["type"], *row["fragments"]),
+                importance=row["importance"],
+                valence=row["valence"],
+                status=row["status"],
+                archived=True,
+                sort_ts=created,
+            )
+        )
+    return entries
+
+
+def _archived_holds(row: dict, created: datetime, context: _Context, words: set | None) -> bool:
+    """Whether an archived row passes the filters ``_working_memory`` gives the database."""
+    query = context.query
+    valence, importance = row["valence"], row["importance"]
+    text = f"{row['subject']} {row['content']}"
+    mentions = (query.mentions or "").casefold()
+    feels = {
+        None: True,
+        "positive": valence >= FEELING_LEANING,
+        "negative": valence <= -FEELING_LEANING,
+        "neutral": -FEELING_LEANING < valence < FEELING_LEANING,
+        "intense": abs(valence) >= INTENSE,
+    }
+    related = None if context.related is None else context.related.get("wm", set())
+    return (
+        (context.since is None or created >= context.since)
+        and (query.until is None or created < query.until)
+        and (query.type is None or row["type"] == query.type)
+        and set(query.tags) <= {row["type"], *row["fragments"]}
+        and (query.min_importance is None or importance >= query.min_importance)
+        and (query.max_importance is None or importance <= query.max_importance)
+        and feels[query.emotion]
+        and (not mentions or mentions in text.casefold() or mentions == row["actor"].casefold())
+        and (words is None or bool(words & set(meaning_words(text))))
+        and (related is None or row["id"] in related)
+    )
 
 
 def _fragments(context: _Context) -> list[Entry]:
