@@ -24,7 +24,7 @@ from pathlib import Path, PurePosixPath
 import psycopg
 from django.conf import settings
 from django.core.files import File
-from django.core.files.storage import default_storage
+from django.core.files.storage import Storage, storages
 from django.db import connections
 from django.db.migrations.loader import MigrationLoader
 from psycopg.conninfo import make_conninfo
@@ -266,31 +266,46 @@ def _size(size: int) -> str:
     return f"{size / 2**20:.1f} MiB" if size >= 2**20 else f"{size / 2**10:.0f} KiB"
 
 
-def _media_names(folder: str = "") -> Iterator[str]:
-    """Every file under MEDIA_ROOT, as storage names (``images/2026/11/….png``)."""
-    directories, files = default_storage.listdir(folder)
+def _file_storages() -> dict[str, str]:
+    """The storages whose files are data, each with its folder in a backup: the uploaded
+    images (``default``, in ``media/``) and any other but the static files."""
+    return {
+        alias: "media" if alias == "default" else alias
+        for alias in settings.STORAGES
+        if alias != "staticfiles"
+    }
+
+
+def _storage_names(storage: Storage, folder: str = "") -> Iterator[str]:
+    """Every file of a storage, as its names (``images/2026/11/….png``)."""
+    directories, files = storage.listdir(folder)
     for name in sorted(files):
         yield posixpath.join(folder, name)
     for directory in sorted(directories):
-        yield from _media_names(posixpath.join(folder, directory))
+        yield from _storage_names(storage, posixpath.join(folder, directory))
 
 
-def _media_copy(folder: Path, progress: Progress) -> list[dict]:
+def _files_copy(folder: Path, progress: Progress) -> list[dict]:
     entries = []
-    if not Path(settings.MEDIA_ROOT).is_dir():
-        return entries
-    for name in _media_names():
-        target = folder / "media" / name
-        target.parent.mkdir(parents=True, exist_ok=True)
-        try:
-            with default_storage.open(name, "rb") as source, target.open("wb") as copy:
-                shutil.copyfileobj(source, copy, CHUNK)
-        except FileNotFoundError:
-            # Deleted since it was listed: the chat deletes only an image no event names.
-            target.unlink(missing_ok=True)
+    for alias, prefix in _file_storages().items():
+        storage = storages[alias]
+        if not storage.exists(""):
             continue
-        entries.append(_file_entry(folder, f"media/{name}"))
-    progress(f"media: {len(entries)} files, {_size(sum(entry['size'] for entry in entries))}")
+        copied = []
+        for name in _storage_names(storage):
+            target = folder / prefix / name
+            target.parent.mkdir(parents=True, exist_ok=True)
+            try:
+                with storage.open(name, "rb") as source, target.open("wb") as copy:
+                    shutil.copyfileobj(source, copy, CHUNK)
+            except FileNotFoundError:
+                # Deleted since it was listed: the chat deletes only an image no event names.
+                target.unlink(missing_ok=True)
+                continue
+            copied.append({"storage": alias, **_file_entry(folder, f"{prefix}/{name}")})
+        size = _size(sum(entry["size"] for entry in copied))
+        progress(f"{prefix}: {len(copied)} files, {size}")
+        entries.extend(copied)
     return entries
 
 
@@ -357,12 +372,13 @@ def _backup_write(folder: Path, *, now: datetime, progress: Progress) -> None:
             }
             files.append(entry)
             progress(f"{database.file_name}: {', '.join(database.aliases)}, {_size(entry['size'])}")
-    # The images come after the databases. The chat saves an image before the event that names
+    # The files come after the databases. The chat saves an image before the event that names
     # it, and deletes only an image that no event names, so every event in the copies above
     # has its image on disk by now. The other way round, an event logged between the two
     # copies would name an image missing from the backup; this way the backup can at most hold
-    # an image whose event came later, which nothing reads.
-    media = _media_copy(folder, progress)
+    # an image whose event came later, which nothing reads. Likewise an item the archive takes
+    # from working memory meanwhile is in both copies, rather than in neither.
+    stored = _files_copy(folder, progress)
     backends = sorted({entry["backend"] for entry in files})
     manifest = {
         "format": FORMAT,
@@ -371,7 +387,7 @@ def _backup_write(folder: Path, *, now: datetime, progress: Progress) -> None:
         "backend": "+".join(backends),
         "rows": rows,
         "databases": files,
-        "media": media,
+        "files": stored,
     }
     written = folder / f"{MANIFEST}.partial"
     written.write_text(json.dumps(manifest, indent=2) + "\n")
@@ -411,7 +427,7 @@ def manifest_read(folder: Path) -> dict:
     try:
         manifest = json.loads(path.read_text())
         fields = (manifest["format"], manifest["created"], manifest["schema"], manifest["rows"])
-        files = manifest["databases"] + manifest["media"]
+        files = manifest["databases"] + manifest["files"]
     except (ValueError, KeyError, TypeError) as error:
         raise BackupError(f"{path} is damaged: {error!r}") from None
     if not isinstance(fields[0], int) or fields[0] > FORMAT:
@@ -426,7 +442,7 @@ def manifest_read(folder: Path) -> dict:
 def backup_verify(folder: Path) -> dict:
     """The manifest of a backup whose every file is present, of its size and checksum."""
     manifest = manifest_read(folder)
-    for entry in manifest["databases"] + manifest["media"]:
+    for entry in manifest["databases"] + manifest["files"]:
         path = folder / entry["name"]
         if not path.is_file():
             raise BackupError(f"the backup is incomplete: {entry['name']} is missing")
@@ -552,13 +568,23 @@ def _postgres_restore(path: Path, database: Database) -> None:
         )
 
 
-def _media_restore(folder: Path, entries: list[dict]) -> None:
+def _storages_check(manifest: dict) -> None:
+    for entry in manifest["files"]:
+        if entry.get("storage") not in _file_storages():
+            raise BackupError(
+                f"{entry['name']} is of a storage unknown here: {entry.get('storage')}"
+            )
+
+
+def _files_restore(folder: Path, entries: list[dict]) -> None:
+    prefixes = _file_storages()
     for entry in entries:
-        name = entry["name"].removeprefix("media/")
-        if default_storage.exists(name):
-            default_storage.delete(name)  # no event here names it: the installation is empty
+        storage = storages[entry["storage"]]
+        name = entry["name"].removeprefix(f"{prefixes[entry['storage']]}/")
+        if storage.exists(name):
+            storage.delete(name)  # nothing here names it: the installation is empty
         with (folder / entry["name"]).open("rb") as source:
-            saved = default_storage.save(name, File(source))
+            saved = storage.save(name, File(source))
         if saved != name:
             raise BackupError(f"{entry['name']} was stored as {saved}")
 
@@ -576,6 +602,7 @@ def backup_restore(*, folder: Path, progress: Progress = print) -> Restored:
     manifest = backup_verify(folder)
     behind = _schema_check(manifest)
     plan = _restore_plan(manifest)
+    _storages_check(manifest)
     present = {key: count for key, count in installation_rows().items() if count}
     if present:
         shown = ", ".join(f"{key.replace('_', ' ')}: {count}" for key, count in present.items())
@@ -589,8 +616,8 @@ def backup_restore(*, folder: Path, progress: Progress = print) -> Restored:
         else:
             _postgres_restore(folder / entry["name"], database)
         progress(f"{entry['name']}: {', '.join(database.aliases)} restored")
-    _media_restore(folder, manifest["media"])
-    progress(f"media: {len(manifest['media'])} files restored")
+    _files_restore(folder, manifest["files"])
+    progress(f"files: {len(manifest['files'])} restored")
     connections.close_all()
     if (counted := installation_rows()) != manifest["rows"]:
         raise BackupError(f"restored rows {counted} differ from the manifest's {manifest['rows']}")

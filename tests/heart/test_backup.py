@@ -258,7 +258,7 @@ def table(rows: dict[str, list[str]], name: str) -> list[str]:
 
 def checksums_hold(folder: Path) -> dict:
     manifest = json.loads((folder / "manifest.json").read_text())
-    for entry in manifest["databases"] + manifest["media"]:
+    for entry in manifest["databases"] + manifest["files"]:
         data = (folder / entry["name"]).read_bytes()
         assert (len(data), hashlib.sha256(data).hexdigest()) == (entry["size"], entry["sha256"])
     return manifest
@@ -340,7 +340,7 @@ def test_a_backup_taken_while_turns_are_written_restores_a_consistent_state(inst
     assert again.images() == restored.images()
     second_manifest = checksums_hold(second)
     assert second_manifest["rows"] == manifest["rows"]
-    assert second_manifest["media"] == manifest["media"]
+    assert second_manifest["files"] == manifest["files"]
 
 
 def test_it_restores_only_into_an_empty_installation(installation, tmp_path):
@@ -367,7 +367,7 @@ def altered(copy: Path, manifest: dict) -> str:
 
 
 def missing(copy: Path, manifest: dict) -> str:
-    name = manifest["media"][0]["name"]
+    name = manifest["files"][0]["name"]
     (copy / name).unlink()
     return f"incomplete: {name} is missing"
 
