@@ -1,0 +1,29 @@
+from pathlib import Path
+
+from django.core.management.base import BaseCommand, CommandError
+
+from heart.portable import PortableError, portable_export
+
+
+class Command(BaseCommand):
+    help = (
+        "Write the whole memory into DIR (empty or missing) as JSON Lines a person can read "
+        "without this software: one file per kind of record, the events' images, and "
+        "manifest.json with each file's rows and SHA-256. manage.py import reads it back. "
+        "See docs/export.md for every file and field."
+    )
+
+    def add_arguments(self, parser):
+        parser.add_argument("dir", type=Path, help="The folder to write (empty or missing).")
+
+    def handle(self, *args, dir: Path, **options):
+        try:
+            manifest = portable_export(folder=dir, progress=self.stdout.write)
+        except PortableError as error:
+            raise CommandError(f"Export failed: {error}") from None
+        rows = sum(entry["rows"] for entry in manifest["files"])
+        self.stdout.write(
+            self.style.SUCCESS(
+                f"Exported {rows} rows and {len(manifest['images'])} images to {dir}"
+            )
+        )

@@ -1,0 +1,43 @@
+from pathlib import Path
+
+from django.core.management.base import BaseCommand, CommandError
+
+from heart.portable import PortableError, portable_import
+
+
+class Command(BaseCommand):
+    help = (
+        "Import a folder written by manage.py export into this installation, ids kept. Every "
+        "file, line and field is checked before anything is written. Refused for an "
+        "installation that is not empty: one with any events, working memory, fragments or "
+        "summaries (a new one with its owner account counts as empty; its default identities, "
+        "wake texts and Mirror prompts are replaced by the export's). See docs/export.md."
+    )
+
+    def add_arguments(self, parser):
+        parser.add_argument("dir", type=Path, help="The export's folder (with manifest.json).")
+        parser.add_argument(
+            "--unknown-authors-blank",
+            action="store_true",
+            help="Save the versions of ambient prose and wake texts whose author has no account "
+            "here without an author, instead of refusing.",
+        )
+
+    def handle(self, *args, dir: Path, unknown_authors_blank: bool, **options):
+        try:
+            imported = portable_import(
+                folder=dir, unknown_authors_blank=unknown_authors_blank, progress=self.stdout.write
+            )
+        except PortableError as error:
+            raise CommandError(f"Import refused: {error}") from None
+        for name, count in imported.replaced.items():
+            self.stdout.write(f"Replaced this installation's {count} rows of {name}")
+        self.stdout.write(
+            self.style.SUCCESS(
+                f"Imported {sum(imported.rows.values())} rows and {imported.images} images "
+                f"from {dir}"
+            )
+        )
+        self.stdout.write(
+            "Semantic search: manage.py search_vectors writes the imported events' vectors."
+        )

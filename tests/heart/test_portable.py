@@ -1,0 +1,231 @@
+"""manage.py export and import, end to end: real installations in their own processes, on the
+backend the suite runs on (the installations of tests.heart.test_backup), and the documentation
+of every exported field."""
+
+import hashlib
+import json
+import re
+import shutil
+from pathlib import Path
+
+from django.apps import apps
+
+from heart.portable import INSIDE, KINDS, MANIFEST
+from tests.conftest import REPO
+from tests.heart import test_backup
+
+# A set-up installation per test, copied from one made once (migrated, with its owner).
+installation = test_backup.installation
+set_up_installations = test_backup.set_up_installations
+postgres_databases = test_backup.postgres_databases
+
+# A record of every kind, each field away from its default where it has one.
+FILL = """
+from datetime import UTC, datetime, timedelta
+from django.contrib.auth import get_user_model
+from django.core.files.base import ContentFile
+from django.core.files.storage import default_storage
+from gem.models import (AmbientProse, Fragment, FragmentEdge, FragmentSource, Identity,
+                        MiraEntry, State, WakeText)
+from gem.services import WorkingMemoryRecorded, working_memory_create, working_memory_status_set
+from heart.models import ContextSnapshot, Event, EventTag, Turn
+from heart.services import turn_submit
+from mirror.models import MirrorPrompt, MirrorRun, Summary, TagSuggestion
+
+owner = get_user_model().objects.get()
+image = default_storage.save('images/2026/11/photo.png', ContentFile(bytes(range(256)) * 40))
+Fragment.objects.create(key='lighthouse', ambient='A white tower on the point.',
+                        recognition='Zoë keeps it ☕', inventory='Built in 1871.')
+Fragment.objects.create(key='keeper', ambient='Zoë.')
+turn_submit(text='<luna>look, the lighthouse <pin>tea without sugar</pin></luna>', actor='luna',
+            image=image)
+turn_submit(text='<luna>and its keeper <plan>visit the lighthouse on friday</plan></luna>',
+            actor='luna')
+ids = sorted(Event.objects.values_list('id', flat=True))
+assert EventTag.objects.exists() and Turn.objects.exists() and ContextSnapshot.objects.exists()
+FragmentEdge.objects.create(source_id='keeper', target_id='lighthouse', relation='keeps')
+FragmentSource.objects.create(fragment_id='lighthouse', event_id=ids[0])
+now = datetime(2026, 11, 20, 9, 30, 15, 123456, tzinfo=UTC)
+first = working_memory_create(type='thought', content='the keeper waves from the lighthouse',
+                              actor='claude', at=now, turn=1).item
+working_memory_create(type='thought', content='the keeper is waving from the lighthouse again',
+                      actor='claude', at=now, turn=1, recorded=WorkingMemoryRecorded(
+                          created_at=now, refreshed_at=now, near_duplicate_of=first.pk,
+                          fragment_keys=('keeper', 'lighthouse'), source_event_ids=tuple(ids[:2]),
+                          importance=0.75, valence=-0.25, importance_edited=True))
+for status in ('resolved', 'dropped', 'decayed'):
+    item = working_memory_create(type='pin', content=f'a {status} pin', actor='luna', at=now,
+                                 turn=2).item
+    working_memory_status_set(item_ids=[item.pk], status=status, reason='test', now=now)
+AmbientProse.objects.create(content='The [lighthouse] stands.', author=owner)
+WakeText.objects.create(kind='wake', content='Wake gently.', author=owner)
+Identity.objects.create(name='mira', side='companion', color='#123abc')
+State.objects.create(key='export test', value='{"b": 1}')
+run = MirrorRun.objects.create(kind='manual', route='two-pass', status='done', completed_at=now,
+                               first_event_id=ids[0], last_event_id=ids[-1],
+                               usage={'summarise': {'tokens': 5, 'calls': 1}}, progress={})
+older = Summary.objects.create(level='L0', first_event_id=ids[0], last_event_id=ids[1],
+                               content='They talked about the lighthouse.', tokens=7, run=run)
+merged = Summary.objects.create(level='L1', first_event_id=ids[0], last_event_id=ids[-1],
+                                content='A lighthouse and its keeper.', tokens=6)
+Summary.objects.filter(pk=older.pk).update(superseded_by=merged)
+TagSuggestion.objects.create(summary=merged, type='desc', content='the keeper is kind',
+                             subject='keeper', status='promoted', promoted_wm_id=first.pk,
+                             decided_at=now + timedelta(hours=1))
+MirrorPrompt.objects.create(kind='clean', content='Clean it.', author=owner.username)
+MiraEntry.objects.create(mira_id='mem_045', working_memory=first, event_id=ids[0],
+                         entry={'id': 'mem_045', 'type': 'thought', 'z': [1, 2], 'a': None},
+                         written={'content': first.content})
+"""
+COUNTS = """
+import json
+from heart.portable import KINDS
+print(json.dumps({kind.file: kind.model._base_manager.count() for kind in KINDS}))
+"""
+
+
+def files_of(folder: Path) -> dict[str, bytes]:
+    """Every file of an export by its name, the manifest without the moment it was written."""
+    found = {
+        str(path.relative_to(folder)): path.read_bytes()
+        for path in folder.rglob("*")
+        if path.is_file()
+    }
+    manifest = json.loads(found.pop(MANIFEST))
+    manifest.pop("exported_at")
+    found[MANIFEST] = json.dumps(manifest).encode()
+    return found
+
+
+def test_it_exports_imports_and_exports_the_same_files(installation, tmp_path):
+    source = installation("source")
+    source.shell(FILL)
+    first = tmp_path / "first"
+    exported = source.manage("export", str(first))
+    assert exported.returncode == 0, exported.stderr
+    counts = json.loads(source.shell(COUNTS))
+    assert all(counts.values()), counts  # every kind of record is in the test
+
+    target = installation("target")
+    imported = target.manage("import", str(first))
+    assert imported.returncode == 0, imported.stderr
+    assert re.search(r"Replaced this installation's \d+ rows of identities.jsonl", imported.stdout)
+    second = tmp_path / "second"
+    assert target.manage("export", str(second)).returncode == 0
+
+    assert files_of(second) == files_of(first)
+    assert json.loads(target.shell(COUNTS)) == counts
+    assert target.images() == source.images() != {}
+    events = [json.loads(line) for line in (first / "events.jsonl").read_text().splitlines()]
+    assert events[0]["image"] == "images/2026/11/photo.png" and events[0]["tags"]
+    assert "Zoë keeps it ☕" in (first / "fragments.jsonl").read_text(encoding="utf-8")
+
+    # The search indexes are made again by their triggers, and new rows get new ids.
+    found = target.manage("lens", "search", "lighthouse").stdout
+    assert f"`event:{events[0]['id']}`" in found
+    said = target.manage("turn", "the lighthouse again", "--as", "luna")
+    assert said.returncode == 0, said.stderr
+    ids = json.loads(target.shell(test_backup.EVENT_IDS))
+    assert ids[-2] == events[-1]["id"] + 1
+
+
+def test_it_imports_only_into_an_empty_installation(installation, tmp_path):
+    source = installation("source")
+    source.shell(FILL)
+    assert source.manage("export", str(tmp_path / "export")).returncode == 0
+    before = source.rows()
+
+    refused = source.manage("import", str(tmp_path / "export"))
+
+    assert refused.returncode != 0
+    assert "this installation is not empty (events: " in refused.stderr
+    assert source.rows() == before
+
+
+def test_it_refuses_a_malformed_file_naming_the_line_and_field(installation, tmp_path):
+    source = installation("source")
+    source.shell(FILL)
+    folder = tmp_path / "export"
+    assert source.manage("export", str(folder)).returncode == 0
+    target = installation("target")
+    before = target.rows()
+
+    def rewritten(name: str, change) -> Path:
+        copy = shutil.copytree(folder, tmp_path / f"{name}-{len(list(tmp_path.iterdir()))}")
+        lines = (copy / name).read_text(encoding="utf-8").splitlines(keepends=True)
+        lines[1] = change(lines[1])
+        (copy / name).write_text("".join(lines), encoding="utf-8")
+        manifest = json.loads((copy / MANIFEST).read_text())
+        for entry in manifest["files"]:
+            if entry["name"] == name:
+                entry["sha256"] = hashlib.sha256((copy / name).read_bytes()).hexdigest()
+        (copy / MANIFEST).write_text(json.dumps(manifest))
+        return copy
+
+    def without(field: str):
+        return lambda line: (
+            json.dumps({k: v for k, v in json.loads(line).items() if k != field}) + "\n"
+        )
+
+    def with_value(field: str, value):
+        return lambda line: json.dumps({**json.loads(line), field: value}) + "\n"
+
+    cases = {
+        "events.jsonl line 2: not JSON": rewritten("events.jsonl", lambda line: line[:-5] + "\n"),
+        "events.jsonl line 2, field “ts”: is missing": rewritten("events.jsonl", without("ts")),
+        "turns.jsonl line 2, field “attempts”: must be a whole number": rewritten(
+            "turns.jsonl", with_value("attempts", "2")
+        ),
+        "working_memory.jsonl line 2, field “status”: 'asleep' is not one of": rewritten(
+            "working_memory.jsonl", with_value("status", "asleep")
+        ),
+        "fragments.jsonl line 2, field “created_at”": rewritten(
+            "fragments.jsonl", with_value("created_at", "2026-11-20 09:30")
+        ),
+        "identities.jsonl line 2, field “moon”: is not a field": rewritten(
+            "identities.jsonl", with_value("moon", 1)
+        ),
+        "turns.jsonl line 2, field “event”: 999999 is not in events.jsonl": rewritten(
+            "turns.jsonl", with_value("event", 999999)
+        ),
+    }
+    damaged = shutil.copytree(folder, tmp_path / "damaged")
+    (damaged / "state.jsonl").write_text("{}\n")
+    cases["state.jsonl differs from its SHA-256"] = damaged
+
+    for problem, copy in cases.items():
+        refused = target.manage("import", str(copy))
+
+        assert refused.returncode != 0 and problem in refused.stderr, (problem, refused.stderr)
+        assert target.rows() == before and target.images() == {}, problem
+
+
+def doc_sections() -> dict[str, str]:
+    """docs/export.md's text under each heading that names a file (### `events.jsonl`)."""
+    text = (REPO / "docs" / "export.md").read_text(encoding="utf-8")
+    parts = re.split(r"^###\s+`([^`]+)`\s*$", text, flags=re.MULTILINE)
+    return dict(zip(parts[1::2], parts[2::2], strict=True))
+
+
+def test_every_exported_field_is_documented():
+    sections = doc_sections()
+    undocumented = [
+        f"{kind.file} {name}"
+        for kind in KINDS
+        for name in kind.fields
+        if f"| `{name}` |" not in sections.get(kind.file, "")
+    ]
+    assert undocumented == []
+
+
+def test_every_field_of_every_model_of_the_memory_is_exported():
+    inside = {model: INSIDE[model][1] for model in INSIDE}
+    exported = {kind.model: set(kind.fields) for kind in KINDS}
+    missing = [
+        f"{model._meta.label}.{field.name}"
+        for app in ("heart", "gem", "mirror")
+        for model in apps.get_app_config(app).get_models()
+        for field in model._meta.concrete_fields
+        if model not in inside and field.name not in exported.get(model, ())
+    ]
+    assert missing == []
