@@ -346,7 +346,7 @@ def backup_create(*, into: Path, here: bool = False, progress: Progress = print)
 
 def _backup_write(folder: Path, *, now: datetime, progress: Progress) -> None:
     (folder / "databases").mkdir()
-    files, schema, rows = [], {}, dict.fromkeys(MAIN_TABLES, 0)
+    dumped, schema, rows = [], {}, dict.fromkeys(MAIN_TABLES, 0)
     with ExitStack() as stack:
         # Every database is pinned before any is copied, so their snapshots are moments apart
         # however long the copies take.
@@ -370,7 +370,7 @@ def _backup_write(folder: Path, *, now: datetime, progress: Progress) -> None:
                 "aliases": list(database.aliases),
                 **_file_entry(folder, database.file_name),
             }
-            files.append(entry)
+            dumped.append(entry)
             progress(f"{database.file_name}: {', '.join(database.aliases)}, {_size(entry['size'])}")
     # The files come after the databases. The chat saves an image before the event that names
     # it, and deletes only an image that no event names, so every event in the copies above
@@ -379,14 +379,14 @@ def _backup_write(folder: Path, *, now: datetime, progress: Progress) -> None:
     # an image whose event came later, which nothing reads. Likewise an item the archive takes
     # from working memory meanwhile is in both copies, rather than in neither.
     stored = _files_copy(folder, progress)
-    backends = sorted({entry["backend"] for entry in files})
+    backends = sorted({entry["backend"] for entry in dumped})
     manifest = {
         "format": FORMAT,
         "created": now.isoformat(),
         "schema": dict(sorted(schema.items())),
         "backend": "+".join(backends),
         "rows": rows,
-        "databases": files,
+        "databases": dumped,
         "files": stored,
     }
     written = folder / f"{MANIFEST}.partial"
