@@ -4,6 +4,9 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 from django.core.management import CommandError, call_command
+from django.utils import timezone
+from django_q.models import Schedule
+from django_q.scheduler import scheduler
 
 from gem import archive as archive_module
 from gem.archive import archive_restore, archive_run, working_memory_measured
@@ -20,6 +23,7 @@ from gem.prune import Phase
 from gem.rows import working_memory_row
 from gem.services import working_memory_create, working_memory_status_set
 from heart.models import Event
+from silentstar.schedules import schedules_ensure
 
 pytestmark = pytest.mark.django_db(databases="__all__")
 
@@ -258,3 +262,30 @@ def test_the_command_runs_lists_and_restores(capsys):
 def test_a_second_run_at_once_is_refused():
     with archive_module._claimed(), pytest.raises(ArchiveError, match="Another archive run"):
         archive_run(now=NOW)
+
+
+def test_the_daily_schedule_archives_old_items():
+    old = item("weeded the garden beds", idle_days=100)
+    schedules_ensure()
+    Schedule.objects.update(next_run=timezone.now() - timedelta(seconds=1))
+    scheduler()
+    assert not WorkingMemory.objects.filter(pk=old.pk).exists()
+    assert set(archive_read()) == {old.pk}
+
+
+def test_a_restore_that_fails_leaves_its_items_archived(monkeypatch):
+    old = item("weeded the garden beds", idle_days=100)
+    rows = rows_of([old])
+    archive_run(now=NOW)
+
+    def failing(row):
+        raise RuntimeError("the database went away")
+
+    monkeypatch.setattr(archive_module, "working_memory_from_row", failing)
+    with pytest.raises(RuntimeError):
+        archive_restore(ids=[old.pk])
+    monkeypatch.undo()
+
+    assert not WorkingMemory.objects.exists() and archive_read() == rows
+    assert archive_restore(ids=[old.pk]).restored == [old.pk]
+    assert rows_of([old]) == rows
