@@ -27,6 +27,7 @@ from django.core.files.base import ContentFile
 from django.core.files.storage import default_storage
 from gem.models import (AmbientProse, Fragment, FragmentEdge, FragmentSource, Identity,
                         MiraEntry, State, WakeText)
+from gem.archive import archive_run
 from gem.services import WorkingMemoryRecorded, working_memory_create, working_memory_status_set
 from heart.models import ContextSnapshot, Event, EventTag, Turn
 from heart.services import turn_submit
@@ -57,6 +58,8 @@ for status in ('resolved', 'dropped', 'decayed'):
     item = working_memory_create(type='pin', content=f'a {status} pin', actor='luna', at=now,
                                  turn=2).item
     working_memory_status_set(item_ids=[item.pk], status=status, reason='test', now=now)
+# The three pins no longer active, idle for a year, move to the archive: exported all the same.
+assert len(archive_run(now=now + timedelta(days=365)).archived) == 3
 AmbientProse.objects.create(content='The [lighthouse] stands.', author=owner)
 WakeText.objects.create(kind='wake', content='Wake gently.', author=owner)
 Identity.objects.create(name='mira', side='companion', color='#123abc')
@@ -79,8 +82,11 @@ MiraEntry.objects.create(mira_id='mem_045', working_memory=first, event_id=ids[0
 """
 COUNTS = """
 import json
+from gem.archive_store import archive_read
 from heart.portable import KINDS
-print(json.dumps({kind.file: kind.model._base_manager.count() for kind in KINDS}))
+counts = {kind.file: kind.model._base_manager.count() for kind in KINDS}
+counts['working_memory.jsonl'] += len(archive_read())
+print(json.dumps(counts))
 """
 
 
