@@ -684,6 +684,10 @@ def _faults(asked: argparse.Namespace) -> None:
     print(f"turns stuck: {result['turns_stuck']} (goal 0)")
     print(f"image files left behind: {result['images_left_behind']} (goal 0)")
     print(
+        f"turns re-run beyond their fault: {result['turns_rerun']} (goal 0: a second call to "
+        "Claude that recovery made for a worker that was alive)"
+    )
+    print(
         f"longest time to recover: {result['longest_recovery_s']:.1f} s ({result['longest_kind']})"
     )
     before, after = result["load_before"], result["load_after"]

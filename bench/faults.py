@@ -72,7 +72,9 @@ KINDS = (
     "database locked",
     "disk full",
 )
-STALE_SECONDS = 5  # SILENTSTAR_TURN_STALE_SECONDS for the run (its smallest value)
+# SILENTSTAR_TURN_STALE_SECONDS for the run: longer than a new worker takes from its claim
+# to its first request (it imports the SDK) on a busy small machine.
+STALE_SECONDS = 10
 RECOVERY_EVERY = 1.0  # seconds between runs of the recovery check (a minute in production)
 CLAUDE_TIMEOUT = 1.0  # SILENTSTAR_CLAUDE_TIMEOUT for the run
 CLAUDE_MAX_RETRIES = 2
@@ -83,6 +85,9 @@ TURN_PATIENCE = 60.0  # seconds after its fault a turn may take before it counts
 POLL = 0.05
 MARKER_RE = re.compile(r"msg(\d{4})")
 REPO = Path(__file__).resolve().parent.parent
+# Attempts a turn takes when recovery does only what its fault needs: SIGKILL and SIGTERM end
+# the first attempt, and the retry pressed after "failing throughout" is a second one.
+EXPECTED_ATTEMPTS = {"SIGKILL": 2, "SIGTERM": 2, "failing throughout": 2}
 
 
 @dataclass
@@ -91,6 +96,7 @@ class Fault:
     number: int
     injected: bool = False  # evidence that the fault really happened
     recovery_s: float | None = None  # None: the turn was not done within TURN_PATIENCE
+    attempts: int = 0  # the turn's attempts at the end
     note: str = ""
 
 
@@ -145,7 +151,7 @@ def faults_run(*, faults: int, seed: int, progress: Callable[[str], None]) -> di
     from django.contrib.auth import get_user_model
     from django.test import Client
 
-    from tests.fakeapi import FakeMessagesAPI, FakeReply
+    from tests.fakeapi import FakeMessagesAPI
 
     # The recovery check runs in this process: it reads the same silence as the worker.
     settings.TURN_STALE_SECONDS = STALE_SECONDS
@@ -155,7 +161,6 @@ def faults_run(*, faults: int, seed: int, progress: Callable[[str], None]) -> di
     load_before = os.getloadavg()
     began = time.monotonic()
     with FakeMessagesAPI() as api:
-        api.responder = lambda body: FakeReply(reply_text(message_number(body) or 0), chunks=4)
         env = {
             **os.environ,
             "ANTHROPIC_API_KEY": "bench",
@@ -170,6 +175,7 @@ def faults_run(*, faults: int, seed: int, progress: Callable[[str], None]) -> di
         runner = _Runner(
             api=api, client=client, events_file=Path(settings.DATABASES["events"]["NAME"])
         )
+        api.responder = runner.answer
         try:
             runner.recovery_start()
             warm_up = runner.send(0)
@@ -209,6 +215,7 @@ def faults_run(*, faults: int, seed: int, progress: Callable[[str], None]) -> di
         "turns_stuck": counted["turns_stuck"] + sum(f.recovery_s is None for f in done),
         "longest_recovery_s": longest.recovery_s if longest else 0.0,
         "longest_kind": longest.kind if longest else "",
+        "turns_rerun": sum(f.attempts > EXPECTED_ATTEMPTS.get(f.kind, 1) for f in done),
         "notes": [f"{f.kind} #{f.number}: {f.note}" for f in done if f.note],
         "stale_seconds": STALE_SECONDS,
         "recovery_every_s": RECOVERY_EVERY,
@@ -227,6 +234,10 @@ class _Runner:
         self.client = client
         self.events_file = events_file
         self.accepted: list[int] = []  # numbers of the messages the page accepted
+        # What the API answers each message's requests, in order, before the plain reply: bound
+        # to the message, so a request of another turn never takes a fault meant for this one.
+        self._scripts: dict[int, list] = {}
+        self._scripts_lock = threading.Lock()
         self._recovery_paused = threading.Lock()
         self._recovery_stop = threading.Event()
         self._recovery: threading.Thread | None = None
@@ -255,13 +266,31 @@ class _Runner:
         finally:
             connections.close_all()
 
+    # --- the fake API's answers ------------------------------------------------------------
+
+    def answer(self, body: dict):
+        from tests.fakeapi import FakeReply
+
+        number = message_number(body) or 0
+        with self._scripts_lock:
+            script = self._scripts.get(number)
+            if script:
+                return script.pop(0)
+        return FakeReply(reply_text(number), chunks=4)
+
+    def script(self, number: int, *responses) -> None:
+        with self._scripts_lock:
+            self._scripts[number] = list(responses)
+
+    def script_left(self, number: int) -> int:
+        with self._scripts_lock:
+            return len(self._scripts.get(number, []))
+
     # --- messages and turns ----------------------------------------------------------------
 
     def send(self, number: int, *, image: bytes | None = None) -> int:
         """Send message ``number`` as the chat page does; its turn's id."""
         from django.core.files.uploadedfile import SimpleUploadedFile
-
-        from heart.models import Turn
 
         data = {
             "message": f"<plan>water the ferns, msg{number:04}</plan> how was it, msg{number:04}?",
@@ -273,6 +302,11 @@ class _Runner:
         if response.status_code != 201:
             raise RuntimeError(f"sending message {number} answered {response.status_code}")
         self.accepted.append(number)
+        return self.turn_of(number)
+
+    def turn_of(self, number: int) -> int:
+        from heart.models import Turn
+
         return Turn.objects.get(event__content__contains=f"msg{number:04}").pk
 
     def turn_status(self, turn_id: int) -> tuple[str, int, object]:
@@ -323,11 +357,11 @@ class _Runner:
             "timeout": [FakeReply(reply_text(number), chunks=1, delay=CLAUDE_TIMEOUT + 0.5)],
         }
         if kind in scripted:
-            self.api.push(*scripted[kind])
+            self.script(number, *scripted[kind])
             since = time.monotonic()
             turn_id = self.send(number)
             fault.recovery_s = self.turn_done(turn_id, since=since)
-            fault.injected = self.api.pending == 0 and self.requests_for(number) >= 2
+            fault.injected = self.script_left(number) == 0 and self.requests_for(number) >= 2
         elif kind == "failing throughout":
             self._failing_throughout(fault)
         elif kind in ("SIGKILL", "SIGTERM"):
@@ -338,15 +372,15 @@ class _Runner:
             self._disk_full(fault)
         else:
             raise ValueError(f"no fault {kind!r}")
-        left = self.api.withdraw()  # a fault that did not reach the API is not the next one's
-        if left:
-            fault.note = f"{len(left)} scripted responses were never asked for"
+        if self.script_left(number):
+            fault.note = f"{self.script_left(number)} scripted responses were never asked for"
+        _, fault.attempts, _ = self.turn_status(self.turn_of(number))
         return fault
 
     def _failing_throughout(self, fault: Fault) -> None:
         from tests.fakeapi import FakeError
 
-        self.api.push(*[FakeError(529)] * (CLAUDE_MAX_RETRIES + 1))
+        self.script(fault.number, *[FakeError(529)] * (CLAUDE_MAX_RETRIES + 1))
         since = time.monotonic()
         turn_id = self.send(fault.number)
         while time.monotonic() - since < TURN_PATIENCE:
@@ -368,7 +402,9 @@ class _Runner:
     def _worker_signalled(self, fault: Fault, signum: int) -> None:
         from tests.fakeapi import FakeReply
 
-        self.api.push(FakeReply(reply_text(fault.number, words=40), chunks=40, delay=0.1))
+        self.script(
+            fault.number, FakeReply(reply_text(fault.number, words=40), chunks=40, delay=0.1)
+        )
         turn_id = self.send(fault.number)
         if not self.turn_streaming(turn_id):
             fault.note = "the reply never streamed"
@@ -387,7 +423,9 @@ class _Runner:
     def _database_locked(self, fault: Fault) -> None:
         from tests.fakeapi import FakeReply
 
-        self.api.push(FakeReply(reply_text(fault.number, words=16), chunks=8, delay=0.1))
+        self.script(
+            fault.number, FakeReply(reply_text(fault.number, words=16), chunks=8, delay=0.1)
+        )
         turn_id = self.send(fault.number)
         if not self.turn_streaming(turn_id):
             fault.note = "the reply never streamed"
