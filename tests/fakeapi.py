@@ -136,19 +136,6 @@ class FakeMessagesAPI:
         with self._lock:
             return [recorded.body for recorded in self._recorded]
 
-    def withdraw(self) -> list[FakeReply | FakeError]:
-        """Take back the pushed responses no request has taken yet."""
-        with self._lock:
-            left = list(self._script)
-            self._script.clear()
-        return left
-
-    @property
-    def pending(self) -> int:
-        """How many pushed responses no request has taken yet."""
-        with self._lock:
-            return len(self._script)
-
     @property
     def recorded(self) -> list[Recorded]:
         with self._lock:
