@@ -295,10 +295,29 @@ def _images_copy(folder: Path) -> tuple[list[dict], list[str]]:
 
 def portable_export(*, folder: Path, progress: Progress = print) -> dict:
     """Write every record of the memory into ``folder`` (empty or missing): one JSONL file per
-    kind, the images the events name, and ``manifest.json`` last. Returns the manifest."""
+    kind, the images the events name, and ``manifest.json`` last. Returns the manifest. An
+    export that fails leaves the folder empty again."""
     if folder.exists() and (not folder.is_dir() or any(folder.iterdir())):
         raise PortableError(f"{folder} is not an empty folder: export into a new one")
     folder.mkdir(parents=True, exist_ok=True)
+    try:
+        return _export_into(folder, progress)
+    except DatabaseError as error:
+        _emptied(folder)
+        raise PortableError(
+            f"reading the stores failed ({error}): run manage.py migrate for each store first"
+        ) from None
+    except BaseException:
+        _emptied(folder)
+        raise
+
+
+def _emptied(folder: Path) -> None:
+    for path in folder.iterdir():
+        shutil.rmtree(path) if path.is_dir() else path.unlink()
+
+
+def _export_into(folder: Path, progress: Progress) -> dict:
     exported_at = datetime.now(UTC).isoformat()
     files = []
     total = sum(kind.model._base_manager.count() for kind in KINDS) + len(

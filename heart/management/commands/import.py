@@ -39,5 +39,5 @@ class Command(BaseCommand):
             )
         )
         self.stdout.write(
-            "Semantic search: manage.py search_vectors writes the imported events' vectors."
+            "With the semantic search in use, manage.py search_vectors writes the events' vectors."
         )
