@@ -4,9 +4,10 @@
 with ``--inside``) on throwaway SQLite stores, offline, and print what it reports; ``firstchar``
 runs the browser benchmark in a pytest process; ``load`` serves throwaway stores with gunicorn
 and the worker to a locust swarm (``bench/load.py``); ``faults`` injects faults into turns a
-real worker answers against the fake Messages API (``bench/faults.py``); ``eval`` is the
-retrieval evaluation harness (``bench/evaluate.py``) and ``generate`` writes its synthetic
-datasets (``bench/generate.py``).
+real worker answers against the fake Messages API (``bench/faults.py``); ``legacy`` imports a
+synthetic legacy database in a new process on throwaway stores (``bench/legacy.py``); ``eval``
+is the retrieval evaluation harness (``bench/evaluate.py``) and ``generate`` writes its
+synthetic datasets (``bench/generate.py``).
 """
 
 import argparse
@@ -36,6 +37,7 @@ from bench.faults import KINDS, faults_run
 from bench.firstchar import first_char_measure
 from bench.fuzz import fuzz_run
 from bench.generate import DATASETS, dataset_write
+from bench.legacy import GEM_ROWS, legacy_import_measure, legacy_pair_write
 from bench.load import load_measure, port_wait, spare_port
 from bench.mirror import mirror_measure
 from bench.queue import queue_pickup_measure
@@ -240,6 +242,20 @@ def parser() -> argparse.ArgumentParser:
     )
     _inside_options(faults, size=False)
     faults.set_defaults(run=_faults)
+
+    legacy = words.add_parser(
+        "legacy",
+        help="manage.py import_silentstar on a synthetic legacy v5 pair",
+        description="Write a synthetic legacy Silentstar database of schema v5 (an events file "
+        f"of --events events with their tags; a Gem of {GEM_ROWS['fragments']:,} fragments, "
+        f"{GEM_ROWS['edges']:,} edges and {GEM_ROWS['working_memory']:,} working-memory items) "
+        "and import it into throwaway SQLite stores as manage.py import_silentstar does, then "
+        "once more: the time, rows per second and the import process's peak memory.",
+    )
+    legacy.add_argument("--events", type=int, default=1_000_000, help="events in the pair")
+    legacy.add_argument("--pair", type=Path, help=argparse.SUPPRESS)
+    _inside_options(legacy, size=False)
+    legacy.set_defaults(run=_legacy)
     return top
 
 
@@ -752,6 +768,49 @@ def _fuzz(asked: argparse.Namespace) -> None:
             print(f"    {example['input']!r}: {example['detail']}")
     if result["examples"]:
         raise BenchError("the parser or ingest failed on some inputs (listed above)")
+
+
+# --- legacy -------------------------------------------------------------------------------------
+
+
+def _legacy(asked: argparse.Namespace) -> None:
+    """A synthetic legacy v5 pair imported by heart.legacy (bench/legacy.py)."""
+    if asked.events < 1:
+        raise BenchError("--events must be at least 1")
+    if asked.inside:
+        _migrate_throwaway_stores()
+        load_before = os.getloadavg()
+        result = legacy_import_measure(
+            gem=asked.pair / "silentstar.sqlite",
+            events_path=asked.pair / "events.sqlite",
+            progress=_note,
+        )
+        print(json.dumps({**result, "load_before": load_before, "load_after": os.getloadavg()}))
+        return
+    with tempfile.TemporaryDirectory(prefix="silentstar-bench-legacy-") as folder:
+        _note(f"writing a legacy v5 pair of {asked.events:,} events...")
+        began = time.perf_counter()
+        legacy_pair_write(Path(folder), events=asked.events)
+        _note(f"  written in {time.perf_counter() - began:.0f} s; importing it...")
+        result = _run_inside(["legacy", "--events", str(asked.events), "--pair", folder])
+    rows = result["rows"]
+    print(
+        f"legacy v5 pair, {rows['events']:,} events ({result['events_mb']:,.0f} MB) and a Gem "
+        f"({result['gem_mb']:,.1f} MB), imported in {result['seconds']:,.1f} s: "
+        f"{result['total_rows']:,} rows, {result['rows_per_s']:,.0f} rows/s "
+        f"({result['events_per_s']:,.0f} events/s)"
+    )
+    print(
+        f"peak memory of the importing process (ru_maxrss): {result['peak_rss_mb']:,.0f} MB "
+        f"({result['before_rss_mb']:,.0f} MB before the import)"
+    )
+    print(f"a second run: {result['again_seconds']:,.1f} s, {result['again_imported']} rows added")
+    print("rows: " + ", ".join(f"{table} {n:,}" for table, n in rows.items()))
+    before, after = result["load_before"], result["load_after"]
+    print(
+        f"machine load (1, 5, 15 min) on {os.cpu_count()} processors: before "
+        f"{' '.join(f'{n:.2f}' for n in before)}, after {' '.join(f'{n:.2f}' for n in after)}"
+    )
 
 
 # --- throwaway stores --------------------------------------------------------------------------
