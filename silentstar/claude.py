@@ -16,9 +16,9 @@ streamed starts the text again: ``on_text("")`` clears it, then the new attempt'
 A call can be silent for a long time without failing: waiting out a ``retry-after`` between
 attempts, or while the API sends its opening events and pings before the first text. ``alive``
 is called at those moments (each streamed event that carries no text, before each wait between
-attempts and every ``ALIVE_INTERVAL`` seconds during it), so a caller can show it still works on
-the call: the Heart refreshes its turn's heartbeat there, and the turn is not taken for one whose
-worker died. A request on which the API sends nothing at all is cut off by the timeout.
+attempts and every ``ALIVE_INTERVAL`` seconds during it, and once the SDK is imported, before
+the first request), so a caller can show it still works on the call: the Heart refreshes its
+turn's heartbeat there, and the turn is not taken for one whose worker died. A request on which the API sends nothing at all is cut off by the timeout.
 
 With ``settings.COMPANION_OFFLINE`` (no API key) nothing touches the network: the caller's
 ``offline_answer`` answers (the offline companion for the Heart, the offline Mirror for the
@@ -147,6 +147,8 @@ def complete(
 
     import anthropic
 
+    if alive is not None:  # the import alone can outlast the silence recovery allows, under load
+        alive()
     request = {
         "model": model or settings.HEART_MODEL,
         "max_tokens": max_tokens or settings.HEART_MAX_TOKENS,
