@@ -75,7 +75,8 @@ def test_it_declares_the_schedules_once(capsys):
         "heart.tasks.recover_turns_task",
         "heart.tasks.prune_snapshots_task",
         "gem.tasks.sweep_decay_task",
+        "gem.tasks.archive_working_memory_task",
         "mirror.tasks.run_mirror_task",
     }
-    assert Schedule.objects.count() == 4
+    assert Schedule.objects.count() == 5
     assert "Scheduled: gem: decay sweep" in capsys.readouterr().out
