@@ -55,7 +55,12 @@ class Command(BaseCommand):
                 return
             if stage not in bars:
                 bars[stage] = tqdm(
-                    total=total, desc=stage, unit=" events", unit_scale=True, file=sys.stderr
+                    total=total,
+                    desc=stage,
+                    unit=" events",
+                    unit_scale=True,
+                    mininterval=1,
+                    file=sys.stderr,
                 )
             bars[stage].update(done - bars[stage].n)
             if done >= total:
