@@ -18,7 +18,8 @@ attempts, or while the API sends its opening events and pings before the first t
 is called at those moments (each streamed event that carries no text, before each wait between
 attempts and every ``ALIVE_INTERVAL`` seconds during it, and once the SDK is imported, before
 the first request), so a caller can show it still works on the call: the Heart refreshes its
-turn's heartbeat there, and the turn is not taken for one whose worker died. A request on which the API sends nothing at all is cut off by the timeout.
+turn's heartbeat there, and the turn is not taken for one whose worker died. A request on which
+the API sends nothing at all is cut off by the timeout.
 
 With ``settings.COMPANION_OFFLINE`` (no API key) nothing touches the network: the caller's
 ``offline_answer`` answers (the offline companion for the Heart, the offline Mirror for the
