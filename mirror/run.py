@@ -29,8 +29,15 @@ from mirror.merge import NEXT_LEVEL, Span, merges_due
 from mirror.models import MirrorRun, MirrorRunStatus, SuggestionStatus, Summary, TagSuggestion
 from mirror.output import suggestions_chosen
 from mirror.passes import PassResult, chunk_reflect, merge_reflect
-from mirror.route import HOLD_WINDOW_TURNS, Turn, chunks_of, do_density, should_fire
-from mirror.turns import turns_after, turns_before
+from mirror.route import (
+    FIRE_TURNS,
+    HOLD_WINDOW_TURNS,
+    Turn,
+    chunks_of,
+    do_density,
+    should_fire,
+)
+from mirror.turns import open_from, turns_after, turns_before
 from silentstar.claude import ClaudeError
 from silentstar.tokens import estimate_tokens
 
@@ -67,14 +74,23 @@ def last_summarised() -> int:
     return found["last"] or 0
 
 
+# Pending turns a check reads at most: what one run reflects before its deadline, many times
+# over. After a large import the whole backlog would be read on every check; the rest waits.
+PENDING_CHUNKS_READ = 50
+
+
 def pending_read(*, now: datetime, sides: dict[str, str]) -> Pending:
     last = last_summarised()
-    turns = turns_after(last, sides=sides)
+    cap = PENDING_CHUNKS_READ * max(settings.MIRROR_CHUNK_TURNS, FIRE_TURNS)
+    turns = turns_after(last, sides=sides, limit=cap)
     # Time is read on the log's own clock: since the last event the Mirror reflected (its last
     # run happened right after it), or since the first pending event when it never ran.
     since = Event.objects.filter(pk=last).values_list("ts", flat=True).first()
     since = since or (turns[0].events[0].ts if turns else now)
     latest = turns[-HOLD_WINDOW_TURNS:]
+    if len(turns) == cap:  # more are pending: the moment is in the log's newest turns
+        end = open_from() or (Event.objects.aggregate(last=Max("pk"))["last"] + 1)
+        latest = turns_before(end, count=HOLD_WINDOW_TURNS, sides=sides)
     return Pending(
         turns=turns,
         hours_since_last=max((now - since).total_seconds(), 0) / 3600,

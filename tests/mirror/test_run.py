@@ -8,6 +8,7 @@ from django.utils import timezone
 from gem.models import Fragment, WorkingMemory
 from heart.models import Turn
 from mirror import passes
+from mirror import run as run_module
 from mirror.models import MirrorRun, Summary, TagSuggestion
 from mirror.run import mirror_run, pending_read
 from tests.fakeapi import FakeError, FakeReply
@@ -275,3 +276,25 @@ def test_it_leaves_the_rest_of_a_backlog_to_the_next_run_after_its_deadline(
     assert first.status == "done" and not Summary.objects.exists()
     assert mirror_run(force=True).status == "done"
     assert Summary.objects.filter(level="L0").count() == 3
+
+
+def test_a_check_reads_a_bounded_backlog_and_holds_by_the_logs_newest_turns(
+    log, mirror_api, settings, monkeypatch
+):
+    """After a large import a check reads at most ``PENDING_CHUNKS_READ`` chunks' turns; the
+    hold is still decided by the moment the conversation is in, the log's newest turns."""
+    monkeypatch.setattr(run_module, "PENDING_CHUNKS_READ", 1)
+    settings.MIRROR_CHUNK_TURNS = 5  # a read of 20 turns, FIRE_TURNS
+    log.turns(10)
+    log.turns(10, do_heavy=True, start=10)  # intense, but long ago
+    log.turns(15, start=20)
+
+    pending = pending_read(now=log.clock, sides=SIDES)
+
+    assert len(pending.turns) == 20
+    assert pending.hold_density < 0.8 and pending.fires
+    first = mirror_run(now=log.clock)
+    assert first.last_event_id == pending.turns[-1].last_event_id
+    assert Summary.objects.filter(level="L0").count() == 4
+    log.turns(10, do_heavy=True, start=35)  # intense now
+    assert not pending_read(now=log.clock, sides=SIDES).fires
