@@ -68,7 +68,7 @@ from gem.services import (
     working_memory_create,
     working_memory_status_set,
 )
-from gem.state import CHARS_PER_TOKEN, state_get, turn_counter_current
+from gem.state import ARCHIVE_WARNING, CHARS_PER_TOKEN, state_get, turn_counter_current
 from gem.textdiff import text_change_summary, text_diff_html
 from silentstar.tokens import DEFAULT_CHARS_PER_TOKEN, estimate_tokens
 
@@ -549,6 +549,11 @@ class WorkingMemoryAdmin(admin.ModelAdmin):
             obj.valence = obj.valence if valence is None else valence
             obj.importance_edited = True
             obj.save(update_fields=["importance", "valence", "importance_edited"])
+
+    def changelist_view(self, request, extra_context=None):
+        if warning := state_get(ARCHIVE_WARNING, ""):  # the last archive run's word on size
+            self.message_user(request, warning, messages.WARNING)
+        return super().changelist_view(request, extra_context)
 
     def get_queryset(self, request):
         """In the list, every active item carries its live decay score (sortable)."""

@@ -44,6 +44,7 @@ from gem.archive_store import (
 from gem.models import State, WorkingMemory, WorkingMemoryStatus
 from gem.prune import Candidate, Limits, Phase, prune_plan
 from gem.rows import working_memory_from_row, working_memory_row
+from gem.state import ARCHIVE_WARNING, state_set
 
 logger = logging.getLogger(__name__)
 
@@ -146,6 +147,8 @@ def archive_run(
         if report.warning:
             log = logger.error if plan.phase is Phase.EMERGENCY else logger.warning
             log("%s", report.warning)
+        if not dry_run:  # the Anvil says it until a run finds the size fine again
+            state_set(ARCHIVE_WARNING, report.warning)
         if dry_run or not plan.ids:
             return report
         by_day = defaultdict(list)

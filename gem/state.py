@@ -13,6 +13,8 @@ PENDING_RECALL = "pending_recall"
 CHARS_PER_TOKEN = "chars_per_token"
 # The share of the Lingering budget the last turn's working memory took (the decay pressure).
 WORKING_MEMORY_FILL = "working_memory_fill"
+# What the last archive run said of working memory's size, shown in the Anvil ("" when fine).
+ARCHIVE_WARNING = "archive_warning"
 
 
 def state_get(key: str, default: Any = None) -> Any:

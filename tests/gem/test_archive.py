@@ -4,6 +4,7 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 from django.core.management import CommandError, call_command
+from django.urls import reverse
 from django.utils import timezone
 from django_q.models import Schedule
 from django_q.scheduler import scheduler
@@ -289,3 +290,17 @@ def test_a_restore_that_fails_leaves_its_items_archived(monkeypatch):
     assert not WorkingMemory.objects.exists() and archive_read() == rows
     assert archive_restore(ids=[old.pk]).restored == [old.pk]
     assert rows_of([old]) == rows
+
+
+def test_the_anvil_says_what_the_last_run_said_of_the_size_until_it_is_fine(settings, admin_client):
+    item("a long active thought " + "word " * 400, idle_days=None)
+    page = reverse("admin:gem_workingmemory_changelist")
+    capacity_at(settings, 1.0)
+
+    archive_run(now=NOW)
+
+    shown = [str(message) for message in admin_client.get(page).context["messages"]]
+    assert len(shown) == 1 and shown[0].startswith("Working memory is full")
+    settings.ARCHIVE_CAPACITY_BYTES *= 10
+    archive_run(now=NOW)
+    assert not list(admin_client.get(page).context["messages"])
