@@ -70,6 +70,7 @@ from gem.services import (
 )
 from gem.state import ARCHIVE_WARNING, CHARS_PER_TOKEN, state_get, turn_counter_current
 from gem.textdiff import text_change_summary, text_diff_html
+from silentstar.admin import ReadOnlyAdmin
 from silentstar.tokens import DEFAULT_CHARS_PER_TOKEN, estimate_tokens
 
 
@@ -711,40 +712,22 @@ class WorkingMemoryRefAdmin(admin.ModelAdmin):
 
 
 @admin.register(WorkingMemorySource)
-class WorkingMemorySourceAdmin(admin.ModelAdmin):
+class WorkingMemorySourceAdmin(ReadOnlyAdmin):
     """Where items came from: recorded when they are written, never typed, so only read here."""
 
     list_display = ["wm", "event_id"]
     search_fields = ["wm__content"]
     list_select_related = ["wm"]
 
-    def has_add_permission(self, request):
-        return False
-
-    def has_change_permission(self, request, obj=None):
-        return False
-
-    def has_delete_permission(self, request, obj=None):
-        return False
-
 
 @admin.register(MiraEntry)
-class MiraEntryAdmin(admin.ModelAdmin):
+class MiraEntryAdmin(ReadOnlyAdmin):
     """Mira's entries as they were imported (``manage.py mira import``), kept for the export:
     only read here."""
 
     list_display = ["mira_id", "working_memory", "event_id", "imported_at"]
     search_fields = ["mira_id"]
     list_select_related = ["working_memory"]
-
-    def has_add_permission(self, request):
-        return False
-
-    def has_change_permission(self, request, obj=None):
-        return False
-
-    def has_delete_permission(self, request, obj=None):
-        return False
 
 
 # --- Ambient prose and wake texts: versions -----------------------------------------------

@@ -3,19 +3,7 @@
 from django.contrib import admin
 
 from heart.models import ContextSnapshot, Event, EventTag, Turn
-
-
-class ReadOnlyAdmin(admin.ModelAdmin):
-    """For records nobody edits by hand: the log, turns, snapshots."""
-
-    def has_add_permission(self, request, obj=None):
-        return False
-
-    def has_change_permission(self, request, obj=None):
-        return False
-
-    def has_delete_permission(self, request, obj=None):
-        return False
+from silentstar.admin import ReadOnlyAdmin
 
 
 class EventTagInline(admin.TabularInline):
