@@ -280,6 +280,16 @@ def test_the_command_imports_and_exports_a_file(tmp_path, capsys):
     assert [entry["id"] for entry in back] == ["mem_045", "mem_067", "mem_070", "mem_071"]
 
 
+def test_the_command_writes_to_standard_output_with_a_dash(capsys):
+    for entry in SEED_ENTRIES[:2]:
+        mira_import([json.dumps(entry)])
+
+    call_command("mira", "export", "-")
+
+    lines = capsys.readouterr().out.splitlines()
+    assert [json.loads(line)["id"] for line in lines] == ["mem_001", "mem_045"]
+
+
 def test_the_command_names_the_line_of_a_refused_file(tmp_path):
     source = tmp_path / "mira.jsonl"
     source.write_text(json.dumps({**SEED_ENTRIES[0], "type": "dream"}) + "\n", encoding="utf-8")

@@ -45,7 +45,8 @@ class Command(BaseCommand):
             return
         entries = list(mira_export(since=options["since"]))
         if file == "-":
-            self.stdout.writelines(mira_lines(entries), ending="")
+            for line in mira_lines(entries):
+                self.stdout.write(line, ending="")
             return
         with open(file, "w", encoding="utf-8") as out:
             out.writelines(mira_lines(entries))
