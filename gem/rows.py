@@ -38,15 +38,22 @@ class RowError(ValueError):
     """A row that is not a working-memory item, and why."""
 
 
+def time_with_offset(value: str) -> datetime | None:
+    """``value`` read as an ISO 8601 time with its offset, as the export and the archive write
+    times; None when it is not one."""
+    try:
+        moment = datetime.fromisoformat(value)
+    except (TypeError, ValueError):
+        return None
+    return moment if moment.tzinfo is not None else None
+
+
 def _time(value: str | None, name: str) -> datetime | None:
     if value is None:
         return None
-    try:
-        moment = datetime.fromisoformat(value)
-    except (TypeError, ValueError) as error:
-        raise RowError(f"{name}: “{value}” is not an ISO 8601 time") from error
-    if moment.tzinfo is None:
-        raise RowError(f"{name}: “{value}” has no time zone offset")
+    moment = time_with_offset(value)
+    if moment is None:
+        raise RowError(f"{name}: “{value}” is not an ISO 8601 time with a time zone offset")
     return moment
 
 

@@ -46,7 +46,7 @@ from gem.models import (
     WorkingMemoryRef,
     WorkingMemorySource,
 )
-from gem.rows import ROW_FIELDS, working_memory_from_row, working_memory_row
+from gem.rows import ROW_FIELDS, time_with_offset, working_memory_from_row, working_memory_row
 from heart.backup import installation_rows
 from heart.models import ContextSnapshot, Event, EventTag, Turn
 from mirror.models import MirrorPrompt, MirrorRun, Summary, TagSuggestion
@@ -401,14 +401,6 @@ def _lines(folder: Path, kind: Kind) -> Iterator[tuple[int, dict]]:
             yield number, row
 
 
-def _time(value: str) -> datetime | None:
-    try:
-        moment = datetime.fromisoformat(value)
-    except ValueError:
-        return None
-    return moment if moment.tzinfo is not None else None
-
-
 def _is_int(value) -> bool:
     return isinstance(value, int) and not isinstance(value, bool)
 
@@ -430,7 +422,7 @@ def _field_problem(field: models.Field, value) -> str | None:
         if not (_is_int(value) or isinstance(value, float)):
             return "must be a number"
     elif isinstance(field, models.DateTimeField):
-        if not isinstance(value, str) or _time(value) is None:
+        if not isinstance(value, str) or time_with_offset(value) is None:
             return f"{value!r} is not an ISO 8601 time with an offset"
         return None
     elif isinstance(field, models.JSONField):

@@ -37,6 +37,9 @@ def test_a_row_missing_a_field_or_with_a_bare_time_is_refused():
     row = {name: None for name in ROW_FIELDS} | {"type": "pin", "content": "x", "subject": ""}
     with pytest.raises(RowError, match="missing field"):
         working_memory_from_row({"type": "pin"})
-    with pytest.raises(RowError, match="created_at: “2026-01-01T00:00:00” has no time zone"):
+    with pytest.raises(
+        RowError,
+        match="created_at: “2026-01-01T00:00:00” is not an ISO 8601 time with a time zone offset",
+    ):
         working_memory_from_row(row | {"created_at": "2026-01-01T00:00:00"})
     assert not WorkingMemory.objects.exists()
