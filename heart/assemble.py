@@ -43,7 +43,11 @@ User message (dynamic): Markdown sections, each a level-2 heading on its own lin
     ``### L1, events 120-180`` then the summary's text, one entry per summary, blank lines between.
     Chosen newest first (by last event, then first event, then id); the first one that does not
     fit ends the choice (so does one that had to be cut), so the summaries reach back without gaps
-    from the recent window. Printed oldest first.
+    from the recent window. Printed oldest first. The caller chooses which summaries stand behind
+    Recent (``summaries_behind``). When events between the newest summary and the Recent window
+    are covered by none yet (``unsummarised``), the section ends with a line that says so,
+    ``### Not summarised yet, events 181-203``, placed before any summary: Claude is told of the
+    hole rather than left to miss it.
 
 ``## Recalled``
     ``### {key} ({tier})`` then the tier's text, one entry per item, blank lines between, in the
@@ -55,13 +59,18 @@ User message (dynamic): Markdown sections, each a level-2 heading on its own lin
     One line per display segment, oldest first: ``luna: hello`` for a person,
     ``claude (say): …`` and ``claude (do): …`` for the companion (``do`` covers narrate too).
     The lines of one event are adjacent; events are separated by a blank line.
-    FIFO pools: user, say, do (+ narrate), and flex, a shared overflow. Lines are walked newest
-    first; a line is charged to its own pool if it fits there, else to flex if it fits there,
-    else it is dropped and its pool is closed: every older line of that pool is dropped too, so
-    each pool's window is contiguous (newest kept, oldest dropped). A line costs the estimate of
-    its rendered text with the line break(s) that follow it; on top, the whole section, heading
-    included, never exceeds the sum of the pools (so the heading's 3 tokens come out of whatever
-    the pools leave over; with every pool filled to the brim, the oldest line gives way).
+    Recent is one window: a contiguous stretch of the conversation ending with the newest
+    message. Lines are walked newest first; a line is charged to its own pool (user, say, do +
+    narrate) if it fits there, else to flex, the shared overflow, if it fits there, else to what
+    is left of flex and the other pools together (what a pool has not used flows to the others).
+    The first line that fits none of that ends the window: it and every older line, of every
+    pool, are left out, so the pools never reach back further than one another and no reply is
+    shown without the message it answered. A line costs the estimate of its rendered text with
+    the line break(s) that follow it; on top, the whole section, heading included, never exceeds
+    the sum of the pools (so the heading's 3 tokens come out of whatever the pools leave over;
+    with every pool filled to the brim, the oldest line gives way).
+    The window's start (``recent_window``) is the oldest event all of whose lines are shown:
+    when the window ends inside an event, the summaries stand behind the event after it.
 
 ``## Now``
     ``It is Sunday 22 November 2026, 5:40 in the morning. Last message 3 hours ago.``
@@ -76,9 +85,10 @@ User message (dynamic): Markdown sections, each a level-2 heading on its own lin
 
 Too big to fit
     An item that could never fit, bigger on its own than its whole (empty) section or, for a
-    Recent line, than both its whole pool and the whole flex pool, is not dropped but cut at a
-    word boundary (mid-word only if not even its first word fits) and ends with " …", to fit what
-    is left; if nothing of it fits, it is left out. Its id is listed under ``truncated``.
+    Recent line that does not fit what is left, than both its whole pool and the whole flex
+    pool, is not dropped but cut at a word boundary (mid-word only if not even its first word
+    fits) and ends with " …", to fit what is left; if nothing of it fits, it is left out. Its id
+    is listed under ``truncated``.
 
 Prompt caching
     Claude's cache works on prefixes and ``cache_control`` marks where one ends; at most four
@@ -106,8 +116,10 @@ Prompt caching
     ``user_text``. ``items_included`` (JSON-ready, for the ContextSnapshot)::
 
     lingering      ids, as printed            summaries    ids, as printed
+    unsummarised   [first, last] event ids the not-summarised line names, or None
     recalled       keys, as printed           recent       {pool: event ids, oldest first}
-    recent_flex    event ids of lines carried by flex
+    recent_flex    event ids of lines carried beyond their own pool (by flex or other pools)
+    recent_window  {first_event: the window's start, full: ended for want of room or nearly so}
     pool_tokens    {user, say, do, flex: tokens charged}
     truncated      {section: ids (keys for recalled, event ids for recent) of cut items}
     dropped        {lingering: over budget, lingering_faded: under 0.01, summaries, recalled,
@@ -123,6 +135,7 @@ from operator import attrgetter
 from typing import NamedTuple
 
 from gem.recalled import RecalledItem
+from mirror.merge import Span, summaries_for_context
 from silentstar.tokens import (
     DEFAULT_CHARS_PER_TOKEN,
     characters_within,
@@ -238,6 +251,7 @@ def assemble(
     ambient: str,
     lingering: Sequence[LingeringItem],
     summaries: Sequence[SummaryItem],
+    unsummarised: tuple[int, int] | None = None,
     recalled: Sequence[RecalledItem],
     conversation: Sequence[ConversationLine],
     now: datetime,
@@ -265,8 +279,11 @@ def assemble(
         characters_within(budgets.working_memory, budgets.chars_per_token),
         truncated,
     )
-    summaries_text, summary_ids = _summaries(
-        summaries, characters_within(budgets.summaries, budgets.chars_per_token), truncated
+    summaries_text, summary_ids, hole_shown = _summaries(
+        summaries,
+        unsummarised,
+        characters_within(budgets.summaries, budgets.chars_per_token),
+        truncated,
     )
     recalled_text, recalled_keys = _recalled(
         recalled, characters_within(budgets.recall, budgets.chars_per_token), truncated
@@ -299,9 +316,11 @@ def assemble(
     items_included = {
         "lingering": lingering_ids,
         "summaries": summary_ids,
+        "unsummarised": list(unsummarised) if hole_shown and unsummarised else None,
         "recalled": recalled_keys,
         "recent": recent.event_ids,
         "recent_flex": recent.flex_event_ids,
+        "recent_window": recent.window._asdict(),
         "pool_tokens": recent.pool_tokens,
         "truncated": truncated,
         "dropped": {
@@ -481,15 +500,59 @@ def _type_rank(type_: str) -> tuple[int, str]:
     return (TYPE_ORDER.index(type_), "") if type_ in TYPE_ORDER else (len(TYPE_ORDER), type_)
 
 
-def _summaries(items: Sequence[SummaryItem], limit: int, truncated: dict) -> tuple[str, list[int]]:
+def summary_title(level: str, first_event_id: int, last_event_id: int) -> str:
+    return f"### {_one_line(level)}, events {first_event_id}-{last_event_id}"
+
+
+def unsummarised_title(first_event_id: int, last_event_id: int) -> str:
+    return f"### Not summarised yet, events {first_event_id}-{last_event_id}"
+
+
+def summary_entry_tokens(title: str, characters: int, chars_per_token: float) -> int:
+    """About what an entry takes of the Summaries budget: its title line, ``characters`` of text
+    and the blank line before it (the guard against headings may add a few characters)."""
+    text = f"{SECTION_GAP}{title}\n" if characters else f"{SECTION_GAP}{title}"
+    return tokens_for_characters(len(text) + characters, chars_per_token)
+
+
+def summaries_behind(
+    spans: Sequence[Span], *, window_first: int, log_first: int | None, budgets: Budgets
+) -> tuple[list[Span], tuple[int, int] | None]:
+    """The summaries to stand behind a Recent window whose first event is ``window_first``, and
+    the events between them and the window that no summary covers yet (None when none).
+
+    ``spans`` are the current summaries, each with ``tokens`` as ``summary_entry_tokens`` counts
+    them; ``log_first`` is the log's first event before the window (None when there is none).
+    The not-summarised line is kept room for first; the summaries are chosen in what is left
+    (``mirror.merge.summaries_for_context``).
+    """
+    behind = [s for s in spans if s.first_event_id < window_first]
+    summarised_to = max((s.last_event_id for s in behind), default=None)
+    first = log_first if summarised_to is None else summarised_to + 1
+    hole = (first, window_first - 1) if first is not None and first < window_first else None
+    cpt = budgets.chars_per_token
+    budget = budgets.summaries - estimate_tokens(SUMMARIES, cpt)
+    if hole is not None:
+        budget -= summary_entry_tokens(unsummarised_title(*hole), 0, cpt)
+    return summaries_for_context(behind, before=window_first, budget=budget), hole
+
+
+def _summaries(
+    items: Sequence[SummaryItem], unsummarised: tuple[int, int] | None, limit: int, truncated: dict
+) -> tuple[str, list[int], bool]:
     section = _Section(SUMMARIES, limit, SECTION_GAP)
+    hole = None
+    if unsummarised is not None:
+        title = unsummarised_title(*unsummarised)
+        if len(title) <= section.room():
+            section.add(title)
+            hole = title
     chosen: list[tuple[SummaryItem, str]] = []
     newest_first = sorted(
         items, key=lambda s: (s.last_event_id, s.first_event_id, s.id), reverse=True
     )
     for summary in newest_first:
-        span = f"events {summary.first_event_id}-{summary.last_event_id}"
-        title = f"### {_one_line(summary.level)}, {span}"
+        title = summary_title(summary.level, summary.first_event_id, summary.last_event_id)
         text, cut = section.place(_entry_render(title), _clean(summary.content))
         if text is None:
             break  # never leave a gap: older summaries do not jump over one that did not fit
@@ -499,7 +562,8 @@ def _summaries(items: Sequence[SummaryItem], limit: int, truncated: dict) -> tup
             truncated.setdefault("summaries", []).append(summary.id)
             break  # it took what was left
     chosen.sort(key=lambda pair: (pair[0].first_event_id, pair[0].last_event_id, pair[0].id))
-    return section.text([text for _, text in chosen]), [summary.id for summary, _ in chosen]
+    texts = [text for _, text in chosen] + ([hole] if hole else [])
+    return section.text(texts), [summary.id for summary, _ in chosen], hole is not None
 
 
 def _recalled(items: Sequence[RecalledItem], limit: int, truncated: dict) -> tuple[str, list[str]]:
@@ -530,13 +594,28 @@ class _Recent:
     flex_event_ids: list[int]
     pool_tokens: dict[str, int]
     dropped: dict[str, int]
+    window: "RecentWindow"
 
 
-def recent_oldest_event(lines: Sequence[ConversationLine], budgets: Budgets) -> int | None:
-    """The oldest event the Recent section of ``assemble`` shows for these lines and budgets
-    (None when it shows none): summaries stand for what lies before it."""
-    recent = _recent(lines, budgets, {})
-    return min((i for ids in recent.event_ids.values() for i in ids), default=None)
+class RecentWindow(NamedTuple):
+    """Where the Recent window starts, and whether it is (nearly) full.
+
+    ``first_event`` is the oldest event every line of which Recent shows (None when it shows
+    none): the summaries stand for what lies before it. ``full`` says the window ended for want
+    of room, or has less than ``NEAR_FULL_SHARE`` of its budget left: coming turns will push
+    its oldest lines out.
+    """
+
+    first_event: int | None
+    full: bool
+
+
+NEAR_FULL_SHARE = 0.25  # a window with less than this share of its budget left is nearly full
+
+
+def recent_window(lines: Sequence[ConversationLine], budgets: Budgets) -> RecentWindow:
+    """The window the Recent section of ``assemble`` shows for these lines and budgets."""
+    return _recent(lines, budgets, {}).window
 
 
 def _recent(lines: Sequence[ConversationLine], budgets: Budgets, truncated: dict) -> _Recent:
@@ -550,41 +629,46 @@ def _recent(lines: Sequence[ConversationLine], budgets: Budgets, truncated: dict
     cpt = budgets.chars_per_token
     limit = characters_within(sum(caps.values()), cpt)  # the whole section, in characters
     used = len(RECENT)
-    closed: set[str] = set()
-    kept: list[tuple[ConversationLine, str, str]] = []  # newest first: line, text, pool charged
-    dropped = dict.fromkeys(POOLS, 0)
+    kept: list[tuple[ConversationLine, str, dict[str, int]]] = []  # line, text, tokens by pool
+    ended_at: ConversationLine | None = None  # the newest line left out: the window ends there
     for line in reversed(lines):
-        pool = line.pool
-        if pool in closed:
-            dropped[pool] += 1
-            continue
-        label, content, text = _recent_line(line.actor, pool, line.text)
+        label, content, text = _recent_line(line.actor, line.pool, line.text)
         # A line pays for its text and for the line break(s) after it (after the heading, for the
         # newest line), so the pools account for every character of the section but its heading.
         joint = 1 if not kept or kept[-1][0].event_id == line.event_id else 2
         room = limit - used - joint
-        charged = None
-        if len(text) <= room:
-            cost = tokens_for_characters(joint + len(text), cpt)
-            charged = next((p for p in (pool, FLEX) if cost <= left[p]), None)
-        whole = min(
-            characters_within(max(caps[pool], caps[FLEX]), cpt) - joint, limit - len(RECENT) - 1
-        )
-        if charged is None and len(text) > whole:  # it could never fit: cut it to what is left
-            charged = pool if left[pool] >= left[FLEX] else FLEX
+        cost = tokens_for_characters(joint + len(text), cpt)
+        if len(text) > room or cost > sum(left.values()):
+            whole = min(
+                characters_within(max(caps[line.pool], caps[FLEX]), cpt) - joint,
+                limit - len(RECENT) - 1,
+            )
+            if len(text) <= whole:
+                ended_at = line  # it would fit a window that began later: the window ends here
+                break
+            # It could never fit its pool nor flex whole: cut it to what is left.
             render = partial(_recent_render, label)
-            text = _cut(render, content, min(room, characters_within(left[charged], cpt) - joint))
-            if text is not None:
-                truncated.setdefault("recent", []).append(line.event_id)
-        if charged is None or text is None:
-            closed.add(pool)
-            dropped[pool] += 1
-            continue
-        left[charged] -= tokens_for_characters(joint + len(text), cpt)
+            text = _cut(
+                render, content, min(room, characters_within(sum(left.values()), cpt) - joint)
+            )
+            if text is None:
+                ended_at = line
+                break
+            truncated.setdefault("recent", []).append(line.event_id)
+            cost = tokens_for_characters(joint + len(text), cpt)
+        charges = _charge(left, line.pool, cost)
         used += joint + len(text)
-        kept.append((line, text, charged))
+        kept.append((line, text, charges))
 
     kept.reverse()
+    person = next((n for n, (line, _, _) in enumerate(kept) if line.pool == USER), None)
+    if person and ended_at is not None:
+        # Replies older than the oldest message shown answer a message that is not there: a window
+        # cut short opens with a message of the person (what they took goes back to the pools).
+        for _, _, charges in kept[:person]:
+            for pool, taken in charges.items():
+                left[pool] += taken
+        ended_at, kept = kept[person - 1][0], kept[person:]
     parts: list[str] = []
     for index, (line, text, _) in enumerate(kept):
         if index:
@@ -594,14 +678,47 @@ def _recent(lines: Sequence[ConversationLine], budgets: Budgets, truncated: dict
         pool: list(dict.fromkeys(line.event_id for line, _, _ in kept if line.pool == pool))
         for pool in POOLS
     }
-    flex_ids = list(dict.fromkeys(line.event_id for line, _, charged in kept if charged == FLEX))
+    shown = {id(line) for line, _, _ in kept}
+    dropped = dict.fromkeys(POOLS, 0)
+    for line in lines:
+        if id(line) not in shown:
+            dropped[line.pool] += 1
+    first_event = None
+    if kept:
+        first_event = kept[0][0].event_id
+        if ended_at is not None and ended_at.event_id == first_event:
+            # The window ended inside an event: the event after it is the first one shown whole.
+            first_event = next(
+                (line.event_id for line, _, _ in kept if line.event_id != first_event), None
+            )
+    full = ended_at is not None or sum(left.values()) < NEAR_FULL_SHARE * sum(caps.values())
     return _Recent(
         text=f"{RECENT}\n{''.join(parts)}" if kept else "",
         event_ids=event_ids,
-        flex_event_ids=flex_ids,
+        flex_event_ids=list(
+            dict.fromkeys(line.event_id for line, _, charges in kept if set(charges) - {line.pool})
+        ),
         pool_tokens={pool: caps[pool] - left[pool] for pool in (*POOLS, FLEX)},
         dropped=dropped,
+        window=RecentWindow(first_event, full),
     )
+
+
+def _charge(left: dict[str, int], pool: str, cost: int) -> dict[str, int]:
+    """Take ``cost`` tokens from the line's own pool if it holds them, else from flex if it does,
+    else from what is left in flex and the other pools (what a pool has not used flows to the
+    others, as flex does); what was taken, by pool."""
+    for single in (pool, FLEX):
+        if cost <= left[single]:
+            left[single] -= cost
+            return {single: cost}
+    charges = {}
+    for source in (pool, FLEX, *(other for other in POOLS if other != pool)):
+        if taken := min(cost, left[source]):
+            left[source] -= taken
+            charges[source] = taken
+            cost -= taken
+    return charges
 
 
 @lru_cache(maxsize=8_192)

@@ -13,22 +13,23 @@ from gem.recalled import Recall
 from gem.selectors import GemNow, Identities, decay_pressure, working_memory_scores
 from gem.state import CHARS_PER_TOKEN, PENDING_RECALL, WORKING_MEMORY_FILL, state_get_many
 from heart.assemble import (
-    SECTION_GAP,
-    SUMMARIES,
     Assembly,
     Budgets,
     ConversationLine,
     LingeringItem,
     SummaryItem,
     assemble,
-    recent_oldest_event,
+    recent_window,
+    summaries_behind,
+    summary_entry_tokens,
+    summary_title,
 )
 from heart.models import Event
 from heart.parse import MARKUP, parse, tidy
 from lens.search import search_recalled
-from mirror.merge import Span, summaries_for_context
+from mirror.merge import Span
 from mirror.models import Summary
-from silentstar.tokens import DEFAULT_CHARS_PER_TOKEN, estimate_tokens, tokens_for_characters
+from silentstar.tokens import DEFAULT_CHARS_PER_TOKEN
 
 POOL_OF = {"say": "say", "do": "do", "narrate": "do"}
 # Events are read newest first in pages until their text is twice what the pools can hold
@@ -111,13 +112,6 @@ def _recent_events(*, before: int, chars_wanted: int) -> list[tuple[int, datetim
 _recent_pages_last = {"pages": 1}  # how many pages the last read took, in this process
 
 
-def _entry_tokens(level: str, first: int, last: int, characters: int, budgets: Budgets) -> int:
-    """About what a summary's entry takes of the Summaries budget: its title line, its text and
-    the blank line before it (the assembler's guard against headings may add a few characters)."""
-    title = f"### {level}, events {first}-{last}\n"
-    return tokens_for_characters(len(SECTION_GAP + title) + characters, budgets.chars_per_token)
-
-
 def context_for_event(*, event: Event, now: datetime, current_turn: int, gem: GemNow) -> Assembly:
     """The assembled context for answering ``event`` at ``now``, from ``gem`` as read for it."""
     # One read of the turn's small values, the last turn's working-memory fill among them.
@@ -145,38 +139,44 @@ def context_for_event(*, event: Event, now: datetime, current_turn: int, gem: Ge
     recalled = gem.recalled(recalls) + search_recalled(searches, before_event=event.pk)
     conversation = conversation_lines(earlier, who=gem.identities)
     local_now = now.astimezone(ZoneInfo(settings.TIME_ZONE))
+    cpt = budgets.chars_per_token
     spans = [
-        Span(pk, level, first, last, _entry_tokens(level, first, last, chars, budgets))
+        Span(
+            pk,
+            level,
+            first,
+            last,
+            summary_entry_tokens(summary_title(level, first, last), chars, cpt),
+        )
         for pk, level, first, last, chars in Summary.objects.filter(
             superseded_by__isnull=True, first_event_id__lt=event.pk
         )
         .annotate(chars=Length("content"))
         .values_list("id", "level", "first_event_id", "last_event_id", "chars")
     ]
-
-    summaries: list[SummaryItem] = []
-    if spans:
-        # Summaries stand for what is older than the Recent window; the window does not depend
-        # on the summaries, so it is found first and the summaries are chosen behind it.
-        oldest = recent_oldest_event(conversation, budgets)
-        chosen = summaries_for_context(
-            spans,
-            before=event.pk if oldest is None else oldest,
-            budget=budgets.summaries - estimate_tokens(SUMMARIES, budgets.chars_per_token),
-        )
-        contents = dict(
-            Summary.objects.filter(pk__in=[s.id for s in chosen]).values_list("id", "content")
-        )
-        summaries = [
-            SummaryItem(s.id, s.level, s.first_event_id, s.last_event_id, contents[s.id])
-            for s in chosen
-        ]
+    # Summaries stand for what is older than the Recent window; the window does not depend on
+    # the summaries, so it is found first and the summaries are chosen behind it.
+    window_first = recent_window(conversation, budgets).first_event or event.pk
+    chosen, unsummarised = summaries_behind(
+        spans,
+        window_first=window_first,
+        log_first=_first_event_before(window_first, spans=spans),
+        budgets=budgets,
+    )
+    contents = dict(
+        Summary.objects.filter(pk__in=[s.id for s in chosen]).values_list("id", "content")
+    )
+    summaries = [
+        SummaryItem(s.id, s.level, s.first_event_id, s.last_event_id, contents[s.id])
+        for s in chosen
+    ]
     return assemble(
         wake=gem.wake_text,
         image_text=gem.image_text if event.image else None,
         ambient=gem.ambient_prose,
         lingering=lingering,
         summaries=summaries,
+        unsummarised=unsummarised,
         recalled=recalled,
         conversation=conversation,
         now=local_now,
@@ -185,3 +185,11 @@ def context_for_event(*, event: Event, now: datetime, current_turn: int, gem: Ge
         actor=event.actor,
         budgets=budgets,
     )
+
+
+def _first_event_before(event_id: int, *, spans: list[Span]) -> int | None:
+    """The log's first event before ``event_id`` (None when there is none), which the
+    not-summarised line starts from while no summary stands behind the window; not read then."""
+    if any(span.first_event_id < event_id for span in spans):
+        return None
+    return Event.objects.filter(pk__lt=event_id).order_by("pk").values_list("pk", flat=True).first()

@@ -10,11 +10,13 @@ What a summary keeps:
 - Not the offline companion's replies: every line of an event whose text opens with
   "(offline" is left out (they only echo the person, and would crowd out what was said).
 - The messages that carry the most (a long one sentence by sentence), by signals in their
-  words: capitalised words not at the start of a sentence (names, places), numbers, words of
-  time (weekdays, months, today, tomorrow, "the 14th", "5pm"), first-person news ("I got", "we
-  adopted", "I've finished"), "my …", and asking to be remembered or reminded. At most
-  ``NOTE_LIMIT`` of them, in the order they were said; greetings and one-word answers carry
-  nothing and are left out.
+  words: capitalised words not at the start of a sentence (names, places; never a capitalised
+  weekday, month or other word of time), numbers, dates (months, "the 14th", "5pm", noon),
+  first-person news ("I got", "we adopted", "I've finished"), "my …", and asking to be
+  remembered or reminded. A weekday, the weekend, today, tonight, tomorrow or yesterday adds
+  only to a sentence that carries one of those already: "see you Sunday" carries nothing, "I
+  see Ana on Sunday" does. At most ``NOTE_LIMIT`` of them, in the order they were said;
+  greetings and one-word answers carry nothing and are left out.
 - For the shape, the feeling words the person used (scared, tired, annoyed, happy…).
 
 What it suggests, from the person's own lines: what they asked to be remembered as a pin
@@ -25,8 +27,13 @@ the words kept as they were said, so the due date is read from them when the pla
 When nothing was asked, a first-person habit or promise ("I always water the roses at dawn")
 is suggested as a pin. At most ``SUGGESTION_LIMIT``; the run caps them again per chunk.
 
-A merge keeps the notes of its parts the same way (at most ``MERGE_NOTE_LIMIT``), and the
-feeling words of their shapes.
+A merge (L1, L2) reads the notes of its parts (a part with none gives its first sentence) and
+keeps the feeling words of their shapes. Of the notes it leaves out those that carry nothing,
+then the repeats: a note that shares ``REPEAT_OVERLAP`` of its words with an earlier one and
+holds no name, number or date the earlier lacks (``notes_distinct``; the first is kept). Of
+the rest it keeps the ``MERGE_NOTE_LIMIT`` that carry most, in the order they were said, and
+its shape says how many were left out and why ("(5 repeated notes and 4 notes with nothing to
+keep left out)").
 """
 
 import re
@@ -37,6 +44,7 @@ OFFLINE_LABEL = "(offline summary)"
 OFFLINE_MODEL = "offline"
 NOTE_LIMIT = 8  # notes of a chunk's summary
 MERGE_NOTE_LIMIT = 12  # notes of a merge
+REPEAT_OVERLAP = 0.7  # the words two notes of a merge share (Jaccard) when one repeats the other
 NOTE_WORDS = 40  # a message this long is a note whole; a longer one, sentence by sentence
 EXCERPT_WORDS = 20
 SUGGESTION_WORDS = 25
@@ -51,12 +59,25 @@ _NOTE_RE = re.compile(r"^[-*•]\s+(?:([^:\s][^:]{0,39}):\s+)?(.*)$")
 _WORD_RE = re.compile(r"[^\W_][\w'’-]*")
 _FIRST_PERSON_CAPS = frozenset({"i", "i'm", "i’m", "i'll", "i’ll", "i've", "i’ve", "i'd", "i’d"})
 _NUMBER_RE = re.compile(r"\d")
-_WHEN_RE = re.compile(
-    r"\b(?:monday|tuesday|wednesday|thursday|friday|saturday|sunday|weekend|tonight|today"
-    r"|tomorrow|yesterday|january|february|march|april|june|july|august|september|october"
-    r"|november|december|noon|midnight|\d{1,2}(?:st|nd|rd|th)|\d{1,2}(?::\d\d)?\s?[ap]m)\b",
-    re.IGNORECASE,
+_WEEKDAYS = ("monday", "tuesday", "wednesday", "thursday", "friday", "saturday", "sunday")
+_MONTHS = frozenset(
+    "january february march april may june july august september october november december".split()
 )
+# Words of time that only place something else: alone ("see you Sunday") they carry nothing.
+_RELATIVE_WORDS = frozenset(
+    {*_WEEKDAYS, *(f"{day}s" for day in _WEEKDAYS)}
+    | {"weekend", "weekends", "today", "tonight", "tomorrow", "yesterday"}
+)
+# Words of time that are a date of their own ("may" only as "May", inside a sentence).
+_DATE_WORDS = (_MONTHS - {"may"}) | {"noon", "midnight"}
+# Capitalised, these are still words of time, never names.
+_TIME_WORDS = (
+    _RELATIVE_WORDS
+    | _MONTHS
+    | {"noon", "midnight", "morning", "afternoon", "evening", "night", "weekday", "weekdays"}
+)
+_CLOCK_RE = re.compile(r"\b\d{1,2}(?:st|nd|rd|th)\b|\b\d{1,2}(?::\d\d)?\s?[ap]m\b", re.IGNORECASE)
+_PLAIN_WORD_RE = re.compile(r"[^\W_]+")
 _NEWS_VERBS = (
     "got|get|start|started|begin|began|moved|move|finished|finish|hurt|broke|bought|sold"
     "|visited|adopted|ran|won|lost|met|quit|passed|failed|sent|left|arrived|went|saw|fell"
@@ -173,18 +194,41 @@ def sentences(text: str) -> list[str]:
 
 
 def sentence_score(sentence: str) -> int:
-    """How much a sentence carries: names, places, numbers, time words and first-person news."""
+    """How much a sentence carries: names, places, numbers, dates and first-person news.
+
+    A weekday, the weekend, today, tonight, tomorrow or yesterday adds only to a sentence that
+    carries something else: alone it places nothing.
+    """
     words = _WORD_RE.findall(sentence)
     if len(words) < 3:
         return 0
-    names = [w for w in words[1:] if w[0].isupper() and w.casefold() not in _FIRST_PERSON_CAPS]
-    score = 2 * min(len(names), 3)
+    score = 2 * min(len(_names(words)), 3)
     score += min(sum(1 for w in words if _NUMBER_RE.search(w)), 2)
-    score += 2 * min(len(_WHEN_RE.findall(sentence)), 2)
     score += 2 if _NEWS_RE.search(sentence) else 0
     score += 1 if _MY_RE.search(sentence) else 0
     score += 3 if _ASKED_RE.search(sentence) else 0
-    return score
+    dates = len(_dates(words)) + len(_CLOCK_RE.findall(sentence))
+    relative = sum(1 for w in words if _bare(w) in _RELATIVE_WORDS) if score or dates else 0
+    return score + 2 * min(dates + relative, 2)
+
+
+def _bare(word: str) -> str:
+    """The word folded, without a possessive: "Sunday's" → "sunday"."""
+    return word.casefold().removesuffix("'s").removesuffix("’s")
+
+
+def _names(words: list[str]) -> list[str]:
+    """Capitalised words not at the start of the sentence, but for "I…" and words of time."""
+    return [
+        w
+        for w in words[1:]
+        if w[0].isupper() and w.casefold() not in _FIRST_PERSON_CAPS and _bare(w) not in _TIME_WORDS
+    ]
+
+
+def _dates(words: list[str]) -> list[str]:
+    """The months of the sentence and words like noon ("May" only inside a sentence)."""
+    return [w for i, w in enumerate(words) if _bare(w) in _DATE_WORDS or (i > 0 and w == "May")]
 
 
 def note_texts(text: str) -> list[str]:
@@ -193,14 +237,53 @@ def note_texts(text: str) -> list[str]:
     return [text] if len(text.split()) <= NOTE_WORDS else sentences(text)
 
 
+def note_score(text: str) -> int:
+    """How much a note carries: the scores of its sentences added up."""
+    return sum(map(sentence_score, sentences(text)))
+
+
 def notes_chosen(candidates: list[tuple[str, str]], *, limit: int) -> list[tuple[str, str]]:
     """``(who, text)`` pairs worth a note: the ``limit`` that carry most, in the order given."""
-    scored = [
-        (sum(map(sentence_score, sentences(text))), -i, who, text)
-        for i, (who, text) in enumerate(candidates)
-    ]
+    scored = [(note_score(text), -i, who, text) for i, (who, text) in enumerate(candidates)]
     best = sorted((entry for entry in scored if entry[0] > 0), reverse=True)[:limit]
     return [(who, text) for _, _, who, text in sorted(best, key=lambda entry: -entry[1])]
+
+
+def note_words(text: str) -> frozenset[str]:
+    """The words of a note as compared for repeats: case and punctuation ignored."""
+    return frozenset(_PLAIN_WORD_RE.findall(text.casefold()))
+
+
+def notes_distinct(candidates: list[tuple[str, str]]) -> list[tuple[str, str]]:
+    """``(who, text)`` pairs without repeats, the first of each kept, in the order given.
+
+    A note repeats an earlier one when they share at least ``REPEAT_OVERLAP`` of their words
+    (Jaccard over ``note_words``) and it holds no name, number or date the earlier one lacks:
+    "the rent went up to 900 a month" and "the rent went up to 950 a month" are two notes, and
+    a dozen words said again with another weekday are one.
+    """
+    kept: list[tuple[str, str, frozenset[str]]] = []
+    for who, text in candidates:
+        words, facts = note_words(text), _fact_words(text)
+        if not any(_repeats(words, facts, earlier) for _, _, earlier in kept):
+            kept.append((who, text, words))
+    return [(who, text) for who, text, _ in kept]
+
+
+def _repeats(words: frozenset[str], facts: frozenset[str], earlier: frozenset[str]) -> bool:
+    if not facts <= earlier:
+        return False
+    union = words | earlier
+    return not union or len(words & earlier) / len(union) >= REPEAT_OVERLAP
+
+
+def _fact_words(text: str) -> frozenset[str]:
+    """The names, numbers and dates of a text, as ``note_words`` spells them."""
+    facts: list[str] = []
+    for sentence in sentences(text):
+        words = _WORD_RE.findall(sentence)
+        facts += _names(words) + _dates(words) + [w for w in words if _NUMBER_RE.search(w)]
+    return note_words(" ".join(facts))
 
 
 def feelings_named(text: str) -> list[str]:
@@ -276,10 +359,23 @@ def _merge(text: str) -> str:
             candidates += [(m[1] or "", text) for m in notes for text in note_texts(m[2])]
         else:
             candidates.append(("", _excerpt(entry.replace(OFFLINE_LABEL, ""))))
-    if len(candidates) > MERGE_NOTE_LIMIT:
-        candidates = notes_chosen(candidates, limit=MERGE_NOTE_LIMIT)
-    shape = f"{OFFLINE_LABEL} {len(entries)} summaries merged."
+    telling = [(who, text) for who, text in candidates if note_score(text) > 0]
+    distinct = notes_distinct(telling)
+    chosen = notes_chosen(distinct, limit=MERGE_NOTE_LIMIT)
+    left_out = _counted(
+        (len(telling) - len(distinct), "repeated note", "repeated notes"),
+        (len(candidates) - len(telling), "note with nothing to keep", "notes with nothing to keep"),
+        (len(distinct) - len(chosen), "note over the limit", "notes over the limit"),
+    )
+    shape = f"{OFFLINE_LABEL} {len(entries)} summaries merged"
+    shape += f" ({left_out} left out)." if left_out else "."
     if feelings := feelings_named(text):
         shape += f" Feelings named: {', '.join(feelings)}."
-    notes = [f"- {who}: {text}" if who else f"- {text}" for who, text in candidates]
+    notes = [f"- {who}: {text}" if who else f"- {text}" for who, text in chosen]
     return "\n".join(["## Shape", shape, "## Notes", *notes])
+
+
+def _counted(*counts: tuple[int, str, str]) -> str:
+    """The counts that are not 0, said: "2 repeated notes and 1 note with nothing to keep"."""
+    said = [f"{n} {one if n == 1 else many}" for n, one, many in counts if n]
+    return " and ".join(filter(None, [", ".join(said[:-1]), *said[-1:]]))

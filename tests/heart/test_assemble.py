@@ -17,7 +17,7 @@ from heart.assemble import (
     ago_in_words,
     assemble,
     now_in_words,
-    recent_oldest_event,
+    recent_window,
 )
 from silentstar.tokens import estimate_tokens
 
@@ -355,20 +355,23 @@ def test_it_renders_recent_lines_grouped_per_event():
     assert assembly.items_included["recent"] == {"user": [1, 3], "say": [2], "do": [2]}
 
 
-def test_it_caps_each_pool():
+def test_a_pool_takes_what_the_others_leave_and_the_window_ends_at_the_first_misfit():
     # A line pays for its text and the blank line after it: "luna: " + 12 characters + 2 = 20
-    # characters, 5 tokens; "claude (say): " + 4 characters + 2 too. Flex (3) holds no line,
-    # only the heading's share of the section.
+    # characters, 5 tokens; "claude (say): " + 4 characters + 2 too.
     conversation = [line(n, "user", f"{n:02d}" * 6) for n in range(10)]
     conversation += [line(n, "say", f"{n:02d}" * 2) for n in range(10, 20)]
     assembly = build(
         conversation=conversation, budgets=pools(pool_user=15, pool_say=10, pool_flex=3)
     )
     included = assembly.items_included
-    assert included["recent"]["user"] == [7, 8, 9]
-    assert included["recent"]["say"] == [18, 19]
-    assert included["pool_tokens"] == {"user": 15, "say": 10, "do": 0, "flex": 0}
-    assert included["dropped"]["recent"] == {"user": 7, "say": 8, "do": 0}
+    # The say lines are the newest: two fill the say pool, the third takes flex's 3 and 2 of
+    # the user pool, two more the user pool's rest but 3; the next ends the window, so no line
+    # of the person, older than it, comes in.
+    assert included["recent"] == {"user": [], "say": [15, 16, 17, 18, 19], "do": []}
+    assert included["recent_flex"] == [15, 16, 17]
+    assert included["pool_tokens"] == {"user": 12, "say": 10, "do": 0, "flex": 3}
+    assert included["dropped"]["recent"] == {"user": 10, "say": 5, "do": 0}
+    assert included["recent_window"] == {"first_event": 15, "full": True}
 
 
 def test_it_overflows_into_flex():
@@ -387,26 +390,83 @@ def test_it_shares_flex_between_pools_newest_first():
     budgets = pools(pool_user=5, pool_say=5, pool_flex=10, pool_do=3)
     included = build(conversation=conversation, budgets=budgets).items_included
     # Newest first: say 11 → say pool, user 10 → user pool, say 9 → flex, user 8 → flex; then
-    # both pools and flex are full.
+    # both pools and flex are full, and the 3 the do pool left hold no line.
     assert included["recent"] == {"user": [8, 10], "say": [9, 11], "do": []}
     assert included["recent_flex"] == [8, 9]
 
 
-def test_it_drops_the_oldest_and_keeps_each_pool_contiguous():
+def test_what_a_pool_does_not_use_flows_to_the_others():
+    # Short replies leave most of the say pool: the person's long messages take it, and the
+    # window holds whole turns back to where all the pools together run out.
+    conversation = []
+    for n in range(0, 40, 2):
+        conversation += [line(n, "user", "x" * 38), line(n + 1, "say", "ok")]
+    budgets = pools(pool_user=50, pool_say=50, pool_flex=10)
+    included = build(conversation=conversation, budgets=budgets).items_included
+    # A message costs 12 tokens ("luna: " + 38 + 2 characters), a reply 5: 17 a turn, 110 in
+    # all: six whole turns, where the person's pool alone would have held four messages.
+    assert included["recent"]["user"] == [28, 30, 32, 34, 36, 38]
+    assert included["recent"]["say"] == [29, 31, 33, 35, 37, 39]
+    assert included["pool_tokens"]["user"] == 50 and included["pool_tokens"]["flex"] == 10
+    assert included["recent_flex"]
+    assert included["recent_window"] == {"first_event": 28, "full": True}
+
+
+def test_the_window_ends_for_every_pool_at_the_first_line_that_does_not_fit():
+    """The user's person pool reaching back far while the replies' pool is full: the replies'
+    pool ends the window, and no message older than its oldest reply is shown."""
+    conversation = []
+    for n in range(0, 60, 2):
+        conversation += [line(n, "user", "hm"), line(n + 1, "say", "y" * 60)]
+    budgets = pools(pool_user=1000, pool_say=100, pool_do=0, pool_flex=0)
+    included = build(conversation=conversation, budgets=budgets).items_included
+    oldest_reply = min(included["recent"]["say"])
+    assert min(included["recent"]["user"]) == oldest_reply - 1
+    # The user pool's room flows to the replies once the say pool is full.
+    assert included["pool_tokens"]["user"] > sum(
+        5 for _ in included["recent"]["user"]
+    )  # it carried replies too
+    assert included["dropped"]["recent"]["user"] == 30 - len(included["recent"]["user"])
+
+
+def test_it_drops_the_oldest_and_keeps_the_window_contiguous():
     conversation = [
         line(1, "user", "a"),  # 3 tokens: would fit what is left, but it is older than a drop
         line(2, "user", "x" * 30),  # 36 + 2 characters, 10 tokens: does not fit what is left
         line(3, "user", "y" * 26),  # 32 + 2 characters, 9 tokens
         line(4, "say", "s" * 10),
     ]
-    budgets = pools(pool_user=12, pool_say=10, pool_do=3)
+    budgets = pools(pool_user=12, pool_say=10, pool_do=0)
     assembly = build(conversation=conversation, budgets=budgets)
     included = assembly.items_included
     assert included["recent"]["user"] == [3]
     assert included["recent"]["say"] == [4]
-    assert included["pool_tokens"]["user"] == 9
     assert included["dropped"]["recent"] == {"user": 2, "say": 0, "do": 0}
     assert "luna: a" not in assembly.user_text
+
+
+def test_a_window_cut_short_opens_with_a_message_of_the_person():
+    conversation = [
+        line(1, "user", "hello"),
+        line(2, "say", "s" * 40),
+        line(2, "do", "d" * 8),
+        line(3, "user", "u" * 8),
+    ]
+    budgets = pools(pool_user=6, pool_do=6)
+    included = build(conversation=conversation, budgets=budgets).items_included
+    # The do line of event 2 fits, its say line does not: the reply is not shown in part, and
+    # not without the message it answers.
+    assert included["recent"] == {"user": [3], "say": [], "do": []}
+    assert included["recent_window"] == {"first_event": 3, "full": True}
+    assert included["pool_tokens"]["do"] == 0
+
+
+def test_a_window_ending_inside_an_event_starts_after_it():
+    conversation = [line(1, "say", "s" * 40), line(1, "do", "d" * 8), line(2, "say", "hm")]
+    budgets = pools(pool_say=5, pool_do=8)
+    included = build(conversation=conversation, budgets=budgets).items_included
+    assert included["recent"] == {"user": [], "say": [2], "do": [1]}
+    assert included["recent_window"]["first_event"] == 2
 
 
 def test_it_cuts_a_line_too_big_for_its_whole_pool():
@@ -416,8 +476,9 @@ def test_it_cuts_a_line_too_big_for_its_whole_pool():
     body = sections(assembly.user_text)["Recent"]
     assert body.startswith("luna: word word") and "word …\n\nclaude (say): Oh." in body
     assert assembly.items_included["truncated"] == {"recent": [2]}
-    assert assembly.items_included["recent"]["user"] == [2]  # it took the whole pool
-    assert estimate_tokens(body.split("\n\n")[0]) <= 100
+    assert assembly.items_included["recent"]["user"] == [2]  # it took what the pools left
+    assert estimate_tokens(body) <= 200
+    assert "before" not in body
 
 
 def test_it_keeps_recent_within_the_sum_of_the_pools():
@@ -564,6 +625,8 @@ def test_it_counts_tokens_and_lists_what_it_included():
         "recalled": ["fairy"],
         "recent": {"user": [41], "say": [42], "do": []},
         "recent_flex": [],
+        "recent_window": {"first_event": 41, "full": False},
+        "unsummarised": None,
         "pool_tokens": {
             "user": estimate_tokens("luna: hi\n\n"),
             "say": estimate_tokens("claude (say): Hello.\n"),
@@ -731,13 +794,13 @@ def test_it_moves_the_calibration_a_fifth_of_the_way_and_ignores_nonsense():
     assert chars_per_token_calibrated(previous=4.0, characters=90_000, tokens=1000) == 4.0
 
 
-@settings(max_examples=100, deadline=None)
+@settings(max_examples=150, deadline=None)
 @given(
     conversation=conversation_lines,
     pools=st.tuples(*[st.integers(0, 120)] * 4),
     chars_per_token=st.floats(min_value=1.5, max_value=8.0),
 )
-def test_the_oldest_recent_event_is_the_one_assembled(conversation, pools, chars_per_token):
+def test_recent_is_one_window_ending_with_the_newest_line(conversation, pools, chars_per_token):
     budgets = Budgets(
         pool_user=pools[0],
         pool_say=pools[1],
@@ -745,6 +808,25 @@ def test_the_oldest_recent_event_is_the_one_assembled(conversation, pools, chars
         pool_flex=pools[3],
         chars_per_token=chars_per_token,
     )
-    shown = build(conversation=conversation, budgets=budgets).items_included["recent"]
-    oldest = min((i for ids in shown.values() for i in ids), default=None)
-    assert recent_oldest_event(conversation, budgets) == oldest
+    included = build(conversation=conversation, budgets=budgets).items_included
+    shown = {i for ids in included["recent"].values() for i in ids}
+    window = recent_window(conversation, budgets)
+    assert included["recent_window"] == window._asdict()
+    if not shown:
+        assert window.first_event is None
+        return
+    # Every line from the oldest shown one to the newest is shown: one contiguous stretch.
+    lines_shown = [
+        n for n, c in enumerate(conversation) if c.event_id in included["recent"][c.pool]
+    ]
+    assert lines_shown == list(range(lines_shown[0], len(conversation)))
+    # The window's start is the oldest event all of whose lines are shown.
+    whole = {
+        c.event_id
+        for c in conversation
+        if all(
+            d.event_id != c.event_id or d.event_id in included["recent"][d.pool]
+            for d in conversation
+        )
+    }
+    assert window.first_event == min(whole & shown, default=None) or window.first_event in whole

@@ -55,17 +55,40 @@ def test_it_shows_the_newest_stretch_in_l0_and_older_time_coarser_as_the_budget_
         shown = summaries_for_context(spans, before=111, budget=budget)
         return [(s.level, s.first_event_id) for s in shown]
 
-    # The two newest L0 leave 400: the three L0 of 61-90 would not fit, nor would the three L1
-    # of 1-90, so the L2 stands for 1-90.
+    # The two newest L0 and the L2 reach back to event 1 in 700; the 100 left would not turn
+    # the L2 into its three L1 (750).
     assert chosen(800) == [("L0", 101), ("L0", 91), ("L2", 1)]
-    # With more room, L0 for as long as a whole L1's worth of them fits, then L1.
+    # With more room, the time nearest Recent comes in finer, still reaching back to event 1:
+    # the L2 as its three L1 (600 left, 150 after)…
+    assert chosen(1300) == [("L0", 101), ("L0", 91), ("L1", 61), ("L1", 31), ("L1", 1)]
+    # …and the newest L1 as its three L0, with more still.
     l0s_61_to_110 = [("L0", 101), ("L0", 91), ("L0", 81), ("L0", 71), ("L0", 61)]
     assert chosen(1500) == [*l0s_61_to_110, ("L1", 31), ("L1", 1)]
-    # The walk ends after the first that does not fit what is left, as the assembler's does.
-    assert chosen(1300) == [*l0s_61_to_110, ("L1", 31), ("L0", 21)]
     assert chosen(None) == [("L0", 101 - 10 * n) for n in range(11)]
-    # A coarser summary is taken only when it fits: else the finer one, and the walk ends.
+    # When not even the nearest fits, it comes alone, for the assembler to cut.
     assert chosen(100) == [("L0", 101)]
+    # Where the next coarse one does not fit, finer ones reach as far as they fit.
+    assert chosen(500) == [("L0", 101), ("L0", 91)]
+    assert chosen(650) == [("L0", 101), ("L0", 91), ("L1", 61)]
+
+
+def test_it_reaches_back_further_than_the_finest_would():
+    """Recent starting at event 370 of a log summarised to event 384 in L0 of 16 events, L1 of
+    48 and L2 of 144: the L0 behind Recent would leave 575 for two more L0 (back to event 337);
+    the L1 reaching into Recent, the L1 behind it and an L2 reach back to event 145."""
+    spans = [Span(n + 1, "L0", n * 16 + 1, (n + 1) * 16, 225) for n in range(24)]  # 1-384
+    spans += [Span(101 + n, "L1", n * 48 + 1, (n + 1) * 48, 250) for n in range(8)]
+    spans += [Span(201 + n, "L2", n * 144 + 1, (n + 1) * 144, 300) for n in range(2)]
+
+    def chosen(budget):
+        shown = summaries_for_context(spans, before=370, budget=budget)
+        return [(s.level, s.first_event_id) for s in shown]
+
+    assert chosen(800) == [("L1", 337), ("L1", 289), ("L2", 145)]
+    assert chosen(1500) == [("L1", 337), ("L1", 289), ("L2", 145), ("L2", 1)]
+    # With room for detail, the time nearest Recent comes in L0, and it still reaches event 1.
+    assert chosen(3000)[:3] == [("L0", 369), ("L0", 353), ("L0", 337)]
+    assert chosen(3000)[-1] == ("L2", 1)
 
 
 def test_it_shows_a_summary_once_its_first_turn_left_the_recent_window():
@@ -122,41 +145,61 @@ def merged_levels(draw) -> list[Span]:
     return [s._replace(tokens=sizes[s.id % len(sizes)]) for s in spans]
 
 
+def finest_reach(spans: list[Span], before: int, budget: float) -> float:
+    """How far back the finest summaries alone reach within the budget, walking back from
+    Recent (the rule before summaries reached back coarser): the first event they cover."""
+    reach, newest, left = math.inf, before - 1, budget
+    finest = sorted((s for s in spans if s.level == "L0"), key=lambda s: -s.last_event_id)
+    for span in finest:
+        if span.first_event_id > newest or span.first_event_id >= before:
+            continue
+        if span.tokens > left:
+            break
+        left -= span.tokens
+        reach, newest = span.first_event_id, span.first_event_id - 1
+    return reach
+
+
 @given(merged_levels(), st.integers(1, 400), st.one_of(st.none(), st.integers(0, 1500)))
-def test_it_takes_a_coarser_summary_only_where_the_budget_calls_for_it(spans, before, budget):
+def test_it_reaches_back_without_gaps_and_as_far_as_the_finest_would(spans, before, budget):
     chosen = summaries_for_context(spans, before=before, budget=budget)
     for newer, older in itertools.pairwise(chosen):
         assert older.last_event_id < newer.first_event_id
-    left = math.inf if budget is None else budget
-    for shown in chosen:
-        newest = min(shown.last_event_id, before - 1)
-        finer = [
-            s
-            for s in spans
-            if LEVELS.index(s.level) < LEVELS.index(shown.level)
-            and covers(shown, s)
-            and s.first_event_id <= newest <= s.last_event_id
-        ]
-        if finer:
-            # Coarser than the finest: it ends before Recent and fits, and the next finer
-            # level inside it would not have fitted what was left.
-            next_finer = LEVELS[LEVELS.index(shown.level) - 1]
-            inside = sum(s.tokens for s in spans if s.level == next_finer and covers(shown, s))
-            assert shown.last_event_id < before
-            assert shown.tokens <= left < inside
-        if shown.last_event_id >= before:
-            # Reaching into Recent: nothing finer covers the newest event before it.
-            assert not any(
-                LEVELS.index(s.level) < LEVELS.index(shown.level)
-                and s.first_event_id < before <= s.last_event_id + 1
-                for s in spans
-            )
-        assert shown is chosen[-1] or shown.tokens <= left  # only the last may not fit
-        left -= shown.tokens
+        # No time a summary covers is jumped over.
+        assert not any(
+            older.last_event_id < e < newer.first_event_id for s in spans for e in events(s)
+        )
+    assert all(s.first_event_id < before for s in chosen)
+    behind = [s for s in spans if s.first_event_id < before]
+    if not behind:
+        assert chosen == []
+        return
+    # The newest time behind Recent a summary covers is shown.
+    newest = min(before - 1, max(s.last_event_id for s in behind))
+    assert chosen and chosen[0].first_event_id <= newest <= chosen[0].last_event_id
+    # Only the first may reach into Recent.
+    assert all(s.last_event_id < before for s in chosen[1:])
+    total = sum(s.tokens for s in chosen)
     if budget is None:
-        # Everything before Recent that the L0 cover is shown.
         l0_events = {e for s in spans if s.level == "L0" for e in events(s) if e < before}
         assert l0_events <= {e for s in chosen for e in events(s)}
+        assert all(s.level == "L0" for s in chosen)
+        return
+    if total > budget:  # not even the nearest fits: it comes alone, for the assembler to cut
+        assert len(chosen) == 1 and chosen[0].level == "L0"
+        return
+    # At least as far back as the finest would reach in the same budget.
+    assert chosen[-1].first_event_id <= finest_reach(spans, before, budget)
+    # Turning any shown summary into the finer ones covering its events would not fit.
+    for shown in chosen:
+        inside = [s for s in spans if covers(shown, s) and s != shown]
+        if inside:
+            level = max(LEVELS.index(s.level) for s in inside)
+            finer = [s for s in inside if LEVELS.index(s.level) == level]
+            if {e for s in finer for e in events(s)} == set(events(shown)) and len(finer) == len(
+                {s.first_event_id for s in finer}
+            ):
+                assert total - shown.tokens + sum(s.tokens for s in finer) > budget
 
 
 def overlap(a: Span, b: Span) -> bool:
