@@ -13,6 +13,9 @@ PENDING_RECALL = "pending_recall"
 CHARS_PER_TOKEN = "chars_per_token"
 # The share of the Lingering budget the last turn's working memory took (the decay pressure).
 WORKING_MEMORY_FILL = "working_memory_fill"
+# Where the last turn's Recent window started and whether it was full: the Mirror fires before
+# its oldest turns pass the newest summary (``{"first_event": id or None, "full": bool}``).
+RECENT_WINDOW = "recent_window"
 # What the last archive run said of working memory's size, shown in the Anvil ("" when fine).
 ARCHIVE_WARNING = "archive_warning"
 

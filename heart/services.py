@@ -20,6 +20,7 @@ from gem.selectors import Identities, gem_current
 from gem.state import (
     CHARS_PER_TOKEN,
     PENDING_RECALL,
+    RECENT_WINDOW,
     WORKING_MEMORY_FILL,
     state_get,
     state_set,
@@ -213,6 +214,7 @@ def turn_run(*, turn: Turn, stop: WorkerStop | None = None) -> Turn:
     try:
         assembly = context_for_event(event=event, now=clock(), current_turn=turn.number, gem=gem)
         _when_unlocked(partial(_working_memory_fill_record, assembly))
+        _when_unlocked(partial(state_set, RECENT_WINDOW, assembly.items_included["recent_window"]))
         reply_event = turn.reply_event
         patience = None
         if reply_event is None:

@@ -29,11 +29,11 @@ is suggested as a pin. At most ``SUGGESTION_LIMIT``; the run caps them again per
 
 A merge (L1, L2) reads the notes of its parts (a part with none gives its first sentence) and
 keeps the feeling words of their shapes. Of the notes it leaves out those that carry nothing,
-then the repeats: a note that shares ``REPEAT_OVERLAP`` of its words with an earlier one and
-holds no name, number or date the earlier lacks (``notes_distinct``; the first is kept). Of
-the rest it keeps the ``MERGE_NOTE_LIMIT`` that carry most, in the order they were said, and
-its shape says how many were left out and why ("(5 repeated notes and 4 notes with nothing to
-keep left out)").
+then the repeats: a note whose words overlap an earlier one's by ``REPEAT_OVERLAP`` (Jaccard)
+and that holds no name, number or date the earlier lacks (``notes_distinct``; the first said
+is kept). Of the rest it keeps the ``MERGE_NOTE_LIMIT`` that carry most, in the order they
+were said, and its shape says how many were left out and why ("(5 repeated notes and 4 notes
+with nothing to keep left out)").
 """
 
 import re

@@ -6,9 +6,13 @@ DO density
     The share of a stretch's display text (characters) that is ``do`` or ``narrate``, the
     person's and the companion's alike; 0 when there is no display text.
 
-Trigger (the seed's ``should_fire``, exactly)
+Trigger (the seed's ``should_fire``, and one rule more)
     Hold while the density of the latest turns is over 0.8 (an intense moment stays at full
-    resolution); otherwise fire at 20 turns since the last run, or at 4 hours and 5 turns.
+    resolution); otherwise fire when a hole is near, at 20 turns since the last run, or at 4
+    hours and 5 turns. A hole is near when the Recent window is full and holds no more than
+    ``HOLE_MARGIN_TURNS`` turns the summaries already cover (``hole_near``): a few turns more
+    and its oldest lines would pass the newest summary's end, in neither Recent nor a summary.
+    Long messages shrink Recent below a chunk of 20 turns; this rule fires before that happens.
 
 Route
     Density at most 40 %: two passes (clean → summarise and tag); over 40 %: three (clean →
@@ -29,6 +33,7 @@ FIRE_TURNS = 20  # fire at this many turns since the last run
 FALLBACK_HOURS = 4  # or at this many hours since the last run…
 FALLBACK_TURNS = 5  # …with at least this many turns
 HOLD_WINDOW_TURNS = 10  # the latest turns whose density decides the hold
+HOLE_MARGIN_TURNS = 4  # fire when a full Recent holds no more summarised turns than this
 ROUTE_THRESHOLD = 0.4  # DO density over this takes the three-pass route
 
 TWO_PASS, THREE_PASS = "two-pass", "three-pass"
@@ -84,10 +89,30 @@ def do_density(lines: Iterable[Line]) -> float:
     return do / total if total else 0.0
 
 
-def should_fire(turns_since_last: int, hours_since_last: float, do_density: float) -> bool:
-    """The seed's trigger, word for word."""
+def hole_near(
+    *, window_first: int | None, window_full: bool, summarised_turn_starts: Sequence[int]
+) -> bool:
+    """Whether Recent is about to leave turns in neither Recent nor a summary.
+
+    ``summarised_turn_starts``: the first events of the newest ``HOLE_MARGIN_TURNS + 1`` turns
+    the summaries cover, oldest first (fewer when fewer are covered). ``window_first`` None
+    means Recent shows nothing.
+    """
+    if not window_full:
+        return False
+    if window_first is None or len(summarised_turn_starts) <= HOLE_MARGIN_TURNS:
+        return True
+    return window_first > summarised_turn_starts[0]
+
+
+def should_fire(
+    turns_since_last: int, hours_since_last: float, do_density: float, *, near: bool = False
+) -> bool:
+    """The seed's trigger, word for word, and ``near``: a hole is near (``hole_near``)."""
     if do_density > HOLD_DENSITY:
         return False  # Don't interrupt high-intensity moments
+    if near and turns_since_last:
+        return True  # Before Recent's oldest turns pass the newest summary
     if turns_since_last >= FIRE_TURNS:
         return True  # Turn-based (every ~1-2 hours)
     if hours_since_last >= FALLBACK_HOURS and turns_since_last >= FALLBACK_TURNS:  # noqa: SIM103

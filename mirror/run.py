@@ -24,6 +24,7 @@ from django.utils import timezone
 
 from gem.models import WorkingMemory
 from gem.selectors import identities_current
+from gem.state import RECENT_WINDOW, state_get
 from heart.models import Event
 from mirror.merge import NEXT_LEVEL, Span, merges_due
 from mirror.models import MirrorRun, MirrorRunStatus, SuggestionStatus, Summary, TagSuggestion
@@ -32,9 +33,11 @@ from mirror.passes import PassResult, chunk_reflect, merge_reflect
 from mirror.route import (
     FIRE_TURNS,
     HOLD_WINDOW_TURNS,
+    HOLE_MARGIN_TURNS,
     Turn,
     chunks_of,
     do_density,
+    hole_near,
     should_fire,
 )
 from mirror.turns import open_from, turns_after, turns_before
@@ -55,10 +58,13 @@ class Pending:
     turns: list[Turn]
     hours_since_last: float
     hold_density: float  # DO density of the latest turns
+    hole_near: bool = False  # Recent's oldest turns are about to pass the newest summary
 
     @property
     def fires(self) -> bool:
-        return should_fire(len(self.turns), self.hours_since_last, self.hold_density)
+        return should_fire(
+            len(self.turns), self.hours_since_last, self.hold_density, near=self.hole_near
+        )
 
 
 def stale_after() -> timedelta:
@@ -95,6 +101,21 @@ def pending_read(*, now: datetime, sides: dict[str, str]) -> Pending:
         turns=turns,
         hours_since_last=max((now - since).total_seconds(), 0) / 3600,
         hold_density=do_density(line for turn in latest for line in turn.lines),
+        hole_near=bool(turns) and _hole_near(last, sides=sides),
+    )
+
+
+def _hole_near(last: int, *, sides: dict[str, str]) -> bool:
+    """``mirror.route.hole_near`` for the window the last turn's context showed (recorded by the
+    Heart) and the turns summarised up to event ``last``."""
+    window = state_get(RECENT_WINDOW, None)
+    if not window:
+        return False
+    summarised = turns_before(last + 1, count=HOLE_MARGIN_TURNS + 1, sides=sides) if last else []
+    return hole_near(
+        window_first=window.get("first_event"),
+        window_full=bool(window.get("full")),
+        summarised_turn_starts=[turn.first_event_id for turn in summarised],
     )
 
 

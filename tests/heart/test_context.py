@@ -1,5 +1,6 @@
 """The context of a turn: the same from the process's copy of the Gem as from a fresh read."""
 
+import itertools
 import math
 from datetime import UTC, datetime, timedelta
 
@@ -10,6 +11,7 @@ from django.test.utils import CaptureQueriesContext
 from gem.models import AmbientProse, WakeText, WorkingMemory
 from gem.selectors import gem_copy, gem_current
 from gem.services import working_memory_sweep
+from gem.state import RECENT_WINDOW, state_get
 from heart import context
 from heart.context import context_for_event
 from heart.models import Event
@@ -166,3 +168,103 @@ def test_it_shows_an_l1_for_time_behind_recent_only_when_its_l0_do_not_fit(budge
     assert min(assembly.items_included["recent"]["user"]) == events[93 - 1].pk
     assert assembly.items_included["summaries"] == [summaries[name].pk for name in shown]
     assert assembly.token_counts["summaries"] <= budget
+
+
+LONG_MESSAGE = (
+    "I walked the long way home past the canal again because the bus was late and the light "
+    "on the water was too good to miss, and then I stood at the bakery for ages deciding "
+    "between the seeded loaf and the rye, which is silly, but it was the best part of the day. "
+)  # about 60 words
+
+
+def long_messages_short_replies(count: int) -> list[Event]:
+    """A conversation of the person's long messages and the companion's two-word replies, a
+    message and its reply a turn, written into the log; the last event is a new message."""
+    events = []
+    for n in range(count):
+        at = START + timedelta(minutes=3 * n)
+        events.append(Event.objects.create(ts=at, actor="luna", content=f"{LONG_MESSAGE}{n}"))
+        reply = "<say>Go on.</say>"
+        events.append(Event.objects.create(ts=at, actor="claude", content=reply))
+    events.append(Event.objects.create(ts=START + timedelta(days=1), actor="luna", content="hi"))
+    return events
+
+
+def test_recent_is_one_window_of_whole_turns_with_short_replies_and_long_messages():
+    events = long_messages_short_replies(120)
+    assembly = context_for_event(event=events[-1], now=START, current_turn=1, gem=gem_current())
+    recent = assembly.items_included["recent"]
+    # The oldest message shown and the oldest reply shown are the same turn: no reply whose
+    # message is gone (the replies' pool alone would have reached back to the first turns).
+    assert min(recent["say"]) == min(recent["user"]) + 1
+    assert assembly.items_included["recent_window"]["first_event"] == min(recent["user"])
+    shown = set(recent["user"]) | set(recent["say"])
+    assert shown == set(range(min(shown), events[-2].pk + 1))
+    assert assembly.token_counts["recent"] <= 5000
+
+
+def test_the_summaries_behind_the_window_are_its_l1_and_l2_reaching_back(settings):
+    """The log of the report: L0, L1 and L2 covering events 1-384 while Recent, full of long
+    messages, starts near event 200: the summaries stand right behind the window and reach
+    back coarser, never the L0 of the log's first turns alone."""
+    events = long_messages_short_replies(240)
+    pk = [event.pk for event in events]
+
+    def summary(level, first, last, words):
+        return Summary.objects.create(
+            level=level,
+            first_event_id=pk[first - 1],
+            last_event_id=pk[last - 1],
+            content=" ".join(["said"] * words),
+        )
+
+    made = [summary("L0", n * 16 + 1, (n + 1) * 16, 170) for n in range(24)]  # about 225 tokens
+    made += [summary("L1", n * 48 + 1, (n + 1) * 48, 190) for n in range(8)]
+    made += [summary("L2", n * 144 + 1, (n + 1) * 144, 230) for n in range(2)]
+    assembly = context_for_event(event=events[-1], now=START, current_turn=1, gem=gem_current())
+    window_first = assembly.items_included["recent_window"]["first_event"]
+    level = {s.pk: s.level for s in made}
+    spans = {s.pk: (s.first_event_id, s.last_event_id) for s in made}
+    shown = assembly.items_included["summaries"]  # oldest first
+    assert {level[i] for i in shown} & {"L1", "L2"}
+    # Back to back, the newest reaching Recent: no hole between the summaries and the window.
+    assert spans[shown[-1]][0] < window_first <= spans[shown[-1]][1] + 1
+    for older, newer in itertools.pairwise(shown):
+        assert spans[older][1] + 1 == spans[newer][0]
+    assert spans[shown[0]][0] < window_first - 150  # far further back than three L0 reach
+    assert assembly.items_included["unsummarised"] is None
+    assert assembly.token_counts["summaries"] <= settings.BUDGET_SUMMARIES
+
+
+def test_events_no_summary_covers_yet_are_named_rather_than_left_out(settings):
+    """While the Mirror holds (or has not run), the turns between the newest summary and the
+    window are named in the Summaries section."""
+    events = long_messages_short_replies(90)
+    summary = Summary.objects.create(
+        level="L0",
+        first_event_id=events[0].pk,
+        last_event_id=events[39].pk,
+        content="They talked about the canal and the bakery.",
+    )
+    assembly = context_for_event(event=events[-1], now=START, current_turn=1, gem=gem_current())
+    window_first = assembly.items_included["recent_window"]["first_event"]
+    assert window_first > events[40].pk
+    hole = [events[40].pk, window_first - 1]
+    assert assembly.items_included["unsummarised"] == hole
+    assert f"### Not summarised yet, events {hole[0]}-{hole[1]}" in assembly.user_text
+    assert assembly.items_included["summaries"] == [summary.pk]
+    # The line comes last, after the summary it follows.
+    assert assembly.user_text.index("They talked about") < assembly.user_text.index("### Not")
+    assert assembly.token_counts["summaries"] <= settings.BUDGET_SUMMARIES
+
+    # With no summary at all, the line starts at the log's first event.
+    Summary.objects.all().delete()
+    assembly = context_for_event(event=events[-1], now=START, current_turn=1, gem=gem_current())
+    assert assembly.items_included["unsummarised"] == [events[0].pk, window_first - 1]
+
+
+def test_the_turn_records_its_window_for_the_mirror():
+    done = turn("hello there", START)
+    assert state_get(RECENT_WINDOW) == {"first_event": None, "full": False}
+    turn("and again", START + timedelta(minutes=1))
+    assert state_get(RECENT_WINDOW) == {"first_event": done.event_id, "full": False}

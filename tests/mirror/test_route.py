@@ -13,6 +13,7 @@ from mirror.route import (
     TurnEvent,
     chunks_of,
     do_density,
+    hole_near,
     route_for,
     should_fire,
     turns_of,
@@ -45,12 +46,35 @@ def test_it_fires_exactly_as_the_seed_says(turns, hours, density, fires):
     assert should_fire(turns, hours, density) is fires
 
 
-@given(st.integers(0, 200), st.floats(0, 500), st.floats(0, 1))
-def test_it_never_fires_while_the_do_density_is_over_four_fifths(turns, hours, density):
+@given(st.integers(0, 200), st.floats(0, 500), st.floats(0, 1), st.booleans())
+def test_it_never_fires_while_the_do_density_is_over_four_fifths(turns, hours, density, near):
     if density > 0.8:
-        assert not should_fire(turns, hours, density)
+        assert not should_fire(turns, hours, density, near=near)
     else:
-        assert should_fire(turns, hours, density) == (turns >= 20 or (hours >= 4 and turns >= 5))
+        assert should_fire(turns, hours, density, near=near) == (
+            (near and turns > 0) or turns >= 20 or (hours >= 4 and turns >= 5)
+        )
+
+
+def test_it_fires_with_fewer_turns_when_a_hole_is_near():
+    assert should_fire(3, 0, 0.0, near=True)
+    assert not should_fire(0, 0, 0.0, near=True)  # nothing pending: nothing to do
+    assert not should_fire(3, 0, 0.9, near=True)  # the hold still holds
+
+
+def test_a_hole_is_near_when_a_full_window_holds_few_summarised_turns():
+    starts = [11, 13, 15, 17, 19]  # the newest five summarised turns (margin 4, and one)
+    # Recent starting at or before the fifth newest summarised turn holds five or more of them.
+    assert not hole_near(window_first=11, window_full=True, summarised_turn_starts=starts)
+    assert not hole_near(window_first=3, window_full=True, summarised_turn_starts=starts)
+    # Four or fewer: a few turns more and the window passes the newest summary's end.
+    assert hole_near(window_first=12, window_full=True, summarised_turn_starts=starts)
+    assert hole_near(window_first=25, window_full=True, summarised_turn_starts=starts)
+    # A window with room to spare loses nothing yet; one that shows nothing is past every turn.
+    assert not hole_near(window_first=25, window_full=False, summarised_turn_starts=starts)
+    assert hole_near(window_first=None, window_full=True, summarised_turn_starts=starts)
+    # Nothing summarised yet and the window full: the first run is due before it loses a turn.
+    assert hole_near(window_first=1, window_full=True, summarised_turn_starts=[])
 
 
 def test_it_measures_do_density_over_do_and_narrate_characters():

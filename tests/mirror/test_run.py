@@ -6,6 +6,7 @@ import pytest
 from django.utils import timezone
 
 from gem.models import Fragment, WorkingMemory
+from gem.state import RECENT_WINDOW, state_set
 from heart.models import Turn
 from mirror import passes
 from mirror import run as run_module
@@ -212,6 +213,39 @@ def test_it_fires_by_the_trigger_and_holds_while_the_moment_is_intense(log, mirr
     held = pending_read(now=log.clock + timedelta(hours=5), sides=SIDES)
     assert held.hold_density > 0.8 and not held.fires
     assert mirror_run(now=log.clock + timedelta(hours=5)) is None
+
+
+def test_it_fires_before_recent_passes_the_newest_summary(log, mirror_api):
+    """Long messages keep Recent under a chunk of twenty turns: the Mirror fires on the window
+    the Heart recorded, before its oldest turns pass the newest summary's end."""
+    made = log.turns(20)
+    assert mirror_run(now=log.clock).status == "done"  # events 1-40 summarised
+    log.turns(6, start=20)
+    # Recent holds the last twelve turns: six of them summarised, so no hole is near yet.
+    state_set(RECENT_WINDOW, {"first_event": made[14][0].pk, "full": True})
+    assert not pending_read(now=log.clock, sides=SIDES).fires
+    # Three summarised turns left in Recent: the Mirror fires with six turns pending.
+    state_set(RECENT_WINDOW, {"first_event": made[17][0].pk, "full": True})
+    pending = pending_read(now=log.clock, sides=SIDES)
+    assert pending.hole_near and len(pending.turns) == 6 and pending.fires
+    run = mirror_run(now=log.clock)
+    assert run.status == "done"
+    assert Summary.objects.order_by("-last_event_id").first().last_event_id == run.last_event_id
+    assert run.last_event_id == Summary.objects.order_by("-last_event_id")[0].last_event_id
+    # A window with room to spare is no reason to fire.
+    log.turns(3, start=26)
+    state_set(RECENT_WINDOW, {"first_event": made[19][0].pk, "full": False})
+    assert mirror_run(now=log.clock) is None
+
+
+def test_the_hold_for_an_intense_moment_holds_even_when_a_hole_is_near(log, mirror_api):
+    log.turns(20)
+    mirror_run(now=log.clock)
+    log.turns(8, do_heavy=True, start=20)
+    state_set(RECENT_WINDOW, {"first_event": None, "full": True})
+    pending = pending_read(now=log.clock, sides=SIDES)
+    assert pending.hole_near and not pending.fires
+    assert mirror_run(now=log.clock) is None
 
 
 def test_it_fires_after_four_hours_with_five_turns(log, mirror_api):
