@@ -18,6 +18,7 @@ from heart.assemble import (
     assemble,
     now_in_words,
     recent_window,
+    summaries_behind,
 )
 from silentstar.tokens import estimate_tokens
 
@@ -830,3 +831,112 @@ def test_recent_is_one_window_ending_with_the_newest_line(conversation, pools, c
         )
     }
     assert window.first_event == min(whole & shown, default=None) or window.first_event in whole
+
+
+# --- no hole: Recent, the summaries behind it and the not-summarised line ---------------------
+
+
+@st.composite
+def lived_conversations(draw):
+    """Turns of the person's messages (1 to 600 characters) and the companion's replies (one or
+    two lines of say and do), with a Mirror run after some of them summarising every turn so
+    far into an L0 and merging as the Mirror merges; each summary's text of a random length."""
+    turns = draw(
+        st.lists(
+            st.tuples(
+                st.integers(1, 600),
+                st.lists(
+                    st.tuples(st.sampled_from(["say", "do"]), st.integers(1, 300)), max_size=2
+                ),
+                st.booleans(),
+            ),
+            min_size=1,
+            max_size=40,
+        )
+    )
+    sizes = draw(st.lists(st.integers(1, 900), min_size=1, max_size=6))
+    return turns, sizes
+
+
+def mirror_after(spans: list, summarised_to: int, newest: int, sizes: list[int]) -> list:
+    """The summaries after a Mirror run that reflects events up to ``newest``."""
+    from mirror.merge import NEXT_LEVEL, Span, merges_due
+
+    spans = list(spans)
+    if newest > summarised_to:
+        spans.append(Span(len(spans) + 1, "L0", summarised_to + 1, newest))
+    for level in ("L0", "L1"):
+        while groups := merges_due(spans, level):
+            group = groups[0]
+            upper = NEXT_LEVEL[level]
+            first, last = group[0].first_event_id, group[-1].last_event_id
+            spans.append(Span(len(spans) + 1, upper, first, last))
+    return [s._replace(tokens=sizes[s.id % len(sizes)]) for s in spans]
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    lived=lived_conversations(),
+    pools=st.tuples(*[st.integers(30, 400)] * 4),
+    summaries_budget=st.integers(40, 600),
+)
+def test_no_message_of_the_person_is_in_neither_recent_nor_a_summary(
+    lived, pools, summaries_budget
+):
+    turns, sizes = lived
+    budgets = Budgets(
+        summaries=summaries_budget,
+        pool_user=pools[0],
+        pool_say=pools[1],
+        pool_do=pools[2],
+        pool_flex=pools[3],
+    )
+    conversation: list[ConversationLine] = []
+    spans: list = []
+    summarised_to = 0
+    next_id = 1
+    for message_chars, reply_lines, mirror_runs in turns:
+        # This turn: the context for the person's new message, then their message and the reply
+        # join the conversation.
+        message_id = next_id
+        window_first = recent_window(conversation, budgets).first_event or message_id
+        log_first = 1 if not any(s.first_event_id < window_first for s in spans) else None
+        chosen, hole = summaries_behind(
+            spans, window_first=window_first, log_first=log_first, budgets=budgets
+        )
+        content = {s.id: "w " * (2 * sizes[s.id % len(sizes)]) for s in chosen}
+        assembly = build(
+            conversation=conversation,
+            summaries=[
+                SummaryItem(s.id, s.level, s.first_event_id, s.last_event_id, content[s.id])
+                for s in chosen
+            ],
+            unsummarised=hole,
+            budgets=budgets,
+        )
+        included = assembly.items_included
+        by_id = {s.id: s for s in spans}
+        ranges = [(by_id[i].first_event_id, by_id[i].last_event_id) for i in included["summaries"]]
+        if included["unsummarised"]:
+            ranges.append(tuple(included["unsummarised"]))
+        in_recent = set(included["recent"]["user"])
+        reach = min([first for first, _ in ranges] + list(in_recent), default=message_id)
+        persons = sorted({c.event_id for c in conversation if c.pool == "user"})
+        for person in persons:
+            if person >= reach:
+                assert person in in_recent or any(a <= person <= b for a, b in ranges), person
+        # The newest summary behind the window is shown (cut, if it must be).
+        if chosen and budgets.summaries >= 100:
+            assert chosen[0].id in included["summaries"]
+        counts = assembly.token_counts
+        assert counts["summaries"] <= budgets.summaries
+        assert counts["recent"] <= sum(pools)
+
+        conversation.append(line(message_id, "user", "m" * message_chars))
+        next_id += 1
+        if reply_lines:
+            conversation += [line(next_id, pool, "r" * chars) for pool, chars in reply_lines]
+            next_id += 1
+        if mirror_runs:
+            spans = mirror_after(spans, summarised_to, next_id - 1, sizes)
+            summarised_to = next_id - 1
