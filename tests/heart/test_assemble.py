@@ -802,6 +802,18 @@ def test_it_moves_the_calibration_a_fifth_of_the_way_and_ignores_nonsense():
     chars_per_token=st.floats(min_value=1.5, max_value=8.0),
 )
 def test_recent_is_one_window_ending_with_the_newest_line(conversation, pools, chars_per_token):
+    # Events in the log's order: an event's lines are adjacent, ids grow, and a message of the
+    # person is one line.
+    starts = [
+        n == 0
+        or c.event_id != conversation[n - 1].event_id
+        or "user" in (c.pool, conversation[n - 1].pool)
+        for n, c in enumerate(conversation)
+    ]
+    conversation = [
+        ConversationLine(sum(starts[: n + 1]), c.ts, c.actor, c.pool, c.text)
+        for n, c in enumerate(conversation)
+    ]
     budgets = Budgets(
         pool_user=pools[0],
         pool_say=pools[1],
@@ -821,16 +833,13 @@ def test_recent_is_one_window_ending_with_the_newest_line(conversation, pools, c
         n for n, c in enumerate(conversation) if c.event_id in included["recent"][c.pool]
     ]
     assert lines_shown == list(range(lines_shown[0], len(conversation)))
-    # The window's start is the oldest event all of whose lines are shown.
-    whole = {
-        c.event_id
-        for c in conversation
-        if all(
-            d.event_id != c.event_id or d.event_id in included["recent"][d.pool]
-            for d in conversation
-        )
-    }
-    assert window.first_event == min(whole & shown, default=None) or window.first_event in whole
+    # The window starts at an event shown, and every event after it is shown; None only when
+    # the newest event alone is shown, and only in part.
+    if window.first_event is None:
+        assert len(shown) == 1
+    else:
+        assert window.first_event in shown
+        assert {c.event_id for c in conversation if c.event_id >= window.first_event} <= shown
 
 
 # --- no hole: Recent, the summaries behind it and the not-summarised line ---------------------
