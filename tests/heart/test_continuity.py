@@ -351,12 +351,12 @@ def test_it_leaves_no_hole_and_keeps_the_facts_over_ten_evenings(evenings, fake_
         print(f"  {token!r} is in the summaries: {holding or 'none'}")
     titles = re.findall(r"^### .*$", last_context, re.MULTILINE)
     print(f"the last turn's summaries: {titles}")
-    print("newest L2 summary:", end=" ")
     if newest_l2 is None:
-        print("none")
-    else:
-        print(f"events {newest_l2.first_event_id}-{newest_l2.last_event_id}")
-        print(newest_l2.content)
+        print("no L2 summary")
+    for l2 in summaries.filter(level="L2").order_by("last_event_id", "id"):
+        newest = " (the newest)" if l2 == newest_l2 else ""
+        print(f"L2 #{l2.id}{newest}, events {l2.first_event_id}-{l2.last_event_id}:")
+        print(l2.content)
 
     assert not holes, (
         f"{len(holes)} turns left messages of the person out of their context; the first: "
