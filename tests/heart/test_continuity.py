@@ -335,6 +335,8 @@ def test_it_leaves_no_hole_and_keeps_the_facts_over_ten_evenings(evenings, fake_
     levels = {level: summaries.filter(level=level).count() for level in ("L0", "L1", "L2")}
     print(f"\nsummaries written: {levels}")
     print(f"turns with a hole: {len(holes)} of {len(evenings)}")
+    lines = sum(bool(snapshot.items_included.get("unsummarised")) for _, snapshot in evenings)
+    print(f"turns with a not-summarised line: {lines}")
     for number, event_id, left_out, shown, unsummarised, window in holes[:5]:
         print(
             f"  turn {number} (event {event_id}): left out {left_out}; summaries {shown}, "
