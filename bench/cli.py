@@ -1,13 +1,14 @@
 """The commands of ``python -m bench WHAT``: one function for each, given its parsed arguments.
 
-``turns``, ``search``, ``mirror`` and ``queue`` measure in a new process (this command again,
-with ``--inside``) on throwaway SQLite stores, offline, and print what it reports; ``firstchar``
-runs the browser benchmark in a pytest process; ``load`` serves throwaway stores with gunicorn
-and the worker to a locust swarm (``bench/load.py``); ``faults`` injects faults into turns a
-real worker answers against the fake Messages API (``bench/faults.py``); ``legacy`` imports a
-synthetic legacy database in a new process on throwaway stores (``bench/legacy.py``); ``eval``
-is the retrieval evaluation harness (``bench/evaluate.py``) and ``generate`` writes its
-synthetic datasets (``bench/generate.py``).
+``turns``, ``search``, ``mirror``, ``queue`` and ``continuity`` measure in a new process (this
+command again, with ``--inside``) on throwaway SQLite stores, offline, and print what it
+reports; ``firstchar`` runs the browser benchmark in a pytest process; ``load`` serves throwaway
+stores with gunicorn and the worker to a locust swarm (``bench/load.py``); ``faults`` injects
+faults into turns a real worker answers against the fake Messages API (``bench/faults.py``);
+``legacy`` imports a synthetic legacy database in a new process on throwaway stores
+(``bench/legacy.py``); ``continuity`` lives a long conversation and measures the context of
+each return (``bench/continuity.py``); ``eval`` is the retrieval evaluation harness
+(``bench/evaluate.py``) and ``generate`` writes its synthetic datasets (``bench/generate.py``).
 """
 
 import argparse
@@ -26,6 +27,7 @@ from pathlib import Path
 from django.conf import settings
 from django.core.management import call_command
 
+from bench.continuity import conversation_measure, figures_lines
 from bench.evaluate import (
     DEFAULT_KS,
     DatasetError,
@@ -256,6 +258,34 @@ def parser() -> argparse.ArgumentParser:
     legacy.add_argument("--pair", type=Path, help=argparse.SUPPRESS)
     _inside_options(legacy, size=False)
     legacy.set_defaults(run=_legacy)
+
+    continuity = words.add_parser(
+        "continuity",
+        help="what the context of a returning turn keeps of a long real conversation",
+        description="Write each conversation of a dataset into throwaway SQLite stores as it "
+        "happens, offline, the Mirror running as its schedule would; at the first turn of every "
+        "session after the first, assemble the context the Heart would build and count the "
+        "person's messages within its reach that it leaves out (holes), the evidence turns of "
+        "older questions it still holds, and how far back its summaries reach.",
+    )
+    continuity.add_argument(
+        "dataset",
+        type=Path,
+        nargs="?",
+        default=settings.BASE_DIR.parent / "shared" / "bench" / "locomo-dev.json",
+        metavar="DATASET",
+        help="a dataset in the evaluation harness's format "
+        "(default: ../shared/bench/locomo-dev.json)",
+    )
+    continuity.add_argument(
+        "--conversations", type=int, help="measure only the first N conversations (default: all)"
+    )
+    continuity.add_argument(
+        "--mirror-every", type=int, default=10, metavar="N", help="run the Mirror every N turns"
+    )
+    continuity.add_argument("--conversation", help=argparse.SUPPRESS)
+    _inside_options(continuity, size=False)
+    continuity.set_defaults(run=_continuity)
     return top
 
 
@@ -810,6 +840,73 @@ def _legacy(asked: argparse.Namespace) -> None:
     print(
         f"machine load (1, 5, 15 min) on {os.cpu_count()} processors: before "
         f"{' '.join(f'{n:.2f}' for n in before)}, after {' '.join(f'{n:.2f}' for n in after)}"
+    )
+
+
+# --- continuity --------------------------------------------------------------------------------
+
+
+def _continuity(asked: argparse.Namespace) -> None:
+    """A long conversation lived, and the context of each return measured (bench/continuity.py)."""
+    if asked.mirror_every < 1 or (asked.conversations is not None and asked.conversations < 1):
+        raise BenchError("--mirror-every and --conversations must be at least 1")
+    try:
+        data = dataset_load(asked.dataset)
+    except DatasetError as error:
+        raise BenchError(str(error)) from error
+    if asked.inside:
+        from tqdm import tqdm
+
+        _migrate_throwaway_stores()
+        conversation = next(c for c in data["conversations"] if c["id"] == asked.conversation)
+        questions = [q for q in data["questions"] if q["conversation"] == asked.conversation]
+        with tqdm(total=len(conversation["turns"]), desc=asked.conversation, mininterval=2) as bar:
+            result = conversation_measure(
+                conversation=conversation,
+                questions=questions,
+                mirror_every=asked.mirror_every,
+                progress=bar.update,
+            )
+        print(json.dumps(result))
+        return
+    began, load_before = time.perf_counter(), os.getloadavg()
+    results = []
+    for conversation in data["conversations"][: asked.conversations]:
+        _note(f"{conversation['id']}: {len(conversation['turns']):,} turns...")
+        results.append(
+            _run_inside(
+                [
+                    "continuity",
+                    str(asked.dataset.resolve()),
+                    "--conversation",
+                    conversation["id"],
+                    "--mirror-every",
+                    str(asked.mirror_every),
+                ]
+            )
+        )
+    print(
+        f"{asked.dataset.name}, {len(results)} conversations, the Mirror offline every "
+        f"{asked.mirror_every} turns and at each session's end; probes at each session's first "
+        "turn after the first"
+    )
+    for line in figures_lines(results):
+        print(line)
+    print(
+        "person: the person's events within the context's reach; holes: of those, shown nowhere "
+        "(goal 0); evidence: evidence turns from before Recent, kept when 60% of their words are "
+        "in the context (share), or, by chance, in Recent's turns and the probe's alone "
+        "(recent); reach: the mean share of the events before Recent that the summaries shown "
+        "cover"
+    )
+    for result in results:
+        for example in result["hole_examples"]:
+            print(f"  {result['conversation']} hole: {example}")
+    load_after = os.getloadavg()
+    print(
+        f"wall time {time.perf_counter() - began:.0f} s; machine load (1, 5, 15 min) on "
+        f"{os.cpu_count()} processors: before {' '.join(f'{n:.2f}' for n in load_before)}, "
+        f"after {' '.join(f'{n:.2f}' for n in load_after)}"
     )
 
 

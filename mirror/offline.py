@@ -59,6 +59,14 @@ _NOTE_RE = re.compile(r"^[-*•]\s+(?:([^:\s][^:]{0,39}):\s+)?(.*)$")
 _WORD_RE = re.compile(r"[^\W_][\w'’-]*")
 _FIRST_PERSON_CAPS = frozenset({"i", "i'm", "i’m", "i'll", "i’ll", "i've", "i’ve", "i'd", "i’d"})
 _NUMBER_RE = re.compile(r"\d")
+# Numbers written out count as numbers: "since I was six", "turns sixty".
+_NUMBER_WORDS = frozenset(
+    "two three four five six seven eight nine ten eleven twelve thirteen fourteen fifteen"
+    " sixteen seventeen eighteen nineteen twenty thirty forty fifty sixty seventy eighty ninety"
+    " hundred thousand million dozen".split()
+)
+# "called Pimpernel", "named Ada": a name introduced.
+_INTRODUCED_RE = re.compile(r"\b(?:called|named)\s+[A-Z][\w'’-]*")
 _WEEKDAYS = ("monday", "tuesday", "wednesday", "thursday", "friday", "saturday", "sunday")
 _MONTHS = frozenset(
     "january february march april may june july august september october november december".split()
@@ -82,7 +90,7 @@ _NEWS_VERBS = (
     "got|get|start|started|begin|began|moved|move|finished|finish|hurt|broke|bought|sold"
     "|visited|adopted|ran|won|lost|met|quit|passed|failed|sent|left|arrived|went|saw|fell"
     "|found|booked|signed|joined|applied|married|emailed|called|told|decided|made|had"
-    "|[a-z]+ed"
+    "|[a-z]*[a-df-z]ed"  # a past tense ("liked", "emailed"), not "need" or "feed"
 )
 _NEWS_RE = re.compile(
     r"\b(?:i|we|i['’]ve|we['’]ve)\s+(?:just\s+|finally\s+|already\s+|also\s+|actually\s+)?"
@@ -193,17 +201,21 @@ def sentences(text: str) -> list[str]:
     return [" ".join(part.split()) for part in _SENTENCE_RE.split(text.strip()) if part.strip()]
 
 
-def sentence_score(sentence: str) -> int:
+def sentence_score(sentence: str, *, everyday: frozenset[str] = frozenset()) -> int:
     """How much a sentence carries: names, places, numbers, dates and first-person news.
 
     A weekday, the weekend, today, tonight, tomorrow or yesterday adds only to a sentence that
-    carries something else: alone it places nothing.
+    carries something else: alone it places nothing. A capitalised word in ``everyday`` (one
+    that comes back in many of the notes being chosen: a film's language, the usual cast) is no
+    name here; a name introduced ("called Ada") counts twice.
     """
     words = _WORD_RE.findall(sentence)
     if len(words) < 3:
         return 0
-    score = 2 * min(len(_names(words)), 3)
-    score += min(sum(1 for w in words if _NUMBER_RE.search(w)), 2)
+    names = [w for w in _names(words) if _bare(w) not in everyday]
+    score = 2 * min(len(names), 3)
+    score += 2 if _INTRODUCED_RE.search(sentence) else 0
+    score += min(sum(1 for w in words if _NUMBER_RE.search(w) or _bare(w) in _NUMBER_WORDS), 2)
     score += 2 if _NEWS_RE.search(sentence) else 0
     score += 1 if _MY_RE.search(sentence) else 0
     score += 3 if _ASKED_RE.search(sentence) else 0
@@ -237,14 +249,36 @@ def note_texts(text: str) -> list[str]:
     return [text] if len(text.split()) <= NOTE_WORDS else sentences(text)
 
 
-def note_score(text: str) -> int:
+def note_score(text: str, *, everyday: frozenset[str] = frozenset()) -> int:
     """How much a note carries: the scores of its sentences added up."""
-    return sum(map(sentence_score, sentences(text)))
+    return sum(sentence_score(sentence, everyday=everyday) for sentence in sentences(text))
 
 
-def notes_chosen(candidates: list[tuple[str, str]], *, limit: int) -> list[tuple[str, str]]:
-    """``(who, text)`` pairs worth a note: the ``limit`` that carry most, in the order given."""
-    scored = [(note_score(text), -i, who, text) for i, (who, text) in enumerate(candidates)]
+EVERYDAY_NOTES = 3  # a capitalised word in this many of the notes being chosen is no name
+
+
+def everyday_words(texts: list[str]) -> frozenset[str]:
+    """The capitalised words that come back in ``EVERYDAY_NOTES`` or more of ``texts``."""
+    counts: dict[str, int] = {}
+    for text in texts:
+        found = {_bare(w) for s in sentences(text) for w in _names(_WORD_RE.findall(s))}
+        for word in found:
+            counts[word] = counts.get(word, 0) + 1
+    return frozenset(word for word, count in counts.items() if count >= EVERYDAY_NOTES)
+
+
+def notes_chosen(
+    candidates: list[tuple[str, str]], *, limit: int, everyday: frozenset[str] | None = None
+) -> list[tuple[str, str]]:
+    """``(who, text)`` pairs worth a note: the ``limit`` that carry most, in the order given.
+
+    ``everyday`` defaults to the ``everyday_words`` of the candidates."""
+    if everyday is None:
+        everyday = everyday_words([text for _, text in candidates])
+    scored = [
+        (note_score(text, everyday=everyday), -i, who, text)
+        for i, (who, text) in enumerate(candidates)
+    ]
     best = sorted((entry for entry in scored if entry[0] > 0), reverse=True)[:limit]
     return [(who, text) for _, _, who, text in sorted(best, key=lambda entry: -entry[1])]
 
@@ -361,7 +395,8 @@ def _merge(text: str) -> str:
             candidates.append(("", _excerpt(entry.replace(OFFLINE_LABEL, ""))))
     telling = [(who, text) for who, text in candidates if note_score(text) > 0]
     distinct = notes_distinct(telling)
-    chosen = notes_chosen(distinct, limit=MERGE_NOTE_LIMIT)
+    everyday = everyday_words([text for _, text in candidates])  # repeats count here
+    chosen = notes_chosen(distinct, limit=MERGE_NOTE_LIMIT, everyday=everyday)
     left_out = _counted(
         (len(telling) - len(distinct), "repeated note", "repeated notes"),
         (len(candidates) - len(telling), "note with nothing to keep", "notes with nothing to keep"),
