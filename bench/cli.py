@@ -278,7 +278,10 @@ def parser() -> argparse.ArgumentParser:
         "(default: ../shared/bench/locomo-dev.json)",
     )
     continuity.add_argument(
-        "--conversations", type=int, help="measure only the first N conversations (default: all)"
+        "--conversations",
+        type=int,
+        metavar="N",
+        help="measure only the first N conversations (default: all)",
     )
     continuity.add_argument(
         "--mirror-every", type=int, default=10, metavar="N", help="run the Mirror every N turns"

@@ -87,6 +87,7 @@ def test_it_probes_each_return_and_finds_no_hole(small_recent):
     # The person as luna in plain text, the companion as claude in <say>; no tag from the text.
     first, second = Event.objects.order_by("pk")[:2]
     assert (first.actor, second.actor) == ("luna", "claude")
+    assert first.content.endswith("< b>tired< /b> but fine.")
     assert (
         second.content
         == "<say>Ben here: that sounds like a loud radio at the tram stop, tell me more <3.</say>"

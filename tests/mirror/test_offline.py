@@ -16,6 +16,7 @@ from mirror.offline import (
     MERGE_NOTE_LIMIT,
     OFFLINE_LABEL,
     answer,
+    everyday_words,
     notes_chosen,
     sentence_score,
     suggestions_from,
@@ -305,3 +306,29 @@ def test_it_stages_the_pin_and_plan_the_person_asked_for_in_a_week(settings):
         plan, written_at=datetime.fromisoformat("2026-03-03T10:00:00Z"), time_zone="UTC"
     )
     assert (due.strftime("%A"), due.hour) == ("Friday", 17)
+
+
+def test_numbers_written_out_and_names_introduced_carry_a_sentence():
+    assert sentence_score("the test says I've been allergic since I was six") > 0
+    assert sentence_score("Grandad turns ninety next spring") > 0
+    assert sentence_score("the new kitten is called Biscuit") > sentence_score(
+        "the new kitten likes Biscuit"
+    )
+
+
+def test_need_is_no_news_but_a_past_tense_is():
+    assert sentence_score("I think I need a quiet evening") == 0
+    assert sentence_score("I painted the kitchen wall green") > 0
+
+
+def test_a_capitalised_word_that_comes_back_in_many_notes_is_no_name():
+    notes = [
+        ("luna", "We put on a slow Danish film and I dozed off"),
+        ("luna", "Another Danish film tonight, lovely"),
+        ("luna", "The Danish one was better than I thought"),
+        ("luna", "My cousin Ilse moved to Aarhus for the new job"),
+    ]
+    assert everyday_words([text for _, text in notes]) == {"danish"}
+    # Only the note with news is chosen: the others were chosen for "Danish" before.
+    assert notes_chosen(notes, limit=1) == [notes[3]]
+    assert sentence_score("We put on a slow Danish film", everyday=frozenset({"danish"})) == 0
