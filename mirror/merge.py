@@ -8,6 +8,7 @@ is not superseding (that word is for a summary replaced by a rebuild of the same
 """
 
 import math
+from bisect import bisect_left, bisect_right
 from collections.abc import Sequence
 from typing import NamedTuple
 
@@ -72,99 +73,132 @@ def summaries_for_context(
     the budget). Without ``budget``, the finest are taken everywhere.
     """
     left = math.inf if budget is None else budget
-    candidates = [s for s in summaries if s.first_event_id < before]
-    if not candidates:
+    behind = [s for s in summaries if s.first_event_id < before]
+    if not behind:
         return []
-    newest = min(before - 1, max(s.last_event_id for s in candidates))
-    firsts = _covering(candidates, newest)
+    index = _Levels(behind)
+    newest = min(before - 1, max(s.last_event_id for s in behind))
+    firsts = index.covering(newest, end=math.inf)
     if firsts[0].tokens > left:
         return [firsts[0]]
-    chains = [_chain(summaries, first, before=before, left=left) for first in firsts]
-    chain = min(
-        filter(None, chains), key=lambda chain: chain[-1].first_event_id
-    )  # the first such: finest
+    if budget is None:  # everything fits: the finest everywhere
+        firsts = firsts[:1]
+    chains = [
+        _chain(index, first, before=before, left=left, coarse=budget is not None)
+        for first in firsts
+    ]
+    chain = min(filter(None, chains), key=lambda chain: chain[-1].first_event_id)  # finest first
     left -= sum(s.tokens for s in chain)
-    index = 0
-    while index < len(chain):
-        outer = chain[index]
-        finer = _finer_cover(summaries, outer)
+    at = 0
+    while at < len(chain):
+        outer = chain[at]
+        finer = index.cover(outer, finest=False)
         cost = sum(s.tokens for s in finer) - outer.tokens
         if finer and cost <= left:
-            chain[index : index + 1] = finer
+            chain[at : at + 1] = finer
             left -= cost
             continue  # the finer ones may be refined in turn, the newest first
-        index += 1
+        at += 1
     return chain
 
 
-def _chain(summaries: Sequence[Span], first: Span, *, before: int, left: float) -> list[Span]:
-    """``first``, then the coarsest summary that fits at each step back (see step 1 above)."""
-
-    def _thrifty(span: Span) -> bool:
-        """A coarser summary costs no more than the finest ones covering its events."""
-        finest = _finest_cover(summaries, span)
-        return not finest or span.tokens <= sum(s.tokens for s in finest)
-
-    candidates = [s for s in summaries if s.first_event_id < before]
+def _chain(index: "_Levels", first: Span, *, before: int, left: float, coarse: bool) -> list[Span]:
+    """``first``, then the coarsest summary that fits at each step back (see step 1 above), or
+    the finest when not ``coarse``."""
     chain: list[Span] = []
     pick: Span | None = first
-    newest = first.last_event_id
     while pick is not None and pick.tokens <= left:
         chain.append(pick)
         left -= pick.tokens
-        candidates = [s for s in candidates if s.last_event_id < pick.first_event_id]
-        if not candidates:
+        newest = index.newest_before(pick.first_event_id)
+        if newest is None:
             break
-        newest = min(newest, max(s.last_event_id for s in candidates))
-        finest, *coarser = _covering(candidates, newest)
-        options = [finest, *(s for s in coarser if s.last_event_id < before and _thrifty(s))]
+        finest, *coarser = index.covering(newest, end=pick.first_event_id)
+        coarser = [s for s in coarser if coarse and s.last_event_id < before and index.thrifty(s)]
+        options = [finest, *coarser]
         pick = next((s for s in reversed(options) if s.tokens <= left), None)
     return chain
 
 
-def _covering(candidates: Sequence[Span], event: int) -> list[Span]:
-    """The summaries covering one event, one a level, finest first; of a level the one reaching
-    least far past the event, then the shortest, then the lowest id."""
-    by_level: dict[tuple[int, str], Span] = {}
-    covering = (s for s in candidates if s.first_event_id <= event <= s.last_event_id)
-    for span in sorted(
-        covering, key=lambda s: (_rank(s.level), s.last_event_id, -s.first_event_id, s.id)
-    ):
-        by_level.setdefault(_rank(span.level), span)
-    return list(by_level.values())
+class _Levels:
+    """The summaries of each level sorted by their last event, for the walk's lookups: a turn's
+    choice reads a handful of them out of thousands."""
 
+    def __init__(self, summaries: Sequence[Span]):
+        groups: dict[tuple[int, str], list[Span]] = {}
+        for span in summaries:
+            groups.setdefault(_rank(span.level), []).append(span)
+        self.ranks = sorted(groups)
+        self.spans = {
+            rank: sorted(group, key=lambda s: (s.last_event_id, -s.first_event_id, s.id))
+            for rank, group in groups.items()
+        }
+        self.lasts = {rank: [s.last_event_id for s in group] for rank, group in self.spans.items()}
+        self.longest = {
+            rank: max(s.last_event_id - s.first_event_id for s in group)
+            for rank, group in self.spans.items()
+        }
+        self._finest: dict[Span, list[Span]] = {}
 
-def _finer_cover(summaries: Sequence[Span], outer: Span) -> list[Span]:
-    """The summaries of the next finer level that together cover exactly ``outer``'s events,
-    newest first, or none when that level leaves part of them uncovered."""
-    return _cover_at(summaries, outer, pick_level=max)
+    def newest_before(self, end: int) -> int | None:
+        """The last event of the newest summary ending before event ``end``."""
+        found = [lasts[at - 1] for lasts in self.lasts.values() if (at := bisect_left(lasts, end))]
+        return max(found, default=None)
 
+    def covering(self, event: int, *, end: float) -> list[Span]:
+        """The summaries covering ``event`` and ending before ``end``, one a level, finest
+        first; of a level the one reaching least far past the event, then the longest, then the
+        lowest id."""
+        found = []
+        for rank in self.ranks:
+            spans, lasts = self.spans[rank], self.lasts[rank]
+            for at in range(bisect_left(lasts, event), len(spans)):
+                span = spans[at]
+                if span.last_event_id >= end or span.last_event_id > event + self.longest[rank]:
+                    break
+                if span.first_event_id <= event:
+                    found.append(span)
+                    break
+        return found
 
-def _finest_cover(summaries: Sequence[Span], outer: Span) -> list[Span]:
-    """The same, at the finest level there is inside ``outer``."""
-    return _cover_at(summaries, outer, pick_level=min)
+    def cover(self, outer: Span, *, finest: bool) -> list[Span]:
+        """The summaries of the next finer level (with ``finest``, of the finest level) that
+        together cover exactly ``outer``'s events, newest first; none when that level leaves
+        part of them uncovered."""
+        if finest and outer in self._finest:
+            return self._finest[outer]
+        inside_by_rank = {
+            rank: inside
+            for rank in self.ranks
+            if rank < _rank(outer.level) and (inside := self._inside(outer, rank))
+        }
+        cover: list[Span] = []
+        if inside_by_rank:
+            rank = (min if finest else max)(inside_by_rank)
+            reached = outer.last_event_id + 1
+            for span in sorted(
+                inside_by_rank[rank], key=lambda s: (-s.last_event_id, s.first_event_id, s.id)
+            ):
+                if span.last_event_id == reached - 1:
+                    cover.append(span)
+                    reached = span.first_event_id
+            cover = cover if reached == outer.first_event_id else []
+        if finest:
+            self._finest[outer] = cover
+        return cover
 
+    def thrifty(self, span: Span) -> bool:
+        """A coarser summary costs no more than the finest ones covering its events."""
+        finest = self.cover(span, finest=True)
+        return not finest or span.tokens <= sum(s.tokens for s in finest)
 
-def _cover_at(summaries: Sequence[Span], outer: Span, *, pick_level) -> list[Span]:
-    finer = [
-        s
-        for s in summaries
-        if _rank(s.level) < _rank(outer.level) and covers(outer, s) and s != outer
-    ]
-    if not finer:
-        return []
-    level = pick_level(_rank(s.level) for s in finer)
-    inside = sorted(
-        (s for s in finer if _rank(s.level) == level),
-        key=lambda s: (-s.last_event_id, s.first_event_id, s.id),
-    )
-    cover: list[Span] = []
-    reached = outer.last_event_id + 1
-    for span in inside:
-        if span.last_event_id == reached - 1:
-            cover.append(span)
-            reached = span.first_event_id
-    return cover if reached == outer.first_event_id else []
+    def _inside(self, outer: Span, rank: tuple[int, str]) -> list[Span]:
+        spans, lasts = self.spans[rank], self.lasts[rank]
+        start, end = (
+            bisect_left(lasts, outer.first_event_id),
+            bisect_right(lasts, outer.last_event_id),
+        )
+        return [s for s in spans[start:end] if s.first_event_id >= outer.first_event_id]
 
 
 def _rank(level: str) -> tuple[int, str]:
