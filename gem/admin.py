@@ -47,7 +47,6 @@ from gem.models import (
     WorkingMemory,
     WorkingMemoryRef,
     WorkingMemorySource,
-    WorkingMemoryStatus,
     source_events,
 )
 from gem.selectors import (
@@ -67,6 +66,8 @@ from gem.services import (
     fragment_rename_preview,
     working_memory_create,
     working_memory_status_set,
+    working_memory_twin_review,
+    working_memory_update,
 )
 from gem.state import ARCHIVE_WARNING, CHARS_PER_TOKEN, state_get, turn_counter_current
 from gem.textdiff import text_change_summary, text_diff_html
@@ -521,35 +522,44 @@ class WorkingMemoryAdmin(admin.ModelAdmin):
         return [] if obj is None else self.readonly_fields
 
     def save_model(self, request, obj, form, change):
-        # A number the person gives wins over the scoring, now and on every later refresh.
+        # The form's instance holds what the person asked for; the item is written by the rules
+        # every writer follows, and the instance becomes what was written. A number the person
+        # gives wins over the scoring, now and on every later refresh.
         person_scored = form.numbers_set_by_person()
+        importance = form.cleaned_data["importance"] if person_scored else None
+        valence = form.cleaned_data["valence"] if person_scored else None
         if change:
-            obj.importance_edited = obj.importance_edited or person_scored
-            super().save_model(request, obj, form, change)
-            return
-        # A person's new item is written by the rules every writer follows (one feeling,
-        # descs superseded by subject, a plan's due date read from its words if none is given,
-        # importance and valence scored unless given); the form's instance becomes the item
-        # written, or the identical one refreshed.
-        importance, valence = form.cleaned_data["importance"], form.cleaned_data["valence"]
-        written = working_memory_create(
-            type=obj.type,
-            content=obj.content,
-            subject=obj.subject,
-            actor=request.user.get_username(),
-            at=timezone.now(),
-            turn=turn_counter_current(),
-            due=obj.due,
-            importance=importance,
-            valence=valence,
-        )
-        obj.pk = written.item.pk
+            working_memory_update(
+                item_id=obj.pk,
+                at=timezone.now(),
+                user_id=request.user.pk,
+                type=obj.type,
+                content=obj.content,
+                subject=obj.subject,
+                due=obj.due,
+                importance=importance,
+                valence=valence,
+            )
+        else:
+            # One feeling, descs superseded by subject, a plan's due date read from its words if
+            # none is given, importance and valence scored unless given; or the identical item
+            # refreshed.
+            obj.pk = working_memory_create(
+                type=obj.type,
+                content=obj.content,
+                subject=obj.subject,
+                actor=request.user.get_username(),
+                at=timezone.now(),
+                turn=turn_counter_current(),
+                due=obj.due,
+                importance=importance,
+                valence=valence,
+            ).item.pk
         obj.refresh_from_db()
-        if person_scored:
-            obj.importance = obj.importance if importance is None else importance
-            obj.valence = obj.valence if valence is None else valence
-            obj.importance_edited = True
-            obj.save(update_fields=["importance", "valence", "importance_edited"])
+
+    def log_change(self, request, obj, message):
+        """An edit is written in the admin log by ``working_memory_update``, with what its rules
+        did; the admin's own entry would say it twice."""
 
     def changelist_view(self, request, extra_context=None):
         if warning := state_get(ARCHIVE_WARNING, ""):  # the last archive run's word on size
@@ -629,32 +639,23 @@ class WorkingMemoryAdmin(admin.ModelAdmin):
             return HttpResponseRedirect(change_url)
         if not self.has_change_permission(request, item):
             raise PermissionDenied
-        twin_id = item.near_duplicate_of_id
-        if twin_id is None:
-            self.message_user(request, "This item is no longer flagged as a near duplicate.")
-            return HttpResponseRedirect(change_url)
         form = TwinReviewForm(request.POST)
         if not form.is_valid():
             for errors in form.errors.values():
                 self.message_user(request, " ".join(errors), messages.ERROR)
             return HttpResponseRedirect(change_url)
-        if form.decision == TwinReviewForm.KEEP_BOTH:
-            message = f"Kept beside its near duplicate #{twin_id}"
-        else:
-            dropped = item.pk if form.decision == TwinReviewForm.DROP_THIS else twin_id
-            reason = form.cleaned_data["reason"].strip()
-            working_memory_status_set(
-                item_ids=[dropped],
-                status=WorkingMemoryStatus.DROPPED,
-                reason=f"near duplicate of #{twin_id if dropped == item.pk else item.pk}: {reason}",
+        try:
+            done = working_memory_twin_review(
+                item_id=item.pk,
+                decision=form.decision,
+                reason=form.cleaned_data["reason"].strip(),
                 user_id=request.user.pk,
                 now=timezone.now(),
             )
-            message = f"Reviewed beside #{twin_id}: #{dropped} dropped"
-        item.near_duplicate_of = None
-        item.save(update_fields=["near_duplicate_of"])
-        self.log_change(request, item, message)
-        self.message_user(request, f"{message}.")
+        except WorkingMemoryError as error:
+            self.message_user(request, str(error))
+        else:
+            self.message_user(request, f"{done}.")
         return HttpResponseRedirect(change_url)
 
     def status_view(self, request, object_id):

@@ -6,6 +6,7 @@ from django.conf import settings
 
 from gem.graph import DEPTH_MAX
 from gem.models import WorkingMemory, WorkingMemoryStatus
+from gem.services import TwinDecision
 from silentstar.uploads import megabytes
 
 
@@ -137,7 +138,11 @@ class WorkingMemoryForm(forms.ModelForm):
 class TwinReviewForm(forms.Form):
     """A person's decision on a near duplicate and its twin (the buttons' names)."""
 
-    KEEP_BOTH, DROP_THIS, DROP_TWIN = "keep_both", "drop_this", "drop_twin"
+    KEEP_BOTH, DROP_THIS, DROP_TWIN = (
+        TwinDecision.KEEP_BOTH,
+        TwinDecision.DROP_THIS,
+        TwinDecision.DROP_TWIN,
+    )
 
     reason = forms.CharField(
         required=False,

@@ -13,8 +13,6 @@ from django.core.validators import RegexValidator
 from django.db import models
 from django.utils import timezone
 
-from gem.meaning import semantic_hash
-
 KEY_VALIDATOR = RegexValidator(
     r"^[\w][\w'-]*$",
     "A key is one word: letters, digits, hyphens, underscores or apostrophes, no spaces.",
@@ -120,14 +118,6 @@ class WorkingMemory(models.Model):
 
     def __str__(self):
         return f"{self.type}: {self.content[:60]}"
-
-    def save(self, *args, **kwargs):
-        # The hash follows the content, whoever changes it (a write, the Anvil's edit form).
-        self.semantic_hash = semantic_hash(self.content)
-        update_fields = kwargs.get("update_fields")
-        if update_fields is not None and "content" in update_fields:
-            kwargs["update_fields"] = {*update_fields, "semantic_hash"}
-        super().save(*args, **kwargs)
 
 
 class Fragment(models.Model):

@@ -2,8 +2,10 @@
 the Anvil's reshaping of fragments by a person.
 
 Working memory is written here and nowhere else (SPEC "Tag language"): the Heart's ingest, the
-promotion of a Mirror suggestion and the Anvil's add form all call ``working_memory_create``,
-and every status change goes through ``working_memory_status_set``.
+promotion of a Mirror suggestion, the imports and the Anvil's add form all call
+``working_memory_create``, the Anvil's edits ``working_memory_update``, its review of near
+duplicates ``working_memory_twin_review``, and every status change goes through
+``working_memory_status_set``.
 
 Every Anvil write here runs in one transaction and leaves an entry in the admin log saying what
 changed; nothing a fragment held is lost by a rename or a fold.
@@ -423,6 +425,8 @@ def working_memory_create(
         if value is not None and not low <= value <= 1.0:
             raise WorkingMemoryError(f"{name} {value} is outside {low:g} to 1.")
     subject = subject.strip()
+    # A number given here is a person's (the Anvil's add form): it wins on every refresh.
+    person_scored = importance is not None or valence is not None
     if recorded is not None:
         return _working_memory_recorded(
             recorded,
@@ -437,16 +441,18 @@ def working_memory_create(
         )
     meaning = semantic_hash(content)
     with transaction.atomic():
-        same = (
-            WorkingMemory.objects.select_for_update()
-            .filter(status="active", type=type, semantic_hash=meaning, subject__iexact=subject)
-            .first()
-        )
+        same = working_memory_same(type=type, content=content, subject=subject, lock=True)
         if same is not None:
-            if not same.importance_edited:
+            if person_scored:
+                same.importance = same.importance if importance is None else importance
+                same.valence = same.valence if valence is None else valence
+                same.importance_edited = True
+            elif not same.importance_edited:
                 same.importance = importance_refreshed(same.importance)
             same.refreshed_at, same.turn = at, turn
-            same.save(update_fields=["refreshed_at", "turn", "importance"])
+            same.save(
+                update_fields=["refreshed_at", "turn", "importance", "valence", "importance_edited"]
+            )
             return WorkingMemoryWrite(item=same, refreshed=True)
         replaced = WorkingMemory.objects.filter(status="active", type=type)
         if type == WorkingMemoryType.DESC and subject:
@@ -482,17 +488,34 @@ def working_memory_create(
             suggestion_id=suggestion_id,
             importance=importance,
             valence=valence,
-            near_duplicate_of=_near_twin(type=type, content=content, excluding=superseded),
+            importance_edited=person_scored,
+            semantic_hash=meaning,
+            near_duplicate_of=working_memory_near_twin(
+                type=type, content=content, excluding=superseded
+            ),
         )
         _fragments_link(item, keys)
     return WorkingMemoryWrite(item=item, superseded=superseded)
 
 
-def _near_twin(*, type: str, content: str, excluding: list[int]) -> WorkingMemory | None:
+def working_memory_same(
+    *, type: str, content: str, subject: str = "", excluding: int | None = None, lock: bool = False
+) -> WorkingMemory | None:
+    """The active item of ``type`` and ``subject`` that means what ``content`` means (the same
+    semantic hash), if any: an exact duplicate, which a new write refreshes instead."""
+    items = WorkingMemory.objects.filter(
+        status="active", type=type, semantic_hash=semantic_hash(content), subject__iexact=subject
+    ).exclude(pk=excluding)
+    return (items.select_for_update() if lock else items).first()
+
+
+def working_memory_near_twin(
+    *, type: str, content: str, excluding: list[int] = ()
+) -> WorkingMemory | None:
     """The newest active item of ``type`` that ``content`` nearly repeats, if any."""
     candidates = (
         WorkingMemory.objects.filter(status="active", type=type)
-        .exclude(pk__in=excluding)
+        .exclude(pk__in=list(excluding))
         .only("pk", "content")
     )
     return next((item for item in candidates if near_duplicate(content, item.content)), None)
@@ -527,6 +550,7 @@ def _working_memory_recorded(
             id=recorded.id,
             type=type,
             content=content,
+            semantic_hash=semantic_hash(content),
             subject=subject,
             status=recorded.status,
             created_at=recorded.created_at,
@@ -544,6 +568,169 @@ def _working_memory_recorded(
             ignore_conflicts=True,
         )
     return WorkingMemoryWrite(item=item)
+
+
+class _Keep:
+    """A value not given: the item keeps its own."""
+
+    def __repr__(self):
+        return "KEEP"
+
+
+KEEP = _Keep()
+
+
+def working_memory_update(
+    *,
+    item_id: int,
+    at: datetime,
+    user_id: int | None = None,
+    type: str | None = None,
+    content: str | None = None,
+    subject: str | None = None,
+    due: "datetime | _Keep | None" = KEEP,
+    importance: float | None = None,
+    valence: float | None = None,
+) -> WorkingMemoryWrite:
+    """Edit an item by the rules a new one follows: every change of working memory but its
+    status (``working_memory_status_set``).
+
+    - Its semantic hash follows its words, and a twin is looked for again when the words or the
+      type change: an active item that means the same or nearly repeats it is its
+      ``near_duplicate_of``, for a person to review.
+    - Becoming the feeling, or a desc of a subject, supersedes the active feeling or the active
+      descs of that subject, as a new one would (only an active item replaces others).
+    - A plan whose words change is due when its new words say, read at ``at``, unless ``due``
+      is given and differs from the one it had; words that name no time keep the due date.
+    - A feeling keeps its first ``FEELING_WORD_CAP`` words.
+    - ``importance`` or ``valence`` given are a person's and win from now on
+      (``importance_edited``); otherwise both stay as they were scored.
+    - Fragments its new words name are linked.
+
+    Only the fields that change are written. ``user_id`` writes the edit in the admin log with
+    what the rules did; an edit by the application is logged by it.
+    """
+    if type is not None and type not in WorkingMemoryType.values:
+        raise WorkingMemoryError(f"“{type}” is not a working-memory type.")
+    for name, value, low in (("importance", importance, 0.0), ("valence", valence, -1.0)):
+        if value is not None and not low <= value <= 1.0:
+            raise WorkingMemoryError(f"{name} {value} is outside {low:g} to 1.")
+    with transaction.atomic():
+        item = WorkingMemory.objects.select_for_update().filter(pk=item_id).first()
+        if item is None:
+            raise WorkingMemoryError(f"There is no working-memory item #{item_id}.")
+        was = {name: getattr(item, name) for name in _EDITABLE}
+        item.type = type if type is not None else item.type
+        item.subject = subject.strip() if subject is not None else item.subject
+        if content is not None:
+            item.content = content.strip()
+        if item.type == WorkingMemoryType.FEELING:
+            item.content = " ".join(item.content.split()[:FEELING_WORD_CAP])
+        if not item.content:
+            raise WorkingMemoryError("A working-memory item needs some content.")
+        words_changed = item.content != was["content"]
+        notes: list[str] = []
+        if due is not KEEP and due != was["due"]:
+            item.due = due
+        elif item.type == WorkingMemoryType.PLAN and words_changed:
+            said = due_from_text(item.content, written_at=at, time_zone=settings.TIME_ZONE)
+            if said is not None and said != item.due:
+                item.due = said
+                notes.append(f"due date read from the new words: {said:%Y-%m-%d %H:%M}")
+        superseded: list[int] = []
+        if item.status == WorkingMemoryStatus.ACTIVE and (
+            item.type != was["type"] or item.subject.lower() != was["subject"].lower()
+        ):
+            superseded = _superseded_by(item, at=at)
+            if superseded:
+                notes.append("it replaces " + ", ".join(f"#{pk}" for pk in superseded))
+        item.semantic_hash = semantic_hash(item.content)
+        if words_changed or item.type != was["type"] or item.subject != was["subject"]:
+            twin = working_memory_same(
+                type=item.type, content=item.content, subject=item.subject, excluding=item.pk
+            ) or working_memory_near_twin(
+                type=item.type, content=item.content, excluding=[item.pk, *superseded]
+            )
+            item.near_duplicate_of = twin
+            if twin is not None:
+                notes.append(f"near duplicate of #{twin.pk}")
+        keys = _fragment_keys_named(item.subject, item.content)
+        if importance is not None or valence is not None:
+            item.importance = item.importance if importance is None else importance
+            item.valence = item.valence if valence is None else valence
+            item.importance_edited = True
+        changed = [name for name in _EDITABLE if getattr(item, name) != was[name]]
+        if changed:
+            item.save(update_fields=changed)
+        _fragments_link(item, keys)
+        if user_id is not None and changed:
+            edited = [name for name in changed if name in _EDITED_BY_PERSON]
+            message = "Edited " + ", ".join(edited or changed)
+            LogEntry.objects.log_actions(user_id, [item], CHANGE, "; ".join([message, *notes]))
+    return WorkingMemoryWrite(item=item, superseded=superseded)
+
+
+_EDITED_BY_PERSON = ("type", "content", "subject", "due", "importance", "valence")
+_EDITABLE = (
+    *_EDITED_BY_PERSON,
+    "semantic_hash",
+    "near_duplicate_of",
+    "importance_edited",
+)
+
+
+def _superseded_by(item: WorkingMemory, *, at: datetime) -> list[int]:
+    """Supersede what ``item`` replaces as the feeling or a desc of its subject."""
+    replaced = WorkingMemory.objects.filter(status="active", type=item.type).exclude(pk=item.pk)
+    if item.type == WorkingMemoryType.DESC and item.subject:
+        replaced = replaced.filter(subject__iexact=item.subject)
+    elif item.type != WorkingMemoryType.FEELING:
+        return []
+    return working_memory_status_set(
+        item_ids=list(replaced.values_list("pk", flat=True)),
+        status=WorkingMemoryStatus.SUPERSEDED,
+        reason=f"an edited {item.type} replaces it",
+        now=at,
+        from_status=WorkingMemoryStatus.ACTIVE,
+    )
+
+
+class TwinDecision:
+    KEEP_BOTH, DROP_THIS, DROP_TWIN = "keep_both", "drop_this", "drop_twin"
+
+
+def working_memory_twin_review(
+    *, item_id: int, decision: str, reason: str, user_id: int, now: datetime
+) -> str:
+    """A person's decision on an item flagged as a near duplicate: keep both, or drop this one
+    or its twin (a status change with the reason). Either way the flag is cleared, and the
+    admin log says what was decided. Returns what was done, in words."""
+    if decision not in (TwinDecision.KEEP_BOTH, TwinDecision.DROP_THIS, TwinDecision.DROP_TWIN):
+        raise WorkingMemoryError(f"“{decision}” is no decision on a near duplicate.")
+    with transaction.atomic():
+        item = WorkingMemory.objects.select_for_update().filter(pk=item_id).first()
+        if item is None:
+            raise WorkingMemoryError(f"There is no working-memory item #{item_id}.")
+        twin_id = item.near_duplicate_of_id
+        if twin_id is None:
+            raise WorkingMemoryError("This item is no longer flagged as a near duplicate.")
+        if decision == TwinDecision.KEEP_BOTH:
+            done = f"Kept beside its near duplicate #{twin_id}"
+        else:
+            dropped, other = (
+                (item.pk, twin_id) if decision == TwinDecision.DROP_THIS else (twin_id, item.pk)
+            )
+            working_memory_status_set(
+                item_ids=[dropped],
+                status=WorkingMemoryStatus.DROPPED,
+                reason=f"near duplicate of #{other}: {reason}",
+                user_id=user_id,
+                now=now,
+            )
+            done = f"Reviewed beside #{twin_id}: #{dropped} dropped"
+        WorkingMemory.objects.filter(pk=item.pk).update(near_duplicate_of=None)
+        LogEntry.objects.log_actions(user_id, [item], CHANGE, done)
+    return done
 
 
 KEY_CANDIDATE = re.compile(r"[\w][\w'-]*")

@@ -22,7 +22,7 @@ from django.db.models import Q
 from django.utils.text import Truncator
 
 from gem.importance import BASE, INTENSITY_WEIGHT, valence_of
-from gem.meaning import near_duplicate, semantic_hash
+from gem.meaning import semantic_hash
 from gem.models import (
     MiraEntry,
     WorkingMemory,
@@ -31,7 +31,12 @@ from gem.models import (
     WorkingMemoryType,
 )
 from gem.selectors import identities_current
-from gem.services import WorkingMemoryRecorded, working_memory_create
+from gem.services import (
+    WorkingMemoryRecorded,
+    working_memory_create,
+    working_memory_near_twin,
+    working_memory_same,
+)
 from heart.ingest import event_record
 from heart.models import Event, EventTag, Turn
 
@@ -311,9 +316,8 @@ def _memory_import(entry: dict, *, event_of: dict[str, int], done: MiraImport) -
     type, status = _wm_type(entry)
     content = entry["content"].strip()
     at = _moment(entry["timestamp"])
-    active = WorkingMemory.objects.filter(status=WorkingMemoryStatus.ACTIVE, type=type)
     if status == WorkingMemoryStatus.ACTIVE:
-        same = active.filter(semantic_hash=semantic_hash(content)).first()
+        same = working_memory_same(type=type, content=content)
         if same is not None:
             # Mira's rule for an exact duplicate: the new one is not added, the one there is
             # boosted. Written in the existing item's words, so the tag language's rules find it.
@@ -330,9 +334,7 @@ def _memory_import(entry: dict, *, event_of: dict[str, int], done: MiraImport) -
             return
     twin = None
     if status == WorkingMemoryStatus.ACTIVE:
-        twin = next(
-            (c for c in active.only("pk", "content") if near_duplicate(content, c.content)), None
-        )
+        twin = working_memory_near_twin(type=type, content=content)
     written = working_memory_create(
         type=type,
         content=content,

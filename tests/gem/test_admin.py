@@ -21,6 +21,7 @@ from gem.models import (
     WorkingMemory,
     WorkingMemorySource,
 )
+from gem.services import working_memory_create
 from gem.state import CHARS_PER_TOKEN, state_set
 from heart.models import Event
 from tests.silentstar.test_uploads import count_kept_bytes
@@ -484,9 +485,9 @@ def test_it_adds_an_item_by_the_rules_every_writer_follows(admin_client, fragmen
 
 def test_it_refreshes_an_identical_item_instead_of_adding_one(admin_client):
     earlier = timezone.now() - timedelta(days=2)
-    same = WorkingMemory.objects.create(
-        type="pin", content="tea, no sugar", created_at=earlier, refreshed_at=earlier
-    )
+    same = working_memory_create(
+        type="pin", content="tea, no sugar", actor="luna", at=earlier, turn=1
+    ).item
 
     assert add_item(admin_client, "pin", "tea, no sugar").status_code == 302
 
@@ -978,3 +979,58 @@ def test_it_shows_imported_mira_entries_without_letting_anyone_change_them(admin
     assert "mem_001" in listed.content.decode()
     assert admin_client.get(reverse("admin:gem_miraentry_add")).status_code == 403
     assert change.status_code == 403
+
+
+def test_an_edit_that_makes_a_thought_the_feeling_supersedes_the_active_feeling(admin_client):
+    at = timezone.now()
+    feeling = working_memory_create(type="feeling", content="calm", actor="claude", at=at, turn=1)
+    thought = working_memory_create(
+        type="thought", content="restless tonight", actor="claude", at=at, turn=1
+    ).item
+
+    assert change_item(admin_client, thought, type="feeling").status_code == 302
+
+    feeling.item.refresh_from_db()
+    thought.refresh_from_db()
+    assert (thought.type, thought.status) == ("feeling", "active")
+    assert feeling.item.status == "superseded"
+    assert list(WorkingMemory.objects.filter(type="feeling", status="active")) == [thought]
+    entry = LogEntry.objects.filter(object_id=str(thought.pk)).latest("action_time")
+    assert "Edited type" in entry.change_message and f"#{feeling.item.pk}" in entry.change_message
+
+
+def test_an_edit_of_a_plans_words_moves_its_due_date(admin_client, settings):
+    written = timezone.now()
+    plan = working_memory_create(
+        type="plan", content="call the physio friday at 5pm", actor="luna", at=written, turn=1
+    ).item
+    assert plan.due is not None
+    shown = timezone.localtime(plan.due)
+    response = change_item(
+        admin_client,
+        plan,
+        content="call the physio saturday at noon",
+        due_0=shown.strftime("%Y-%m-%d"),
+        due_1=shown.strftime("%H:%M:%S"),
+    )
+    assert response.status_code == 302
+    plan.refresh_from_db()
+    due = timezone.localtime(plan.due)
+    assert (due.strftime("%A"), due.hour, due.minute) == ("Saturday", 12, 0)
+    assert timedelta(0) < plan.due - written <= timedelta(days=7)
+
+
+def test_an_edited_content_is_rehashed_and_its_twin_found(admin_client):
+    at = timezone.now()
+    twin = working_memory_create(
+        type="pin", content="no cilantro in recipes", actor="luna", at=at, turn=1
+    ).item
+    item = working_memory_create(type="pin", content="tea at four", actor="luna", at=at, turn=1)
+    item = item.item
+    assert item.near_duplicate_of_id is None
+
+    assert change_item(admin_client, item, content="No  Cilantro in RECIPES!").status_code == 302
+
+    item.refresh_from_db()
+    assert item.semantic_hash == twin.semantic_hash
+    assert item.near_duplicate_of_id == twin.pk

@@ -4,6 +4,7 @@ import pytest
 from django.db import connection, transaction
 from django.urls import reverse
 
+from gem.meaning import semantic_hash
 from gem.models import AmbientProse, Fragment, FragmentEdge, Identity, WakeText, WorkingMemory
 from gem.recall import recall_items
 from gem.recalled import Recall
@@ -60,7 +61,9 @@ def active_contents() -> list[str]:
 
 
 def remembered(content: str, **fields) -> WorkingMemory:
-    return WorkingMemory.objects.create(type="thought", content=content, turn=1, **fields)
+    return WorkingMemory.objects.create(
+        type="thought", content=content, turn=1, semantic_hash=semantic_hash(content), **fields
+    )
 
 
 def test_it_reads_the_active_working_memory_and_the_texts():

@@ -4,6 +4,7 @@ from zoneinfo import ZoneInfo
 import pytest
 from django.contrib.admin.models import LogEntry
 
+from gem.meaning import semantic_hash
 from gem.models import WorkingMemory, WorkingMemorySource
 from gem.state import TURN_COUNTER, state_set
 from heart.models import Event
@@ -131,7 +132,9 @@ def test_it_promotes_a_plan_due_when_its_words_said_and_at_this_turn(admin_user,
 
 
 def test_it_promotes_a_suggestion_that_repeats_an_active_item_as_a_refresh(admin_user, suggestion):
-    same = WorkingMemory.objects.create(type="pin", content="tea, no sugar", turn=1)
+    same = WorkingMemory.objects.create(
+        type="pin", content="tea, no sugar", turn=1, semantic_hash=semantic_hash("tea, no sugar")
+    )
 
     item = suggestion_promote(user_id=admin_user.pk, suggestion_id=suggestion.pk)
 
