@@ -39,6 +39,19 @@ def requirement_missing(message: str) -> None:
     pytest.skip(message, allow_module_level=True)
 
 
+def pytest_collection_modifyitems(config, items):
+    """On PostgreSQL, leave out the tests marked ``store_free``: they use no configured store,
+    so the SQLite pass has run them already, exactly as they would run here."""
+    from django.conf import settings
+
+    if "postgresql" not in settings.DATABASES["default"]["ENGINE"]:
+        return
+    left_out = [item for item in items if item.get_closest_marker("store_free")]
+    if left_out:
+        config.hook.pytest_deselected(items=left_out)
+        items[:] = [item for item in items if not item.get_closest_marker("store_free")]
+
+
 @pytest.fixture
 def manage(tmp_path):
     """Run ``manage.py`` in a fresh process with extra environment, on a throwaway data folder."""

@@ -2,7 +2,11 @@
 
 import json
 
+import pytest
+
 from bench.cli import main
+
+pytestmark = pytest.mark.store_free
 
 
 def test_eval_evaluates_in_throwaway_stores_and_writes_json(bench, small_path, tmp_path):

@@ -105,6 +105,7 @@ def test_it_probes_each_return_and_finds_no_hole(small_recent):
         assert all(0 <= float(cell) <= 1 for cell in cells[7:10])
 
 
+@pytest.mark.store_free
 def test_it_keeps_text_from_forming_tags_and_counts_content_words():
     assert untagged("a <b>bold</b> <3 and < say>") == "a < b>bold< /b> <3 and < say>"
     assert content_words("The Aquarium, in TROMSØ; seals & 2024! That was about it") == {
@@ -112,6 +113,7 @@ def test_it_keeps_text_from_forming_tags_and_counts_content_words():
     }  # fmt: skip
 
 
+@pytest.mark.store_free
 def test_it_says_so_when_the_dataset_is_missing(capsys, tmp_path):
     assert main(["continuity", str(tmp_path / "none.json")]) == 1
     assert "none.json: no such file" in capsys.readouterr().err

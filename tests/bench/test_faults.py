@@ -2,20 +2,18 @@
 (``manage.py qcluster``) and the fake Messages API, on throwaway SQLite stores.
 
 The command makes its own SQLite stores whatever the environment names, so the run under
-PostgreSQL (``DATABASE_URL`` set) would only repeat it: it is skipped there.
+PostgreSQL would only repeat it: it is left out there (``store_free``).
 """
 
 import json
-import os
 
 import pytest
 
 from bench.faults import KINDS
 
+pytestmark = [pytest.mark.store_free, pytest.mark.serial]
 
-@pytest.mark.skipif(
-    bool(os.environ.get("DATABASE_URL")), reason="its own SQLite stores: the SQLite run covers it"
-)
+
 def test_every_kind_of_fault_happens_and_nothing_is_lost_doubled_or_stuck(bench, tmp_path):
     figures = tmp_path / "faults.json"
     done = bench("faults", "--faults", str(len(KINDS)), "--seed", "1", "--json", str(figures))

@@ -3,9 +3,13 @@
 import random
 from dataclasses import replace
 
+import pytest
+
 from bench.fuzz import IDENTITIES, fuzz_run, tag_soup, unaccounted
 from heart import parse as parse_module
 from heart.parse import Span, parse
+
+pytestmark = pytest.mark.store_free
 
 
 def test_it_fuzzes_a_few_hundred_inputs_and_finds_nothing(bench):

@@ -10,6 +10,8 @@ import pytest
 from bench.evaluate import DatasetError, dataset_check
 from bench.generate import DATASETS, dataset, dataset_write
 
+pytestmark = pytest.mark.store_free
+
 # The files the published figures were measured on, once committed (lens/eval/*.json): a change
 # to the generator that changes them makes those figures another dataset's.
 SHA256 = {

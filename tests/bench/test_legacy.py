@@ -32,6 +32,7 @@ def test_the_pair_is_a_v5_database_that_imports_whole(tmp_path):
     assert report.turn_counter == (0, 200)
 
 
+@pytest.mark.store_free
 def test_the_command_imports_a_pair_and_prints_its_figures(bench):
     done = bench("legacy", "--events", "3000")
 
@@ -44,6 +45,7 @@ def test_the_command_imports_a_pair_and_prints_its_figures(bench):
     assert "events 3,000, event tags 6,000, fragments 500" in lines[3]
 
 
+@pytest.mark.store_free
 def test_the_command_refuses_no_events(bench):
     done = bench("legacy", "--events", "0")
 

@@ -3,7 +3,11 @@
 import re
 from importlib.util import find_spec
 
+import pytest
+
 from tests.conftest import requirement_missing
+
+pytestmark = [pytest.mark.store_free, pytest.mark.serial]
 
 
 def servers_required() -> None:

@@ -23,12 +23,14 @@ from lens.snippet import snippet
 from tests.conftest import semantic_extra_required
 
 
+@pytest.mark.store_free
 def test_the_vocabulary_is_the_same_for_a_seed():
     words = vocabulary(5)
     assert words == vocabulary(5) != vocabulary(6)
     assert len(words) == len(set(words)) == VOCABULARY_SIZE
 
 
+@pytest.mark.store_free
 def test_word_frequencies_fall_with_rank_and_sentences_vary_in_length():
     text = _Text(vocabulary(5), random.Random(1))
     sentences = [text.sentence() for _ in range(3_000)]
@@ -40,6 +42,7 @@ def test_word_frequencies_fall_with_rank_and_sentences_vary_in_length():
     assert min(lengths) <= 4 and max(lengths) >= 30
 
 
+@pytest.mark.store_free
 def test_queries_search_for_words_of_the_log_but_not_its_commonest():
     text = _Text(vocabulary(5), random.Random(2))
     common = set(text.words[:100])
@@ -49,6 +52,7 @@ def test_queries_search_for_words_of_the_log_but_not_its_commonest():
         assert set(terms) <= set(text.words) | {"luna", "hasuki", "renki", "chloe", "strah"}
 
 
+@pytest.mark.store_free
 def test_the_raw_query_ranks_as_many_rows_as_the_search_it_is_compared_with():
     assert raw_rows("event", 10) == fusion_pool(10) > 10  # the pool the neighbour fusion picks from
     assert raw_rows("wm", 10) == raw_rows("fragment", 10) == 10

@@ -8,6 +8,8 @@ from hypothesis import strategies as st
 from gem import decay
 from gem.models import WorkingMemoryType
 
+pytestmark = pytest.mark.store_free
+
 T0 = datetime(2026, 3, 1, 9, 0, tzinfo=UTC)
 H = timedelta(hours=1)
 EXPONENTIAL_TYPES = sorted(decay.HALF_LIVES)

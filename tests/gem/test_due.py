@@ -7,6 +7,8 @@ from hypothesis import strategies as st
 
 from gem.due import due_from_text
 
+pytestmark = pytest.mark.store_free
+
 LONDON = ZoneInfo("Europe/London")
 NEW_YORK = ZoneInfo("America/New_York")
 MONDAY_6PM = datetime(2026, 11, 23, 18, 0, tzinfo=LONDON)

@@ -1,10 +1,13 @@
 from datetime import UTC, datetime
 
+import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
 from gem.importance import importance_of, importance_refreshed, valence_of
 from gem.models import WorkingMemoryType
+
+pytestmark = pytest.mark.store_free
 
 
 def test_it_reads_the_valence_of_the_words():

@@ -1,10 +1,13 @@
 """Lifecycle matching by word overlap: pure functions, no database."""
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from gem.match import MATCH_THRESHOLD, best_match, word_overlap
 from gem.words import STOP_WORDS
+
+pytestmark = pytest.mark.store_free
 
 stop_words = st.lists(st.sampled_from(sorted(STOP_WORDS))).map(" ".join)
 

@@ -1,7 +1,10 @@
+import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
 from gem.meaning import meaning_words, near_duplicate, semantic_hash
+
+pytestmark = pytest.mark.store_free
 
 WORDS = st.lists(st.sampled_from("cilantro recipes tea sugar physio friday cats the no".split()))
 

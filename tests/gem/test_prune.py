@@ -1,5 +1,6 @@
 from datetime import UTC, datetime, timedelta
 
+import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
@@ -32,6 +33,8 @@ candidates = st.lists(
     unique_by=lambda each: each.id,
     max_size=40,
 )
+
+pytestmark = pytest.mark.store_free
 limits = st.builds(
     Limits,
     after_days=st.integers(1, 120),

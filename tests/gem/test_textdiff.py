@@ -1,7 +1,10 @@
+import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
 from gem.textdiff import text_change_summary, text_diff_html
+
+pytestmark = pytest.mark.store_free
 
 lines = st.lists(st.text(alphabet="ab <&>", max_size=6), max_size=8).map("\n".join)
 

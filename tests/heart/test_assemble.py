@@ -22,6 +22,8 @@ from heart.assemble import (
 )
 from silentstar.tokens import estimate_tokens
 
+pytestmark = pytest.mark.store_free
+
 NOW = datetime(2026, 11, 22, 5, 40, tzinfo=UTC)
 HEADINGS = ("Lingering", "Summaries", "Recalled", "Recent", "Now", "Message")
 EPHEMERAL = {"type": "ephemeral"}

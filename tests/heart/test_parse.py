@@ -19,6 +19,8 @@ from heart.parse import (
     parse,
 )
 
+pytestmark = pytest.mark.store_free
+
 IDENTITIES = ("hasuki", "renki", "luna", "chloe", "strah", "claude", "y'lhara")
 
 

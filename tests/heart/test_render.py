@@ -3,6 +3,7 @@
 import re
 from datetime import UTC, datetime
 
+import pytest
 from django.template import Context, Template
 from hypothesis import given
 from hypothesis import strategies as st
@@ -18,6 +19,8 @@ from heart.render import (
     user_segments,
 )
 from heart.templatetags.heart_text import inline_markup
+
+pytestmark = pytest.mark.store_free
 
 SIDES = {
     "luna": "user",

@@ -1,10 +1,13 @@
 """Writing the draft format: read back, what the Lens writes is exactly what it was."""
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from gem.draft import TIERS, Draft, DraftEdge, DraftFragment, draft_parse
 from lens.draft import draft_render
+
+pytestmark = pytest.mark.store_free
 
 # --- Generated drafts -------------------------------------------------------------------------
 

@@ -10,6 +10,8 @@ from hypothesis import strategies as st
 from lens.search import fts5_expression, query_terms
 from lens.snippet import is_plain, snippet, tokens
 
+pytestmark = pytest.mark.store_free
+
 TOKENIZER = importlib.import_module("lens.migrations.0001_search_indexes").TOKENIZER
 
 # Words the Porter steps treat differently (every suffix of each step, double letters, a y

@@ -17,6 +17,8 @@ from mirror.merge import (
     unmerged,
 )
 
+pytestmark = pytest.mark.store_free
+
 
 def l0s(count: int, *, size: int = 10) -> list[Span]:
     return [Span(n + 1, "L0", n * size + 1, (n + 1) * size) for n in range(count)]

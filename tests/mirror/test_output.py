@@ -2,6 +2,7 @@
 
 import re
 
+import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
@@ -12,6 +13,8 @@ from mirror.output import (
     output_parse,
     suggestions_chosen,
 )
+
+pytestmark = pytest.mark.store_free
 
 WORD = re.compile(r"[^\W_]+")
 LIST_MARKER = re.compile(r"^\s*(?:[-*•]|\d{1,3}[.)])\s+", re.MULTILINE)

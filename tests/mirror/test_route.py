@@ -19,6 +19,8 @@ from mirror.route import (
     turns_of,
 )
 
+pytestmark = pytest.mark.store_free
+
 TS = datetime(2026, 3, 2, tzinfo=UTC)
 
 
