@@ -32,7 +32,7 @@ from psycopg.conninfo import make_conninfo
 from gem.models import Fragment, WorkingMemory
 from heart.models import Event
 from mirror.models import Summary
-from silentstar.router import store_for
+from silentstar.router import store_of
 
 FORMAT = 1
 MANIFEST = "manifest.json"
@@ -53,7 +53,7 @@ PIN_ORDER = ("snapshots", "summaries", "default", "events")
 DJANGO_ONLY_OPTIONS = {"isolation_level", "assume_role", "server_side_binding", "pool"}
 CHUNK = 2**20
 
-Progress = Callable[[str], None]
+Progress = Callable[[str], None]  # a line of news of a long command, for its person
 
 
 class BackupError(Exception):
@@ -92,10 +92,6 @@ def databases() -> list[Database]:
 
 def _backend(alias: str) -> str:
     return "sqlite" if settings.DATABASES[alias]["ENGINE"].endswith("sqlite3") else "postgresql"
-
-
-def _home(model) -> str:
-    return store_for(model._meta.app_label, model._meta.model_name)
 
 
 # --- PostgreSQL's client programs ------------------------------------------------------------
@@ -360,7 +356,7 @@ def _backup_write(folder: Path, *, now: datetime, progress: Progress) -> None:
                 schema[app] = max(schema.get(app, name), name)
             for key, model in MAIN_TABLES.items():
                 table = model._meta.db_table
-                if _home(model) in database.aliases and pin.table_exists(table):
+                if store_of(model) in database.aliases and pin.table_exists(table):
                     rows[key] = pin.rows(f"SELECT count(*) FROM {table}")[0][0]
             pin.copy_to(folder / database.file_name)
             pin.close()  # lets the app's log be checkpointed while the others are copied
@@ -499,10 +495,10 @@ def installation_rows() -> dict[str, int]:
     """The rows of the main tables here (a store not yet migrated has none)."""
     counts = {}
     for key, model in MAIN_TABLES.items():
-        connection = connections[_home(model)]
+        connection = connections[store_of(model)]
         with connection.cursor() as cursor:
             exists = model._meta.db_table in connection.introspection.table_names(cursor)
-        counts[key] = model._base_manager.using(_home(model)).count() if exists else 0
+        counts[key] = model._base_manager.using(store_of(model)).count() if exists else 0
     return counts
 
 

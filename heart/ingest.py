@@ -17,10 +17,10 @@ from gem.selectors import identities_current
 from gem.services import WorkingMemoryError, working_memory_create, working_memory_match_set
 from heart.models import Event, EventTag
 from heart.parse import CANCEL, DROP, RESOLVE, KnowledgeItem, ParsedMessage, parse
+from heart.render import COMPANION, USER
 
 logger = logging.getLogger(__name__)
 
-USER, COMPANION = "user", "companion"
 CREATORS = {USER: {"plan", "pin"}, COMPANION: {"feeling", "thought", "desc"}}
 
 

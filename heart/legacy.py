@@ -28,7 +28,6 @@ from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from django.conf import settings
 from django.core.files.storage import default_storage
-from django.core.management.color import no_style
 from django.db import DatabaseError, connections, router, transaction
 
 from gem.models import (
@@ -47,6 +46,7 @@ from gem.services import WorkingMemoryError, WorkingMemoryRecorded, working_memo
 from gem.state import PENDING_RECALL, TURN_COUNTER, state_get_many, state_set
 from heart.models import Event, EventTag
 from mirror.models import MirrorRun, MirrorRunStatus
+from silentstar.router import sequences_reset
 
 VERSIONS = range(1, 6)
 BATCH = 5_000  # events (with their tags) per transaction
@@ -1157,17 +1157,6 @@ def _state_write(gem: Gem, report: LegacyReport) -> None:
         State.objects.filter(key=key).update(updated_at=updated)
 
 
-def _sequences_reset() -> None:
-    """PostgreSQL's id sequences moved past the ids written (SQLite's follow by themselves)."""
-    for model in (Event, WorkingMemory, MirrorRun):
-        connection = connections[router.db_for_write(model)]
-        statements = connection.ops.sequence_reset_sql(no_style(), [model])
-        if statements:
-            with connection.cursor() as cursor:
-                for statement in statements:
-                    cursor.execute(statement)
-
-
 # --- The import ------------------------------------------------------------------------------
 
 
@@ -1234,7 +1223,7 @@ def legacy_import(
                 _gem_write(gem, report)
                 with transaction.atomic(using=router.db_for_write(MirrorRun)):
                     MirrorRun.objects.bulk_create(gem.runs)
-                _sequences_reset()
+                sequences_reset([Event, WorkingMemory, MirrorRun])
             except DatabaseError as error:
                 raise LegacyError(
                     f"Writing the Gem or the maintenance runs failed ({error}); the events are "

@@ -15,7 +15,7 @@ import hashlib
 import heapq
 import json
 import shutil
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from contextlib import ExitStack
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -27,8 +27,7 @@ from django.contrib.auth import get_user_model
 from django.core.exceptions import ValidationError
 from django.core.files import File
 from django.core.files.storage import default_storage
-from django.core.management.color import no_style
-from django.db import DatabaseError, connections, models, transaction
+from django.db import DatabaseError, models, transaction
 from tqdm import tqdm
 
 from gem.archive_store import archive_read, archive_storage, index_read
@@ -47,18 +46,16 @@ from gem.models import (
     WorkingMemorySource,
 )
 from gem.rows import ROW_FIELDS, time_with_offset, working_memory_from_row, working_memory_row
-from heart.backup import installation_rows
+from heart.backup import Progress, installation_rows
 from heart.models import ContextSnapshot, Event, EventTag, Turn
 from mirror.models import MirrorPrompt, MirrorRun, Summary, TagSuggestion
-from silentstar.router import store_for
+from silentstar.router import sequences_reset
 
 FORMAT = 1
 MANIFEST = "manifest.json"
 BATCH = 1000
 ERRORS_SHOWN = 20
 TAGS, AUTHOR, FRAGMENTS, SOURCES = "tags", "author", "fragments", "sources"
-
-Progress = Callable[[str], None]
 
 
 class PortableError(Exception):
@@ -190,10 +187,6 @@ INSIDE = {
     WorkingMemorySource: ("working_memory.jsonl", SOURCES),
 }
 KIND_OF_MODEL = {kind.model: kind for kind in KINDS}
-
-
-def _home(model: type[models.Model]) -> str:
-    return store_for(model._meta.app_label, model._meta.model_name)
 
 
 def _digest(path: Path) -> str:
@@ -620,16 +613,6 @@ def _set_up_replaced() -> dict[str, int]:
     return replaced
 
 
-def _sequences_reset() -> None:
-    """Move each table's id sequence past the ids written (PostgreSQL; SQLite needs none)."""
-    for alias in settings.STORE_ALIASES:
-        here = [model for model in [*KIND_OF_MODEL, *INSIDE] if _home(model) == alias]
-        connection = connections[alias]
-        with connection.cursor() as cursor:
-            for statement in connection.ops.sequence_reset_sql(no_style(), here):
-                cursor.execute(statement)
-
-
 def _images_restore(folder: Path, entries: list[dict], saved: list[str]) -> None:
     for entry in tqdm(entries, desc="images", unit=" files", disable=None):
         name = entry["name"]
@@ -687,7 +670,7 @@ def portable_import(
                 for kind in KINDS:
                     _write(folder, kind, authors, bar)
                     progress(f"{kind.file}: {rows[kind.file]} rows")
-            _sequences_reset()
+            sequences_reset([*KIND_OF_MODEL, *INSIDE])
     except (DatabaseError, PortableError) as error:
         for name in saved:
             default_storage.delete(name)

@@ -6,6 +6,8 @@ No relation crosses a store: cross-store references are plain integer ids.
 """
 
 from django.conf import settings
+from django.core.management.color import no_style
+from django.db import connections
 
 # (app_label, model_name or None for the whole app) -> alias
 STORE_OF = {
@@ -20,6 +22,26 @@ def store_for(app_label: str, model_name: str | None = None) -> str:
     return STORE_OF.get((app_label, model_name)) or STORE_OF.get((app_label, None), "default")
 
 
+def store_of(model) -> str:
+    """The alias a model's rows live in."""
+    return store_for(model._meta.app_label, model._meta.model_name)
+
+
+def sequences_reset(models) -> None:
+    """Move each model's id sequence past the ids written, in its own store (PostgreSQL: rows
+    written with their ids leave the sequence behind; SQLite's follow by themselves)."""
+    by_store: dict[str, list] = {}
+    for model in models:
+        by_store.setdefault(store_of(model), []).append(model)
+    for alias, here in by_store.items():
+        connection = connections[alias]
+        statements = connection.ops.sequence_reset_sql(no_style(), here)
+        if statements:
+            with connection.cursor() as cursor:
+                for statement in statements:
+                    cursor.execute(statement)
+
+
 def same_database(alias: str, other: str) -> bool:
     """Whether two aliases are configured to reach one physical database."""
     return settings.STORE_LOCATIONS[alias] == settings.STORE_LOCATIONS[other]
@@ -27,15 +49,13 @@ def same_database(alias: str, other: str) -> bool:
 
 class StoreRouter:
     def db_for_read(self, model, **hints):
-        return store_for(model._meta.app_label, model._meta.model_name)
+        return store_of(model)
 
     def db_for_write(self, model, **hints):
-        return store_for(model._meta.app_label, model._meta.model_name)
+        return store_of(model)
 
     def allow_relation(self, obj1, obj2, **hints):
-        home1 = store_for(obj1._meta.app_label, obj1._meta.model_name)
-        home2 = store_for(obj2._meta.app_label, obj2._meta.model_name)
-        return home1 == home2
+        return store_of(obj1) == store_of(obj2)
 
     def allow_migrate(self, db, app_label, model_name=None, store=None, **hints):
         # When several aliases share one database, a model is created by whichever
