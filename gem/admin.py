@@ -736,23 +736,65 @@ class MiraEntryAdmin(ReadOnlyAdmin):
 
 class VersionedTextAdmin(admin.ModelAdmin):
     """A text kept as versions: every save adds a version, none is changed or removed, and any
-    two can be compared."""
+    two can be compared. A version's page is the form of a new version that starts from it;
+    saving it makes that the newest (so an old version comes back by saving its page)."""
 
     actions = ["versions_compare"]
     formfield_overrides = {
         models.TextField: {"widget": forms.Textarea(attrs={"rows": 20, "cols": 100})}
     }
+    version_fields: tuple[str, ...] = ("content",)  # what a person writes in a version
+
+    def get_fields(self, request, obj=None):
+        return list(self.version_fields) if obj is None else self.version_page_fields()
+
+    def get_readonly_fields(self, request, obj=None):
+        if obj is None:
+            return []
+        return [name for name in self.version_page_fields() if name not in self.version_fields]
+
+    def version_page_fields(self) -> list[str]:
+        return [*self.version_fields, "author", "created_at"]
 
     def render_change_form(self, request, context, *args, **kwargs):
         # One save button: a second version straight after the first is the same text again.
         context["show_save_and_add_another"] = False
+        context["show_save_and_continue"] = False
+        context["show_delete_link"] = False
         return super().render_change_form(request, context, *args, **kwargs)
-
-    def has_change_permission(self, request, obj=None):
-        return False
 
     def has_delete_permission(self, request, obj=None):
         return False
+
+    def author_of(self, request):
+        """What the ``author`` field of a new version holds: the account."""
+        return request.user
+
+    def save_model(self, request, obj, form, change):
+        # Always a new version: the one the form was opened on stays as it was.
+        obj.pk = None
+        obj._state.adding = True
+        obj.created_at = timezone.now()
+        obj.author = self.author_of(request)
+        super().save_model(request, obj, form, change=False)
+
+    def response_change(self, request, obj):
+        self.message_user(request, f"Saved as a new version: {obj}.")
+        return HttpResponseRedirect(
+            reverse(f"admin:{self.opts.app_label}_{self.opts.model_name}_changelist")
+        )
+
+    def newest(self, version):
+        """The newest version of the same text as ``version``."""
+        return (
+            self.model.objects.filter(self.same_text(version))
+            .order_by("-created_at", "-pk")
+            .first()
+        )
+
+    @admin.display(boolean=True, description="in use")
+    def is_current(self, version):
+        return self.newest(version) == version
 
     @admin.display(description="content")
     def excerpt(self, version):
@@ -778,10 +820,6 @@ class VersionedTextAdmin(admin.ModelAdmin):
             .order_by("-created_at", "-pk")
             .first()
         )
-
-    def save_model(self, request, obj, form, change):
-        obj.author = request.user
-        super().save_model(request, obj, form, change)
 
     def construct_change_message(self, request, form, formsets, add=False):
         # Called once the new version is saved: it is compared with the one it replaced.
@@ -838,16 +876,12 @@ class VersionedTextAdmin(admin.ModelAdmin):
 
 @admin.register(AmbientProse)
 class AmbientProseAdmin(VersionedTextAdmin):
-    list_display = ["created_at", "author", "excerpt", "compare_previous"]
+    list_display = ["created_at", "author", "is_current", "excerpt", "compare_previous"]
     list_filter = ["created_at", "author"]
     search_fields = ["content"]
-    readonly_fields = ["key_check"]
 
-    def get_fields(self, request, obj=None):
-        return ["content"] if obj is None else ["content", "key_check", "author", "created_at"]
-
-    def get_readonly_fields(self, request, obj=None):
-        return [] if obj is None else ["content", "key_check", "author", "created_at"]
+    def version_page_fields(self) -> list[str]:
+        return ["content", "key_check", "author", "created_at"]
 
     def get_changeform_initial_data(self, request):
         return {"content": ambient_prose_current()}
@@ -874,15 +908,10 @@ def _key_check_text(check) -> str:
 
 @admin.register(WakeText)
 class WakeTextAdmin(VersionedTextAdmin):
-    list_display = ["kind", "created_at", "author", "excerpt", "compare_previous"]
+    list_display = ["kind", "created_at", "author", "is_current", "excerpt", "compare_previous"]
     list_filter = ["kind", "created_at"]
     search_fields = ["content"]
-
-    def get_fields(self, request, obj=None):
-        return ["kind", "content"] if obj is None else ["kind", "content", "author", "created_at"]
-
-    def get_readonly_fields(self, request, obj=None):
-        return [] if obj is None else ["kind", "content", "author", "created_at"]
+    version_fields = ("kind", "content")
 
     def same_text(self, version) -> Q:
         return Q(kind=version.kind)

@@ -9,7 +9,7 @@ from functools import cached_property
 from typing import Any
 
 from django.conf import settings
-from django.db import connections, router
+from django.db import connections, models, router
 
 from gem import decay
 from gem.models import AmbientProse, Fragment, FragmentEdge, Identity, WakeText, WorkingMemory
@@ -18,14 +18,21 @@ from gem.recalled import Recall, RecalledItem
 from gem.state import WORKING_MEMORY_FILL, state_get
 
 
+def newest_version(model: type[models.Model], **same):
+    """The newest version of a text kept as versions (wake texts, the ambient prose, the
+    Mirror's prompts): of those matching ``same``, the last created (the higher id on a tie);
+    None when there is none."""
+    return model.objects.filter(**same).order_by("-created_at", "-id").first()
+
+
 def wake_text_current(kind: str) -> str:
     """The newest version of a wake text ("wake" or "image")."""
-    latest = WakeText.objects.filter(kind=kind).order_by("-created_at", "-id").first()
+    latest = newest_version(WakeText, kind=kind)
     return latest.content if latest else ""
 
 
 def ambient_prose_current() -> str:
-    latest = AmbientProse.objects.order_by("-created_at", "-id").first()
+    latest = newest_version(AmbientProse)
     return latest.content if latest else ""
 
 

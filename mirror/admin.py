@@ -2,13 +2,22 @@
 or in bulk), runs."""
 
 from django.contrib import admin, messages
+from django.db.models import Q
 from django.http import HttpResponseRedirect
 from django.urls import reverse
-from django.utils import timezone
 from django.utils.html import format_html, format_html_join
 
+from gem.admin import VersionedTextAdmin
 from heart.models import Event
-from mirror.models import MirrorPrompt, MirrorRun, SuggestionStatus, Summary, TagSuggestion
+from mirror.models import (
+    MirrorPrompt,
+    MirrorPromptKind,
+    MirrorRun,
+    SuggestionStatus,
+    Summary,
+    TagSuggestion,
+)
+from mirror.passes import prompt_current
 from mirror.services import SuggestionError, suggestion_promote, suggestion_reject
 
 
@@ -229,29 +238,20 @@ class MirrorRunAdmin(admin.ModelAdmin):
 
 
 @admin.register(MirrorPrompt)
-class MirrorPromptAdmin(admin.ModelAdmin):
+class MirrorPromptAdmin(VersionedTextAdmin):
     """The pass prompts, versioned: saving always adds a version; the newest of a kind is used."""
 
-    list_display = ["kind", "created_at", "author", "is_current", "excerpt"]
+    list_display = ["kind", "created_at", "author", "is_current", "excerpt", "compare_previous"]
     list_filter = ["kind", "created_at"]
     search_fields = ["content"]
-    fields = ["kind", "content"]
+    version_fields = ("kind", "content")
 
-    def save_model(self, request, obj, form, change):
-        obj.pk = None
-        obj._state.adding = True
-        obj.created_at = timezone.now()
-        obj.author = request.user.get_username()
-        super().save_model(request, obj, form, change=False)
+    def author_of(self, request):
+        return request.user.get_username()  # a name: accounts live in another store
 
-    def has_delete_permission(self, request, obj=None):
-        return False
+    def same_text(self, version) -> Q:
+        return Q(kind=version.kind)
 
-    @admin.display(boolean=True, description="in use")
-    def is_current(self, prompt):
-        newest = MirrorPrompt.objects.filter(kind=prompt.kind).order_by("-created_at", "-id")
-        return newest.values_list("pk", flat=True).first() == prompt.pk
-
-    @admin.display(description="content")
-    def excerpt(self, prompt):
-        return prompt.content[:120]
+    def get_changeform_initial_data(self, request):
+        kind = request.GET.get("kind", MirrorPromptKind.SUMMARISE)
+        return {"kind": kind, "content": prompt_current(kind)}

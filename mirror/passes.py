@@ -18,6 +18,7 @@ from pathlib import Path
 
 from django.conf import settings
 
+from gem.selectors import newest_version
 from mirror import offline
 from mirror.models import MirrorPrompt
 from mirror.output import Output, output_parse
@@ -70,7 +71,7 @@ def model_for(role: str) -> str:
 
 def prompt_current(kind: str) -> str:
     """The newest saved instructions of a pass (the shipped default if none is saved)."""
-    latest = MirrorPrompt.objects.filter(kind=kind).order_by("-created_at", "-id").first()
+    latest = newest_version(MirrorPrompt, kind=kind)
     if latest is not None:
         return latest.content
     return (DEFAULTS / f"{kind}.md").read_text(encoding="utf-8")

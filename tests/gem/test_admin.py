@@ -21,6 +21,7 @@ from gem.models import (
     WorkingMemory,
     WorkingMemorySource,
 )
+from gem.selectors import ambient_prose_current
 from gem.services import working_memory_create
 from gem.state import CHARS_PER_TOKEN, state_set
 from heart.models import Event
@@ -320,12 +321,18 @@ def test_it_saves_every_ambient_edit_as_a_new_version_and_checks_its_keys(admin_
     assert entry.change_message == "New version: 1 line(s) added, 1 removed"
 
 
-def test_it_keeps_ambient_versions_unchanged(admin_client):
+def test_it_keeps_ambient_versions_unchanged_and_saves_a_versions_page_as_a_new_one(
+    admin_client,
+):
     version = AmbientProse.objects.create(content="first")
     url = reverse("admin:gem_ambientprose_change", args=[version.pk])
-    admin_client.post(url, {"content": "overwritten"})
+    assert admin_client.post(url, {"content": "second, from the first"}).status_code == 302
     admin_client.post(reverse("admin:gem_ambientprose_delete", args=[version.pk]), {"post": "yes"})
-    assert AmbientProse.objects.get().content == "first"
+    version.refresh_from_db()
+    assert version.content == "first"
+    assert ambient_prose_current() == "second, from the first"
+    newest = AmbientProse.objects.order_by("-pk").first()
+    assert newest.pk != version.pk and newest.author.get_username() == "admin"
 
 
 def test_it_compares_any_two_versions(admin_client):
