@@ -53,6 +53,7 @@ from gem.selectors import (
     ambient_prose_check,
     ambient_prose_current,
     gem_current,
+    newest_version,
     wake_text_current,
     working_memory_scored,
 )

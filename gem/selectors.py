@@ -18,11 +18,11 @@ from gem.recalled import Recall, RecalledItem
 from gem.state import WORKING_MEMORY_FILL, state_get
 
 
-def newest_version(model: type[models.Model], **same):
+def newest_version(model: type[models.Model], *same_text: models.Q, **same):
     """The newest version of a text kept as versions (wake texts, the ambient prose, the
-    Mirror's prompts): of those matching ``same``, the last created (the higher id on a tie);
-    None when there is none."""
-    return model.objects.filter(**same).order_by("-created_at", "-id").first()
+    Mirror's prompts): of those matching ``same_text`` and ``same``, the last created (the
+    higher id on a tie); None when there is none."""
+    return model.objects.filter(*same_text, **same).order_by("-created_at", "-id").first()
 
 
 def wake_text_current(kind: str) -> str:
