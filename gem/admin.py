@@ -787,11 +787,7 @@ class VersionedTextAdmin(admin.ModelAdmin):
 
     def newest(self, version):
         """The newest version of the same text as ``version``."""
-        return (
-            self.model.objects.filter(self.same_text(version))
-            .order_by("-created_at", "-pk")
-            .first()
-        )
+        return newest_version(self.model, self.same_text(version))
 
     @admin.display(boolean=True, description="in use")
     def is_current(self, version):
