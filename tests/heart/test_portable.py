@@ -8,9 +8,11 @@ import re
 import shutil
 from pathlib import Path
 
+import pytest
 from django.apps import apps
 
-from heart.portable import INSIDE, KINDS, MANIFEST
+from heart.backup import installation_rows
+from heart.portable import INSIDE, KINDS, MANIFEST, PortableError, portable_import
 from tests.conftest import REPO
 from tests.heart import test_backup
 
@@ -148,7 +150,11 @@ def test_it_imports_only_into_an_empty_installation(installation, tmp_path):
     assert source.rows() == before
 
 
+@pytest.mark.django_db(databases="__all__")
 def test_it_refuses_a_malformed_file_naming_the_line_and_field(installation, tmp_path):
+    """The export of a real installation, each copy damaged in one place: the command refuses
+    the first, naming it, and writes nothing; the rest go to the import itself, here, in an
+    empty installation (the test's own stores), with the same words."""
     source = installation("source")
     source.shell(FILL)
     folder = tmp_path / "export"
@@ -199,11 +205,17 @@ def test_it_refuses_a_malformed_file_naming_the_line_and_field(installation, tmp
     (damaged / "state.jsonl").write_text("{}\n")
     cases["state.jsonl differs from its SHA-256"] = damaged
 
-    for problem, copy in cases.items():
-        refused = target.manage("import", str(copy))
+    (problem, copy), *others = cases.items()
+    refused = target.manage("import", str(copy))
+    assert refused.returncode != 0 and problem in refused.stderr, (problem, refused.stderr)
+    assert target.rows() == before and target.images() == {}, problem
 
-        assert refused.returncode != 0 and problem in refused.stderr, (problem, refused.stderr)
-        assert target.rows() == before and target.images() == {}, problem
+    empty = installation_rows()
+    for problem, copy in others:
+        with pytest.raises(PortableError) as refused:
+            portable_import(folder=copy, progress=lambda line: None)
+        assert problem in str(refused.value), (problem, str(refused.value))
+        assert installation_rows() == empty, problem
 
 
 def doc_sections() -> dict[str, str]:
