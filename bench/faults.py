@@ -2,7 +2,7 @@
 was left of each message afterwards.
 
 ``faults_run`` runs in migrated throwaway SQLite stores (the command sets them up). It starts
-the fake Messages API (``tests/fakeapi.py``) in this process and a real ``manage.py qcluster``
+the fake Messages API (``bench/fakeapi.py``) in this process and a real ``manage.py qcluster``
 pointed at it, signs in with Django's test client and sends messages through the chat page's
 own endpoint (``/messages/``), one at a time. Each message meets one fault:
 
@@ -56,6 +56,8 @@ from collections.abc import Callable
 from contextlib import suppress
 from dataclasses import asdict, dataclass
 from pathlib import Path
+
+from bench.fakeapi import FakeError, FakeMessagesAPI, FakeReply
 
 KINDS = (
     "429",
@@ -150,8 +152,6 @@ def faults_run(*, faults: int, seed: int, progress: Callable[[str], None]) -> di
     from django.conf import settings
     from django.contrib.auth import get_user_model
     from django.test import Client
-
-    from tests.fakeapi import FakeMessagesAPI
 
     # The recovery check runs in this process: it reads the same silence as the worker.
     settings.TURN_STALE_SECONDS = STALE_SECONDS
@@ -269,7 +269,6 @@ class _Runner:
     # --- the fake API's answers ------------------------------------------------------------
 
     def answer(self, body: dict):
-        from tests.fakeapi import FakeReply
 
         number = message_number(body) or 0
         with self._scripts_lock:
@@ -343,7 +342,6 @@ class _Runner:
     # --- the faults ---------------------------------------------------------------------------
 
     def inject(self, kind: str, number: int) -> Fault:
-        from tests.fakeapi import FakeError, FakeReply
 
         fault = Fault(kind=kind, number=number)
         scripted = {
@@ -378,7 +376,6 @@ class _Runner:
         return fault
 
     def _failing_throughout(self, fault: Fault) -> None:
-        from tests.fakeapi import FakeError
 
         self.script(fault.number, *[FakeError(529)] * (CLAUDE_MAX_RETRIES + 1))
         since = time.monotonic()
@@ -400,7 +397,6 @@ class _Runner:
         fault.injected = self.requests_for(fault.number) >= CLAUDE_MAX_RETRIES + 2
 
     def _worker_signalled(self, fault: Fault, signum: int) -> None:
-        from tests.fakeapi import FakeReply
 
         self.script(
             fault.number, FakeReply(reply_text(fault.number, words=40), chunks=40, delay=0.1)
@@ -421,7 +417,6 @@ class _Runner:
         fault.injected = worker is not None and not _alive(worker) and attempts >= 2
 
     def _database_locked(self, fault: Fault) -> None:
-        from tests.fakeapi import FakeReply
 
         self.script(
             fault.number, FakeReply(reply_text(fault.number, words=16), chunks=8, delay=0.1)

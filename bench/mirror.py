@@ -1,7 +1,7 @@
 """``python -m bench mirror``: compress a synthetic log of turns against the fake Messages API.
 
 Runs inside throwaway SQLite stores (the command sets them up). The fake API
-(``tests/fakeapi.py``) is started in this process and the real SDK talks to it over HTTP; it
+(``bench/fakeapi.py``) is started in this process and the real SDK talks to it over HTTP; it
 answers each pass with text shaped like a real answer (the cleaner echoes the chunk, the
 compressor shortens action lines, the summariser and the merger write the hybrid format), so
 token counts and the number of passes are those of a real run; only the models' own thinking
@@ -16,6 +16,7 @@ from datetime import UTC, datetime, timedelta
 
 from django.conf import settings
 
+from bench.fakeapi import FakeMessagesAPI, FakeReply
 from heart.models import Event
 from mirror.models import MirrorRun, Summary, TagSuggestion
 from mirror.run import MANUAL, mirror_run
@@ -48,7 +49,6 @@ def synthetic_log_build(*, turns: int) -> None:
 
 def fake_answer(body: dict):
     """The fake API's answer to one Mirror pass, by the model asked and the request's sections."""
-    from tests.fakeapi import FakeReply
 
     user = body["messages"][0]["content"]
     model = body["model"]
@@ -76,7 +76,6 @@ def fake_answer(body: dict):
 
 def mirror_measure(*, turns: int, progress: Callable[[str], None]) -> dict:
     """Build the log, compress all of it in one forced run, and return the figures."""
-    from tests.fakeapi import FakeMessagesAPI
 
     synthetic_log_build(turns=turns)
     progress(f"{turns:,} turns ({2 * turns:,} events) written; compressing...")

@@ -115,11 +115,11 @@ def archive_folder(settings, tmp_path):
 def fake_api(settings, monkeypatch):
     """A local fake Messages API that the real SDK talks to, with the companion online.
 
-    Script it with ``fake_api.push(FakeReply(...), FakeError(...))`` (``tests.fakeapi``);
+    Script it with ``fake_api.push(FakeReply(...), FakeError(...))`` (``bench.fakeapi``);
     ``fake_api.requests`` holds what was sent. Waits between retries are next to nothing.
     """
+    from bench.fakeapi import FakeMessagesAPI
     from silentstar import claude
-    from tests.fakeapi import FakeMessagesAPI
 
     with FakeMessagesAPI() as api:
         monkeypatch.setenv("ANTHROPIC_BASE_URL", api.url)

@@ -15,11 +15,11 @@ from django.utils import timezone
 from PIL import Image
 from playwright.sync_api import Page, expect
 
+from bench.fakeapi import FakeError, FakeReply
 from gem.models import Identity, WorkingMemory
 from heart.ingest import event_record
 from heart.models import Event, Turn
 from tests.browser.conftest import BROWSER_DB, DESKTOP, PASSWORD, PHONE, chat_open, log_in
-from tests.fakeapi import FakeError, FakeReply
 
 pytestmark = BROWSER_DB
 

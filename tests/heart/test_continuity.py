@@ -21,6 +21,7 @@ from datetime import UTC, datetime, timedelta
 import pytest
 from django.test import override_settings
 
+from bench.fakeapi import FakeReply
 from heart.models import ContextSnapshot, Event
 from heart.services import turn_submit
 from heart.tasks import run_turns_task
@@ -28,7 +29,6 @@ from mirror.models import Summary
 from mirror.offline import OFFLINE_LABEL
 from mirror.route import FALLBACK_HOURS
 from mirror.run import mirror_run
-from tests.fakeapi import FakeReply
 
 pytestmark = pytest.mark.django_db(databases="__all__")
 

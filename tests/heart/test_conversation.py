@@ -4,12 +4,12 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
+from bench.fakeapi import FakeReply
 from gem.models import Fragment, WorkingMemory
 from gem.selectors import gem_current, working_memory_scored
 from heart.models import ContextSnapshot
 from heart.services import turn_submit
 from heart.tasks import run_turns_task
-from tests.fakeapi import FakeReply
 
 pytestmark = pytest.mark.django_db(databases="__all__")
 

@@ -11,12 +11,12 @@ from datetime import timedelta
 
 import pytest
 
+from bench.fakeapi import FakeReply
 from heart.models import ContextSnapshot
 from heart.services import turn_submit
 from heart.tasks import run_turns_task
 from mirror.models import Summary
 from mirror.run import mirror_run
-from tests.fakeapi import FakeReply
 from tests.heart.test_conversation import CHATTER, SCRIPT, at
 from tests.mirror.conftest import CLEAN_MODEL, COMPRESS_MODEL, SUMMARISE_MODEL, answer
 

@@ -5,12 +5,12 @@ from django.contrib.auth import authenticate, get_user_model
 from django.db import OperationalError
 from django.utils import timezone
 
+from bench.fakeapi import FakeError, FakeReply
 from heart import services
 from heart.models import Event
 from heart.services import owner_ensure, turn_submit, turns_recover
 from heart.tasks import run_turns_task
 from silentstar import claude
-from tests.fakeapi import FakeError, FakeReply
 
 pytestmark = pytest.mark.django_db
 

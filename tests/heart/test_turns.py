@@ -18,6 +18,7 @@ from django.db.models import F
 from django.test.utils import CaptureQueriesContext
 from django.utils import timezone
 
+from bench.fakeapi import FakeError, FakeReply
 from gem.models import Fragment, FragmentEdge, WorkingMemory
 from gem.selectors import working_memory_scores
 from gem.state import PENDING_RECALL, WORKING_MEMORY_FILL, state_get, turn_counter_current
@@ -33,7 +34,6 @@ from heart.services import (
 )
 from heart.tasks import run_turns_task
 from silentstar import claude
-from tests.fakeapi import FakeError, FakeReply
 
 pytestmark = pytest.mark.django_db(databases="__all__")
 

@@ -8,8 +8,8 @@ import time
 
 import pytest
 
+from bench.fakeapi import FakeReply
 from bench.faults import group_kill, start_cluster
-from tests.fakeapi import FakeReply
 
 SQLITE_ONLY = {
     "DATABASE_URL": "",

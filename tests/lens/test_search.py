@@ -333,9 +333,9 @@ def test_it_refuses_a_query_without_words():
 
 
 def test_it_brings_a_replys_search_hits_into_the_next_turn_only(fake_api, settings):
+    from bench.fakeapi import FakeReply
     from heart.services import turn_submit
     from heart.tasks import run_turns_task
-    from tests.fakeapi import FakeReply
 
     def turn(text):
         run_turns_task(turn_submit(text=text, actor="luna", enqueue=False).pk)
@@ -358,11 +358,11 @@ def test_it_brings_a_replys_search_hits_into_the_next_turn_only(fake_api, settin
 
 
 def test_it_keeps_searched_hits_within_the_recall_budget(fake_api, settings):
+    from bench.fakeapi import FakeReply
     from heart.models import ContextSnapshot
     from heart.services import turn_submit
     from heart.tasks import run_turns_task
     from silentstar.tokens import estimate_tokens
-    from tests.fakeapi import FakeReply
 
     settings.BUDGET_RECALL = 60
     for n in range(5):

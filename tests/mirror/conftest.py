@@ -5,8 +5,8 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
+from bench.fakeapi import FakeReply
 from heart.models import Event
-from tests.fakeapi import FakeReply
 
 START = datetime(2026, 3, 2, 9, 0, tzinfo=UTC)
 CLEAN_MODEL, COMPRESS_MODEL, SUMMARISE_MODEL = "test-clean", "test-compress", "test-summarise"

@@ -2,10 +2,10 @@
 
 import pytest
 
+from bench.fakeapi import FakeReply
 from mirror.models import MirrorPrompt, MirrorRun, Summary, TagSuggestion
 from mirror.rebuild import RebuildError, rebuild_apply, rebuild_plan
 from mirror.run import mirror_run
-from tests.fakeapi import FakeReply
 from tests.mirror.conftest import answer, pass_of
 
 pytestmark = pytest.mark.django_db(databases="__all__")

@@ -5,6 +5,7 @@ from datetime import timedelta
 import pytest
 from django.utils import timezone
 
+from bench.fakeapi import FakeError, FakeReply
 from gem.models import Fragment, WorkingMemory
 from gem.state import RECENT_WINDOW, state_set
 from heart.models import Turn
@@ -12,7 +13,6 @@ from mirror import passes
 from mirror import run as run_module
 from mirror.models import MirrorRun, Summary, TagSuggestion
 from mirror.run import mirror_run, pending_read
-from tests.fakeapi import FakeError, FakeReply
 from tests.mirror.conftest import (
     CLEAN_MODEL,
     COMPRESS_MODEL,

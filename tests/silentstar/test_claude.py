@@ -10,12 +10,12 @@ from functools import partial
 
 import pytest
 
+from bench.fakeapi import DEFAULT_REPLY, FakeError, FakeReply
 from heart import offline
 from heart.parse import parse
 from silentstar import claude
 from silentstar.claude import ClaudeError, Reply, Usage, complete, image_block
 from tests.conftest import REPO
-from tests.fakeapi import DEFAULT_REPLY, FakeError, FakeReply
 
 SYSTEM = [{"type": "text", "text": "You are the companion."}]
 MESSAGES = [{"role": "user", "content": "<luna><say>hello</say></luna>"}]

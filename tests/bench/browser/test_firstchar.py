@@ -15,8 +15,8 @@ import statistics
 import pytest
 from playwright.sync_api import expect
 
+from bench.fakeapi import FakeReply
 from tests.browser.conftest import BROWSER_DB
-from tests.fakeapi import FakeReply
 
 pytestmark = [
     BROWSER_DB,
