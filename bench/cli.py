@@ -807,7 +807,7 @@ def _fuzz(asked: argparse.Namespace) -> None:
 
 
 def _legacy(asked: argparse.Namespace) -> None:
-    """A synthetic legacy v5 pair imported by heart.legacy (bench/legacy.py)."""
+    """A synthetic legacy v5 pair imported by transfer.legacy (bench/legacy.py)."""
     if asked.events < 1:
         raise BenchError("--events must be at least 1")
     if asked.inside:

@@ -5,7 +5,7 @@ the Gem with its FTS5 indexes and their triggers, the events file with its stand
 a conversation of ``events`` events, a person's message and the companion's reply a minute
 apart with their tags, and a Gem of fragments, edges, sources, working memory of every type
 and status, state and maintenance runs. ``legacy_import_measure`` imports it into the
-configured (throwaway) stores with ``heart.legacy.legacy_import``, then once more (which adds
+configured (throwaway) stores with ``transfer.legacy.legacy_import``, then once more (which adds
 nothing), and reports the time, the rows per second and the process's peak memory.
 """
 
@@ -17,7 +17,7 @@ from collections.abc import Callable, Iterator
 from datetime import datetime, timedelta
 from pathlib import Path
 
-from heart.legacy import legacy_import
+from transfer.legacy import legacy_import
 
 START = datetime(2023, 1, 2, 8, 0)  # naive, as the seed wrote its times
 USERS = ("hasuki", "renki", "luna", "chloe", "strah")

@@ -46,6 +46,7 @@ INSTALLED_APPS = [
     "gem",
     "mirror",
     "lens",
+    "transfer",
 ]
 
 MIDDLEWARE = [

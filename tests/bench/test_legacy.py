@@ -5,8 +5,8 @@ import sqlite3
 import pytest
 
 from bench.legacy import legacy_pair_write
-from heart.legacy import legacy_import
 from heart.models import Event, EventTag
+from transfer.legacy import legacy_import
 
 
 @pytest.mark.django_db(databases="__all__")

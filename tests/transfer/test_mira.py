@@ -11,8 +11,8 @@ from django.core.management import CommandError, call_command
 from gem.models import MiraEntry, WorkingMemory, WorkingMemorySource
 from gem.services import working_memory_create
 from heart.ingest import event_record
-from heart.mira import FIELDS, MIRA_TYPES, MiraError, mira_export, mira_import, mira_lines
 from heart.models import Event, EventTag
+from transfer.mira import FIELDS, MIRA_TYPES, MiraError, mira_export, mira_import, mira_lines
 
 pytestmark = pytest.mark.django_db(databases="__all__")
 

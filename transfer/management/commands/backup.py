@@ -2,7 +2,7 @@ from pathlib import Path
 
 from django.core.management.base import BaseCommand, CommandError
 
-from heart.backup import BackupError, backup_create, backups_prune
+from transfer.backup import BackupError, backup_create, backups_prune
 
 
 class Command(BaseCommand):

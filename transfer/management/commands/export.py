@@ -2,7 +2,7 @@ from pathlib import Path
 
 from django.core.management.base import BaseCommand, CommandError
 
-from heart.portable import PortableError, portable_export
+from transfer.portable import PortableError, portable_export
 
 
 class Command(BaseCommand):

@@ -1,4 +1,4 @@
-"""manage.py import_silentstar (``heart.legacy``): legacy databases of every schema version,
+"""manage.py import_silentstar (``transfer.legacy``): legacy databases of every schema version,
 built here from the seeds' schemas (v1: the draft of seed 002; v2: seed 000; v3: v2 and its
 ``turn`` column; v4: v3 and the FTS5 tables with their nine triggers; v5: seed 001, the Gem and
 its events file), imported and compared row by row with what they hold."""
@@ -24,10 +24,10 @@ from gem.models import (
     WorkingMemoryRef,
 )
 from gem.state import PENDING_RECALL, TURN_COUNTER, state_get, state_set
-from heart.legacy import LegacyError, legacy_import
 from heart.models import Event, EventTag
 from lens.search import search
 from mirror.models import MirrorRun
+from transfer.legacy import LegacyError, legacy_import
 
 pytestmark = pytest.mark.django_db(databases="__all__")
 
@@ -499,7 +499,7 @@ def test_an_import_stopped_part_way_is_finished_by_a_second_run(tmp_path, monkey
     """A run that wrote some batches of events and then stopped: the next run counts them as
     already here and writes the rest."""
     path, events_path = legacy_build(tmp_path / "legacy", 5)
-    from heart import legacy
+    from transfer import legacy
 
     def stop_after_first_batch(*args, **kwargs):
         raise LegacyError("the machine went down", written=True)

@@ -4,7 +4,7 @@ from pathlib import Path
 from django.core.management.base import BaseCommand, CommandError
 from tqdm import tqdm
 
-from heart.legacy import BATCH, TABLES, LegacyError, LegacyReport, legacy_import
+from transfer.legacy import BATCH, TABLES, LegacyError, LegacyReport, legacy_import
 
 BAR_FROM = 20_000  # events from which the stages show a progress bar (on a terminal)
 

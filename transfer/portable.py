@@ -46,10 +46,10 @@ from gem.models import (
     WorkingMemorySource,
 )
 from gem.rows import ROW_FIELDS, time_with_offset, working_memory_from_row, working_memory_row
-from heart.backup import Progress, installation_rows
 from heart.models import ContextSnapshot, Event, EventTag, Turn
 from mirror.models import MirrorPrompt, MirrorRun, Summary, TagSuggestion
 from silentstar.router import sequences_reset
+from transfer.backup import Progress, installation_rows
 
 FORMAT = 1
 MANIFEST = "manifest.json"

@@ -1,5 +1,5 @@
 """``manage.py mira import FILE`` and ``manage.py mira export FILE [--since DATE]``: Mira's JSONL
-memory in and out (``heart.mira``, docs/mira.md). FILE ``-`` is standard input or output."""
+memory in and out (``transfer.mira``, docs/mira.md). FILE ``-`` is standard input or output."""
 
 import sys
 from datetime import datetime
@@ -7,7 +7,7 @@ from datetime import datetime
 from django.core.management.base import BaseCommand, CommandError
 from django.utils import timezone
 
-from heart.mira import MiraError, mira_export, mira_import, mira_lines
+from transfer.mira import MiraError, mira_export, mira_import, mira_lines
 
 
 def _since(text: str) -> datetime:

@@ -1,5 +1,5 @@
 """manage.py export and import, end to end: real installations in their own processes, on the
-backend the suite runs on (the installations of tests.heart.test_backup), and the documentation
+backend the suite runs on (the installations of tests.transfer.test_backup), and the documentation
 of every exported field."""
 
 import hashlib
@@ -11,10 +11,10 @@ from pathlib import Path
 import pytest
 from django.apps import apps
 
-from heart.backup import installation_rows
-from heart.portable import INSIDE, KINDS, MANIFEST, PortableError, portable_import
 from tests.conftest import REPO
-from tests.heart import test_backup
+from tests.transfer import test_backup
+from transfer.backup import installation_rows
+from transfer.portable import INSIDE, KINDS, MANIFEST, PortableError, portable_import
 
 # A set-up installation per test, copied from one made once (migrated, with its owner).
 installation = test_backup.installation
@@ -85,7 +85,7 @@ MiraEntry.objects.create(mira_id='mem_045', working_memory=first, event_id=ids[0
 COUNTS = """
 import json
 from gem.archive_store import archive_read
-from heart.portable import KINDS
+from transfer.portable import KINDS
 counts = {kind.file: kind.model._base_manager.count() for kind in KINDS}
 counts['working_memory.jsonl'] += len(archive_read())
 print(json.dumps(counts))
