@@ -8,7 +8,6 @@ import signal
 import socket
 import sqlite3
 import subprocess
-import time
 
 import pytest
 
@@ -53,8 +52,8 @@ def redis_url(tmp_path):
         server.wait(timeout=10)
 
 
+@pytest.mark.serial
 def test_it_answers_a_queued_turn_through_redis(manage, tmp_path, redis_url):
-    began = time.monotonic()
     env = {**SQLITE_ONLY, "REDIS_URL": redis_url}
     migrate = "from django.core.management import call_command\n" + "".join(
         f"call_command('migrate', database={alias!r}, verbosity=0)\n" for alias in STORES
@@ -92,4 +91,3 @@ def test_it_answers_a_queued_turn_through_redis(manage, tmp_path, redis_url):
         except subprocess.TimeoutExpired:
             os.killpg(cluster.pid, signal.SIGKILL)
             pytest.fail("the cluster did not stop on SIGTERM")
-    assert time.monotonic() - began < 30

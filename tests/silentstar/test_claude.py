@@ -351,8 +351,10 @@ def test_it_retries_a_reply_cut_short(fake_api, settings, waits):
 
 
 def test_it_retries_a_timeout(fake_api, settings, waits, caplog):
-    settings.CLAUDE_TIMEOUT_SECONDS = 0.1
-    fake_api.push(FakeReply("<say>slow</say>", chunks=2, delay=0.3), FakeReply("<say>quick</say>"))
+    # Seconds between the slow reply's chunks, against a timeout of half a second: room enough
+    # for the quick reply on a machine busy with other tests.
+    settings.CLAUDE_TIMEOUT_SECONDS = 0.5
+    fake_api.push(FakeReply("<say>slow</say>", chunks=2, delay=1.5), FakeReply("<say>quick</say>"))
 
     reply = complete(offline_answer=never_offline, system=SYSTEM, messages=MESSAGES)
 
