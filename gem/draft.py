@@ -71,7 +71,7 @@ prints nothing else for a fragment), so a fragment's Lens output read back as a 
 nothing; ``draft_diff`` reads the Gem and writes nothing: its ``DraftDiff`` lists the fragments
 created, the tiers changed (key, tier, old, new; ``TierChange.unified()`` is a unified diff),
 the edges added, removed and relabelled, the sources added, and ``as_text()`` says it all.
-``gem.drafts.draft_apply`` applies a draft.
+``anvil.drafts.draft_apply`` applies a draft.
 """
 
 import difflib

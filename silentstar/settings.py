@@ -47,6 +47,7 @@ INSTALLED_APPS = [
     "mirror",
     "lens",
     "transfer",
+    "anvil",
 ]
 
 MIDDLEWARE = [

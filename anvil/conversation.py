@@ -1,4 +1,5 @@
-"""The event log in the admin: readable, searchable, never editable."""
+"""The event log, the turns and the context snapshots in the Anvil: readable, searchable, never
+editable."""
 
 from django.contrib import admin
 

@@ -1,7 +1,7 @@
 import pytest
 
-from gem import graph
-from gem.graph import graph_around, graph_whole
+from anvil import graph
+from anvil.graph import graph_around, graph_whole
 from gem.models import Fragment, FragmentEdge
 
 pytestmark = pytest.mark.django_db

@@ -2,7 +2,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from gem.textdiff import text_change_summary, text_diff_html
+from anvil.textdiff import text_change_summary, text_diff_html
 
 pytestmark = pytest.mark.store_free
 

@@ -4,7 +4,7 @@ working memory's form."""
 from django import forms
 from django.conf import settings
 
-from gem.graph import DEPTH_MAX
+from anvil.graph import DEPTH_MAX
 from gem.models import WorkingMemory, WorkingMemoryStatus
 from gem.services import TwinDecision
 from silentstar.uploads import megabytes

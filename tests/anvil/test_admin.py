@@ -10,7 +10,7 @@ from django.urls import reverse
 from django.utils import timezone
 from django.utils.html import escape
 
-from gem import graph
+from anvil import graph
 from gem.models import (
     AmbientProse,
     Fragment,

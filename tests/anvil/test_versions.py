@@ -1,4 +1,4 @@
-"""The pass prompts in the admin (``mirror.admin.MirrorPromptAdmin``): saving adds a version."""
+"""The pass prompts in the admin (``anvil.versions.MirrorPromptAdmin``): saving adds a version."""
 
 import pytest
 from django.urls import reverse

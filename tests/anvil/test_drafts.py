@@ -4,8 +4,8 @@ from django.contrib.auth import get_user_model
 from django.db import transaction
 from hypothesis import HealthCheck, given, settings
 
+from anvil.drafts import draft_apply
 from gem.draft import DraftError, draft_diff, draft_parse
-from gem.drafts import draft_apply
 from gem.models import Fragment, FragmentEdge, FragmentSource
 from heart.models import Event
 from lens.draft import draft_render

@@ -1,23 +1,18 @@
-"""The Mirror's output in the admin: summaries, the suggestion queue (promote and reject, one by one
-or in bulk), runs."""
+"""The Mirror's output in the Anvil: summaries, the suggestion queue (promote and reject, one by
+one or in bulk), runs."""
 
 from django.contrib import admin, messages
-from django.db.models import Q
 from django.http import HttpResponseRedirect
 from django.urls import reverse
 from django.utils.html import format_html, format_html_join
 
-from gem.admin import VersionedTextAdmin
 from heart.models import Event
 from mirror.models import (
-    MirrorPrompt,
-    MirrorPromptKind,
     MirrorRun,
     SuggestionStatus,
     Summary,
     TagSuggestion,
 )
-from mirror.passes import prompt_current
 from mirror.services import SuggestionError, suggestion_promote, suggestion_reject
 
 
@@ -235,23 +230,3 @@ class MirrorRunAdmin(admin.ModelAdmin):
     @admin.display(description="error")
     def short_error(self, run):
         return run.error[:80]
-
-
-@admin.register(MirrorPrompt)
-class MirrorPromptAdmin(VersionedTextAdmin):
-    """The pass prompts, versioned: saving always adds a version; the newest of a kind is used."""
-
-    list_display = ["kind", "created_at", "author", "is_current", "excerpt", "compare_previous"]
-    list_filter = ["kind", "created_at"]
-    search_fields = ["content"]
-    version_fields = ("kind", "content")
-
-    def author_of(self, request):
-        return request.user.get_username()  # a name: accounts live in another store
-
-    def same_text(self, version) -> Q:
-        return Q(kind=version.kind)
-
-    def get_changeform_initial_data(self, request):
-        kind = request.GET.get("kind", MirrorPromptKind.SUMMARISE)
-        return {"kind": kind, "content": prompt_current(kind)}

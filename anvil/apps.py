@@ -1,0 +1,6 @@
+from django.apps import AppConfig
+
+
+class AnvilConfig(AppConfig):
+    name = "anvil"
+    verbose_name = "Anvil — curation by a person"

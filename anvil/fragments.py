@@ -1,0 +1,373 @@
+"""Fragments in the Anvil: the three tiers with edges and sources inline, renaming and folding
+with a preview, a Lens draft applied after its preview, and the graph picture."""
+
+from django.contrib import admin
+from django.contrib.admin.utils import quote, unquote
+from django.core.exceptions import PermissionDenied
+from django.db.models import Exists, OuterRef, Q
+from django.http import HttpResponseRedirect
+from django.shortcuts import get_object_or_404
+from django.urls import path, reverse
+
+from anvil.drafts import draft_apply
+from anvil.forms import (
+    DraftForm,
+    FoldForm,
+    GraphForm,
+    RenameForm,
+)
+from anvil.graph import DEPTH_MAX, WHOLE_GRAPH_LIMIT, graph_around, graph_whole
+from anvil.pages import anvil_page, event_line
+from anvil.textdiff import text_diff_html
+from gem.draft import DraftDiff, DraftError, draft_diff, draft_parse
+from gem.models import (
+    Fragment,
+    FragmentEdge,
+    FragmentSource,
+    source_events,
+)
+from gem.services import (
+    TIERS,
+    ReshapeError,
+    fragment_fold,
+    fragment_fold_preview,
+    fragment_rename,
+    fragment_rename_preview,
+)
+from gem.state import CHARS_PER_TOKEN, state_get
+from silentstar.tokens import DEFAULT_CHARS_PER_TOKEN, estimate_tokens
+
+
+class EdgeOutInline(admin.TabularInline):
+    model = FragmentEdge
+    fk_name = "source"
+    extra = 0
+    autocomplete_fields = ["target"]
+    fields = ["relation", "target"]
+    verbose_name = "edge to"
+    verbose_name_plural = "edges to other fragments"
+
+
+class EdgeInInline(admin.TabularInline):
+    model = FragmentEdge
+    fk_name = "target"
+    extra = 0
+    autocomplete_fields = ["source"]
+    fields = ["source", "relation"]
+    verbose_name = "edge from"
+    verbose_name_plural = "edges from other fragments"
+
+
+class FragmentSourceInline(admin.TabularInline):
+    """The events a fragment came from (added by hand, by a draft, kept by a rename or fold),
+    each shown as it is in the event log."""
+
+    model = FragmentSource
+    extra = 0
+    fields = ["event_id", "event"]
+    readonly_fields = ["event"]
+
+    @admin.display(description="event")
+    def event(self, source):
+        if source.pk is None:
+            return "—"
+        # An inline is made anew for each request: the page's events are read once, together.
+        if not hasattr(self, "_events"):
+            ids = FragmentSource.objects.filter(fragment=source.fragment_id).values_list(
+                "event_id", flat=True
+            )
+            self._events = source_events(ids)
+        return event_line(source.event_id, self._events.get(source.event_id))
+
+
+class HasInventoryFilter(admin.SimpleListFilter):
+    title = "inventory"
+    parameter_name = "inventory"
+
+    def lookups(self, request, model_admin):
+        return [("yes", "has inventory"), ("no", "no inventory")]
+
+    def queryset(self, request, queryset):
+        empty = Q(inventory="")
+        if self.value() == "yes":
+            return queryset.exclude(empty)
+        if self.value() == "no":
+            return queryset.filter(empty)
+        return queryset
+
+
+class OrphanFilter(admin.SimpleListFilter):
+    title = "edges"
+    parameter_name = "edges"
+
+    def lookups(self, request, model_admin):
+        return [("none", "orphan (no edges)"), ("some", "connected")]
+
+    def queryset(self, request, queryset):
+        connected = Exists(FragmentEdge.objects.filter(source=OuterRef("pk"))) | Exists(
+            FragmentEdge.objects.filter(target=OuterRef("pk"))
+        )
+        if self.value() == "none":
+            return queryset.exclude(connected)
+        if self.value() == "some":
+            return queryset.filter(connected)
+        return queryset
+
+
+class RecentlyChangedFilter(admin.DateFieldListFilter):
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.title = "recently changed"
+
+
+def _chars_per_token() -> float:
+    return state_get(CHARS_PER_TOKEN, DEFAULT_CHARS_PER_TOKEN)
+
+
+@admin.register(Fragment)
+class FragmentAdmin(admin.ModelAdmin):
+    list_display = ["key", "ambient_excerpt", "has_inventory", "updated_at"]
+    list_filter = [
+        HasInventoryFilter,
+        OrphanFilter,
+        ("updated_at", RecentlyChangedFilter),
+    ]
+    search_fields = ["key", "ambient", "recognition", "inventory"]
+    fields = ["key", "ambient", "recognition", "inventory", "token_estimates"]
+    readonly_fields = ["token_estimates"]
+    inlines = [EdgeOutInline, EdgeInInline, FragmentSourceInline]
+
+    def get_readonly_fields(self, request, obj=None):
+        # A key changes only through the rename page, where everything that names it follows.
+        return [*self.readonly_fields, "key"] if obj else self.readonly_fields
+
+    @admin.display(description="ambient")
+    def ambient_excerpt(self, fragment):
+        return fragment.ambient[:100]
+
+    @admin.display(boolean=True, description="inventory")
+    def has_inventory(self, fragment):
+        return bool(fragment.inventory.strip())
+
+    @admin.display(description="token estimates")
+    def token_estimates(self, fragment):
+        cpt = _chars_per_token()
+        counts = ", ".join(
+            f"{tier} {estimate_tokens(getattr(fragment, tier), cpt)}" for tier in TIERS
+        )
+        return f"{counts} (saved text, at {cpt:.2f} characters per token)"
+
+    def render_change_form(self, request, context, *args, **kwargs):
+        context["chars_per_token"] = _chars_per_token()
+        return super().render_change_form(request, context, *args, **kwargs)
+
+    def get_urls(self):
+        view = self.admin_site.admin_view
+        return [
+            path("graph/", view(self.graph_view), name="gem_fragment_graph"),
+            path("draft/", view(self.draft_view), name="gem_fragment_draft"),
+            path("<path:key>/rename/", view(self.rename_view), name="gem_fragment_rename"),
+            path("<path:key>/fold/", view(self.fold_view), name="gem_fragment_fold"),
+            *super().get_urls(),
+        ]
+
+    def _reshape_allowed(self, request, fragment) -> None:
+        if not (
+            self.has_change_permission(request, fragment)
+            and self.has_delete_permission(request, fragment)
+        ):
+            raise PermissionDenied
+
+    def rename_view(self, request, key):
+        key = unquote(key)
+        fragment = get_object_or_404(Fragment, key=key)
+        self._reshape_allowed(request, fragment)
+        form = RenameForm(request.POST or None)
+        plan = None
+        if request.method == "POST" and form.is_valid():
+            new_key = form.cleaned_data["new_key"]
+            try:
+                if "confirm" in request.POST:
+                    renamed = fragment_rename(old_key=key, new_key=new_key, user_id=request.user.pk)
+                    self.message_user(request, f"Renamed “{key}” to “{renamed.key}”.")
+                    return HttpResponseRedirect(
+                        reverse("admin:gem_fragment_change", args=[quote(renamed.key)])
+                    )
+                plan = fragment_rename_preview(old_key=key, new_key=new_key)
+            except ReshapeError as error:
+                form.add_error("new_key", str(error))
+        return anvil_page(
+            self,
+            request,
+            "admin/gem/fragment/rename.html",
+            f"Rename “{key}”",
+            original=fragment,
+            form=form,
+            plan=plan,
+        )
+
+    def fold_view(self, request, key):
+        key = unquote(key)
+        fragment = get_object_or_404(Fragment, key=key)
+        self._reshape_allowed(request, fragment)
+        form = FoldForm(request.POST or None)
+        plan = diffs = None
+        if request.method == "POST" and form.is_valid():
+            into = form.cleaned_data["into"]
+            try:
+                if "confirm" in request.POST:
+                    done = fragment_fold(source_key=key, into_key=into, user_id=request.user.pk)
+                    self.message_user(
+                        request,
+                        f"Folded “{key}” into “{into}”: {len(done.edges_moved)} edge(s) moved, "
+                        f"{len(done.edges_merged)} merged with their labels kept.",
+                    )
+                    url = reverse("admin:gem_fragment_change", args=[quote(into)])
+                    return HttpResponseRedirect(url)
+                plan = fragment_fold_preview(source_key=key, into_key=into)
+            except ReshapeError as error:
+                form.add_error("into", str(error))
+        if plan:
+            kept = Fragment.objects.get(key=plan.into)
+            diffs = [
+                (
+                    tier,
+                    text_diff_html(
+                        getattr(kept, tier),
+                        plan.tiers[tier],
+                        old_label=f"{plan.into} now",
+                        new_label=f"{plan.into} after the fold",
+                    ),
+                )
+                for tier in TIERS
+                if getattr(kept, tier) != plan.tiers[tier]
+            ]
+        return anvil_page(
+            self,
+            request,
+            "admin/gem/fragment/fold.html",
+            f"Fold “{key}” into another fragment",
+            original=fragment,
+            form=form,
+            plan=plan,
+            diffs=diffs,
+        )
+
+    def graph_view(self, request):
+        if not self.has_view_permission(request):
+            raise PermissionDenied
+        form = GraphForm(request.GET or None)
+        key = depth = None
+        if form.is_valid():
+            key = form.cleaned_data["key"].strip()
+            depth = form.cleaned_data["depth"] or 1
+        graph = graph_around(key, depth=depth) if key else graph_whole()
+        elements = None
+        if graph is not None:
+            elements = {
+                "nodes": [
+                    {
+                        "data": {
+                            "id": k,
+                            "url": reverse("admin:gem_fragment_change", args=[quote(k)]),
+                            "focus": k == key,
+                        }
+                    }
+                    for k in graph.keys
+                ],
+                "edges": [
+                    {"data": {"id": f"{s}→{t}", "source": s, "target": t, "label": relation}}
+                    for s, t, relation in graph.edges
+                ],
+            }
+        return anvil_page(
+            self,
+            request,
+            "admin/gem/fragment/graph.html",
+            f"Fragment graph around “{key}”" if key else "Fragment graph",
+            form=form,
+            graph=graph,
+            elements=elements,
+            focus=key,
+            whole_limit=WHOLE_GRAPH_LIMIT,
+            depth_max=DEPTH_MAX,
+        )
+
+    def draft_view(self, request):
+        """Apply a Lens draft: paste or upload it, read what it would change, confirm."""
+        if not (self.has_add_permission(request) and self.has_change_permission(request)):
+            raise PermissionDenied
+        form = DraftForm(request.POST or None, request.FILES or None)
+        diff = None
+        if request.method == "POST" and form.is_valid():
+            text = form.cleaned_data["text"]
+            try:
+                if "confirm" in request.POST:
+                    done = draft_apply(text, user=request.user)
+                    self.message_user(request, _draft_done(done))
+                    return HttpResponseRedirect(reverse("admin:gem_fragment_changelist"))
+                diff = draft_diff(draft_parse(text))
+            except DraftError as error:
+                form.add_error(None, str(error))
+                diff = None
+        return anvil_page(
+            self,
+            request,
+            "admin/gem/fragment/draft.html",
+            "Apply a Lens draft",
+            form=form,
+            diff=diff,
+            fragments=_draft_fragments(diff) if diff else [],
+            text=form.cleaned_data.get("text", "") if diff else "",
+        )
+
+
+def _draft_fragments(diff: DraftDiff) -> list[dict]:
+    """The preview of a draft, fragment by fragment: created or changed, each tier's text
+    before and after."""
+    created = set(diff.fragments_created)
+    return [
+        {
+            "key": key,
+            "created": key in created,
+            "sources": diff.sources_of(key),
+            "tiers": [
+                (
+                    change.tier,
+                    text_diff_html(
+                        change.old, change.new, old_label="now", new_label="in the draft"
+                    ),
+                )
+                for change in diff.tiers_changed
+                if change.key == key
+            ],
+        }
+        for key in [*diff.fragments_created, *diff.fragments_changed()]
+    ]
+
+
+def _draft_done(diff: DraftDiff) -> str:
+    if diff.is_empty:
+        return "Nothing changed: the Gem already holds this draft."
+    changed = diff.fragments_changed()
+    return (
+        f"Applied the draft: {len(diff.fragments_created)} fragment(s) created, "
+        f"{len(changed)} changed, {len(diff.edges_added)} edge(s) added, "
+        f"{len(diff.edges_removed)} removed, {len(diff.edges_relabelled)} relabelled, "
+        f"{len(diff.sources_added)} source(s) recorded."
+    )
+
+
+@admin.register(FragmentEdge)
+class FragmentEdgeAdmin(admin.ModelAdmin):
+    list_display = ["source", "relation", "target"]
+    list_filter = ["relation"]
+    search_fields = ["source__key", "target__key", "relation"]
+    autocomplete_fields = ["source", "target"]
+
+
+@admin.register(FragmentSource)
+class FragmentSourceAdmin(admin.ModelAdmin):
+    list_display = ["fragment", "event_id"]
+    search_fields = ["fragment__key"]
+    autocomplete_fields = ["fragment"]
