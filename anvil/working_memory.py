@@ -149,8 +149,16 @@ class WorkingMemoryAdmin(admin.ModelAdmin):
         obj.refresh_from_db()
 
     def log_change(self, request, obj, message):
-        """An edit is written in the admin log by ``working_memory_update``, with what its rules
-        did; the admin's own entry would say it twice."""
+        """An edit of the item is written in the admin log by ``working_memory_update``, with
+        what its rules did; here only what the inline forms changed (its fragment links) is."""
+        linked = [
+            entry
+            for entry in (message if isinstance(message, list) else [])
+            if any("object" in detail for detail in entry.values())
+        ]
+        if linked:
+            return super().log_change(request, obj, linked)
+        return None
 
     def changelist_view(self, request, extra_context=None):
         if warning := state_get(ARCHIVE_WARNING, ""):  # the last archive run's word on size

@@ -1041,3 +1041,24 @@ def test_an_edited_content_is_rehashed_and_its_twin_found(admin_client):
     item.refresh_from_db()
     assert item.semantic_hash == twin.semantic_hash
     assert item.near_duplicate_of_id == twin.pk
+
+
+def test_a_link_added_on_an_items_page_is_in_the_admin_log(admin_client):
+    Fragment.objects.create(key="garden")
+    item = working_memory_create(
+        type="thought", content="the roses again", actor="luna", at=timezone.now(), turn=1
+    ).item
+    response = change_item(
+        admin_client,
+        item,
+        **{
+            "refs-TOTAL_FORMS": "1",
+            "refs-0-fragment": "garden",
+            "refs-0-wm": str(item.pk),
+            "refs-0-id": "",
+        },
+    )
+    assert response.status_code == 302
+    assert list(item.refs.values_list("fragment_id", flat=True)) == ["garden"]
+    entry = LogEntry.objects.filter(object_id=str(item.pk)).latest("action_time")
+    assert "garden" in entry.get_change_message()
