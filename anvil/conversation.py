@@ -3,7 +3,8 @@ editable."""
 
 from django.contrib import admin
 
-from heart.models import ContextSnapshot, Event, EventTag, Turn
+from events.models import Event, EventTag, Turn
+from heart.models import ContextSnapshot
 from silentstar.admin import ReadOnlyAdmin
 
 

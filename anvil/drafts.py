@@ -1,4 +1,5 @@
-"""Applying a draft to the Gem: the Anvil's write path for drafts (the format: ``gem/draft.py``).
+"""Applying a draft to the Gem: the Anvil's write path for drafts (the format is read by
+``lens/draft_read.py``).
 
 Parse, compare and write happen in one transaction on the default store: a draft that cannot
 be read, or that names a fragment nobody has or a source that is not an event, raises
@@ -10,9 +11,9 @@ from django.contrib.admin.models import ADDITION, CHANGE
 from django.db import transaction
 from django.db.models import Q
 
-from gem.draft import DraftDiff, DraftEdge, draft_diff, draft_parse
 from gem.models import Fragment, FragmentEdge, FragmentSource
 from gem.services import TIERS, fragment_log
+from lens.draft_read import DraftDiff, DraftEdge, draft_diff, draft_parse
 
 
 def draft_apply(text: str, *, user) -> DraftDiff:

@@ -19,12 +19,11 @@ from anvil.forms import (
 from anvil.graph import DEPTH_MAX, WHOLE_GRAPH_LIMIT, graph_around, graph_whole
 from anvil.pages import anvil_page, event_line
 from anvil.textdiff import text_diff_html
-from gem.draft import DraftDiff, DraftError, draft_diff, draft_parse
+from events.selectors import source_events
 from gem.models import (
     Fragment,
     FragmentEdge,
     FragmentSource,
-    source_events,
 )
 from gem.services import (
     TIERS,
@@ -35,6 +34,7 @@ from gem.services import (
     fragment_rename_preview,
 )
 from gem.state import CHARS_PER_TOKEN, state_get
+from lens.draft_read import DraftDiff, DraftError, draft_diff, draft_parse
 from silentstar.tokens import DEFAULT_CHARS_PER_TOKEN, estimate_tokens
 
 

@@ -27,7 +27,7 @@ EXCERPT_CHARS = 120
 def event_line(event_id: int, event) -> str:
     """One source event as the Anvil lists it: its id (a link), time, speaker and an excerpt;
     ``event`` is None when the event log does not have it."""
-    url = reverse("admin:heart_event_change", args=[event_id])
+    url = reverse("admin:events_event_change", args=[event_id])
     if event is None:
         return format_html('<a href="{}">#{}</a> (not in the event log)', url, event_id)
     return format_html(

@@ -6,7 +6,7 @@ from django.http import HttpResponseRedirect
 from django.urls import reverse
 from django.utils.html import format_html, format_html_join
 
-from heart.models import Event
+from events.models import Event
 from mirror.models import (
     MirrorRun,
     SuggestionStatus,

@@ -18,12 +18,12 @@ from anvil.forms import (
     WorkingMemoryForm,
 )
 from anvil.pages import anvil_page, event_line
+from events.selectors import source_events
 from gem.models import (
     MiraEntry,
     WorkingMemory,
     WorkingMemoryRef,
     WorkingMemorySource,
-    source_events,
 )
 from gem.selectors import (
     gem_current,

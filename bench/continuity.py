@@ -37,9 +37,9 @@ from datetime import datetime
 
 from django.utils import timezone
 
+from events.models import Event
 from gem.selectors import gem_current
 from heart.context import context_for_event
-from heart.models import Event
 from mirror.models import Summary
 from mirror.run import mirror_run
 

@@ -304,12 +304,12 @@ class _Runner:
         return self.turn_of(number)
 
     def turn_of(self, number: int) -> int:
-        from heart.models import Turn
+        from events.models import Turn
 
         return Turn.objects.get(event__content__contains=f"msg{number:04}").pk
 
     def turn_status(self, turn_id: int) -> tuple[str, int, object]:
-        from heart.models import Turn
+        from events.models import Turn
 
         return Turn.objects.values_list("status", "attempts", "finished_at").get(pk=turn_id)
 
@@ -327,7 +327,7 @@ class _Runner:
 
     def turn_streaming(self, turn_id: int) -> bool:
         """Until the turn shows part of its reply; whether it did within ``TURN_PATIENCE``."""
-        from heart.models import Turn
+        from events.models import Turn
 
         deadline = time.monotonic() + TURN_PATIENCE
         while time.monotonic() < deadline:
@@ -443,7 +443,7 @@ class _Runner:
         )
 
     def _disk_full(self, fault: Fault) -> None:
-        from heart.models import Event
+        from events.models import Event
 
         image = _noise_png()
         request_log = logging.getLogger("django.request")
@@ -473,8 +473,9 @@ class _Runner:
 
 def _invariants_count(accepted: list[int], *, media_root: Path) -> dict:
     """What is missing and what is there twice, for every accepted message."""
+    from events.models import Event, Turn
     from gem.models import WorkingMemory
-    from heart.models import ContextSnapshot, Event, Turn
+    from heart.models import ContextSnapshot
 
     lost = duplicated = stuck = 0
     for number in accepted:

@@ -8,11 +8,11 @@ CRLF, CR and Unicode spaces. A third of the messages are built as well-formed ne
 (an identity, display elements holding knowledge elements) and then cut at a random point, as a
 reply still streaming, read with ``partial=True`` half the time.
 
-Every message goes through ``heart.parse.parse``; ``fuzz_run`` counts what escapes it (an
+Every message goes through ``events.parse.parse``; ``fuzz_run`` counts what escapes it (an
 exception raised, or the parser's own failure, which it logs before keeping the whole message
 as processing) and the characters it does not account for: the spans must join back into the
 input, and the segments, knowledge bodies, processing and consumed markup must hold every
-non-whitespace character of the input, no more and no fewer (``tests/heart/test_parse.py``'s
+non-whitespace character of the input, no more and no fewer (``tests/events/test_parse.py``'s
 invariant). One message in ``ingest_every`` also goes through ingest, as a turn writes it:
 ``event_record`` then ``working_memory_ingest``, alternately from the person's side and the
 companion's, into the stores Django is configured with (the command gives it throwaway ones);
@@ -31,9 +31,9 @@ from datetime import timedelta
 
 from django.utils import timezone
 
+from events.models import Event, EventTag
+from events.parse import DISPLAY_TAGS, KNOWLEDGE_TAGS, MARKUP, ParsedMessage, parse
 from heart.ingest import COMPANION, USER, event_record, working_memory_ingest
-from heart.models import Event, EventTag
-from heart.parse import DISPLAY_TAGS, KNOWLEDGE_TAGS, MARKUP, ParsedMessage, parse
 
 IDENTITIES = ("luna", "hasuki", "renki", "y'lhara", "claude")
 EXAMPLES_KEPT = 5  # failing inputs kept for the report, per kind of failure
@@ -193,7 +193,7 @@ def fuzz_run(
 ) -> dict:
     """Parse ``inputs`` generated messages (ingesting one in ``ingest_every``; 0: none)."""
     rng = random.Random(seed)
-    parse_logger = logging.getLogger("heart.parse")
+    parse_logger = logging.getLogger("events.parse")
     failures = _ParserFailures()
     parse_logger.addHandler(failures)
     propagates, parse_logger.propagate = parse_logger.propagate, False

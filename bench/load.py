@@ -53,7 +53,7 @@ def load_measure(
     from django.conf import settings
     from django.core.management import call_command
 
-    from heart.models import Turn, TurnStatus
+    from events.models import Turn, TurnStatus
 
     call_command("ensure_owner", verbosity=0, stdout=io.StringIO())
     port = spare_port()

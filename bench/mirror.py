@@ -17,7 +17,7 @@ from datetime import UTC, datetime, timedelta
 from django.conf import settings
 
 from bench.fakeapi import FakeMessagesAPI, FakeReply
-from heart.models import Event
+from events.models import Event
 from mirror.models import MirrorRun, Summary, TagSuggestion
 from mirror.run import MANUAL, mirror_run
 

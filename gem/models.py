@@ -3,11 +3,6 @@
 Cross-store references (``event_id``) are plain integers: events live in another database.
 """
 
-from collections.abc import Iterable
-from datetime import datetime
-from typing import NamedTuple
-
-from django.apps import apps
 from django.conf import settings
 from django.core.validators import RegexValidator
 from django.db import models
@@ -212,29 +207,6 @@ class WorkingMemorySource(models.Model):
 
     def __str__(self):
         return f"wm {self.wm_id} ← event {self.event_id}"
-
-
-class SourceEvent(NamedTuple):
-    """What the Anvil shows of an event something came from."""
-
-    id: int
-    ts: datetime
-    actor: str
-    content: str
-
-
-def source_events(event_ids: Iterable[int]) -> dict[int, SourceEvent]:
-    """The events of the event log among ``event_ids``, by id, read in one query.
-
-    The Gem imports no other app: the event log's model is looked up by name in the app
-    registry (as a migration does), and read on its own store through the router.
-    """
-    event_ids = sorted(set(event_ids))
-    if not event_ids:
-        return {}
-    event = apps.get_model("heart", "Event")
-    rows = event.objects.filter(pk__in=event_ids).values_list("pk", "ts", "actor", "content")
-    return {row[0]: SourceEvent(*row) for row in rows}
 
 
 class AmbientProse(models.Model):

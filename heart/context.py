@@ -8,6 +8,8 @@ from zoneinfo import ZoneInfo
 from django.conf import settings
 from django.db.models.functions import Length
 
+from events.models import Event
+from events.parse import MARKUP, parse, tidy
 from gem import decay
 from gem.recalled import Recall
 from gem.selectors import GemNow, Identities, decay_pressure, working_memory_scores
@@ -24,8 +26,6 @@ from heart.assemble import (
     summary_entry_tokens,
     summary_title,
 )
-from heart.models import Event
-from heart.parse import MARKUP, parse, tidy
 from lens.search import search_recalled
 from mirror.merge import Span
 from mirror.models import Summary

@@ -12,12 +12,12 @@ from datetime import datetime
 
 from django.db import connections, router, transaction
 
+from events.models import Event, EventTag
+from events.parse import CANCEL, DROP, RESOLVE, KnowledgeItem, ParsedMessage, parse
+from events.render import COMPANION, USER
 from gem.models import IngestRecord
 from gem.selectors import identities_current
 from gem.services import WorkingMemoryError, working_memory_create, working_memory_match_set
-from heart.models import Event, EventTag
-from heart.parse import CANCEL, DROP, RESOLVE, KnowledgeItem, ParsedMessage, parse
-from heart.render import COMPANION, USER
 
 logger = logging.getLogger(__name__)
 

@@ -16,6 +16,8 @@ from django.db.models import Q
 from django.utils import timezone
 from django_q.tasks import async_task
 
+from events.models import Event, Turn, TurnStatus
+from events.parse import ParsedMessage, parse
 from gem.selectors import Identities, gem_current
 from gem.state import (
     CHARS_PER_TOKEN,
@@ -30,8 +32,7 @@ from heart import offline
 from heart.assemble import Assembly, working_memory_fill
 from heart.context import context_for_event
 from heart.ingest import COMPANION, USER, event_record, working_memory_ingest
-from heart.models import ContextSnapshot, Event, Turn, TurnStatus
-from heart.parse import ParsedMessage, parse
+from heart.models import ContextSnapshot
 from silentstar import claude
 from silentstar.claude import ClaudeError
 from silentstar.tokens import DEFAULT_CHARS_PER_TOKEN, chars_per_token_calibrated

@@ -25,11 +25,11 @@ from django.utils.cache import patch_vary_headers
 from django.views.decorators.http import require_GET, require_POST
 from django_q.status import Stat
 
+from events.models import Event, Turn, TurnStatus
+from events.render import Message, identity_colors, identity_slug, message_display
 from gem.models import Identity
 from gem.selectors import Identities, identities_current
 from heart.forms import HistoryForm, MessageForm
-from heart.models import Event, Turn, TurnStatus
-from heart.render import Message, identity_colors, identity_slug, message_display
 from heart.services import TurnOrderError, turn_retry, turn_submit, user_text_compose
 from mirror.models import Summary
 from mirror.selectors import summary_markers

@@ -1,13 +1,13 @@
-"""Writing the draft format (``gem.draft``): the Markdown the Lens prints for fragments.
+"""Writing the draft format (``lens.draft_read``): the Markdown the Lens prints for fragments.
 
-Read back with ``gem.draft.draft_parse`` it changes nothing: text that cannot be written plainly
-is fenced, relations that would not survive a line are written as JSON strings.
+Read back with ``lens.draft_read.draft_parse`` it changes nothing: text that cannot be written
+plainly is fenced, relations that would not survive a line are written as JSON strings.
 """
 
 import json
 from collections.abc import Iterable
 
-from gem.draft import EDGES, HEADING, NOTES, TIERS, Draft, DraftEdge, DraftFragment, is_blank
+from lens.draft_read import EDGES, HEADING, NOTES, TIERS, Draft, DraftEdge, DraftFragment, is_blank
 
 
 def draft_render(draft: Draft) -> str:

@@ -35,6 +35,7 @@ from datetime import UTC, date, datetime, timedelta
 from django.db.models import Q
 from django.utils import timezone
 
+from events.models import Event, EventTag
 from gem.archive_store import archive_read
 from gem.meaning import meaning_words
 from gem.models import (
@@ -46,7 +47,6 @@ from gem.models import (
     WorkingMemoryStatus,
     WorkingMemoryType,
 )
-from heart.models import Event, EventTag
 from lens.search import MAX_LIMIT, SearchError, search
 
 DEFAULT_LIMIT = 10

@@ -22,10 +22,10 @@ from django.db import IntegrityError, transaction
 from django.db.models import Max
 from django.utils import timezone
 
+from events.models import Event
 from gem.models import WorkingMemory
 from gem.selectors import identities_current
 from gem.state import RECENT_WINDOW, state_get
-from heart.models import Event
 from mirror.merge import NEXT_LEVEL, Span, merges_due
 from mirror.models import MirrorRun, MirrorRunStatus, SuggestionStatus, Summary, TagSuggestion
 from mirror.output import suggestions_chosen

@@ -12,13 +12,13 @@ from django.contrib.admin.models import ADDITION, CHANGE, LogEntry
 from django.db import transaction
 from django.utils import timezone
 
+from events.models import Event
+from events.render import COMPANION
 from gem.match import content_words
 from gem.models import WorkingMemory, WorkingMemorySource, WorkingMemoryType
 from gem.selectors import identities_current
 from gem.services import working_memory_create
 from gem.state import turn_counter_current
-from heart.models import Event
-from heart.render import COMPANION
 from mirror.models import SuggestionStatus, Summary, TagSuggestion
 from mirror.turns import events_between
 

@@ -2,11 +2,11 @@
 
 Two queries, never a join across stores: the identities say who is the companion, the events
 are read as plain rows and parsed into display lines with the chat page's rules
-(``heart.render``), so the Mirror reads what the person saw.
+(``events.render``), so the Mirror reads what the person saw.
 """
 
-from heart.models import Event, Turn, TurnStatus
-from heart.render import COMPANION, message_display
+from events.models import Event, Turn, TurnStatus
+from events.render import COMPANION, message_display
 from mirror.route import Line, TurnEvent, turns_of
 from mirror.route import Turn as MirrorTurn
 

@@ -13,6 +13,7 @@ from django.db import connections
 STORE_OF = {
     ("heart", "contextsnapshot"): "snapshots",
     ("heart", None): "events",
+    ("events", None): "events",
     ("mirror", None): "summaries",
 }
 

@@ -42,6 +42,7 @@ INSTALLED_APPS = [
     "django_htmx",
     "django_q",
     "axes",
+    "events",
     "heart",
     "gem",
     "mirror",

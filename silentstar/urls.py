@@ -1,7 +1,7 @@
 from django.contrib import admin
 from django.contrib.auth import views as auth_views
 from django.contrib.auth.decorators import login_not_required
-from django.urls import include, path
+from django.urls import include, path, re_path
 from django.views.generic import RedirectView
 
 from heart.auth import ThrottledLoginView
@@ -29,6 +29,12 @@ urlpatterns = [
     path(
         "admin/login/",
         login_not_required(RedirectView.as_view(pattern_name="login", query_string=True)),
+    ),
+    # The event log and the turns moved from the Heart's app to their own: their old addresses
+    # in the Anvil lead to the new ones.
+    re_path(
+        r"^admin/heart/(?P<rest>(?:event|eventtag|turn)/.*)$",
+        RedirectView.as_view(url="/admin/events/%(rest)s", permanent=True, query_string=True),
     ),
     path("admin/", admin.site.urls),
     path("lens/", include("lens.urls")),

@@ -29,8 +29,8 @@ from django.db import connections
 from django.db.migrations.loader import MigrationLoader
 from psycopg.conninfo import make_conninfo
 
+from events.models import Event
 from gem.models import Fragment, WorkingMemory
-from heart.models import Event
 from mirror.models import Summary
 from silentstar.router import store_of
 

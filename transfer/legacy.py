@@ -30,6 +30,7 @@ from django.conf import settings
 from django.core.files.storage import default_storage
 from django.db import DatabaseError, connections, router, transaction
 
+from events.models import Event, EventTag
 from gem.models import (
     KEY_VALIDATOR,
     Fragment,
@@ -44,7 +45,6 @@ from gem.models import (
 )
 from gem.services import WorkingMemoryError, WorkingMemoryRecorded, working_memory_create
 from gem.state import PENDING_RECALL, TURN_COUNTER, state_get_many, state_set
-from heart.models import Event, EventTag
 from mirror.models import MirrorRun, MirrorRunStatus
 from silentstar.router import sequences_reset
 

@@ -21,6 +21,7 @@ from django.db import transaction
 from django.db.models import Q
 from django.utils.text import Truncator
 
+from events.models import Event, EventTag, Turn
 from gem.importance import BASE, INTENSITY_WEIGHT, valence_of
 from gem.meaning import semantic_hash
 from gem.models import (
@@ -38,7 +39,6 @@ from gem.services import (
     working_memory_same,
 )
 from heart.ingest import event_record
-from heart.models import Event, EventTag, Turn
 
 CONVERSATION = "conversation"
 MIRA_TYPES = (

@@ -30,6 +30,7 @@ from django.core.files.storage import default_storage
 from django.db import DatabaseError, models, transaction
 from tqdm import tqdm
 
+from events.models import Event, EventTag, Turn
 from gem.archive_store import archive_read, archive_storage, index_read
 from gem.models import (
     AmbientProse,
@@ -46,7 +47,7 @@ from gem.models import (
     WorkingMemorySource,
 )
 from gem.rows import ROW_FIELDS, time_with_offset, working_memory_from_row, working_memory_row
-from heart.models import ContextSnapshot, Event, EventTag, Turn
+from heart.models import ContextSnapshot
 from mirror.models import MirrorPrompt, MirrorRun, Summary, TagSuggestion
 from silentstar.router import sequences_reset
 from transfer.backup import Progress, installation_rows

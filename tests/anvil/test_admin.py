@@ -11,6 +11,7 @@ from django.utils import timezone
 from django.utils.html import escape
 
 from anvil import graph
+from events.models import Event
 from gem.models import (
     AmbientProse,
     Fragment,
@@ -24,7 +25,6 @@ from gem.models import (
 from gem.selectors import ambient_prose_current
 from gem.services import working_memory_create
 from gem.state import CHARS_PER_TOKEN, state_set
-from heart.models import Event
 from tests.silentstar.test_uploads import count_kept_bytes
 
 pytestmark = pytest.mark.django_db(databases="__all__")
@@ -516,7 +516,7 @@ def test_it_shows_the_events_an_item_came_from(admin_client, django_assert_num_q
 
     page = response.content.decode()
     for event in (said, again):
-        url = reverse("admin:heart_event_change", args=[event.pk])
+        url = reverse("admin:events_event_change", args=[event.pk])
         assert f'<a href="{url}">#{event.pk}</a>' in page
         assert f"{event.ts:%Y-%m-%d %H:%M} {event.actor}" in page
     assert escape("I only drink <say>tea</say> without sugar") in page

@@ -5,10 +5,10 @@ from django.db import transaction
 from hypothesis import HealthCheck, given, settings
 
 from anvil.drafts import draft_apply
-from gem.draft import DraftError, draft_diff, draft_parse
+from events.models import Event
 from gem.models import Fragment, FragmentEdge, FragmentSource
-from heart.models import Event
 from lens.draft import draft_render
+from lens.draft_read import DraftError, draft_diff, draft_parse
 from tests.lens.test_draft import drafts
 
 pytestmark = pytest.mark.django_db(databases=["default", "events"])

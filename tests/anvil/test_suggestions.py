@@ -2,8 +2,8 @@ import pytest
 from django.contrib.admin.models import LogEntry
 from django.urls import reverse
 
+from events.models import Event
 from gem.models import WorkingMemory
-from heart.models import Event
 from mirror.models import Summary, TagSuggestion
 
 pytestmark = pytest.mark.django_db(databases="__all__")

@@ -7,7 +7,7 @@ import pytest
 
 from bench.cli import main
 from bench.continuity import content_words, conversation_measure, figures_lines, untagged
-from heart.models import Event
+from events.models import Event
 from mirror.models import Summary
 
 EVENINGS = (datetime(2024, 3, 4, 20, 0), datetime(2024, 3, 9, 19, 30), datetime(2024, 3, 15, 21))

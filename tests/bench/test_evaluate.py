@@ -3,7 +3,7 @@
 import pytest
 
 from bench.evaluate import DatasetError, dataset_check, dataset_load, evaluate, plain_bm25
-from heart.models import Event
+from events.models import Event
 
 pytestmark = pytest.mark.django_db(databases="__all__")
 

@@ -6,8 +6,8 @@ from dataclasses import replace
 import pytest
 
 from bench.fuzz import IDENTITIES, fuzz_run, tag_soup, unaccounted
-from heart import parse as parse_module
-from heart.parse import Span, parse
+from events import parse as parse_module
+from events.parse import Span, parse
 
 pytestmark = pytest.mark.store_free
 

@@ -5,7 +5,7 @@ import sqlite3
 import pytest
 
 from bench.legacy import legacy_pair_write
-from heart.models import Event, EventTag
+from events.models import Event, EventTag
 from transfer.legacy import legacy_import
 
 

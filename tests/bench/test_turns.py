@@ -10,7 +10,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from bench.turns import TurnRunner, overhead_figures, synthetic_gem_build
-from heart.models import Event
+from events.models import Event
 from silentstar.router import store_for
 
 pytestmark = pytest.mark.django_db(databases="__all__")

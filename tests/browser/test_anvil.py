@@ -11,8 +11,8 @@ from django.contrib import admin
 from django.urls import NoReverseMatch, reverse
 from playwright.sync_api import BrowserContext, Page, expect
 
+from events.models import Event
 from gem.models import AmbientProse, Fragment, FragmentEdge, WorkingMemory
-from heart.models import Event
 from mirror.models import Summary, TagSuggestion
 from tests.browser.conftest import BROWSER_DB, log_in
 

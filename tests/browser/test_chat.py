@@ -16,9 +16,9 @@ from PIL import Image
 from playwright.sync_api import Page, expect
 
 from bench.fakeapi import FakeError, FakeReply
+from events.models import Event, Turn
 from gem.models import Identity, WorkingMemory
 from heart.ingest import event_record
-from heart.models import Event, Turn
 from tests.browser.conftest import BROWSER_DB, DESKTOP, PASSWORD, PHONE, chat_open, log_in
 
 pytestmark = BROWSER_DB

@@ -9,6 +9,7 @@ from django.utils import timezone
 from django_q.models import Schedule
 from django_q.scheduler import scheduler
 
+from events.models import Event
 from gem import archive as archive_module
 from gem.archive import archive_restore, archive_run, working_memory_measured
 from gem.archive_store import (
@@ -23,7 +24,6 @@ from gem.models import Fragment, WorkingMemory, WorkingMemorySource
 from gem.prune import Phase
 from gem.rows import working_memory_row
 from gem.services import working_memory_create, working_memory_status_set
-from heart.models import Event
 from silentstar.schedules import schedules_ensure
 
 pytestmark = pytest.mark.django_db(databases="__all__")

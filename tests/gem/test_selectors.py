@@ -4,6 +4,8 @@ import pytest
 from django.db import connection, transaction
 from django.urls import reverse
 
+from events.models import Event
+from events.parse import parse
 from gem.meaning import semantic_hash
 from gem.models import AmbientProse, Fragment, FragmentEdge, Identity, WakeText, WorkingMemory
 from gem.recall import recall_items
@@ -19,8 +21,6 @@ from gem.selectors import (
 )
 from gem.services import working_memory_sweep
 from heart.ingest import USER, working_memory_ingest
-from heart.models import Event
-from heart.parse import parse
 
 pytestmark = pytest.mark.django_db
 

@@ -3,8 +3,8 @@ from django.core.management import CommandError, call_command
 from django.db import connections
 from django_q.models import Schedule
 
+from events.models import Event, Turn
 from gem.models import WorkingMemory
-from heart.models import Event, Turn
 from tests.conftest import semantic_extra_required
 
 pytestmark = pytest.mark.django_db(databases="__all__")

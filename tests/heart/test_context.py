@@ -8,13 +8,13 @@ import pytest
 from django.db import connections
 from django.test.utils import CaptureQueriesContext
 
+from events.models import Event
 from gem.models import AmbientProse, WakeText, WorkingMemory
 from gem.selectors import gem_copy, gem_current
 from gem.services import working_memory_sweep
 from gem.state import RECENT_WINDOW, state_get
 from heart import context
 from heart.context import context_for_event
-from heart.models import Event
 from heart.services import turn_claim_next, turn_run, turn_submit
 from mirror.models import Summary
 

@@ -22,7 +22,8 @@ import pytest
 from django.test import override_settings
 
 from bench.fakeapi import FakeReply
-from heart.models import ContextSnapshot, Event
+from events.models import Event
+from heart.models import ContextSnapshot
 from heart.services import turn_submit
 from heart.tasks import run_turns_task
 from mirror.models import Summary

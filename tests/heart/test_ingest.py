@@ -3,9 +3,9 @@ from zoneinfo import ZoneInfo
 
 import pytest
 
+from events.models import EventTag
 from gem.models import Fragment, IngestRecord, WorkingMemory
 from heart.ingest import COMPANION, USER, event_record, working_memory_ingest
-from heart.models import EventTag
 
 pytestmark = pytest.mark.django_db(databases="__all__")
 

@@ -4,9 +4,10 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from events.models import Turn
+from events.parse import parse
 from gem.models import WorkingMemory
 from gem.recalled import Recall
-from heart.models import Turn
 from heart.offline import (
     OFFLINE_NOTICE,
     first_sentence,
@@ -16,7 +17,6 @@ from heart.offline import (
     reply,
     sections_of,
 )
-from heart.parse import parse
 from heart.services import turn_submit
 from heart.tasks import run_turns_task
 

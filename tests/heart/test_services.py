@@ -6,8 +6,8 @@ from django.db import OperationalError
 from django.utils import timezone
 
 from bench.fakeapi import FakeError, FakeReply
+from events.models import Event
 from heart import services
-from heart.models import Event
 from heart.services import owner_ensure, turn_submit, turns_recover
 from heart.tasks import run_turns_task
 from silentstar import claude

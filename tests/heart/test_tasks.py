@@ -4,7 +4,8 @@ import pytest
 from django.db import connections
 from django.utils import timezone
 
-from heart.models import ContextSnapshot, Turn
+from events.models import Turn
+from heart.models import ContextSnapshot
 from heart.services import turn_submit
 from heart.tasks import prune_snapshots_task, recover_turns_task, run_turns_task
 from tests.conftest import semantic_extra_required

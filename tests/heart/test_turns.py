@@ -19,11 +19,12 @@ from django.test.utils import CaptureQueriesContext
 from django.utils import timezone
 
 from bench.fakeapi import FakeError, FakeReply
+from events.models import Event, EventTag, Turn
 from gem.models import Fragment, FragmentEdge, WorkingMemory
 from gem.selectors import working_memory_scores
 from gem.state import PENDING_RECALL, WORKING_MEMORY_FILL, state_get, turn_counter_current
 from heart import services
-from heart.models import ContextSnapshot, Event, EventTag, Turn
+from heart.models import ContextSnapshot
 from heart.services import (
     TurnOrderError,
     snapshots_prune,

@@ -16,9 +16,9 @@ from django_q.signing import SignedPackage
 from django_q.status import Stat, Status
 from PIL import Image
 
+from events.models import Event, Turn
 from gem.models import WorkingMemory
 from heart import services, views
-from heart.models import Event, Turn
 from heart.services import turn_submit
 
 pytestmark = pytest.mark.django_db(databases="__all__")

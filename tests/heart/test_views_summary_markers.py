@@ -5,7 +5,7 @@ import re
 import pytest
 from django.urls import reverse
 
-from heart.models import Event
+from events.models import Event
 from mirror.models import Summary
 
 pytestmark = pytest.mark.django_db(databases="__all__")

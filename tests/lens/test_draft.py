@@ -4,8 +4,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from gem.draft import TIERS, Draft, DraftEdge, DraftFragment, draft_parse
 from lens.draft import draft_render
+from lens.draft_read import TIERS, Draft, DraftEdge, DraftFragment, draft_parse
 
 pytestmark = pytest.mark.store_free
 

@@ -10,10 +10,10 @@ from django.test.utils import CaptureQueriesContext
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from gem.draft import draft_diff, draft_parse
 from gem.models import Fragment, FragmentEdge, FragmentSource, WorkingMemory, WorkingMemoryRef
 from gem.selectors import gem_current, working_memory_scored
 from gem.state import TURN_COUNTER, state_set
+from lens.draft_read import draft_diff, draft_parse
 from lens.extract import (
     LensError,
     fragment_markdown,

@@ -6,7 +6,7 @@ from datetime import UTC, datetime, timedelta
 import pytest
 
 from bench.fakeapi import FakeReply
-from heart.models import Event
+from events.models import Event
 
 START = datetime(2026, 3, 2, 9, 0, tzinfo=UTC)
 CLEAN_MODEL, COMPRESS_MODEL, SUMMARISE_MODEL = "test-clean", "test-compress", "test-summarise"

@@ -9,8 +9,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from events.models import Event
 from gem.due import due_from_text
-from heart.models import Event
 from mirror.models import Summary, TagSuggestion
 from mirror.offline import (
     MERGE_NOTE_LIMIT,

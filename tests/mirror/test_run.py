@@ -6,9 +6,9 @@ import pytest
 from django.utils import timezone
 
 from bench.fakeapi import FakeError, FakeReply
+from events.models import Turn
 from gem.models import Fragment, WorkingMemory
 from gem.state import RECENT_WINDOW, state_set
-from heart.models import Turn
 from mirror import passes
 from mirror import run as run_module
 from mirror.models import MirrorRun, Summary, TagSuggestion

@@ -4,10 +4,10 @@ from zoneinfo import ZoneInfo
 import pytest
 from django.contrib.admin.models import LogEntry
 
+from events.models import Event
 from gem.meaning import semantic_hash
 from gem.models import WorkingMemory, WorkingMemorySource
 from gem.state import TURN_COUNTER, state_set
-from heart.models import Event
 from mirror.models import Summary, TagSuggestion
 from mirror.services import SuggestionError, suggestion_promote, suggestion_reject
 

@@ -2,7 +2,7 @@
 
 import pytest
 
-from heart.models import Event, Turn
+from events.models import Event, Turn
 from mirror.turns import turns_after, turns_before, turns_between
 
 pytestmark = pytest.mark.django_db(databases="__all__")

@@ -11,8 +11,8 @@ from functools import partial
 import pytest
 
 from bench.fakeapi import DEFAULT_REPLY, FakeError, FakeReply
+from events.parse import parse
 from heart import offline
-from heart.parse import parse
 from silentstar import claude
 from silentstar.claude import ClaudeError, Reply, Usage, complete, image_block
 from tests.conftest import REPO

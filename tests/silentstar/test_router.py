@@ -3,8 +3,9 @@ from django.apps import apps
 from django.db import connections
 from django.db.migrations.executor import MigrationExecutor
 
+from events.models import Event, Turn
 from gem.models import Fragment, WorkingMemory
-from heart.models import ContextSnapshot, Event, Turn
+from heart.models import ContextSnapshot
 from mirror.models import Summary
 from silentstar.router import StoreRouter, same_database, store_for
 
@@ -26,7 +27,7 @@ def test_it_sends_each_model_to_its_store(model, alias):
 
 def test_it_keeps_framework_models_in_the_default_store():
     for model in apps.get_models():
-        if model._meta.app_label not in {"heart", "mirror"}:
+        if model._meta.app_label not in {"events", "heart", "mirror"}:
             assert store_for(model._meta.app_label, model._meta.model_name) == "default"
 
 

@@ -9,7 +9,7 @@ from django.core.files.uploadhandler import MemoryFileUploadHandler, TemporaryFi
 from django.urls import reverse
 from PIL import Image
 
-from heart.models import Event
+from events.models import Event
 from silentstar.uploads import megabytes, upload_max_bytes
 
 pytestmark = pytest.mark.django_db(databases="__all__")

@@ -2,6 +2,8 @@ import pytest
 from django.contrib import admin
 from django.urls import reverse
 
+from events.models import Event
+
 pytestmark = pytest.mark.django_db(databases="__all__")
 
 
@@ -96,3 +98,14 @@ def test_it_signs_out(admin_client):
     response = admin_client.post(reverse("logout"))
     assert response.status_code == 302 and response.url == reverse("login")
     assert admin_client.get("/").status_code == 302
+
+
+@pytest.mark.django_db(databases="__all__")
+def test_the_event_logs_old_addresses_in_the_anvil_lead_to_the_new_ones(admin_client):
+    event = Event.objects.create(content="hello", actor="luna")
+    response = admin_client.get(f"/admin/heart/event/{event.pk}/change/?x=1")
+    assert response.status_code == 301
+    assert response["Location"] == f"/admin/events/event/{event.pk}/change/?x=1"
+    assert admin_client.get(response["Location"]).status_code == 200
+    assert admin_client.get("/admin/heart/turn/").status_code == 301
+    assert admin_client.get("/admin/heart/contextsnapshot/").status_code == 200

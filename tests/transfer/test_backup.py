@@ -31,7 +31,7 @@ FILL = """
 from django.core.files.base import ContentFile
 from django.core.files.storage import default_storage
 from gem.models import Fragment
-from heart.models import Event
+from events.models import Event
 from heart.services import turn_submit
 from mirror.models import Summary
 
@@ -63,7 +63,7 @@ for alias in settings.STORE_ALIASES:
 print(json.dumps(tables))
 """
 EVENT_IDS = (
-    "import json; from heart.models import Event; "
+    "import json; from events.models import Event; "
     "print(json.dumps(sorted(Event.objects.values_list('id', flat=True))))"
 )
 # Turns written one after another, each with an image, until the stop file appears.
@@ -88,7 +88,8 @@ import json
 from django.core.files.storage import default_storage
 from django.db import connections
 from gem.models import WorkingMemory
-from heart.models import ContextSnapshot, Event, Turn
+from events.models import Event, Turn
+from heart.models import ContextSnapshot
 
 events = set(Event.objects.values_list('id', flat=True))
 turns = set(Turn.objects.values_list('id', flat=True))

@@ -15,6 +15,7 @@ from django.core.management import call_command
 from django.core.management.base import CommandError
 from django.db import connections
 
+from events.models import Event, EventTag
 from gem.models import (
     Fragment,
     FragmentEdge,
@@ -24,7 +25,6 @@ from gem.models import (
     WorkingMemoryRef,
 )
 from gem.state import PENDING_RECALL, TURN_COUNTER, state_get, state_set
-from heart.models import Event, EventTag
 from lens.search import search
 from mirror.models import MirrorRun
 from transfer.legacy import LegacyError, legacy_import

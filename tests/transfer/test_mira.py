@@ -8,10 +8,10 @@ from datetime import UTC, datetime
 import pytest
 from django.core.management import CommandError, call_command
 
+from events.models import Event, EventTag
 from gem.models import MiraEntry, WorkingMemory, WorkingMemorySource
 from gem.services import working_memory_create
 from heart.ingest import event_record
-from heart.models import Event, EventTag
 from transfer.mira import FIELDS, MIRA_TYPES, MiraError, mira_export, mira_import, mira_lines
 
 pytestmark = pytest.mark.django_db(databases="__all__")

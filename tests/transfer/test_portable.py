@@ -31,7 +31,8 @@ from gem.models import (AmbientProse, Fragment, FragmentEdge, FragmentSource, Id
                         MiraEntry, State, WakeText)
 from gem.archive import archive_run
 from gem.services import WorkingMemoryRecorded, working_memory_create, working_memory_status_set
-from heart.models import ContextSnapshot, Event, EventTag, Turn
+from events.models import Event, EventTag, Turn
+from heart.models import ContextSnapshot
 from heart.services import turn_submit
 from mirror.models import MirrorPrompt, MirrorRun, Summary, TagSuggestion
 

@@ -3,7 +3,7 @@
 The first word picks what to do (``WORDS``: word → handler); any other first word starts a
 list of fragment keys. Everything after the word is the word's own (``manage.py lens search
 --help``): ``lens diff DRAFT.md``, ``lens search "…"``, ``lens query …``; ``lens KEY [KEY …]
-[--wm] [--summaries]``. The work itself is in ``lens/extract.py``, ``gem/draft.py``,
+[--wm] [--summaries]``. The work itself is in ``lens/extract.py``, ``lens/draft_read.py``,
 ``lens/search.py`` and ``lens/query.py``.
 """
 
@@ -15,7 +15,7 @@ from pathlib import Path
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 from django.utils import timezone
 
-from gem.draft import DraftError, draft_diff, draft_parse
+from lens.draft_read import DraftError, draft_diff, draft_parse
 from lens.extract import (
     DEPTH_DEFAULT,
     SUMMARIES_DEFAULT,

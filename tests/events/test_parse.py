@@ -6,9 +6,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from gem.recalled import Recall
-from heart import parse as parse_module
-from heart.parse import (
+from events import parse as parse_module
+from events.parse import (
     DISPLAY_TAGS,
     KNOWLEDGE_TAGS,
     MARKUP,
@@ -18,6 +17,7 @@ from heart.parse import (
     Segment,
     parse,
 )
+from gem.recalled import Recall
 
 pytestmark = pytest.mark.store_free
 

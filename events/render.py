@@ -17,7 +17,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from datetime import datetime
 
-from heart.parse import KNOWLEDGE_TAGS, MARKUP, ParsedMessage, parse
+from events.parse import KNOWLEDGE_TAGS, MARKUP, ParsedMessage, parse
 
 USER, COMPANION = "user", "companion"
 OWN_KIND_TAGS = ("do", "narrate")  # the person's text in these keeps its kind; the rest is say

@@ -2,7 +2,8 @@ import pytest
 from django.conf import settings
 from django.db import IntegrityError, connections, transaction
 
-from heart.models import AppendOnlyError, ContextSnapshot, Event, EventTag, Turn
+from events.models import AppendOnlyError, Event, EventTag, Turn
+from heart.models import ContextSnapshot
 
 pytestmark = pytest.mark.django_db(databases="__all__")
 

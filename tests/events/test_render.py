@@ -1,4 +1,4 @@
-"""What the chat page shows for an event (``heart.render``) and the ``inline_markup`` filter."""
+"""What the chat page shows for an event (``events.render``) and the ``inline_markup`` filter."""
 
 import re
 from datetime import UTC, datetime
@@ -8,8 +8,8 @@ from django.template import Context, Template
 from hypothesis import given
 from hypothesis import strategies as st
 
-from heart.parse import MARKUP, parse
-from heart.render import (
+from events.parse import MARKUP, parse
+from events.render import (
     DisplaySegment,
     Part,
     identity_colors,

@@ -2,9 +2,9 @@
 
 import pytest
 
-from gem.draft import DraftEdge, DraftError, SourceAdded, draft_diff, draft_parse
+from events.models import Event
 from gem.models import Fragment, FragmentEdge, FragmentSource
-from heart.models import Event
+from lens.draft_read import DraftEdge, DraftError, SourceAdded, draft_diff, draft_parse
 
 # --- What a draft means -----------------------------------------------------------------------
 

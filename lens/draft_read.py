@@ -82,6 +82,7 @@ from dataclasses import dataclass, field
 from django.core.exceptions import ValidationError
 from django.db.models import Q
 
+from events.selectors import source_events
 from gem.models import (
     KEY_VALIDATOR,
     RELATION_MAX_LENGTH,
@@ -89,7 +90,6 @@ from gem.models import (
     Fragment,
     FragmentEdge,
     FragmentSource,
-    source_events,
 )
 
 EDGES = "edges"

@@ -1,0 +1,6 @@
+from django.apps import AppConfig
+
+
+class EventsConfig(AppConfig):
+    name = "events"
+    verbose_name = "Events — the event log and its turns"

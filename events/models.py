@@ -1,0 +1,131 @@
+"""The event log: every message exactly as written (``Event``, append-only, with its ``EventTag``s),
+and the turns that answer the person's messages (``Turn``), all in the ``events`` store.
+
+The tables keep the names they were created with (``heart_event``, ``heart_eventtag``,
+``heart_turn``): the models came here from the Heart, the rows never moved.
+"""
+
+from django.db import models
+from django.utils import timezone
+
+
+class AppendOnlyError(Exception):
+    """Raised on any attempt to change or remove a row of the event log."""
+
+
+class AppendOnlyQuerySet(models.QuerySet):
+    def update(self, **kwargs):
+        raise AppendOnlyError(f"{self.model.__name__} rows are append-only: update refused")
+
+    def delete(self):
+        raise AppendOnlyError(f"{self.model.__name__} rows are append-only: delete refused")
+
+    def bulk_update(self, objs, fields, batch_size=None):
+        raise AppendOnlyError(f"{self.model.__name__} rows are append-only: update refused")
+
+    def update_or_create(self, defaults=None, create_defaults=None, **kwargs):
+        raise AppendOnlyError(f"{self.model.__name__} rows are append-only: update refused")
+
+
+class AppendOnlyModel(models.Model):
+    """A row that can be inserted once and never changed or deleted."""
+
+    objects = AppendOnlyQuerySet.as_manager()
+
+    class Meta:
+        abstract = True
+
+    def save(self, *args, **kwargs):
+        if not self._state.adding:
+            raise AppendOnlyError(f"{type(self).__name__} {self.pk} is append-only: update refused")
+        kwargs["force_insert"] = True
+        super().save(*args, **kwargs)
+
+    def delete(self, *args, **kwargs):
+        raise AppendOnlyError(f"{type(self).__name__} {self.pk} is append-only: delete refused")
+
+
+class Event(AppendOnlyModel):
+    """One message, exactly as written: the source of truth for everything else."""
+
+    ts = models.DateTimeField(default=timezone.now, db_index=True)
+    content = models.TextField()
+    actor = models.CharField(max_length=64, blank=True, db_index=True)
+    image = models.FileField(upload_to="images/%Y/%m/", blank=True, max_length=255)
+
+    class Meta:
+        db_table = "heart_event"
+        ordering = ["ts", "id"]
+
+    def __str__(self):
+        return f"#{self.pk} {self.actor or '—'} {self.ts:%Y-%m-%d %H:%M}"
+
+
+class EventTag(AppendOnlyModel):
+    """A tag seen on an event (display, identity or knowledge): inert data."""
+
+    event = models.ForeignKey(Event, on_delete=models.PROTECT, related_name="tags")
+    tag = models.CharField(max_length=64, db_index=True)
+
+    class Meta:
+        db_table = "heart_eventtag"
+        constraints = [
+            models.UniqueConstraint(
+                fields=["event", "tag"], name="heart_eventtag_unique_event_tag"
+            ),
+        ]
+
+    def __str__(self):
+        return f"{self.tag} on #{self.event_id}"
+
+
+class TurnStatus(models.TextChoices):
+    QUEUED = "queued"
+    RUNNING = "running"
+    DONE = "done"
+    ERROR = "error"
+
+
+class Turn(models.Model):
+    """One job of the Heart: answering one user event."""
+
+    event = models.OneToOneField(Event, on_delete=models.PROTECT, related_name="turn")
+    status = models.CharField(
+        max_length=8, choices=TurnStatus, default=TurnStatus.QUEUED, db_index=True
+    )
+    reply_event = models.OneToOneField(
+        Event, on_delete=models.PROTECT, null=True, blank=True, related_name="reply_to_turn"
+    )
+    number = models.PositiveIntegerField(help_text="The turn counter when this message arrived.")
+    partial_text = models.TextField(
+        blank=True, help_text="Reply text received so far while streaming."
+    )
+    error = models.TextField(blank=True)
+    attempts = models.PositiveSmallIntegerField(default=0)
+    model = models.CharField(max_length=100, blank=True)
+    queued_at = models.DateTimeField(default=timezone.now)
+    started_at = models.DateTimeField(null=True, blank=True)
+    heartbeat_at = models.DateTimeField(
+        null=True,
+        blank=True,
+        help_text="Last sign of life of the worker answering: its claim, then each streamed save.",
+    )
+    first_token_at = models.DateTimeField(null=True, blank=True)
+    finished_at = models.DateTimeField(null=True, blank=True)
+    input_tokens = models.PositiveIntegerField(null=True, blank=True)
+    output_tokens = models.PositiveIntegerField(null=True, blank=True)
+    cache_read_tokens = models.PositiveIntegerField(null=True, blank=True)
+    cache_write_tokens = models.PositiveIntegerField(null=True, blank=True)
+
+    class Meta:
+        db_table = "heart_turn"
+        ordering = ["queued_at", "id"]
+        constraints = [
+            models.CheckConstraint(
+                condition=models.Q(status__in=TurnStatus.values),
+                name="heart_turn_status_valid",
+            ),
+        ]
+
+    def __str__(self):
+        return f"turn {self.number} ({self.status})"

@@ -1,0 +1,82 @@
+"""The event log's move from the Heart to its own app, on an installation made before it."""
+
+import json
+
+import pytest
+
+from tests.heart.test_worker import SQLITE_ONLY
+
+pytestmark = pytest.mark.store_free  # its own SQLite stores, whatever the suite runs on
+
+STORES = ("default", "events", "summaries", "snapshots")
+BEFORE_THE_MOVE = """
+import json
+from django.contrib.admin.models import CHANGE, LogEntry
+from django.contrib.auth import get_user_model
+from django.contrib.contenttypes.models import ContentType
+from gem.services import working_memory_create
+from heart.models import ContextSnapshot
+from heart.services import turn_submit
+from mirror.models import Summary
+turn = turn_submit(text="<luna><pin>tea at four</pin> the rain again</luna>", actor="luna",
+                   enqueue=False)
+ContextSnapshot.objects.create(turn=turn.pk, assembled_system="s", assembled_user="u")
+Summary.objects.create(level="L0", first_event_id=turn.event_id, last_event_id=turn.event_id,
+                       content="The rain.")
+working_memory_create(type="thought", content="the rain again", actor="claude",
+                      at=turn.queued_at, turn=1)
+owner = get_user_model().objects.create_user("owner")
+LogEntry.objects.create(user=owner, action_flag=CHANGE, object_id=str(turn.event_id),
+                        object_repr="event", change_message="looked at",
+                        content_type=ContentType.objects.get(app_label="heart", model="event"))
+print(json.dumps({"event": turn.event_id, "turn": turn.pk}))
+"""
+AFTER_THE_MOVE = """
+import json
+from django.contrib.admin.models import LogEntry
+from django.contrib.contenttypes.models import ContentType
+from events.models import Event, EventTag, Turn
+from gem.models import WorkingMemory
+from heart.models import ContextSnapshot
+from mirror.models import Summary
+entry = LogEntry.objects.get()
+print(json.dumps({
+    "events": list(Event.objects.values_list("pk", "content")),
+    "tags": sorted(EventTag.objects.values_list("tag", flat=True)),
+    "turns": list(Turn.objects.values_list("pk", "event_id")),
+    "snapshots": ContextSnapshot.objects.count(),
+    "summaries": Summary.objects.count(),
+    "working_memory": sorted(WorkingMemory.objects.values_list("content", flat=True)),
+    "logged": [entry.content_type.app_label, entry.get_edited_object().pk],
+    "heart_types": sorted(ContentType.objects.filter(
+        app_label="heart").values_list("model", flat=True)),
+}))
+"""
+
+
+def migrated(manage, *target: str) -> None:
+    for store in STORES:
+        done = manage("migrate", *target, "--database", store, env=SQLITE_ONLY)
+        assert done.returncode == 0, done.stderr
+
+
+def test_an_installation_made_before_the_move_keeps_every_row(manage):
+    migrated(manage)
+    migrated(manage, "events", "zero")  # the stores as they were before the event log moved
+    made = manage("shell", "--no-imports", "-c", BEFORE_THE_MOVE, env=SQLITE_ONLY)
+    assert made.returncode == 0, made.stderr
+    ids = json.loads(made.stdout.strip().splitlines()[-1])
+
+    migrated(manage)
+
+    read = manage("shell", "--no-imports", "-c", AFTER_THE_MOVE, env=SQLITE_ONLY)
+    assert read.returncode == 0, read.stderr
+    rows = json.loads(read.stdout.strip().splitlines()[-1])
+    assert rows["events"] == [[ids["event"], "<luna><pin>tea at four</pin> the rain again</luna>"]]
+    assert rows["tags"] == ["luna", "pin"]
+    assert rows["turns"] == [[ids["turn"], ids["event"]]]
+    assert (rows["snapshots"], rows["summaries"]) == (1, 1)
+    assert rows["working_memory"] == ["tea at four", "the rain again"]
+    # The admin log's entry follows its event into the new app.
+    assert rows["logged"] == ["events", ids["event"]]
+    assert rows["heart_types"] == ["contextsnapshot"]
