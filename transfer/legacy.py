@@ -105,7 +105,7 @@ REQUIRED = {
 }
 EVENTS_FILE_TABLES = ("events", "event_tags")
 
-Progress = Callable[[str, int, int], None]  # (stage, done, total)
+StageProgress = Callable[[str, int, int], None]  # (stage, done, total): a bar per stage
 
 
 class LegacyError(Exception):
@@ -530,7 +530,12 @@ class EventScan:
 
 
 def _events_check(
-    legacy: Legacy, report: LegacyReport, referenced: set[int], *, size: int, progress: Progress
+    legacy: Legacy,
+    report: LegacyReport,
+    referenced: set[int],
+    *,
+    size: int,
+    progress: StageProgress,
 ) -> EventScan:
     scan = EventScan()
     (scan.total, scan.first, scan.last) = next(
@@ -570,7 +575,7 @@ def _events_check(
 
 
 def _events_write(
-    legacy: Legacy, *, legacy_range: tuple[int, int], size: int, total: int, progress: Progress
+    legacy: Legacy, *, legacy_range: tuple[int, int], size: int, total: int, progress: StageProgress
 ) -> None:
     """The new events and their tags, one transaction per batch; ids kept."""
     alias = router.db_for_write(Event)
@@ -1167,7 +1172,7 @@ def legacy_import(
     time_zone: str | None = None,
     dry_run: bool = False,
     batch_size: int = BATCH,
-    progress: Progress | None = None,
+    progress: StageProgress | None = None,
 ) -> LegacyReport:
     """Import the legacy database at ``path`` (and a v5 Gem's events file ``events_path``,
     default ``events.sqlite`` beside it) into this installation; or, with ``dry_run``, only
