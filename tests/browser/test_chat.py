@@ -81,7 +81,8 @@ def test_it_sends_to_the_login_page_when_logged_out(context, owner):
 
 def test_it_streams_a_reply_to_a_plan_sent_as_luna(fake_api, worker, page, screenshot):
     reply = "I'll remind you, luna. Friday it is."
-    fake_api.push(FakeReply(f"<say>{reply}</say>", chunks=8, delay=0.15))
+    # Four seconds of streaming: the page's polls see a part of it even on a busy machine.
+    fake_api.push(FakeReply(f"<say>{reply}</say>", chunks=8, delay=0.5))
     expect(page.locator(".offline-badge")).to_have_count(0)
 
     page.locator("#identity-chips .chip[data-identity=luna]").click()
