@@ -414,16 +414,8 @@ def working_memory_create(
     ``at`` is when it is written (created and refreshed), ``turn`` the turn counter then.
     ``recorded`` writes an item recorded elsewhere exactly as it was (``WorkingMemoryRecorded``).
     """
-    if type not in WorkingMemoryType.values:
-        raise WorkingMemoryError(f"“{type}” is not a working-memory type.")
-    content = content.strip()
-    if type == WorkingMemoryType.FEELING and recorded is None:
-        content = " ".join(content.split()[:FEELING_WORD_CAP])
-    if not content:
-        raise WorkingMemoryError("A working-memory item needs some content.")
-    for name, value, low in (("importance", importance, 0.0), ("valence", valence, -1.0)):
-        if value is not None and not low <= value <= 1.0:
-            raise WorkingMemoryError(f"{name} {value} is outside {low:g} to 1.")
+    content = _content_checked(type, content, feeling_cap=recorded is None)
+    _numbers_checked(importance=importance, valence=valence)
     subject = subject.strip()
     # A number given here is a person's (the Anvil's add form): it wins on every refresh.
     person_scored = importance is not None or valence is not None
@@ -454,17 +446,8 @@ def working_memory_create(
                 update_fields=["refreshed_at", "turn", "importance", "valence", "importance_edited"]
             )
             return WorkingMemoryWrite(item=same, refreshed=True)
-        replaced = WorkingMemory.objects.filter(status="active", type=type)
-        if type == WorkingMemoryType.DESC and subject:
-            replaced = replaced.filter(subject__iexact=subject)
-        elif type != WorkingMemoryType.FEELING:
-            replaced = replaced.none()
-        superseded = working_memory_status_set(
-            item_ids=list(replaced.values_list("pk", flat=True)),
-            status=WorkingMemoryStatus.SUPERSEDED,
-            reason=f"a new {type} replaces it",
-            now=at,
-            from_status=WorkingMemoryStatus.ACTIVE,
+        superseded = _replaced_supersede(
+            type=type, subject=subject, at=at, reason=f"a new {type} replaces it"
         )
         if type == WorkingMemoryType.PLAN and due is None:
             due = due_from_text(content, written_at=words_at or at, time_zone=settings.TIME_ZONE)
@@ -610,11 +593,7 @@ def working_memory_update(
     Only the fields that change are written. ``user_id`` writes the edit in the admin log with
     what the rules did; an edit by the application is logged by it.
     """
-    if type is not None and type not in WorkingMemoryType.values:
-        raise WorkingMemoryError(f"“{type}” is not a working-memory type.")
-    for name, value, low in (("importance", importance, 0.0), ("valence", valence, -1.0)):
-        if value is not None and not low <= value <= 1.0:
-            raise WorkingMemoryError(f"{name} {value} is outside {low:g} to 1.")
+    _numbers_checked(importance=importance, valence=valence)
     with transaction.atomic():
         item = WorkingMemory.objects.select_for_update().filter(pk=item_id).first()
         if item is None:
@@ -622,12 +601,7 @@ def working_memory_update(
         was = {name: getattr(item, name) for name in _EDITABLE}
         item.type = type if type is not None else item.type
         item.subject = subject.strip() if subject is not None else item.subject
-        if content is not None:
-            item.content = content.strip()
-        if item.type == WorkingMemoryType.FEELING:
-            item.content = " ".join(item.content.split()[:FEELING_WORD_CAP])
-        if not item.content:
-            raise WorkingMemoryError("A working-memory item needs some content.")
+        item.content = _content_checked(item.type, item.content if content is None else content)
         words_changed = item.content != was["content"]
         notes: list[str] = []
         if due is not KEEP and due != was["due"]:
@@ -641,7 +615,13 @@ def working_memory_update(
         if item.status == WorkingMemoryStatus.ACTIVE and (
             item.type != was["type"] or item.subject.lower() != was["subject"].lower()
         ):
-            superseded = _superseded_by(item, at=at)
+            superseded = _replaced_supersede(
+                type=item.type,
+                subject=item.subject,
+                at=at,
+                reason=f"an edited {item.type} replaces it",
+                excluding=item.pk,
+            )
             if superseded:
                 notes.append("it replaces " + ", ".join(f"#{pk}" for pk in superseded))
         item.semantic_hash = semantic_hash(item.content)
@@ -651,7 +631,7 @@ def working_memory_update(
             ) or working_memory_near_twin(
                 type=item.type, content=item.content, excluding=[item.pk, *superseded]
             )
-            item.near_duplicate_of = twin
+            item.near_duplicate_of_id = None if twin is None else twin.pk
             if twin is not None:
                 notes.append(f"near duplicate of #{twin.pk}")
         keys = _fragment_keys_named(item.subject, item.content)
@@ -674,25 +654,47 @@ _EDITED_BY_PERSON = ("type", "content", "subject", "due", "importance", "valence
 _EDITABLE = (
     *_EDITED_BY_PERSON,
     "semantic_hash",
-    "near_duplicate_of",
+    "near_duplicate_of_id",  # the id: the twin's row is never read for the comparison
     "importance_edited",
 )
 
 
-def _superseded_by(item: WorkingMemory, *, at: datetime) -> list[int]:
-    """Supersede what ``item`` replaces as the feeling or a desc of its subject."""
-    replaced = WorkingMemory.objects.filter(status="active", type=item.type).exclude(pk=item.pk)
-    if item.type == WorkingMemoryType.DESC and item.subject:
-        replaced = replaced.filter(subject__iexact=item.subject)
-    elif item.type != WorkingMemoryType.FEELING:
+def _replaced_supersede(
+    *, type: str, subject: str, at: datetime, reason: str, excluding: int | None = None
+) -> list[int]:
+    """Supersede what an item of ``type`` replaces, new or edited: every other active feeling,
+    or the active descs of its subject."""
+    replaced = WorkingMemory.objects.filter(status="active", type=type).exclude(pk=excluding)
+    if type == WorkingMemoryType.DESC and subject:
+        replaced = replaced.filter(subject__iexact=subject)
+    elif type != WorkingMemoryType.FEELING:
         return []
     return working_memory_status_set(
         item_ids=list(replaced.values_list("pk", flat=True)),
         status=WorkingMemoryStatus.SUPERSEDED,
-        reason=f"an edited {item.type} replaces it",
+        reason=reason,
         now=at,
         from_status=WorkingMemoryStatus.ACTIVE,
     )
+
+
+def _content_checked(type: str, content: str, *, feeling_cap: bool = True) -> str:
+    """An item's words as written, once its type is known and it has some: stripped, and a
+    feeling's first ``FEELING_WORD_CAP`` words (an item recorded elsewhere keeps all of them)."""
+    if type not in WorkingMemoryType.values:
+        raise WorkingMemoryError(f"“{type}” is not a working-memory type.")
+    content = content.strip()
+    if type == WorkingMemoryType.FEELING and feeling_cap:
+        content = " ".join(content.split()[:FEELING_WORD_CAP])
+    if not content:
+        raise WorkingMemoryError("A working-memory item needs some content.")
+    return content
+
+
+def _numbers_checked(*, importance: float | None, valence: float | None) -> None:
+    for name, value, low in (("importance", importance, 0.0), ("valence", valence, -1.0)):
+        if value is not None and not low <= value <= 1.0:
+            raise WorkingMemoryError(f"{name} {value} is outside {low:g} to 1.")
 
 
 class TwinDecision:
