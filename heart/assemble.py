@@ -316,7 +316,7 @@ def assemble(
     items_included = {
         "lingering": lingering_ids,
         "summaries": summary_ids,
-        "unsummarised": list(unsummarised) if hole_shown and unsummarised else None,
+        "unsummarised": list(unsummarised) if hole_shown else None,
         "recalled": recalled_keys,
         "recent": recent.event_ids,
         "recent_flex": recent.flex_event_ids,
@@ -526,15 +526,16 @@ def summaries_behind(
     The not-summarised line is kept room for first; the summaries are chosen in what is left
     (``mirror.merge.summaries_for_context``).
     """
-    behind = [s for s in spans if s.first_event_id < window_first]
-    summarised_to = max((s.last_event_id for s in behind), default=None)
+    summarised_to = max(
+        (s.last_event_id for s in spans if s.first_event_id < window_first), default=None
+    )
     first = log_first if summarised_to is None else summarised_to + 1
     hole = (first, window_first - 1) if first is not None and first < window_first else None
     cpt = budgets.chars_per_token
     budget = budgets.summaries - estimate_tokens(SUMMARIES, cpt)
     if hole is not None:
         budget -= summary_entry_tokens(unsummarised_title(*hole), 0, cpt)
-    return summaries_for_context(behind, before=window_first, budget=budget), hole
+    return summaries_for_context(spans, before=window_first, budget=budget), hole
 
 
 def _summaries(
@@ -678,11 +679,9 @@ def _recent(lines: Sequence[ConversationLine], budgets: Budgets, truncated: dict
         pool: list(dict.fromkeys(line.event_id for line, _, _ in kept if line.pool == pool))
         for pool in POOLS
     }
-    shown = {id(line) for line, _, _ in kept}
     dropped = dict.fromkeys(POOLS, 0)
-    for line in lines:
-        if id(line) not in shown:
-            dropped[line.pool] += 1
+    for line in lines[: len(lines) - len(kept)]:  # the window is the lines' newest stretch
+        dropped[line.pool] += 1
     first_event = None
     if kept:
         first_event = kept[0][0].event_id
