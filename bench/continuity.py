@@ -33,12 +33,11 @@ not-summarised range is read with ``.get``), so the same module measures an olde
 import re
 import time
 from collections.abc import Callable
-from datetime import datetime
 
-from django.utils import timezone
-
+from bench.evaluate import moment_aware
 from events.models import Event
 from gem.selectors import gem_current
+from gem.words import STOP_WORDS
 from heart.context import context_for_event
 from mirror.models import Summary
 from mirror.run import mirror_run
@@ -46,17 +45,13 @@ from mirror.run import mirror_run
 PERSON, COMPANION = "luna", "claude"
 CATEGORIES = ("single-hop", "multi-hop", "temporal")
 KEPT_SHARE = 0.6
-STOP_WORDS = frozenset(
-    "about after again also been before being could does doing from have just know like made "
-    "make more much only really some than that that's them then there these they thing things "
-    "this those very want well were what when where which while will with would your yeah".split()
-)
 _TAG_OPENING = re.compile(r"<(?=/|[^\W\d_])")  # a tag's name starts with a letter
 _WORD = re.compile(r"[^\W_]+")
 
 
 def content_words(text: str) -> set[str]:
-    """Lowercased alphanumeric words longer than three characters, less the stop words."""
+    """Lowercased alphanumeric words longer than three characters, less the project's stop
+    words (``gem.words``)."""
     return {w for w in _WORD.findall(text.lower()) if len(w) > 3 and w not in STOP_WORDS}
 
 
@@ -104,7 +99,7 @@ def conversation_measure(
         person = turn["speaker"] == first_speaker
         text = untagged(turn["text"])
         event = Event.objects.create(
-            ts=_aware(turn["ts"]),
+            ts=moment_aware(turn["ts"]),
             actor=PERSON if person else COMPANION,
             content=text if person else f"<say>{text}</say>",
         )
@@ -236,8 +231,3 @@ def figures_lines(results: list[dict]) -> list[str]:
             f"{row['seconds']:>6.1f}"
         )
     return lines
-
-
-def _aware(ts: str) -> datetime:
-    moment = datetime.fromisoformat(ts)
-    return moment if timezone.is_aware(moment) else timezone.make_aware(moment)

@@ -147,7 +147,7 @@ def _conversation_recalls(conversation: dict, questions: list[dict], ks: list[in
         turn_of: dict[int, str] = {}
         for turn in conversation["turns"]:
             event, _ = event_record(
-                text=turn["text"], actor=turn["speaker"], ts=_aware(turn["ts"]), identities=[]
+                text=turn["text"], actor=turn["speaker"], ts=moment_aware(turn["ts"]), identities=[]
             )
             turn_of[event.pk] = turn["id"]
         bounds = (min(turn_of), max(turn_of))
@@ -274,7 +274,8 @@ def evaluate_in_throwaway_stores(*, path: Path, ks: Sequence[int], semantic_on: 
         return json.loads(done.stdout.strip().splitlines()[-1])
 
 
-def _aware(ts: str) -> datetime:
+def moment_aware(ts: str) -> datetime:
+    """A dataset's ISO time, in the installation's zone when it names none."""
     moment = datetime.fromisoformat(ts)
     return moment if timezone.is_aware(moment) else timezone.make_aware(moment)
 
