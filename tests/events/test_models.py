@@ -3,7 +3,6 @@ from django.conf import settings
 from django.db import IntegrityError, connections, transaction
 
 from events.models import AppendOnlyError, Event, EventTag, Turn
-from heart.models import ContextSnapshot
 
 pytestmark = pytest.mark.django_db(databases="__all__")
 
@@ -103,12 +102,3 @@ def test_it_lets_a_turn_change_status(event):
 def test_it_refuses_an_unknown_turn_status(event):
     with pytest.raises(IntegrityError), transaction.atomic(using="events"):
         Turn.objects.create(event=event, number=1, status="paused")
-
-
-def test_it_keeps_snapshots_in_their_own_store(event):
-    turn = Turn.objects.create(event=event, number=1)
-    snapshot = ContextSnapshot.objects.create(
-        turn=turn.pk, assembled_system="wake", assembled_user="hello", token_counts={"wake": 1}
-    )
-    assert snapshot._state.db == "snapshots"
-    assert ContextSnapshot.objects.get(turn=turn.pk).token_counts == {"wake": 1}
