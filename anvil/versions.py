@@ -5,7 +5,7 @@ from django import forms
 from django.contrib import admin, messages
 from django.core.exceptions import PermissionDenied
 from django.db import models
-from django.db.models import Q
+from django.db.models import Exists, OuterRef, Q
 from django.http import HttpResponseRedirect
 from django.shortcuts import get_object_or_404
 from django.urls import path, reverse
@@ -21,7 +21,6 @@ from gem.models import (
 from gem.selectors import (
     ambient_prose_check,
     ambient_prose_current,
-    newest_version,
     wake_text_current,
 )
 from mirror.models import MirrorPrompt, MirrorPromptKind
@@ -38,6 +37,7 @@ class VersionedTextAdmin(admin.ModelAdmin):
         models.TextField: {"widget": forms.Textarea(attrs={"rows": 20, "cols": 100})}
     }
     version_fields: tuple[str, ...] = ("content",)  # what a person writes in a version
+    text_fields: tuple[str, ...] = ()  # what names the text a version is of (a wake text's kind)
 
     def get_fields(self, request, obj=None):
         return list(self.version_fields) if obj is None else self.version_page_fields()
@@ -78,13 +78,19 @@ class VersionedTextAdmin(admin.ModelAdmin):
             reverse(f"admin:{self.opts.app_label}_{self.opts.model_name}_changelist")
         )
 
-    def newest(self, version):
-        """The newest version of the same text as ``version``."""
-        return newest_version(self.model, self.same_text(version))
+    def get_queryset(self, request):
+        """Each version with whether it is the one in use (no newer version of its text), read
+        in the list's one query."""
+        newer = self.model.objects.filter(
+            Q(**{name: OuterRef(name) for name in self.text_fields}),
+            Q(created_at__gt=OuterRef("created_at"))
+            | Q(created_at=OuterRef("created_at"), pk__gt=OuterRef("pk")),
+        )
+        return super().get_queryset(request).annotate(in_use=~Exists(newer))
 
-    @admin.display(boolean=True, description="in use")
+    @admin.display(boolean=True, description="in use", ordering="-in_use")
     def is_current(self, version):
-        return self.newest(version) == version
+        return version.in_use
 
     @admin.display(description="content")
     def excerpt(self, version):
@@ -97,7 +103,7 @@ class VersionedTextAdmin(admin.ModelAdmin):
 
     def same_text(self, version) -> Q:
         """The versions of the same text as ``version``."""
-        return Q()
+        return Q(**{name: getattr(version, name) for name in self.text_fields})
 
     def version_before(self, version):
         """The version ``version`` replaced, or None for the first."""
@@ -202,9 +208,7 @@ class WakeTextAdmin(VersionedTextAdmin):
     list_filter = ["kind", "created_at"]
     search_fields = ["content"]
     version_fields = ("kind", "content")
-
-    def same_text(self, version) -> Q:
-        return Q(kind=version.kind)
+    text_fields = ("kind",)
 
     def get_changeform_initial_data(self, request):
         kind = request.GET.get("kind", "wake")
@@ -219,12 +223,10 @@ class MirrorPromptAdmin(VersionedTextAdmin):
     list_filter = ["kind", "created_at"]
     search_fields = ["content"]
     version_fields = ("kind", "content")
+    text_fields = ("kind",)
 
     def author_of(self, request):
         return request.user.get_username()  # a name: accounts live in another store
-
-    def same_text(self, version) -> Q:
-        return Q(kind=version.kind)
 
     def get_changeform_initial_data(self, request):
         kind = request.GET.get("kind", MirrorPromptKind.SUMMARISE)

@@ -1,9 +1,12 @@
 """The pass prompts in the admin (``anvil.versions.MirrorPromptAdmin``): saving adds a version."""
 
 import pytest
+from django.db import connections
+from django.test.utils import CaptureQueriesContext
 from django.urls import reverse
 
-from mirror.models import MirrorPrompt
+from gem.selectors import newest_version
+from mirror.models import MirrorPrompt, MirrorPromptKind
 from mirror.passes import prompt_current
 
 pytestmark = pytest.mark.django_db(databases="__all__")
@@ -43,3 +46,18 @@ def test_a_prompt_is_compared_with_the_version_before_it(admin_client):
     # The newest of a kind opens the add form: the next version starts from what is in use.
     form = admin_client.get(reverse("admin:mirror_mirrorprompt_add"), {"kind": "merge"})
     assert "Merge the three, keeping names." in form.content.decode()
+
+
+def test_the_list_marks_the_newest_version_of_each_kind_with_a_query_for_all_rows(admin_client):
+    url = reverse("admin:mirror_mirrorprompt_changelist")
+    with CaptureQueriesContext(connections["summaries"]) as before:
+        admin_client.get(url)
+    for n in range(6):
+        MirrorPrompt.objects.create(kind="clean", content=f"clean {n}")
+    with CaptureQueriesContext(connections["summaries"]) as after:
+        page = admin_client.get(url)
+
+    assert len(after) == len(before)  # not a query a row
+    in_use = {p.pk for p in page.context["cl"].result_list if p.in_use}
+    newest = {newest_version(MirrorPrompt, kind=kind).pk for kind in MirrorPromptKind.values}
+    assert in_use == newest and len(newest) == len(MirrorPromptKind.values)
