@@ -27,13 +27,16 @@ Mirror), streamed through ``on_text`` the same way. The client imports no app: e
 hands it the answer to give.
 
 The SDK is imported inside the functions that use it: the import takes over a second, and
-Django start-up should not pay it. A client is built per call, so ``ANTHROPIC_BASE_URL`` (read
-by the SDK when a client is built) can point the whole project at another endpoint, such as the
-fake Messages API the tests run.
+Django start-up should not pay it. A process keeps one client (``_client``), so its connections
+stay open from call to call and its TLS set-up (about 40 ms) is paid once; it is built again
+when the key, the timeout, ``ANTHROPIC_BASE_URL`` (which can point the whole project at another
+endpoint, such as the fake Messages API the tests run) or the process (a forked worker) change.
 """
 
 import base64
+import functools
 import logging
+import os
 import random
 import time
 from collections.abc import Callable
@@ -146,9 +149,13 @@ def complete(
             retryable=False,
         )
 
-    import anthropic
-
-    if alive is not None:  # the import alone can outlast the silence recovery allows, under load
+    client = _client(
+        pid=os.getpid(),
+        api_key=settings.ANTHROPIC_API_KEY,
+        base_url=os.environ.get("ANTHROPIC_BASE_URL"),
+        timeout=settings.CLAUDE_TIMEOUT_SECONDS,
+    )
+    if alive is not None:  # the SDK's first import can outlast what silence recovery allows
         alive()
     request = {
         "model": model or settings.HEART_MODEL,
@@ -165,32 +172,36 @@ def complete(
         if on_text is not None:
             on_text(text)
 
-    with anthropic.Anthropic(
-        api_key=settings.ANTHROPIC_API_KEY,
-        timeout=settings.CLAUDE_TIMEOUT_SECONDS,
-        max_retries=0,
-    ) as client:
-        for attempt in range(1, attempts + 1):
-            try:
-                return _stream_once(client, request, grow, alive)
-            except Exception as exc:
-                error = _as_claude_error(exc, attempts=attempt)
-                if error is None:
-                    raise
-                if not error.retryable or attempt == attempts:
-                    raise error from exc
-                delay = retry_delay(retry=attempt, retry_after=_retry_after(exc))
-                logger.warning(
-                    "Claude call failed (%s); retry %d of %d in %.1f s",
-                    error,
-                    attempt,
-                    attempts - 1,
-                    delay,
-                )
-                if shown[0]:
-                    grow("")  # the next attempt starts the text again
-                _wait(delay, alive)
+    for attempt in range(1, attempts + 1):
+        try:
+            return _stream_once(client, request, grow, alive)
+        except Exception as exc:
+            error = _as_claude_error(exc, attempts=attempt)
+            if error is None:
+                raise
+            if not error.retryable or attempt == attempts:
+                raise error from exc
+            delay = retry_delay(retry=attempt, retry_after=_retry_after(exc))
+            logger.warning(
+                "Claude call failed (%s); retry %d of %d in %.1f s",
+                error,
+                attempt,
+                attempts - 1,
+                delay,
+            )
+            if shown[0]:
+                grow("")  # the next attempt starts the text again
+            _wait(delay, alive)
     raise AssertionError("unreachable")  # pragma: no cover
+
+
+@functools.lru_cache(maxsize=1)
+def _client(*, pid: int, api_key: str, base_url: str | None, timeout: float):
+    """The process's client for these settings (``pid``: a forked process builds its own, never
+    sharing its parent's connections). Thread-safe, as the SDK's clients are."""
+    import anthropic
+
+    return anthropic.Anthropic(api_key=api_key, base_url=base_url, timeout=timeout, max_retries=0)
 
 
 def image_block(*, data: bytes, media_type: str) -> dict:

@@ -10,7 +10,7 @@ from functools import partial
 
 import pytest
 
-from bench.fakeapi import DEFAULT_REPLY, FakeError, FakeReply
+from bench.fakeapi import DEFAULT_REPLY, FakeError, FakeMessagesAPI, FakeReply
 from events.parse import parse
 from heart import offline
 from silentstar import claude
@@ -388,6 +388,30 @@ def test_it_refuses_to_call_without_a_key(fake_api, settings):
 
     assert caught.value.retryable is False
     assert fake_api.requests == []
+
+
+def test_it_keeps_one_client_until_the_endpoint_changes(fake_api, monkeypatch):
+    import anthropic
+
+    built: list[str | None] = []
+    build = anthropic.Anthropic.__init__
+
+    def counted(self, **options):
+        built.append(options["base_url"])
+        build(self, **options)
+
+    monkeypatch.setattr(anthropic.Anthropic, "__init__", counted)
+    claude._client.cache_clear()
+    for _ in range(3):
+        complete(offline_answer=never_offline, system=SYSTEM, messages=MESSAGES)
+    assert built == [fake_api.url]
+
+    with FakeMessagesAPI() as elsewhere:
+        monkeypatch.setenv("ANTHROPIC_BASE_URL", elsewhere.url)
+        complete(offline_answer=never_offline, system=SYSTEM, messages=MESSAGES)
+
+        assert built == [fake_api.url, elsewhere.url]
+        assert (len(fake_api.requests), len(elsewhere.requests)) == (3, 1)
 
 
 def test_it_lets_an_error_in_on_text_through_unretried(fake_api, waits):
