@@ -2,10 +2,13 @@
 
 import sqlite3
 
+import pytest
+
 from gem.meaning import semantic_hash
 from tests.heart.test_worker import SQLITE_ONLY
 
 
+@pytest.mark.store_free
 def test_the_meaning_columns_come_in_place_keeping_the_triggers_and_scoring_old_items(
     manage, tmp_path
 ):

@@ -11,6 +11,9 @@ import pytest
 from bench.fakeapi import FakeReply
 from bench.faults import group_kill, start_cluster
 
+# Every test here runs the worker on SQLite stores of its own, whatever the suite runs on.
+pytestmark = pytest.mark.store_free
+
 SQLITE_ONLY = {
     "DATABASE_URL": "",
     "EVENTS_DATABASE_URL": "",

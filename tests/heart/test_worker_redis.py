@@ -15,6 +15,8 @@ from bench.load import spare_port
 from tests.conftest import requirement_missing
 from tests.heart.test_worker import SQLITE_ONLY, start_cluster, turn_answered, wait_for
 
+pytestmark = pytest.mark.store_free  # SQLite stores of its own, whatever the suite runs on
+
 STORES = ("default", "events", "summaries", "snapshots")
 
 

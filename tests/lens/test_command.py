@@ -91,6 +91,7 @@ SQLITE_ONLY = {
 }
 
 
+@pytest.mark.store_free
 def test_it_runs_as_a_command_line(manage):
     migrated = manage("migrate", "--database", "default", "-v", "0", env=SQLITE_ONLY)
     assert migrated.returncode == 0, migrated.stderr

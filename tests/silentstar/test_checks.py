@@ -2,6 +2,7 @@
 
 import secrets
 
+import pytest
 from django.core.checks import Error, Tags, run_checks
 
 PLAIN_HTTP = "silentstar.E001"
@@ -33,6 +34,7 @@ def test_it_passes_with_debug_on(settings):
     assert plain_http_errors() == []
 
 
+@pytest.mark.store_free
 def test_manage_check_refuses_debug_off_over_plain_http(manage):
     production_over_http = {
         "SILENTSTAR_DEBUG": "false",

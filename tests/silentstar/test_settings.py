@@ -7,6 +7,8 @@ from django.conf import settings
 from django.core.management import call_command
 from django.urls import reverse
 
+# The tests marked store_free start manage.py with settings of their own: a check reads the
+# settings and never a store, and the WAL test makes SQLite stores of its own.
 PRODUCTION = {
     "SILENTSTAR_DEBUG": "false",
     "SILENTSTAR_SECRET_KEY": secrets.token_urlsafe(50),
@@ -15,12 +17,14 @@ PRODUCTION = {
 }
 
 
+@pytest.mark.store_free
 def test_it_passes_the_deployment_checks_with_production_values(manage):
     result = manage("check", "--deploy", "--fail-level", "WARNING", env=PRODUCTION)
     assert result.returncode == 0, result.stderr
     assert "System check identified no issues (0 silenced)." in result.stdout
 
 
+@pytest.mark.store_free
 def test_it_warns_about_development_values_in_the_deployment_checks(manage):
     result = manage(
         "check", "--deploy", "--fail-level", "WARNING", env={"SILENTSTAR_DEBUG": "true"}
@@ -29,18 +33,21 @@ def test_it_warns_about_development_values_in_the_deployment_checks(manage):
     assert "security.W018" in result.stderr  # DEBUG on
 
 
+@pytest.mark.store_free
 def test_it_refuses_to_start_without_a_secret_key_when_debug_is_off(manage):
     result = manage("check", env={"SILENTSTAR_DEBUG": "false", "SILENTSTAR_SECRET_KEY": ""})
     assert result.returncode != 0
     assert "SILENTSTAR_SECRET_KEY must be set when SILENTSTAR_DEBUG is off" in result.stderr
 
 
+@pytest.mark.store_free
 def test_it_names_the_variable_when_a_value_is_bad(manage):
     result = manage("check", env={"SILENTSTAR_Q_WORKERS": "two"})
     assert result.returncode != 0
     assert "SILENTSTAR_Q_WORKERS must be a whole number, got 'two'" in result.stderr
 
 
+@pytest.mark.store_free
 def test_it_refuses_a_task_retry_that_is_not_longer_than_the_timeout(manage):
     result = manage("check", env={"SILENTSTAR_Q_TIMEOUT": "300", "SILENTSTAR_Q_RETRY": "300"})
     assert result.returncode != 0
@@ -49,6 +56,7 @@ def test_it_refuses_a_task_retry_that_is_not_longer_than_the_timeout(manage):
     )
 
 
+@pytest.mark.store_free
 def test_it_refuses_a_task_timeout_shorter_than_claudes_attempts(manage):
     result = manage("check", env={"SILENTSTAR_Q_TIMEOUT": "500", "SILENTSTAR_Q_RETRY": "560"})
     assert result.returncode != 0
@@ -57,6 +65,7 @@ def test_it_refuses_a_task_timeout_shorter_than_claudes_attempts(manage):
     )
 
 
+@pytest.mark.store_free
 def test_it_refuses_an_unknown_time_zone(manage):
     result = manage("check", env={"SILENTSTAR_TIME_ZONE": "Europe/Atlantis"})
     assert result.returncode != 0
@@ -71,6 +80,7 @@ def test_it_bounds_background_tasks():
     assert cluster["poll"] <= 0.1
 
 
+@pytest.mark.store_free
 def test_it_uses_the_orm_broker_by_default_and_redis_when_configured(manage):
     show = (
         "from django.conf import settings; "
@@ -86,6 +96,7 @@ def test_it_uses_the_orm_broker_by_default_and_redis_when_configured(manage):
     assert with_redis.stdout.split() == ["None", "redis://127.0.0.1:6399/0"]
 
 
+@pytest.mark.store_free
 def test_it_keeps_the_sqlite_stores_in_wal_mode_with_immediate_transactions(manage, tmp_path):
     """Each alias migrates into its own file, in WAL mode, with the event log's triggers."""
     sqlite_only = {
