@@ -14,19 +14,17 @@ from playwright.sync_api import BrowserContext, Page, expect
 from events.models import Event
 from gem.models import AmbientProse, Fragment, FragmentEdge, WorkingMemory
 from mirror.models import Summary, TagSuggestion
-from tests.browser.conftest import BROWSER_DB, log_in
+from tests.browser.conftest import BROWSER_DB
 
 pytestmark = BROWSER_DB
 
 
 @pytest.fixture
-def admin_page(context: BrowserContext, owner) -> Page:
+def admin_page(context: BrowserContext, owner, signed_in) -> Page:
     """Signed in as the owner, who curates: the admin's index open."""
     owner.is_staff = owner.is_superuser = True
     owner.save(update_fields=["is_staff", "is_superuser"])
-    page = context.new_page()
-    log_in(page)
-    page.wait_for_url(re.compile(r"/$"))
+    page = signed_in(context).new_page()
     page.goto("/admin/")
     expect(page.get_by_role("heading", name="Curation")).to_be_visible()
     return page

@@ -19,7 +19,15 @@ from bench.fakeapi import FakeError, FakeReply
 from events.models import Event, Turn
 from gem.models import Identity, WorkingMemory
 from heart.ingest import event_record
-from tests.browser.conftest import BROWSER_DB, DESKTOP, PASSWORD, PHONE, chat_open, log_in
+from tests.browser.conftest import (
+    BROWSER_DB,
+    DESKTOP,
+    PASSWORD,
+    PHONE,
+    chat_open,
+    chat_page,
+    log_in,
+)
 
 pytestmark = BROWSER_DB
 
@@ -69,6 +77,7 @@ def test_it_sends_to_the_login_page_when_logged_out(context, owner):
     expect(page).to_have_url(re.compile(r"/accounts/login/\?next=/$"))
     expect(page.get_by_role("button", name="Sign in")).to_be_visible()
 
+    log_in(page)
     chat_open(page)
     page.get_by_role("button", name="sign out").click()
     expect(page).to_have_url(re.compile(r"/accounts/login/$"))
@@ -229,7 +238,7 @@ def test_it_loads_earlier_messages_page_by_page(page):
 # --- The page around the conversation ---------------------------------------------------------
 
 
-def test_it_stops_the_space_under_reduced_motion(page, new_context):
+def test_it_stops_the_space_under_reduced_motion(page, new_context, signed_in):
     running = "() => window.silentstar.spaceRunning()"
     page.wait_for_function(running)
 
@@ -237,7 +246,7 @@ def test_it_stops_the_space_under_reduced_motion(page, new_context):
     page.wait_for_function("() => !window.silentstar.spaceRunning()")
     assert page.evaluate(running) is False
 
-    still = chat_open(new_context(**DESKTOP, reduced_motion="reduce").new_page())
+    still = chat_page(signed_in(new_context(**DESKTOP, reduced_motion="reduce")))
     assert still.evaluate(running) is False
 
 

@@ -5,7 +5,7 @@ import re
 from playwright.sync_api import expect
 
 from gem.models import Fragment, FragmentEdge, WorkingMemory, WorkingMemoryRef
-from tests.browser.conftest import BROWSER_DB, PHONE, log_in
+from tests.browser.conftest import BROWSER_DB, PHONE
 
 pytestmark = BROWSER_DB
 
@@ -25,10 +25,11 @@ def lens_gem() -> None:
     WorkingMemoryRef.objects.create(wm=wm, fragment=fairy)
 
 
-def test_it_shows_a_fragment_and_follows_a_neighbour_link(context, new_context, owner, screenshot):
+def test_it_shows_a_fragment_and_follows_a_neighbour_link(
+    context, new_context, signed_in, screenshot
+):
     lens_gem()
-    page = context.new_page()
-    log_in(page)
+    page = signed_in(context).new_page()
     page.goto("/lens/fragments/fairy/")
 
     expect(page.get_by_role("heading", name="fairy", exact=True)).to_be_visible()
@@ -44,8 +45,7 @@ def test_it_shows_a_fragment_and_follows_a_neighbour_link(context, new_context, 
     expect(page.get_by_role("heading", name="well", exact=True)).to_be_visible()
     expect(page.get_by_role("region", name="edges")).to_contain_text("fairy lives in")
 
-    phone = new_context(**PHONE).new_page()
-    log_in(phone)
+    phone = signed_in(new_context(**PHONE)).new_page()
     phone.goto("/lens/fragments/fairy/")
     expect(phone.get_by_role("heading", name="fairy", exact=True)).to_be_visible()
     screenshot(phone, "phone")
@@ -57,10 +57,9 @@ def test_it_sends_a_logged_out_visitor_to_sign_in(context, owner):
     expect(page).to_have_url(re.compile(r"/accounts/login/\?next=/lens/fragments/fairy/$"))
 
 
-def test_the_key_box_shows_what_connects_two_keys(context, owner, screenshot):
+def test_the_key_box_shows_what_connects_two_keys(context, signed_in, screenshot):
     lens_gem()
-    page = context.new_page()
-    log_in(page)
+    page = signed_in(context).new_page()
     page.goto("/lens/")
 
     page.get_by_label("Fragment keys").fill("well moon")
@@ -71,11 +70,10 @@ def test_the_key_box_shows_what_connects_two_keys(context, owner, screenshot):
     screenshot(page, "desktop")
 
 
-def test_the_search_page_finds_memory_and_fragments_and_opens_one(context, owner, screenshot):
+def test_the_search_page_finds_memory_and_fragments_and_opens_one(context, signed_in, screenshot):
     lens_gem()
     WorkingMemory.objects.create(type="pin", content="Bring the brass lantern to the well.")
-    page = context.new_page()
-    log_in(page)
+    page = signed_in(context).new_page()
     page.goto("/lens/")
     page.get_by_role("link", name="search", exact=True).click()
 
