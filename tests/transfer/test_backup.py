@@ -234,21 +234,37 @@ def set_up_installations(tmp_path_factory, postgres_databases):
     return set_up
 
 
+def installation_copy(template: Installation, data: Path, databases) -> Installation:
+    """A new installation in ``data``, a copy of ``template`` (its databases copied too)."""
+    shutil.copytree(template.data, data)
+    urls = {
+        variable: databases.create(template=urlsplit(url).path.lstrip("/"))
+        for variable, url in template.database_urls.items()
+    }
+    return Installation(data, urls)
+
+
 @pytest.fixture
 def installation(tmp_path, set_up_installations, postgres_databases):
     """Make a new, set-up installation (migrated, with its owner and schedules) by name; with
     ``events_apart``, on PostgreSQL, the events store gets a database of its own."""
 
     def make(name: str, *, events_apart: bool = False) -> Installation:
-        template = set_up_installations(events_apart)
-        shutil.copytree(template.data, tmp_path / name)
-        urls = {
-            variable: postgres_databases.create(template=urlsplit(url).path.lstrip("/"))
-            for variable, url in template.database_urls.items()
-        }
-        return Installation(tmp_path / name, urls)
+        return installation_copy(
+            set_up_installations(events_apart), tmp_path / name, postgres_databases
+        )
 
     return make
+
+
+@pytest.fixture(scope="module")
+def filled(tmp_path_factory, set_up_installations, postgres_databases):
+    """An installation holding ``FILL`` and a backup of it, made once for the tests that only
+    read them (restoring the backup elsewhere, damaging copies of it): ``(source, backup)``."""
+    folder = tmp_path_factory.mktemp("filled")
+    source = installation_copy(set_up_installations(False), folder / "source", postgres_databases)
+    source.shell(FILL)
+    return source, source.backup(folder / "backups")
 
 
 def table(rows: dict[str, list[str]], name: str) -> list[str]:
@@ -265,11 +281,9 @@ def checksums_hold(folder: Path) -> dict:
     return manifest
 
 
-def test_it_restores_every_row_and_image_into_a_new_installation(installation, tmp_path):
-    source = installation("source")
-    source.shell(FILL)
-    folder = source.backup(tmp_path / "backups")
-    assert folder.parent == tmp_path / "backups" and folder.name.startswith("silentstar-")
+def test_it_restores_every_row_and_image_into_a_new_installation(installation, filled):
+    source, folder = filled
+    assert folder.parent.name == "backups" and folder.name.startswith("silentstar-")
     manifest = checksums_hold(folder)
     rows = source.rows()
     assert manifest["rows"] == {
@@ -344,10 +358,8 @@ def test_a_backup_taken_while_turns_are_written_restores_a_consistent_state(inst
     assert second_manifest["files"] == manifest["files"]
 
 
-def test_it_restores_only_into_an_empty_installation(installation, tmp_path):
-    source = installation("source")
-    source.shell(FILL)
-    folder = source.backup(tmp_path / "backups")
+def test_it_restores_only_into_an_empty_installation(installation, filled):
+    _, folder = filled
     other = installation("other")
     other.shell("from gem.models import Fragment; Fragment.objects.create(key='mine')")
     before = other.rows()
@@ -379,10 +391,8 @@ def from_a_newer_schema(copy: Path, manifest: dict) -> str:
     return "schema is newer than this code (migrations it does not have: heart 9999_from_the_future"
 
 
-def test_it_refuses_a_damaged_backup_and_changes_nothing(installation, tmp_path):
-    source = installation("source")
-    source.shell(FILL)
-    folder = source.backup(tmp_path / "backups")
+def test_it_refuses_a_damaged_backup_and_changes_nothing(installation, filled, tmp_path):
+    _, folder = filled
     target = installation("target")
     before = target.rows()
     for damage in (altered, missing, from_a_newer_schema):
