@@ -106,12 +106,22 @@ def files_of(folder: Path) -> dict[str, bytes]:
     return found
 
 
-def test_it_exports_imports_and_exports_the_same_files(installation, tmp_path):
-    source = installation("source")
+@pytest.fixture(scope="module")
+def exported(tmp_path_factory, set_up_installations, postgres_databases):
+    """An installation holding ``FILL`` and its export, made once for the tests that only read
+    them: ``(source, export folder)``."""
+    folder = tmp_path_factory.mktemp("exported")
+    source = test_backup.installation_copy(
+        set_up_installations(False), folder / "source", postgres_databases
+    )
     source.shell(FILL)
-    first = tmp_path / "first"
-    exported = source.manage("export", str(first))
-    assert exported.returncode == 0, exported.stderr
+    done = source.manage("export", str(folder / "export"))
+    assert done.returncode == 0, done.stderr
+    return source, folder / "export"
+
+
+def test_it_exports_imports_and_exports_the_same_files(installation, exported, tmp_path):
+    source, first = exported
     counts = json.loads(source.shell(COUNTS))
     assert all(counts.values()), counts  # every kind of record is in the test
 
@@ -152,14 +162,11 @@ def test_it_imports_only_into_an_empty_installation(installation, tmp_path):
 
 
 @pytest.mark.django_db(databases="__all__")
-def test_it_refuses_a_malformed_file_naming_the_line_and_field(installation, tmp_path):
+def test_it_refuses_a_malformed_file_naming_the_line_and_field(installation, exported, tmp_path):
     """The export of a real installation, each copy damaged in one place: the command refuses
     the first, naming it, and writes nothing; the rest go to the import itself, here, in an
     empty installation (the test's own stores), with the same words."""
-    source = installation("source")
-    source.shell(FILL)
-    folder = tmp_path / "export"
-    assert source.manage("export", str(folder)).returncode == 0
+    _, folder = exported
     target = installation("target")
     before = target.rows()
 
