@@ -78,20 +78,27 @@ def turn_submit(
 ) -> Turn:
     """Store the person's message, ingest their plans and pins, and queue the companion's turn.
 
-    The event is written first, before anything that can fail. ``at`` runs the turn as if at
-    that moment (replays, demos of decay over days). No turn comes before the last event in the
-    log, so a log that was run ahead with ``at`` takes further turns only from there on.
+    The event is written first, before anything that can fail. Its time is taken while the
+    log's write lock is held, so messages sent at once land in the order of their times and
+    none is refused for arriving second; a message never comes before the last event (a clock
+    set back takes the last event's time). ``at`` runs the turn as if at that moment (replays,
+    demos of decay over days): a moment before the last event is refused (``TurnOrderError``),
+    so a log that was run ahead with ``at`` takes further turns only from there on.
     """
-    ts = at or timezone.now()
-    last = Event.objects.order_by("-ts").values_list("ts", flat=True).first()
-    if last and ts < last:
-        raise TurnOrderError(
-            f"A turn at {ts.isoformat()} would come before the last event in the log "
-            f"({last.isoformat()}); turns happen in order."
-        )
     # The identities from the process's copy of the Gem: the turn reads it next anyway.
     names = gem_current().identities.names
-    event, parsed = event_record(text=text, actor=actor, ts=ts, image=image, identities=names)
+    parsed = parse(text, identities=names)
+    with transaction.atomic(using="events"):
+        _event_log_lock()
+        last = Event.objects.order_by("-ts").values_list("ts", flat=True).first()
+        now = timezone.now()
+        ts = at or (max(now, last) if last else now)
+        if last and ts < last:
+            raise TurnOrderError(
+                f"A turn at {ts.isoformat()} would come before the last event in the log "
+                f"({last.isoformat()}); turns happen in order."
+            )
+        event, _ = event_record(text=text, actor=actor, ts=ts, image=image, parsed=parsed)
     number = turn_counter_advance()
     working_memory_ingest(parsed=parsed, event=event, side=USER, turn=number)
     turn = Turn.objects.create(event=event, number=number)
@@ -101,6 +108,15 @@ def turn_submit(
             using="events",
         )
     return turn
+
+
+def _event_log_lock() -> None:
+    """Hold the event log's write lock until the caller's transaction ends. On SQLite the
+    transaction took it already (it begins IMMEDIATE); on PostgreSQL an advisory lock."""
+    connection = connections["events"]
+    if connection.vendor == "postgresql":
+        with connection.cursor() as cursor:
+            cursor.execute("SELECT pg_advisory_xact_lock(%s)", [EVENT_LOG_LOCK])
 
 
 def turn_claim_next() -> Turn | None:
@@ -142,6 +158,7 @@ def _turn_claim_oldest(connection) -> int | None:
 
 
 TURN_CLAIM_LOCK = 7_351_001  # any constant: the advisory lock's name on PostgreSQL
+EVENT_LOG_LOCK = 7_351_002  # the lock a person's message is written under, on PostgreSQL
 PARTIAL_SAVE_INTERVAL = 0.1  # seconds between saves of the streamed text (each a heartbeat)
 HEARTBEAT_INTERVAL = 1.0  # seconds between heartbeats while the Claude call is silent
 LOCK_PATIENCE = 30.0  # seconds the writes after a reply wait out a locked database, in all

@@ -30,7 +30,7 @@ from events.render import Message, identity_colors, identity_slug, message_displ
 from gem.models import Identity
 from gem.selectors import Identities, identities_current
 from heart.forms import HistoryForm, MessageForm
-from heart.services import TurnOrderError, turn_retry, turn_submit, user_text_compose
+from heart.services import turn_retry, turn_submit, user_text_compose
 from mirror.models import Summary
 from mirror.selectors import summary_markers
 
@@ -111,9 +111,6 @@ def message_send(request):
     )
     try:
         turn = turn_submit(text=text, actor=identity or "", image=image)
-    except TurnOrderError as error:
-        _image_discard(image)
-        return _refuse(request, str(error), status=409)
     except Exception:
         _image_discard(image)
         raise

@@ -1,6 +1,9 @@
+import importlib
 import os
 import subprocess
 import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
 from importlib.util import find_spec
 from pathlib import Path
 
@@ -50,6 +53,28 @@ def pytest_collection_modifyitems(config, items):
     if left_out:
         config.hook.pytest_deselected(items=left_out)
         items[:] = [item for item in items if not item.get_closest_marker("store_free")]
+
+
+@contextmanager
+def event_log_triggers_lifted(django_db_blocker) -> Iterator[None]:
+    """The event log's append-only triggers dropped while the block runs, with the migration's
+    own ``remove``, and put back with its ``install``.
+
+    A transactional test (its data committed, for a live server or threads of its own) is
+    followed by pytest-django emptying every table (DELETE on SQLite, TRUNCATE on PostgreSQL),
+    which the triggers refuse: such tests run inside a block held by a fixture of a wider scope
+    than the test, so the tables are emptied before the triggers come back. Every other test
+    still runs against them (``tests/events/test_models.py`` checks them)."""
+    migration = importlib.import_module("heart.migrations.0002_event_log_append_only")
+    with django_db_blocker.unblock(), connections["events"].schema_editor() as editor:
+        migration.remove(None, editor)
+    try:
+        yield
+    finally:
+        with django_db_blocker.unblock(), connections["events"].schema_editor() as editor:
+            migration.install(None, editor)
+        with django_db_blocker.unblock():
+            connections.close_all()
 
 
 @pytest.fixture

@@ -12,7 +12,6 @@ Every page runs under the site's Content-Security-Policy (``SECURE_CSP``): each 
 what the browser refused, and a test with a refusal fails (``csp_refusals``).
 """
 
-import importlib
 import os
 import threading
 from collections.abc import Callable, Iterator
@@ -26,7 +25,7 @@ from playwright.sync_api import BrowserContext, Page, Playwright, expect, sync_p
 
 from heart import services
 from heart.tasks import run_turns_task
-from tests.conftest import REPO
+from tests.conftest import REPO, event_log_triggers_lifted
 
 CHROMIUM = Path("/usr/bin/chromium")
 CHROMIUM_ARGS = [
@@ -207,28 +206,13 @@ def migrated_contents_restored(migrated_contents, playwright, async_unsafe_allow
 
 
 @pytest.fixture(scope="package", autouse=True)
-def event_log_triggers_lifted(
+def event_log_triggers_held_off(
     django_db_setup, django_db_blocker, playwright, async_unsafe_allowed
 ) -> Iterator[None]:
-    """Lift the event log's append-only triggers while the browser tests run.
-
-    The live server needs committed data, so these tests are transactional: after each one
-    pytest-django empties every table (DELETE on SQLite, TRUNCATE on PostgreSQL), and the
-    triggers that keep the log append-only refuse exactly that. They are dropped for this
-    package only, with the migration's own ``remove``, and put back with its ``install`` when
-    the package is done, so every other test still runs against them
-    (``tests/heart/test_models.py`` checks them).
-    """
-    migration = importlib.import_module("heart.migrations.0002_event_log_append_only")
-    with django_db_blocker.unblock(), connections["events"].schema_editor() as editor:
-        migration.remove(None, editor)
-    try:
+    """The event log's append-only triggers lifted while this package's tests run: the live
+    server needs committed data, so they are transactional (``event_log_triggers_lifted``)."""
+    with event_log_triggers_lifted(django_db_blocker):
         yield
-    finally:
-        with django_db_blocker.unblock(), connections["events"].schema_editor() as editor:
-            migration.install(None, editor)
-        with django_db_blocker.unblock():
-            connections.close_all()
 
 
 @pytest.fixture(scope="session", autouse=True)

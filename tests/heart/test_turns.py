@@ -35,6 +35,7 @@ from heart.services import (
 )
 from heart.tasks import run_turns_task
 from silentstar import claude
+from tests.conftest import event_log_triggers_lifted
 
 pytestmark = pytest.mark.django_db(databases="__all__")
 
@@ -460,6 +461,56 @@ def test_it_waits_out_a_database_locked_while_the_reply_is_recorded(
     assert Event.objects.count() == 2
     assert ContextSnapshot.objects.filter(turn=turn.pk).count() == 1
     assert WorkingMemory.objects.filter(type="thought").count() == 1
+
+
+MESSAGES_AT_ONCE = 50
+
+
+@pytest.fixture(scope="class")
+def triggers_lifted_for_the_class(django_db_setup, django_db_blocker):
+    with event_log_triggers_lifted(django_db_blocker):
+        yield
+
+
+@pytest.mark.usefixtures("triggers_lifted_for_the_class")
+class TestMessagesSentAtOnce:
+    """Threads of its own, so transactional; the triggers are lifted around the class, so the
+    tables can be emptied after its test (``event_log_triggers_lifted``)."""
+
+    @pytest.mark.django_db(databases="__all__", transaction=True, serialized_rollback=True)
+    def test_fifty_all_land_in_order_each_answered_once(self, settings):
+        """Each message's time is taken under the log's write lock: none is refused for
+        arriving second, and the log's order by id is its order by time."""
+        settings.COMPANION_OFFLINE = True
+        ready = threading.Barrier(MESSAGES_AT_ONCE)
+        failures = []
+
+        def send(number: int) -> None:
+            try:
+                ready.wait(timeout=30)
+                submit(f"<luna>message {number}</luna>")
+            except Exception as error:
+                failures.append(f"message {number}: {error!r}")
+            finally:
+                connections.close_all()
+
+        senders = [threading.Thread(target=send, args=(n,)) for n in range(MESSAGES_AT_ONCE)]
+        for sender in senders:
+            sender.start()
+        for sender in senders:
+            sender.join(timeout=60)
+
+        assert failures == []
+        logged = list(Event.objects.order_by("pk").values_list("pk", "ts", "content"))
+        assert sorted(content for _, _, content in logged) == sorted(
+            f"<luna>message {n}</luna>" for n in range(MESSAGES_AT_ONCE)
+        )
+        assert [ts for _, ts, _ in logged] == sorted(ts for _, ts, _ in logged)
+        answered = run_turns_task()
+        turns = list(Turn.objects.order_by("queued_at", "pk").values_list("pk", "status"))
+        assert answered == [pk for pk, _ in turns]  # each once, in the order they were sent
+        assert {status for _, status in turns} == {"done"}
+        assert Event.objects.count() == 2 * MESSAGES_AT_ONCE
 
 
 def test_it_prunes_old_snapshots():
