@@ -376,6 +376,20 @@ def _whole(value, where: str, *, null: bool = True) -> int | None:
     raise LegacyError(f"{where}: {value!r} is not a whole number")
 
 
+# The largest legacy id taken (events, working memory). No companion has written two billion
+# of either, and a store's sequence goes on from the highest id imported: an id near the
+# sequence's end (2⁶³ − 1) would leave no room for the next message.
+ID_MAX = 2**31 - 1
+
+
+def _id(value, where: str) -> int:
+    """A legacy row's id, refused unless a whole number from 1 to ``ID_MAX``."""
+    number = _whole(value, where, null=False)
+    if not 1 <= number <= ID_MAX:
+        raise LegacyError(f"{where}: {number} is out of range (ids run from 1 to {ID_MAX:,})")
+    return number
+
+
 def _max_length(model, name: str) -> int:
     return model._meta.get_field(name).max_length
 
@@ -418,7 +432,10 @@ def _event_batches(legacy: Legacy, tags: Counted, size: int) -> Iterator[list[Le
     rows = legacy.select("events", order="ORDER BY id")
     actor_max, tag_max = _max_length(Event, "actor"), _max_length(EventTag, "tag")
     while True:
-        chunk = [row for _, row in zip(range(size), rows, strict=False)]
+        chunk = [
+            (_id(row[0], "an event's id"), *row[1:])
+            for _, row in zip(range(size), rows, strict=False)
+        ]
         if not chunk:
             break
         last = chunk[-1][0]
@@ -541,6 +558,8 @@ def _events_check(
     (scan.total, scan.first, scan.last) = next(
         legacy.rows(legacy.events, "SELECT count(*), min(id), max(id) FROM events")
     )
+    if scan.total:  # SQLite's min and max put numbers before text: both ends checked here
+        scan.first, scan.last = _id(scan.first, "an event's id"), _id(scan.last, "an event's id")
     scan.installation_had = Event.objects.count()
     overlap = scan.total and Event.objects.filter(pk__gte=scan.first, pk__lte=scan.last).exists()
     counted, tags = report.tables["events"], report.tables["event tags"]
@@ -852,7 +871,7 @@ def _working_memory(legacy: Legacy) -> Iterator[LegacyItem]:
         ) = row
         where = f"working-memory item {pk}"
         yield LegacyItem(
-            id=_whole(pk, f"{where}'s id", null=False),
+            id=_id(pk, f"{where}'s id"),
             type=_text(type_, f"{where}'s type"),
             content=_text(content, f"{where}'s content"),
             subject=_text(subject, f"{where}'s subject", max_length=subject_max),
@@ -878,7 +897,7 @@ def _plans(legacy: Legacy) -> Iterator[LegacyItem]:
         created_at = legacy.moment(created, f"{where}'s created_at")
         status = _text(status, f"{where}'s status")
         yield LegacyItem(
-            id=_whole(pk, f"{where}'s id", null=False),
+            id=_id(pk, f"{where}'s id"),
             type=WorkingMemoryType.PLAN,
             content=_text(summary, f"{where}'s summary"),
             subject="",
@@ -1002,7 +1021,7 @@ def _runs_read(legacy: Legacy, report: LegacyReport, gem: Gem) -> None:
         completed_at = legacy.moment(completed, f"{where}'s completed_at", null=True)
         runs.append(
             MirrorRun(
-                id=_whole(pk, f"{where}'s id", null=False),
+                id=_id(pk, f"{where}'s id"),
                 started_at=started_at,
                 completed_at=completed_at,
                 kind=_text(run_type, f"{where}'s run_type", max_length=kind_max, null=False),

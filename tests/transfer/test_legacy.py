@@ -667,6 +667,30 @@ def test_an_unreadable_time_is_refused_with_its_row(tmp_path):
     assert "event 7's ts: “last tuesday” is not an ISO 8601 time" in refused(path)
 
 
+OUT_OF_RANGE = "is out of range (ids run from 1 to 2,147,483,647)"
+
+
+@pytest.mark.parametrize(
+    ("event_id", "problem"),
+    [
+        (2**63 - 1, OUT_OF_RANGE),
+        (2**31, OUT_OF_RANGE),
+        (0, OUT_OF_RANGE),
+        (-5, "is not a whole number"),
+    ],
+)
+def test_an_event_id_out_of_range_is_refused_before_anything_is_written(
+    tmp_path, event_id, problem
+):
+    """2⁶³ − 1 would use up the log's sequence: every turn after it would fail."""
+    event = (event_id, "2026-03-02T19:00:00", "hm", "luna", None)
+    path, _ = legacy_build(
+        tmp_path / "legacy", 2, rows={**ROWS, "events": [*ROWS["events"], event]}
+    )
+
+    assert f"an event's id: {event_id} {problem}" in refused(path)
+
+
 def test_an_unknown_time_zone_is_refused(tmp_path):
     path, _ = legacy_build(tmp_path / "legacy", 2)
 
