@@ -271,6 +271,17 @@ def _safe_name(name: str) -> bool:
     return bool(name) and not path.is_absolute() and ".." not in path.parts
 
 
+def _linked(folder: Path, name: str) -> bool:
+    """Whether a part of ``folder / name`` below the folder is a symbolic link, which could
+    bring a file from anywhere on the machine into this installation."""
+    path = folder
+    for part in PurePosixPath(name).parts:
+        path = path / part
+        if path.is_symlink():
+            return True
+    return False
+
+
 def _images_copy(folder: Path) -> tuple[list[dict], list[str]]:
     """Copy every image an event names into the folder, under its own name."""
     names = sorted(set(Event.objects.exclude(image="").values_list("image", flat=True)))
@@ -354,6 +365,8 @@ def manifest_read(folder: Path) -> dict:
     path = folder / MANIFEST
     if not path.is_file():
         raise PortableError(f"{path} is missing: {folder} is not an export, or an unfinished one")
+    if path.is_symlink():
+        raise PortableError(f"{path} is a symbolic link: an export holds its own files only")
     try:
         manifest = json.loads(path.read_text(encoding="utf-8"))
         format_ = manifest["format"]
@@ -372,6 +385,10 @@ def manifest_read(folder: Path) -> dict:
     for name, sha256 in checks:
         if not _safe_name(str(name)) or (folder / name).is_dir():
             raise PortableError(f"{path} names a file outside the export: {name!r}")
+        if _linked(folder, name):
+            raise PortableError(
+                f"{name} is, or lies under, a symbolic link: an export holds its own files only"
+            )
         if not (folder / name).is_file():
             raise PortableError(f"the export is incomplete: {name} is missing")
         if _digest(folder / name) != sha256:

@@ -162,6 +162,23 @@ def test_it_imports_only_into_an_empty_installation(installation, tmp_path):
 
 
 @pytest.mark.django_db(databases="__all__")
+@pytest.mark.parametrize("linked", ["events.jsonl", "images", MANIFEST])
+def test_it_refuses_a_symbolic_link_in_the_export(exported, tmp_path, linked):
+    """A link could bring any file of the machine into the installation (an image is served
+    to whoever signs in), even with its checksum right."""
+    _, folder = exported
+    copy = shutil.copytree(folder, tmp_path / "export")
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    (copy / linked).rename(outside / linked)
+    (copy / linked).symlink_to(outside / linked)
+
+    with pytest.raises(PortableError, match="symbolic link: an export holds its own files only"):
+        portable_import(folder=copy)
+    assert installation_rows() == dict.fromkeys(installation_rows(), 0)
+
+
+@pytest.mark.django_db(databases="__all__")
 def test_it_refuses_a_malformed_file_naming_the_line_and_field(installation, exported, tmp_path):
     """The export of a real installation, each copy damaged in one place: the command refuses
     the first, naming it, and writes nothing; the rest go to the import itself, here, in an
