@@ -28,6 +28,12 @@ def store_of(model) -> str:
     return store_for(model._meta.app_label, model._meta.model_name)
 
 
+# The largest id an import takes from outside (a legacy file, an export). No companion has
+# written two billion messages or memories, and a store's sequence goes on from the highest id
+# imported: an id near the sequence's end (2⁶³ − 1) would leave no room for the next row.
+ID_MAX = 2**31 - 1
+
+
 def sequences_reset(models) -> None:
     """Move each model's id sequence past the ids written, in its own store (PostgreSQL: rows
     written with their ids leave the sequence behind; SQLite's follow by themselves)."""

@@ -46,7 +46,7 @@ from gem.models import (
 from gem.services import WorkingMemoryError, WorkingMemoryRecorded, working_memory_create
 from gem.state import PENDING_RECALL, TURN_COUNTER, state_get_many, state_set
 from mirror.models import MirrorRun, MirrorRunStatus
-from silentstar.router import sequences_reset
+from silentstar.router import ID_MAX, sequences_reset
 
 VERSIONS = range(1, 6)
 BATCH = 5_000  # events (with their tags) per transaction
@@ -374,12 +374,6 @@ def _whole(value, where: str, *, null: bool = True) -> int | None:
     if isinstance(value, int) and not isinstance(value, bool) and value >= 0:
         return value
     raise LegacyError(f"{where}: {value!r} is not a whole number")
-
-
-# The largest legacy id taken (events, working memory). No companion has written two billion
-# of either, and a store's sequence goes on from the highest id imported: an id near the
-# sequence's end (2⁶³ − 1) would leave no room for the next message.
-ID_MAX = 2**31 - 1
 
 
 def _id(value, where: str) -> int:

@@ -49,7 +49,7 @@ from gem.models import (
 from gem.rows import ROW_FIELDS, time_with_offset, working_memory_from_row, working_memory_row
 from heart.models import ContextSnapshot
 from mirror.models import MirrorPrompt, MirrorRun, Summary, TagSuggestion
-from silentstar.router import sequences_reset
+from silentstar.router import ID_MAX, sequences_reset
 from transfer.backup import Progress, installation_rows
 
 FORMAT = 1
@@ -429,6 +429,8 @@ def _field_problem(field: models.Field, value) -> str | None:
     if isinstance(field, models.IntegerField):
         if not _is_int(value):
             return "must be a whole number"
+        if field.primary_key and not 1 <= value <= ID_MAX:
+            return f"{value} is out of range (ids run from 1 to {ID_MAX:,})"
     elif isinstance(field, models.FloatField):
         if not (_is_int(value) or isinstance(value, float)):
             return "must be a number"

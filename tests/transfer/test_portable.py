@@ -222,6 +222,11 @@ def test_it_refuses_a_malformed_file_naming_the_line_and_field(installation, exp
         "identities.jsonl line 2, field “moon”: is not a field": rewritten(
             "identities.jsonl", with_value("moon", 1)
         ),
+        "identities.jsonl line 2, field “id”: 9223372036854775807 is out of range (ids run "
+        "from 1 to 2,147,483,647)": rewritten("identities.jsonl", with_value("id", 2**63 - 1)),
+        "turns.jsonl line 2, field “event”: 0 is out of range": rewritten(
+            "turns.jsonl", with_value("event", 0)
+        ),
         "turns.jsonl line 2, field “event”: 999999 is not in events.jsonl": rewritten(
             "turns.jsonl", with_value("event", 999999)
         ),
