@@ -89,7 +89,7 @@ def turn_submit(
     names = gem_current().identities.names
     parsed = parse(text, identities=names)
     with transaction.atomic(using="events"):
-        _event_log_lock()
+        _events_lock(EVENT_LOG_LOCK)
         last = Event.objects.order_by("-ts").values_list("ts", flat=True).first()
         now = timezone.now()
         ts = at or (max(now, last) if last else now)
@@ -110,13 +110,14 @@ def turn_submit(
     return turn
 
 
-def _event_log_lock() -> None:
-    """Hold the event log's write lock until the caller's transaction ends. On SQLite the
-    transaction took it already (it begins IMMEDIATE); on PostgreSQL an advisory lock."""
+def _events_lock(name: int) -> None:
+    """Hold the lock ``name`` of the events store until the caller's transaction ends: on
+    PostgreSQL an advisory lock; on SQLite the transaction holds the one write lock already (it
+    begins IMMEDIATE)."""
     connection = connections["events"]
     if connection.vendor == "postgresql":
         with connection.cursor() as cursor:
-            cursor.execute("SELECT pg_advisory_xact_lock(%s)", [EVENT_LOG_LOCK])
+            cursor.execute("SELECT pg_advisory_xact_lock(%s)", [name])
 
 
 def turn_claim_next() -> Turn | None:
@@ -124,8 +125,7 @@ def turn_claim_next() -> Turn | None:
     connection = connections["events"]
     if connection.vendor == "postgresql":
         with transaction.atomic(using="events"):
-            with connection.cursor() as cursor:  # serialise claims across workers
-                cursor.execute("SELECT pg_advisory_xact_lock(%s)", [TURN_CLAIM_LOCK])
+            _events_lock(TURN_CLAIM_LOCK)  # serialise claims across workers
             claimed = _turn_claim_oldest(connection)
     else:  # one statement is atomic alone, and SQLite has one writer at a time
         claimed = _turn_claim_oldest(connection)
