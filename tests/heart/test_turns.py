@@ -1,6 +1,5 @@
 """A full turn of the Heart through the real SDK against the local fake Messages API."""
 
-import importlib
 import itertools
 import math
 import sqlite3
@@ -399,84 +398,69 @@ LOCK_HELD = 1.0  # seconds another connection holds the write lock, ten busy tim
 SQLITE = all(db["ENGINE"].endswith("sqlite3") for db in django_settings.DATABASES.values())
 
 
-@pytest.fixture
-def event_log_emptied():
-    """Empty the event log after a transactional test, before pytest-django empties every
-    table: its append-only triggers would refuse that DELETE. They are lifted for that moment
-    only, with the migration's own ``remove`` and ``install``."""
-    yield
-    migration = importlib.import_module("heart.migrations.0002_event_log_append_only")
-    with connections["events"].schema_editor() as editor:
-        migration.remove(None, editor)
-    try:
-        with connections["events"].cursor() as cursor:
-            for model in (Turn, EventTag, Event):
-                cursor.execute(f"DELETE FROM {model._meta.db_table}")
-    finally:
-        with connections["events"].schema_editor() as editor:
-            migration.install(None, editor)
+@pytest.fixture(scope="class")
+def triggers_lifted_for_the_class(django_db_setup, django_db_blocker):
+    """The tests that commit (for threads of their own) stand in classes: the append-only
+    triggers are lifted around the class, so the tables can be emptied after each test
+    (``event_log_triggers_lifted``)."""
+    with event_log_triggers_lifted(django_db_blocker):
+        yield
 
 
 @pytest.mark.skipif(not SQLITE, reason="SQLite's write lock and busy timeout")
-@pytest.mark.django_db(databases="__all__", transaction=True, serialized_rollback=True)
-@pytest.mark.parametrize("store", ["events", "default", "snapshots"])
-def test_it_waits_out_a_database_locked_while_the_reply_is_recorded(
-    fake_api, monkeypatch, event_log_emptied, store
-):
-    """A long write elsewhere (a Mirror run, a sweep, a draft) holds a store's lock for longer
-    than the busy timeout just as the reply arrives: the turn still ends done, with one reply."""
-    fake_api.push(FakeReply("<say>here</say><thought>she waited</thought>"))
-    turn = submit()
-    locked = threading.Event()
+@pytest.mark.usefixtures("triggers_lifted_for_the_class")
+class TestALockedDatabase:
+    @pytest.mark.django_db(databases="__all__", transaction=True, serialized_rollback=True)
+    @pytest.mark.parametrize("store", ["events", "default", "snapshots"])
+    def test_it_waits_out_a_database_locked_while_the_reply_is_recorded(
+        self, fake_api, monkeypatch, store
+    ):
+        """A long write elsewhere (a Mirror run, a sweep, a draft) holds a store's lock for
+        longer than the busy timeout just as the reply arrives: the turn still ends done, with
+        one reply."""
+        fake_api.push(FakeReply("<say>here</say><thought>she waited</thought>"))
+        turn = submit()
+        locked = threading.Event()
 
-    def hold_the_lock():
-        other = sqlite3.connect(connections[store].settings_dict["NAME"], isolation_level=None)
+        def hold_the_lock():
+            other = sqlite3.connect(connections[store].settings_dict["NAME"], isolation_level=None)
+            try:
+                other.execute("BEGIN IMMEDIATE")
+                locked.set()
+                time.sleep(LOCK_HELD)
+                other.execute("COMMIT")
+            finally:
+                other.close()
+
+        holder = threading.Thread(target=hold_the_lock)
+        real_complete = claude.complete
+
+        def complete_then_lock(**kwargs):
+            reply = real_complete(**kwargs)
+            holder.start()
+            assert locked.wait(timeout=10)
+            return reply
+
+        monkeypatch.setattr(services.claude, "complete", complete_then_lock)
+        with connections[store].cursor() as cursor:
+            cursor.execute("PRAGMA busy_timeout = 100")
         try:
-            other.execute("BEGIN IMMEDIATE")
-            locked.set()
-            time.sleep(LOCK_HELD)
-            other.execute("COMMIT")
+            run_turns_task(turn.pk)
         finally:
-            other.close()
-
-    holder = threading.Thread(target=hold_the_lock)
-    real_complete = claude.complete
-
-    def complete_then_lock(**kwargs):
-        reply = real_complete(**kwargs)
-        holder.start()
-        assert locked.wait(timeout=10)
-        return reply
-
-    monkeypatch.setattr(services.claude, "complete", complete_then_lock)
-    with connections[store].cursor() as cursor:
-        cursor.execute("PRAGMA busy_timeout = 100")
-    try:
-        run_turns_task(turn.pk)
-    finally:
-        holder.join()
-        connections[store].close()  # the next connection has the configured timeout again
-    turn.refresh_from_db()
-    assert (turn.status, turn.error, turn.partial_text) == ("done", "", "here")
-    assert Event.objects.count() == 2
-    assert ContextSnapshot.objects.filter(turn=turn.pk).count() == 1
-    assert WorkingMemory.objects.filter(type="thought").count() == 1
+            holder.join()
+            connections[store].close()  # the next connection has the configured timeout again
+        turn.refresh_from_db()
+        assert (turn.status, turn.error, turn.partial_text) == ("done", "", "here")
+        assert Event.objects.count() == 2
+        assert ContextSnapshot.objects.filter(turn=turn.pk).count() == 1
+        assert WorkingMemory.objects.filter(type="thought").count() == 1
 
 
 MESSAGES_AT_ONCE = 50
 
 
-@pytest.fixture(scope="class")
-def triggers_lifted_for_the_class(django_db_setup, django_db_blocker):
-    with event_log_triggers_lifted(django_db_blocker):
-        yield
-
-
 @pytest.mark.usefixtures("triggers_lifted_for_the_class")
 class TestMessagesSentAtOnce:
-    """Threads of its own, so transactional; the triggers are lifted around the class, so the
-    tables can be emptied after its test (``event_log_triggers_lifted``)."""
-
     @pytest.mark.django_db(databases="__all__", transaction=True, serialized_rollback=True)
     def test_fifty_all_land_in_order_each_answered_once(self, settings):
         """Each message's time is taken under the log's write lock: none is refused for
