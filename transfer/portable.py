@@ -365,7 +365,7 @@ def manifest_read(folder: Path) -> dict:
     path = folder / MANIFEST
     if not path.is_file():
         raise PortableError(f"{path} is missing: {folder} is not an export, or an unfinished one")
-    if path.is_symlink():
+    if _linked(folder, MANIFEST):
         raise PortableError(f"{path} is a symbolic link: an export holds its own files only")
     try:
         manifest = json.loads(path.read_text(encoding="utf-8"))
