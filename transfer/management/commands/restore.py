@@ -2,7 +2,8 @@ from pathlib import Path
 
 from django.core.management.base import BaseCommand, CommandError
 
-from transfer.backup import BackupError, backup_restore
+from transfer.backup import BackupError
+from transfer.restore import backup_restore
 
 
 class Command(BaseCommand):
