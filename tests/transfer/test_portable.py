@@ -12,14 +12,9 @@ import pytest
 from django.apps import apps
 
 from tests.conftest import REPO
-from tests.transfer import test_backup
+from tests.transfer import installations
 from transfer.backup import installation_rows
 from transfer.portable import INSIDE, KINDS, MANIFEST, PortableError, portable_import
-
-# A set-up installation per test, copied from one made once (migrated, with its owner).
-installation = test_backup.installation
-set_up_installations = test_backup.set_up_installations
-postgres_databases = test_backup.postgres_databases
 
 # A record of every kind, each field away from its default where it has one.
 FILL = """
@@ -111,7 +106,7 @@ def exported(tmp_path_factory, set_up_installations, postgres_databases):
     """An installation holding ``FILL`` and its export, made once for the tests that only read
     them: ``(source, export folder)``."""
     folder = tmp_path_factory.mktemp("exported")
-    source = test_backup.installation_copy(
+    source = installations.installation_copy(
         set_up_installations(False), folder / "source", postgres_databases
     )
     source.shell(FILL)
@@ -144,7 +139,7 @@ def test_it_exports_imports_and_exports_the_same_files(installation, exported, t
     assert f"`event:{events[0]['id']}`" in found
     said = target.manage("turn", "the lighthouse again", "--as", "luna")
     assert said.returncode == 0, said.stderr
-    ids = json.loads(target.shell(test_backup.EVENT_IDS))
+    ids = json.loads(target.shell(installations.EVENT_IDS))
     assert ids[-2] == events[-1]["id"] + 1
 
 

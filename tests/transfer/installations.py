@@ -1,0 +1,281 @@
+"""Real installations for the transfer tests, each in its own processes, on the backend the suite
+runs on (SQLite files, or PostgreSQL databases made for the test): what they run, how they are
+made and compared."""
+
+import hashlib
+import json
+import os
+import shutil
+import subprocess
+import sys
+import uuid
+from pathlib import Path
+from urllib.parse import urlsplit, urlunsplit
+
+import psycopg
+import pytest
+from django.db import connections
+
+from tests.conftest import REPO, requirement_missing
+
+STORES = ("default", "events", "summaries", "snapshots")
+SET_UP = "\n".join(
+    [
+        "from django.core.management import call_command",
+        *(f"call_command('migrate', database={alias!r}, verbosity=0)" for alias in STORES),
+        "call_command('ensure_owner')",
+        "call_command('ensure_schedules')",
+    ]
+)
+FILL = """
+from django.core.files.base import ContentFile
+from django.core.files.storage import default_storage
+from gem.models import Fragment
+from events.models import Event
+from heart.services import turn_submit
+from mirror.models import Summary
+
+image = default_storage.save('images/2026/11/photo.png', ContentFile(bytes(range(256)) * 40))
+turn_submit(text='<luna>look, the lighthouse <pin>tea without sugar</pin></luna>', actor='luna',
+            image=image)
+turn_submit(text='<luna>and its keeper</luna>', actor='luna')
+Fragment.objects.create(key='lighthouse', ambient='A white tower on the point.')
+ids = sorted(Event.objects.values_list('id', flat=True))
+Summary.objects.create(level='L0', first_event_id=ids[0], last_event_id=ids[-1],
+                       content='They talked about the lighthouse.')
+"""
+# Every row of every table of each database, the search indexes' own tables included.
+ROWS = """
+import json
+from django.conf import settings
+from django.db import connections
+
+tables, seen = {}, set()
+for alias in settings.STORE_ALIASES:
+    if settings.STORE_LOCATIONS[alias] in seen:
+        continue
+    seen.add(settings.STORE_LOCATIONS[alias])
+    connection = connections[alias]
+    with connection.cursor() as cursor:
+        for table in connection.introspection.table_names(cursor):
+            cursor.execute(f'SELECT * FROM {connection.ops.quote_name(table)}')
+            tables[f'{alias} {table}'] = sorted(repr(row) for row in cursor.fetchall())
+print(json.dumps(tables))
+"""
+EVENT_IDS = (
+    "import json; from events.models import Event; "
+    "print(json.dumps(sorted(Event.objects.values_list('id', flat=True))))"
+)
+# Turns written one after another, each with an image, until the stop file appears.
+WRITE = """
+import os
+from pathlib import Path
+from django.core.files.base import ContentFile
+from django.core.files.storage import default_storage
+from heart.services import turn_submit
+
+n = 0
+while not Path(os.environ['STOP']).exists():
+    image = default_storage.save(f'images/2026/11/turn{n}.png', ContentFile(os.urandom(3000)))
+    turn_submit(text=f'<luna>turn {n} <pin>thing {n}</pin></luna>', actor='luna', image=image)
+    n += 1
+    Path(os.environ['WRITTEN']).write_text(str(n))
+"""
+# What must hold in any consistent state: every reference resolves, every image is there,
+# and the search index has every event.
+CONSISTENCY = """
+import json
+from django.core.files.storage import default_storage
+from django.db import connections
+from gem.models import WorkingMemory
+from events.models import Event, Turn
+from heart.models import ContextSnapshot
+
+events = set(Event.objects.values_list('id', flat=True))
+turns = set(Turn.objects.values_list('id', flat=True))
+events_store = connections['events']
+index = 'lens_event_fts' if events_store.vendor == 'sqlite' else 'lens_event_index'
+with events_store.cursor() as cursor:
+    cursor.execute(f'SELECT count(*) FROM {index}')
+    indexed = cursor.fetchone()[0]
+print(json.dumps({
+    'events': len(events),
+    'images': sorted(Event.objects.exclude(image='').values_list('image', flat=True)),
+    'problems': [
+        *(f'turn {t} has no event {e}' for t, e in Turn.objects.values_list('id', 'event_id')
+          if e not in events),
+        *(f'turn {t} has no reply {r}' for t, r in Turn.objects.values_list('id', 'reply_event_id')
+          if r is not None and r not in events),
+        *(f'snapshot of a missing turn {t}' for t in ContextSnapshot.objects.values_list(
+            'turn', flat=True) if t not in turns),
+        *(f'working memory of a missing event {e}' for e in WorkingMemory.objects.values_list(
+            'event_id', flat=True) if e is not None and e not in events),
+        *(f'event {e} has no image {name}' for e, name in Event.objects.exclude(image='')
+          .values_list('id', 'image') if not default_storage.exists(name)),
+        *([f'{indexed} events indexed of {len(events)}'] if indexed != len(events) else []),
+    ],
+}))
+"""
+
+
+def postgresql() -> bool:
+    return connections["events"].vendor == "postgresql"
+
+
+def postgres_tools_required() -> None:
+    if not (shutil.which("pg_dump") and shutil.which("pg_restore")):
+        requirement_missing(
+            "pg_dump and pg_restore are missing (Debian: apt-get install postgresql-client)"
+        )
+
+
+class Installation:
+    """One Silentstar installation: its data folder and, on PostgreSQL, databases of its own."""
+
+    def __init__(self, data: Path, database_urls: dict[str, str]):
+        self.data = data
+        self.database_urls = database_urls
+        self.env = {
+            **os.environ,
+            "SILENTSTAR_DATA_DIR": str(data),
+            "ANTHROPIC_API_KEY": "",
+            "SILENTSTAR_Q_SYNC": "true",
+            "DATABASE_URL": "",
+            "EVENTS_DATABASE_URL": "",
+            "SUMMARIES_DATABASE_URL": "",
+            "SNAPSHOTS_DATABASE_URL": "",
+            **database_urls,
+        }
+
+    def manage(self, *args: str, env: dict[str, str] | None = None):
+        return subprocess.run(
+            [sys.executable, "manage.py", *args],
+            cwd=REPO,
+            env={**self.env, **(env or {})},
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
+
+    def shell(self, code: str) -> str:
+        done = self.manage("shell", "--no-imports", "-c", code)
+        assert done.returncode == 0, done.stderr
+        return done.stdout
+
+    def rows(self) -> dict[str, list[str]]:
+        return json.loads(self.shell(ROWS))
+
+    def images(self) -> dict[str, bytes]:
+        media = self.data / "media"
+        return {str(path.relative_to(media)): path.read_bytes() for path in media.rglob("*.png")}
+
+    def backup(self, into: Path, *args: str) -> Path:
+        done = self.manage("backup", str(into), *args)
+        assert done.returncode == 0, done.stderr
+        (written,) = [line for line in done.stdout.splitlines() if "Backup written to" in line]
+        return Path(written.removeprefix("Backup written to "))
+
+    def restore(self, folder: Path) -> subprocess.CompletedProcess:
+        return self.manage("restore", str(folder))
+
+
+class PostgresDatabases:
+    """Databases made on the suite's PostgreSQL server, dropped at the end."""
+
+    def __init__(self):
+        self.base = urlsplit(os.environ["DATABASE_URL"])
+        self.made = []
+
+    def _server(self) -> psycopg.Connection:
+        return psycopg.connect(urlunsplit(self.base._replace(path="/postgres")), autocommit=True)
+
+    def create(self, *, template: str = "") -> str:
+        name = f"backup_{uuid.uuid4().hex[:12]}"
+        with self._server() as server:
+            copied = f' TEMPLATE "{template}"' if template else ""
+            server.execute(f'CREATE DATABASE "{name}"{copied}')
+        self.made.append(name)
+        return urlunsplit(self.base._replace(path=f"/{name}"))
+
+    def drop_all(self) -> None:
+        with self._server() as server:
+            for name in self.made:
+                server.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+
+
+@pytest.fixture(scope="session")
+def postgres_databases():
+    if not postgresql():
+        yield None
+        return
+    postgres_tools_required()
+    databases = PostgresDatabases()
+    yield databases
+    databases.drop_all()
+
+
+@pytest.fixture(scope="session")
+def set_up_installations(tmp_path_factory, postgres_databases):
+    """One migrated installation with its owner and schedules for each layout of the stores,
+    set up once; each test's installations are copies of it."""
+    made = {}
+
+    def set_up(events_apart: bool) -> Installation:
+        if events_apart not in made:
+            urls = {}
+            if postgres_databases:
+                urls["DATABASE_URL"] = postgres_databases.create()
+                if events_apart:
+                    urls["EVENTS_DATABASE_URL"] = postgres_databases.create()
+            made[events_apart] = Installation(tmp_path_factory.mktemp("set-up"), urls)
+            made[events_apart].shell(SET_UP)
+        return made[events_apart]
+
+    return set_up
+
+
+def installation_copy(template: Installation, data: Path, databases) -> Installation:
+    """A new installation in ``data``, a copy of ``template`` (its databases copied too)."""
+    shutil.copytree(template.data, data)
+    urls = {
+        variable: databases.create(template=urlsplit(url).path.lstrip("/"))
+        for variable, url in template.database_urls.items()
+    }
+    return Installation(data, urls)
+
+
+@pytest.fixture
+def installation(tmp_path, set_up_installations, postgres_databases):
+    """Make a new, set-up installation (migrated, with its owner and schedules) by name; with
+    ``events_apart``, on PostgreSQL, the events store gets a database of its own."""
+
+    def make(name: str, *, events_apart: bool = False) -> Installation:
+        return installation_copy(
+            set_up_installations(events_apart), tmp_path / name, postgres_databases
+        )
+
+    return make
+
+
+@pytest.fixture(scope="module")
+def filled(tmp_path_factory, set_up_installations, postgres_databases):
+    """An installation holding ``FILL`` and a backup of it, made once for the tests that only
+    read them (restoring the backup elsewhere, damaging copies of it): ``(source, backup)``."""
+    folder = tmp_path_factory.mktemp("filled")
+    source = installation_copy(set_up_installations(False), folder / "source", postgres_databases)
+    source.shell(FILL)
+    return source, source.backup(folder / "backups")
+
+
+def table(rows: dict[str, list[str]], name: str) -> list[str]:
+    """A table's rows, whichever store's database holds it."""
+    (found,) = [table_rows for key, table_rows in rows.items() if key.endswith(f" {name}")]
+    return found
+
+
+def checksums_hold(folder: Path) -> dict:
+    manifest = json.loads((folder / "manifest.json").read_text())
+    for entry in manifest["databases"] + manifest["files"]:
+        data = (folder / entry["name"]).read_bytes()
+        assert (len(data), hashlib.sha256(data).hexdigest()) == (entry["size"], entry["sha256"])
+    return manifest
