@@ -16,6 +16,7 @@ import re
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
+from typing import TextIO
 
 from django.db import transaction
 from django.db.models import Q
@@ -39,6 +40,7 @@ from gem.services import (
     working_memory_same,
 )
 from heart.ingest import event_record
+from transfer.limits import LINE_MAX_CHARS, json_problem, lines_bounded
 
 CONVERSATION = "conversation"
 MIRA_TYPES = (
@@ -129,7 +131,7 @@ class MiraImport:
 # --- reading -------------------------------------------------------------------------------------
 
 
-def mira_entries_read(lines: Iterable[str]) -> list[dict]:
+def mira_entries_read(stream: TextIO) -> list[dict]:
     """Every entry of a Mira JSONL text, checked; blank lines are skipped.
 
     Raises ``MiraError`` naming every line and field at fault.
@@ -137,7 +139,10 @@ def mira_entries_read(lines: Iterable[str]) -> list[dict]:
     entries: list[dict] = []
     errors: list[str] = []
     first_line_of: dict[str, int] = {}
-    for number, line in enumerate(lines, start=1):
+    for number, line in lines_bounded(stream):
+        if line is None:
+            errors.append(f"line {number}: longer than {LINE_MAX_CHARS:,} characters")
+            continue
         if not line.strip():
             continue
         try:
@@ -204,6 +209,12 @@ def _entry_problems(entry: dict) -> list[str]:
     for name, (valid, expected) in checks.items():
         if name in entry and not valid(entry[name]):
             problems.append(f"{name}: {expected}, not {json.dumps(entry[name])[:60]}")
+    # Every field is kept in the entry as it was read, her own ones too.
+    problems += [
+        f"{name}: {problem}"
+        for name, value in entry.items()
+        if (problem := json_problem(name) or json_problem(value))
+    ]
     return problems
 
 
@@ -223,14 +234,14 @@ def _is_moment(value) -> bool:
 # --- import --------------------------------------------------------------------------------------
 
 
-def mira_import(lines: Iterable[str]) -> MiraImport:
+def mira_import(stream: TextIO) -> MiraImport:
     """Import a Mira JSONL text: every line checked first, then written in one transaction per
     store. Conversations come first, so that working memory can name the events it came from.
 
     An entry already imported (its Mira id), or one exported from here and still here, adds
     nothing: importing a file twice is safe.
     """
-    entries = mira_entries_read(lines)
+    entries = mira_entries_read(stream)
     done = MiraImport()
     known = set(
         MiraEntry.objects.filter(mira_id__in=[e["id"] for e in entries]).values_list(

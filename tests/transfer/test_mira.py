@@ -1,8 +1,11 @@
 """Mira's JSONL memory in and out: a round trip keeps every field, this installation's own
 memory exports as valid entries, importing twice adds nothing, a bad line refuses the file."""
 
+import io
 import json
 import re
+import resource
+import time
 from datetime import UTC, datetime
 
 import pytest
@@ -92,8 +95,8 @@ SEED_ENTRIES = [
 ]
 
 
-def jsonl(entries) -> list[str]:
-    return [json.dumps(entry) + "\n" for entry in entries]
+def jsonl(entries) -> io.StringIO:
+    return io.StringIO("".join(json.dumps(entry) + "\n" for entry in entries))
 
 
 def exported() -> dict[str, dict]:
@@ -193,7 +196,7 @@ def test_it_reads_its_own_export_back_as_the_same_memory():
     at = datetime(2026, 3, 1, 9, tzinfo=UTC)
     event_record(text="<luna>hello", actor="luna", ts=at)
     working_memory_create(type="pattern", content="tea calms her", actor="claude", at=at, turn=1)
-    lines = list(mira_lines(mira_export()))
+    lines = io.StringIO("".join(mira_lines(mira_export())))
 
     done = mira_import(lines)
 
@@ -246,7 +249,10 @@ def test_it_refreshes_an_active_item_of_the_same_meaning_and_flags_a_near_one():
 def test_it_refuses_a_bad_line_naming_it_and_writes_nothing():
     bad = {**SEED_ENTRIES[1], "importance": 1.5}
     del bad["summary"]
-    lines = [*jsonl([SEED_ENTRIES[0], SEED_ENTRIES[3]]), "\n", *jsonl([bad]), "{not json\n"]
+    lines = jsonl([SEED_ENTRIES[0], SEED_ENTRIES[3]])
+    lines.seek(0, io.SEEK_END)
+    lines.write("\n" + jsonl([bad]).getvalue() + "{not json\n")
+    lines.seek(0)
 
     with pytest.raises(MiraError) as refused:
         mira_import(lines)
@@ -282,7 +288,7 @@ def test_the_command_imports_and_exports_a_file(tmp_path, capsys):
 
 def test_the_command_writes_to_standard_output_with_a_dash(capsys):
     for entry in SEED_ENTRIES[:2]:
-        mira_import([json.dumps(entry)])
+        mira_import(io.StringIO(json.dumps(entry)))
 
     call_command("mira", "export", "-")
 
@@ -296,4 +302,57 @@ def test_the_command_names_the_line_of_a_refused_file(tmp_path):
 
     with pytest.raises(CommandError, match=r"refused, nothing imported:\nline 1: type: must be"):
         call_command("mira", "import", str(source))
+    assert not MiraEntry.objects.exists()
+
+
+@pytest.mark.parametrize(
+    ("entry", "expected"),
+    [
+        (
+            {**SEED_ENTRIES[0], "content": "a thought\x00 with a NUL"},
+            "line 2: content: holds a NUL character (\\x00), which PostgreSQL cannot store",
+        ),
+        (
+            {**SEED_ENTRIES[3], "tags": ["conversation", "lu\x00na"]},
+            "line 2: tags: holds a NUL character (\\x00), which PostgreSQL cannot store",
+        ),
+        (
+            {**SEED_ENTRIES[0], "mood": {"note": "\x00"}},
+            "line 2: mood: holds a NUL character (\\x00), which PostgreSQL cannot store",
+        ),
+        (
+            {**SEED_ENTRIES[3], "content": "w" * 200_001},
+            "line 2: content: is 200,001 characters long; at most 200,000 are imported",
+        ),
+        (
+            {**SEED_ENTRIES[0], "summary": "s" * 200_001},
+            "line 2: summary: is 200,001 characters long; at most 200,000 are imported",
+        ),
+    ],
+    ids=["NUL in content", "NUL in a tag", "NUL in a field of her own", "long content", "summary"],
+)
+def test_it_refuses_a_nul_or_an_overlong_text_naming_line_and_field(entry, expected):
+    with pytest.raises(MiraError) as refused:
+        mira_import(jsonl([SEED_ENTRIES[1], entry]))
+
+    assert str(refused.value) == expected
+    assert not Event.objects.exists()
+    assert not WorkingMemory.objects.exists()
+    assert not MiraEntry.objects.exists()
+
+
+def test_it_refuses_a_huge_line_without_reading_it_whole(tmp_path):
+    source = tmp_path / "mira.jsonl"
+    huge = {**SEED_ENTRIES[0], "content": "lighthouse " * 2_000_000}  # 22 MB on one line
+    source.write_text("".join(json.dumps(e) + "\n" for e in [SEED_ENTRIES[1], huge]), "utf-8")
+    began = time.perf_counter()
+    before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+
+    with pytest.raises(CommandError) as refused:
+        call_command("mira", "import", str(source))
+
+    grown_mb = (resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - before) / 1024
+    assert str(refused.value).endswith("line 2: longer than 4,000,000 characters")
+    assert time.perf_counter() - began < 5
+    assert grown_mb < 22
     assert not MiraEntry.objects.exists()
