@@ -115,9 +115,12 @@ def legacy_pair_write(
     rng = random.Random(seed)
     folder.mkdir(parents=True, exist_ok=True)
     gem_path, events_path = folder / "silentstar.sqlite", folder / "events.sqlite"
+    items = [_item(pk, events, rng) for pk in range(1, working_memory + 1)]
     with _database(events_path) as log:
         log.executescript(EVENTS_SCHEMA)
-        log.executemany("INSERT INTO events VALUES (?, ?, ?, ?, ?)", _events(events, rng))
+        log.executemany(
+            "INSERT INTO events VALUES (?, ?, ?, ?, ?)", _events(events, rng, _tags_said(items))
+        )
         log.executemany("INSERT INTO event_tags VALUES (?, ?)", _event_tags(events, rng))
         log.execute(
             "INSERT INTO events_fts(rowid, content, actor) SELECT id, content, actor FROM events"
@@ -147,7 +150,6 @@ def legacy_pair_write(
             "INSERT INTO fragment_sources VALUES (?, ?)",
             {(rng.choice(keys), rng.randint(1, events)) for _ in range(fragments * 2)},
         )
-        items = [_item(pk, events, rng) for pk in range(1, working_memory + 1)]
         gem.executemany(
             "INSERT INTO working_memory (id, event_id, type, content, subject, actor, status, "
             "due, created_at, refreshed_at, resolved_at, turn) "
@@ -218,13 +220,25 @@ def _words(rng: random.Random, n: int) -> str:
     return " ".join(rng.choices(WORDS, k=n))
 
 
-def _events(events: int, rng: random.Random) -> Iterator[tuple]:
+def _tags_said(items: list[tuple]) -> dict[int, str]:
+    """The knowledge tags each event says: the working memory that came of it."""
+    said: dict[int, str] = {}
+    for _, event_id, type_, content, subject, *_ in items:
+        body = f"{subject}: {content}" if subject else content
+        said[event_id] = said.get(event_id, "") + f"<{type_}>{body}</{type_}>"
+    return said
+
+
+def _events(events: int, rng: random.Random, tags_said: dict[int, str]) -> Iterator[tuple]:
     for pk in range(1, events + 1):
+        tags = tags_said.get(pk, "")
         if pk % 2:
             user = USERS[pk % len(USERS)]
-            yield (pk, _at(pk), f"<{user}>{_words(rng, 18)}</{user}>", user, None)
+            yield (pk, _at(pk), f"<{user}>{_words(rng, 18)}{tags}</{user}>", user, None)
         else:
-            content = f"<claude><say>{_words(rng, 22)}</say><do>{_words(rng, 10)}</do></claude>"
+            content = (
+                f"<claude><say>{_words(rng, 22)}</say><do>{_words(rng, 10)}</do>{tags}</claude>"
+            )
             yield (pk, _at(pk), content, "claude", None)
 
 

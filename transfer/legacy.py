@@ -14,6 +14,7 @@ identical, counts them as already there and goes on, so the import is idempotent
 """
 
 import json
+import re
 import sqlite3
 import time
 from collections import Counter, defaultdict
@@ -47,6 +48,7 @@ from gem.services import WorkingMemoryError, WorkingMemoryRecorded, working_memo
 from gem.state import PENDING_RECALL, TURN_COUNTER, state_get_many, state_set
 from mirror.models import MirrorRun, MirrorRunStatus
 from silentstar.router import ID_MAX, sequences_reset
+from transfer.limits import TEXT_MAX_CHARS, text_max, text_problem
 
 VERSIONS = range(1, 6)
 BATCH = 5_000  # events (with their tags) per transaction
@@ -67,6 +69,7 @@ PLAN_STATUSES = {
 # A v5 Gem's item written more than this before the event it came from was said comes from
 # another installation's log (a day absorbs any confusion of time zones in naive times).
 CLOCK_SLACK = timedelta(days=1)
+WORD = re.compile(r"\w+")
 # The report's tables, in the order they are written.
 TABLES = (
     "events",
@@ -353,18 +356,13 @@ def _legacy_open(path: Path, events_path: Path | None, zone: ZoneInfo) -> Legacy
 # --- Values -----------------------------------------------------------------------------------
 
 
-def _text(value, where: str, *, max_length: int | None = None, null: bool = True) -> str:
+def _text(value, where: str, *, max_length: int = TEXT_MAX_CHARS, null: bool = True) -> str:
     if value is None and null:
         return ""
     if not isinstance(value, str):
         raise LegacyError(f"{where}: {value!r} is not text")
-    if "\x00" in value:
-        raise LegacyError(f"{where} holds a NUL character (\\x00), which cannot be stored")
-    if max_length is not None and len(value) > max_length:
-        raise LegacyError(
-            f"{where}: “{value[:40]}…” is {len(value)} characters long; at most {max_length} "
-            "fit here"
-        )
+    if problem := text_problem(value, limit=max_length):
+        raise LegacyError(f"{where} {problem}")
     return value
 
 
@@ -385,7 +383,7 @@ def _id(value, where: str) -> int:
 
 
 def _max_length(model, name: str) -> int:
-    return model._meta.get_field(name).max_length
+    return text_max(model._meta.get_field(name))
 
 
 def _image_name(path_text: str, where: str) -> str:
@@ -536,6 +534,7 @@ class EventScan:
     first: int | None = None
     last: int | None = None
     ts_of: dict[int, datetime] = field(default_factory=dict)  # the referenced events only
+    text_of: dict[int, str] = field(default_factory=dict)  # the referenced events only
     actors: Counter = field(default_factory=Counter)
     installation_had: int = 0
 
@@ -563,6 +562,7 @@ def _events_check(
         for event in batch:
             if event.id in referenced:
                 scan.ts_of[event.id] = event.ts
+                scan.text_of[event.id] = event.content
             scan.actors[event.actor] += 1
             if event.image:
                 _image_check(event, report)
@@ -1048,9 +1048,10 @@ def _runs_read(legacy: Legacy, report: LegacyReport, gem: Gem) -> None:
         counted.already += 1
 
 
-def _halves_check(legacy: Legacy, gem: Gem, scan: EventScan) -> None:
+def _halves_check(legacy: Legacy, report: LegacyReport, gem: Gem, scan: EventScan) -> None:
     """Whether the v5 Gem and the events file are one installation's: every event the Gem names
-    is in the file, said before what came of it, and the turn counter fits the log."""
+    is in the file, said before what came of it and saying it, and the turn counter fits the
+    log."""
     missing = sorted(set(gem.referenced) - set(scan.ts_of))
     if missing:
         raise LegacyError(
@@ -1068,12 +1069,65 @@ def _halves_check(legacy: Legacy, gem: Gem, scan: EventScan) -> None:
                 f"said ({said.isoformat()}) in {legacy.events_path}: they are from two "
                 "different installations. Nothing was changed"
             )
+    _texts_check(legacy, report, gem, scan)
     if gem.turn_counter is not None and gem.turn_counter > scan.total:
         raise LegacyError(
             f"The halves disagree: {legacy.path} counts {gem.turn_counter} turns, but "
             f"{legacy.events_path} holds only {scan.total} events: they are from two different "
             "installations. Nothing was changed"
         )
+
+
+def _texts_check(legacy: Legacy, report: LegacyReport, gem: Gem, scan: EventScan) -> None:
+    """Whether the events file says what the Gem's working memory came from. The tag language
+    writes an item from a tag in its event's text, in the turn the event is said: so its words
+    are in that text, and it was written within ``CLOCK_SLACK`` of it. Another installation's
+    file fails both for most items, whatever its times; a few items that fail in a true pair
+    (written by hand with an event, or long after) are noted and imported."""
+    fits, misfits = 0, []
+    for item in gem.said_after:
+        text, said = scan.text_of.get(item.event_id), scan.ts_of.get(item.event_id)
+        if text is None:
+            continue
+        if _words(item.content) not in _words(text):
+            misfits.append(
+                f"item {item.id}'s “{_short_text(item.content)}” is not in the text of event "
+                f"{item.event_id}, “{_short_text(text)}”"
+            )
+        elif item.created_at > said + CLOCK_SLACK:
+            days = round((item.created_at - said) / timedelta(days=1))
+            misfits.append(
+                f"item {item.id} was written {days} days after event {item.event_id}, whose "
+                "text it came from, was said"
+            )
+        else:
+            fits += 1
+    if not misfits:
+        return
+    first = "; ".join(misfits[:EXAMPLES])
+    if len(misfits) > fits:
+        raise LegacyError(
+            f"The halves disagree: {len(misfits)} of the {len(misfits) + fits} working-memory "
+            f"items in {legacy.path} that name an event do not fit its text in "
+            f"{legacy.events_path} (first: {first}). The events file is another installation's "
+            "or another copy's: give the events file copied with this Gem from the same "
+            "installation (its data/events.sqlite). Nothing was changed"
+        )
+    report.notes.append(
+        f"{len(misfits)} of the {len(misfits) + fits} working-memory items that name an event "
+        f"do not fit its text (first: {first}): written by hand or much later? Imported as "
+        "they are"
+    )
+
+
+def _words(text: str) -> str:
+    """The text's words (tag names among them), lower case, each between spaces."""
+    return f" {' '.join(WORD.findall(text.casefold()))} "
+
+
+def _short_text(text: str) -> str:
+    line = " ".join(text.split())
+    return line if len(line) <= 40 else f"{line[:39]}…"
 
 
 def _leftover_events_check(legacy: Legacy, report: LegacyReport) -> None:
@@ -1217,7 +1271,7 @@ def legacy_import(
             legacy, report, set(gem.referenced), size=batch_size, progress=progress
         )
         if legacy.version == 5:
-            _halves_check(legacy, gem, scan)
+            _halves_check(legacy, report, gem, scan)
             _leftover_events_check(legacy, report)
         else:
             dangling = len(set(gem.referenced) - set(scan.ts_of))

@@ -4,7 +4,7 @@ built here from the seeds' schemas (v1: the draft of seed 002; v2: seed 000; v3:
 its events file), imported and compared row by row with what they hold."""
 
 import sqlite3
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from io import StringIO
 from pathlib import Path
 from zoneinfo import ZoneInfo
@@ -124,11 +124,15 @@ ROWS = {
          "luna", None),
         (2, "2026-02-10T09:15:04.250000",
          "<claude><say>Morning, Luna.</say><do>smiles</do>"
-         "<feeling>glad she came back to the lighthouse</feeling></claude>", "claude", None),
+         "<feeling>glad she came back to the lighthouse</feeling>"
+         "<thought>She seems calmer near the sea.</thought></claude>", "claude", None),
         (3, "2026-02-10 21:40:00",
-         "<hasuki>見て、灯台の写真 <plan>visit the lighthouse friday at 5pm</plan></hasuki>",
-         "hasuki", "images/2026/02/lighthouse.jpg"),
-        (4, "2026-02-11T08:00:00Z", "<claude><say>Noted.</say></claude>", "claude", None),
+         "<hasuki>見て、灯台の写真 <plan>visit the lighthouse friday at 5pm</plan>"
+         "<pin>tea without sugar ☕</pin><desc>lighthouse-photo: white tower, red door</desc>"
+         "</hasuki>", "hasuki", "images/2026/02/lighthouse.jpg"),
+        (4, "2026-02-11T08:00:00Z",
+         "<claude><say>Noted.</say><pattern>asks about the sea on Mondays</pattern></claude>",
+         "claude", None),
         (5, "2026-02-11T10:30:00+02:00", "  spaces kept  \n and a second line ", None, None),
         (6, "2026-03-29T02:30:00", "<renki>an hour that Berlin skips</renki>", "renki",
          "/srv/silentstar/uploads/renki.png"),
@@ -596,6 +600,57 @@ def test_a_v5_pair_whose_events_were_said_after_the_gem_remembers_them_is_refuse
     assert "two different installations" in message
 
 
+def test_a_v5_pair_whose_events_were_said_a_month_before_the_gem_remembers_them_is_refused(
+    tmp_path,
+):
+    """The same text, said thirty days earlier: the items were written long after the turns
+    whose tags they came from."""
+    gem, _ = legacy_build(tmp_path / "one", 5)
+    earlier = [
+        (pk, (moment(ts) - timedelta(days=30)).isoformat(), *rest)
+        for pk, ts, *rest in ROWS["events"]
+    ]
+    _, other_events = legacy_build(tmp_path / "two", 5, rows={**ROWS, "events": earlier})
+
+    message = refused(gem, other_events)
+    assert message.startswith(
+        "The halves disagree: 7 of the 7 working-memory items in "
+        f"{gem} that name an event do not fit its text in {other_events} (first: item 1 was "
+        "written 30 days after event 2, whose text it came from, was said; item 2's “a "
+    )
+    assert message.endswith(
+        "give the events file copied with this Gem from the same installation (its "
+        "data/events.sqlite). Nothing was changed"
+    )
+
+
+def test_a_v5_pair_whose_events_say_other_things_at_the_same_times_is_refused(tmp_path):
+    """Another installation's log, its messages said at the very same moments."""
+    gem, _ = legacy_build(tmp_path / "one", 5)
+    other = [(pk, ts, f"<luna>another day, message {pk}</luna>", "luna", None)
+             for pk, ts, *_ in ROWS["events"]]  # fmt: skip
+    _, other_events = legacy_build(tmp_path / "two", 5, rows={**ROWS, "events": other})
+
+    message = refused(gem, other_events)
+    assert "7 of the 7 working-memory items" in message
+    assert (
+        "(first: item 1's “glad she came back to the lighthouse” is not in the text of event "
+        "2, “<luna>another day, message 2</luna>”; item 2's" in message
+    )
+
+
+def test_a_true_pair_notes_the_few_items_that_do_not_fit_their_events(tmp_path):
+    gem, events = legacy_build(tmp_path / "one", 5)
+
+    report = legacy_import(path=gem, events_path=events)
+
+    assert report.tables["working memory"].imported == 8
+    assert (
+        "1 of the 7 working-memory items that name an event do not fit its text (first: item "
+        "2's “a feeling of far more than fifteen word…” is not in the text of event 2"
+    ) in " ".join(report.notes)
+
+
 def test_a_v5_gem_whose_turn_counter_outruns_the_events_file_is_refused(tmp_path):
     state = [("current_turn", "5000", "2026-02-11T10:30:00")]
     gem, events = legacy_build(tmp_path / "one", 5, rows={**ROWS, "state": state})
@@ -689,6 +744,40 @@ def test_an_event_id_out_of_range_is_refused_before_anything_is_written(
     )
 
     assert f"an event's id: {event_id} {problem}" in refused(path)
+
+
+@pytest.mark.parametrize(
+    ("table", "row", "expected"),
+    [
+        (
+            "events",
+            (7, "2026-03-02T19:00:00", "w" * 200_001, "luna", None),
+            "event 7's content is 200,001 characters long; at most 200,000 are imported",
+        ),
+        (
+            "fragments",
+            ("sea", "a", "b", "i" * 200_001, "2026-01-05T12:00:00", "2026-01-05T12:00:00"),
+            "fragment sea's inventory is 200,001 characters long; at most 200,000 are imported",
+        ),
+        (
+            "state",
+            ("note", "n" * 200_001, "2026-01-05T12:00:00"),
+            "state note's value is 200,001 characters long; at most 200,000 are imported",
+        ),
+        (
+            "events",
+            (7, "2026-03-02T19:00:00", "hm\x00", "luna", None),
+            "event 7's content holds a NUL character (\\x00), which PostgreSQL cannot store",
+        ),
+    ],
+    ids=["long event", "long fragment", "long state", "NUL"],
+)
+def test_a_text_too_long_or_holding_nul_is_refused_before_anything_is_written(
+    tmp_path, table, row, expected
+):
+    path, _ = legacy_build(tmp_path / "legacy", 4, rows={**ROWS, table: [*ROWS[table], row]})
+
+    assert refused(path) == expected
 
 
 def test_an_unknown_time_zone_is_refused(tmp_path):
