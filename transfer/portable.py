@@ -51,12 +51,15 @@ from heart.models import ContextSnapshot
 from mirror.models import MirrorPrompt, MirrorRun, Summary, TagSuggestion
 from silentstar.router import ID_MAX, sequences_reset
 from transfer.backup import Progress, installation_rows
+from transfer.limits import LINE_MAX_CHARS, json_problem, lines_bounded, text_max, text_problem
 
 FORMAT = 1
 MANIFEST = "manifest.json"
+UNFINISHED = "export-unfinished"  # written first, removed once the manifest is written
 BATCH = 1000
 ERRORS_SHOWN = 20
 TAGS, AUTHOR, FRAGMENTS, SOURCES = "tags", "author", "fragments", "sources"
+TAG_MAX = EventTag._meta.get_field("tag").max_length
 
 
 class PortableError(Exception):
@@ -301,12 +304,19 @@ def _images_copy(folder: Path) -> tuple[list[dict], list[str]]:
 def portable_export(*, folder: Path, progress: Progress = print) -> dict:
     """Write every record of the memory into ``folder`` (empty or missing): one JSONL file per
     kind, the images the events name, and ``manifest.json`` last. Returns the manifest. An
-    export that fails leaves the folder empty again."""
+    export that fails leaves the folder empty again; one killed leaves its ``UNFINISHED``
+    marker, and the next export into the folder removes what it left."""
+    if (begun := _unfinished(folder)) is not None:
+        _emptied(folder)
+        progress(f"{folder} held an export that did not finish (begun {begun}): removed it")
     if folder.exists() and (not folder.is_dir() or any(folder.iterdir())):
         raise PortableError(f"{folder} is not an empty folder: export into a new one")
     folder.mkdir(parents=True, exist_ok=True)
     try:
-        return _export_into(folder, progress)
+        (folder / UNFINISHED).write_text(datetime.now(UTC).isoformat() + "\n", encoding="utf-8")
+        manifest = _export_into(folder, progress)
+        (folder / UNFINISHED).unlink()
+        return manifest
     except DatabaseError as error:
         _emptied(folder)
         raise PortableError(
@@ -315,6 +325,14 @@ def portable_export(*, folder: Path, progress: Progress = print) -> dict:
     except BaseException:
         _emptied(folder)
         raise
+
+
+def _unfinished(folder: Path) -> str | None:
+    """When the export in ``folder`` began, if it never finished (its marker is still there)."""
+    marker = folder / UNFINISHED
+    if not marker.is_file() or _linked(folder, UNFINISHED):
+        return None
+    return marker.read_text(encoding="utf-8", errors="replace").strip()[:40] or "at an unknown time"
 
 
 def _emptied(folder: Path) -> None:
@@ -362,6 +380,12 @@ def _export_into(folder: Path, progress: Progress) -> dict:
 def manifest_read(folder: Path) -> dict:
     """The manifest of an export, refused unless every file it lists is there, unchanged, and
     every kind of record has its file."""
+    if (begun := _unfinished(folder)) is not None:
+        raise PortableError(
+            f"{folder} holds an export that did not finish (begun {begun}; it was stopped "
+            "part-way): export again, and import that (an export into this folder removes "
+            "what is left of this one first)"
+        )
     path = folder / MANIFEST
     if not path.is_file():
         raise PortableError(f"{path} is missing: {folder} is not an export, or an unfinished one")
@@ -402,7 +426,11 @@ def manifest_read(folder: Path) -> dict:
 def _lines(folder: Path, kind: Kind) -> Iterator[tuple[int, dict]]:
     """Each line's object with its line number; a line that is not one is an error."""
     with (folder / kind.file).open(encoding="utf-8") as read:
-        for number, line in enumerate(read, start=1):
+        for number, line in lines_bounded(read):
+            if line is None:
+                raise PortableError(
+                    f"{kind.file} line {number}: longer than {LINE_MAX_CHARS:,} characters"
+                )
             try:
                 row = json.loads(line)
             except ValueError as error:
@@ -439,9 +467,11 @@ def _field_problem(field: models.Field, value) -> str | None:
             return f"{value!r} is not an ISO 8601 time with an offset"
         return None
     elif isinstance(field, models.JSONField):
-        return None
+        return json_problem(value)
     elif not isinstance(value, str):
         return "must be text"
+    elif problem := text_problem(value, limit=text_max(field)):
+        return problem
     if isinstance(field, models.FileField):
         too_long = len(value) > field.max_length
         return (
@@ -470,10 +500,10 @@ def _list_problem(name: str, value) -> str | None:
             return "must list event ids (whole numbers)"
     elif not all(isinstance(each, str) and each for each in value):
         return "must list words (text)"
-    elif name == TAGS and any(
-        len(each) > EventTag._meta.get_field("tag").max_length for each in value
+    elif name == TAGS and (
+        problem := next(filter(None, (text_problem(each, limit=TAG_MAX) for each in value)), None)
     ):
-        return "holds a tag longer than 64 characters"
+        return f"holds a tag that {problem}"
     if len(set(value)) != len(value):
         return "names one thing twice"
     return None

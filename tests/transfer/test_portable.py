@@ -6,6 +6,10 @@ import hashlib
 import json
 import re
 import shutil
+import signal
+import subprocess
+import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -225,6 +229,24 @@ def test_it_refuses_a_malformed_file_naming_the_line_and_field(installation, exp
         "turns.jsonl line 2, field “event”: 999999 is not in events.jsonl": rewritten(
             "turns.jsonl", with_value("event", 999999)
         ),
+        # PostgreSQL cannot store NUL, in text or in JSON: refused on SQLite too.
+        "events.jsonl line 2, field “content”: holds a NUL character (\\x00)": rewritten(
+            "events.jsonl", with_value("content", "look\x00")
+        ),
+        "events.jsonl line 2, field “tags”: holds a tag that holds a NUL character": rewritten(
+            "events.jsonl", with_value("tags", ["say\x00"])
+        ),
+        "snapshots.jsonl line 2, field “token_counts”: holds a NUL character": rewritten(
+            "snapshots.jsonl", with_value("token_counts", {"pool\x00": 1})
+        ),
+        "events.jsonl line 2, field “content”: is 200,001 characters long; at most 200,000 "
+        "are imported": rewritten("events.jsonl", with_value("content", "w" * 200_001)),
+        "identities.jsonl line 2, field “name”: is 41 characters long; at most 40 are imported": (
+            rewritten("identities.jsonl", with_value("name", "n" * 41))
+        ),
+        "events.jsonl line 2: longer than 4,000,000 characters": rewritten(
+            "events.jsonl", with_value("content", "w" * 4_000_001)
+        ),
     }
     damaged = shutil.copytree(folder, tmp_path / "damaged")
     (damaged / "state.jsonl").write_text("{}\n")
@@ -272,3 +294,43 @@ def test_every_field_of_every_model_of_the_memory_is_exported():
         if model not in inside and field.name not in exported.get(model, ())
     ]
     assert missing == []
+
+
+# Snapshots large enough that an export takes a moment to write them.
+SNAPSHOTS = """
+from heart.models import ContextSnapshot
+ContextSnapshot.objects.bulk_create(
+    [ContextSnapshot(turn=n, assembled_system='lighthouse ' * 20_000, assembled_user='hm')
+     for n in range(1, 301)], batch_size=20)
+"""
+
+
+@pytest.mark.django_db(databases="__all__")
+def test_an_export_killed_part_way_is_named_refused_and_cleaned_by_the_next(installation, tmp_path):
+    source = installation("source")
+    source.shell(FILL + SNAPSHOTS)
+    folder = tmp_path / "export"
+    export = subprocess.Popen(
+        [sys.executable, "manage.py", "export", str(folder)],
+        cwd=REPO,
+        env=source.env,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    deadline = time.monotonic() + 60
+    while not (folder / "snapshots.jsonl").is_file() and time.monotonic() < deadline:
+        time.sleep(0.005)
+    export.send_signal(signal.SIGKILL)
+    export.wait()
+    assert (folder / "events.jsonl").is_file() and not (folder / MANIFEST).exists()
+
+    with pytest.raises(PortableError) as refused:
+        portable_import(folder=folder)
+    assert str(refused.value).startswith(f"{folder} holds an export that did not finish (begun ")
+    assert installation_rows() == dict.fromkeys(installation_rows(), 0)
+
+    again = source.manage("export", str(folder))
+    assert again.returncode == 0, again.stderr
+    assert f"{folder} held an export that did not finish (begun " in again.stdout
+    assert source.manage("export", str(tmp_path / "whole")).returncode == 0
+    assert files_of(folder) == files_of(tmp_path / "whole")
