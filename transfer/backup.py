@@ -270,13 +270,13 @@ def file_storages() -> dict[str, str]:
     }
 
 
-def _storage_names(storage: Storage, folder: str = "") -> Iterator[str]:
+def storage_names(storage: Storage, folder: str = "") -> Iterator[str]:
     """Every file of a storage, as its names (``images/2026/11/….png``)."""
     directories, files = storage.listdir(folder)
     for name in sorted(files):
         yield posixpath.join(folder, name)
     for directory in sorted(directories):
-        yield from _storage_names(storage, posixpath.join(folder, directory))
+        yield from storage_names(storage, posixpath.join(folder, directory))
 
 
 def _files_copy(folder: Path, progress: Progress) -> list[dict]:
@@ -286,7 +286,7 @@ def _files_copy(folder: Path, progress: Progress) -> list[dict]:
         if not storage.exists(""):
             continue
         copied = []
-        for name in _storage_names(storage):
+        for name in storage_names(storage):
             target = folder / prefix / name
             target.parent.mkdir(parents=True, exist_ok=True)
             try:

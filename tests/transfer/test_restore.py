@@ -1,5 +1,6 @@
 """manage.py restore, end to end: real installations in their own processes."""
 
+import hashlib
 import json
 import shutil
 from pathlib import Path
@@ -81,3 +82,77 @@ def test_it_refuses_a_damaged_backup_and_changes_nothing(installation, filled, t
 
         assert refused.returncode != 0 and problem in refused.stderr, damage.__name__
         assert target.rows() == before and target.images() == {}, damage.__name__
+
+
+def manifest_fixed(copy: Path) -> None:
+    """Make the manifest's sizes and checksums match the files again, as a hand that damaged a
+    backup on purpose, or a tool that rewrote it, would."""
+    manifest = json.loads((copy / "manifest.json").read_text())
+    for entry in manifest["databases"] + manifest["files"]:
+        data = (copy / entry["name"]).read_bytes()
+        entry["size"], entry["sha256"] = len(data), hashlib.sha256(data).hexdigest()
+    (copy / "manifest.json").write_text(json.dumps(manifest))
+
+
+def store_damaged(copy: Path) -> None:
+    """4 KiB overwritten in the middle of the events store's file."""
+    manifest = json.loads((copy / "manifest.json").read_text())
+    (entry,) = [entry for entry in manifest["databases"] if "events" in entry["aliases"]]
+    path = copy / entry["name"]
+    data = bytearray(path.read_bytes())
+    middle = len(data) // 2
+    data[middle : middle + 4096] = bytes(range(256)) * 16
+    path.write_bytes(bytes(data[: len(path.read_bytes())]))
+    manifest_fixed(copy)
+
+
+def rows_miscounted(copy: Path) -> None:
+    manifest = json.loads((copy / "manifest.json").read_text())
+    manifest["rows"]["fragments"] += 1
+    (copy / "manifest.json").write_text(json.dumps(manifest))
+
+
+def test_it_refuses_a_damaged_store_or_a_wrong_count_and_a_good_backup_follows(
+    installation, filled, tmp_path
+):
+    source, folder = filled
+    target = installation("target")
+    before = target.rows()
+    for damage in (store_damaged, rows_miscounted):
+        copy = shutil.copytree(folder, tmp_path / damage.__name__)
+        damage(copy)
+
+        refused = target.restore(copy)
+
+        assert refused.returncode != 0, damage.__name__
+        assert "Restore refused: " in refused.stderr and "Traceback" not in refused.stderr
+        assert target.rows() == before and target.images() == {}, damage.__name__
+        assert not (target.data / "transfer-undo").exists()
+
+    restored = target.restore(folder)
+    assert restored.returncode == 0, restored.stderr
+    assert target.rows() == source.rows()
+
+
+def test_a_restore_failing_part_way_puts_everything_back(installation, filled):
+    source, folder = filled
+    target = installation("target")
+    before = target.rows()
+    # A file where the images' folder goes: the stores are restored, then the first image
+    # cannot be written.
+    (target.data / "media").mkdir(exist_ok=True)
+    (target.data / "media" / "images").write_bytes(b"in the way")
+
+    failed = target.restore(folder)
+
+    assert failed.returncode != 0 and "Traceback" not in failed.stderr
+    assert "could not be written" in failed.stderr
+    assert "The restore failed: the installation is as it was before it." in failed.stdout
+    assert target.rows() == before
+    assert (target.data / "media" / "images").read_bytes() == b"in the way"
+    assert not (target.data / "transfer-undo").exists()
+
+    (target.data / "media" / "images").unlink()
+    restored = target.restore(folder)
+    assert restored.returncode == 0, restored.stderr
+    assert target.rows() == source.rows() and target.images() == source.images()

@@ -1,0 +1,79 @@
+"""One restore or import at a time: real installations in their own processes."""
+
+import subprocess
+import sys
+
+import psycopg
+import pytest
+
+from tests.conftest import REPO
+from tests.transfer.installations import postgresql
+from transfer.lock import ADVISORY_KEY
+
+# Holds an installation's transfer lock as another restore would, until killed.
+HOLD_LOCK = """
+import sys, time
+from filelock import FileLock
+with FileLock(sys.argv[1]):
+    print("held", flush=True)
+    time.sleep(600)
+"""
+
+
+def test_a_second_restore_is_refused_while_one_runs(installation, filled):
+    _, folder = filled
+    target = installation("target")
+    before = target.rows()
+    holder = subprocess.Popen(
+        [sys.executable, "-c", HOLD_LOCK, str(target.data / "transfer.lock")],
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        assert holder.stdout.readline() == "held\n"
+        refused = target.restore(folder)
+    finally:
+        holder.kill()
+        holder.wait()
+
+    assert refused.returncode != 0
+    assert "another restore or import is running in this installation" in refused.stderr
+    assert target.rows() == before
+
+
+def test_of_two_restores_at_once_one_restores_and_the_other_is_refused(
+    installation, filled, tmp_path
+):
+    source, folder = filled
+    target = installation("target")
+    runs = [
+        subprocess.Popen(
+            [sys.executable, "manage.py", "restore", str(folder)],
+            cwd=REPO,
+            env=target.env,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        for _ in range(2)
+    ]
+    outcomes = sorted((run.wait(timeout=120), run.communicate()[1]) for run in runs)
+
+    assert [status for status, _ in outcomes] == [0, 1]
+    assert "another restore or import is running" in outcomes[1][1] or "not empty" in outcomes[1][1]
+    assert target.rows() == source.rows()
+
+
+def test_on_postgresql_the_store_s_advisory_lock_also_holds_it(installation, filled):
+    if not postgresql():
+        pytest.skip("PostgreSQL only: SQLite's stores are files in the data folder")
+    _, folder = filled
+    target = installation("target")
+    with psycopg.connect(target.database_urls["DATABASE_URL"], autocommit=True) as holder:
+        holder.execute("SELECT pg_advisory_lock(%s)", [ADVISORY_KEY])
+        refused = target.restore(folder)
+        imported = target.manage("import", str(folder))
+
+    assert refused.returncode != 0 and imported.returncode != 0
+    assert "the default store's advisory lock is held" in refused.stderr
+    assert "the default store's advisory lock is held" in imported.stderr
