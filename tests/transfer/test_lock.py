@@ -20,10 +20,12 @@ with FileLock(sys.argv[1]):
 """
 
 
-def test_a_second_restore_is_refused_while_one_runs(installation, filled):
+def test_every_restore_and_import_is_refused_while_another_runs(installation, filled, tmp_path):
     _, folder = filled
     target = installation("target")
     before = target.rows()
+    mira = tmp_path / "mira.jsonl"
+    mira.write_text("")
     holder = subprocess.Popen(
         [sys.executable, "-c", HOLD_LOCK, str(target.data / "transfer.lock")],
         stdout=subprocess.PIPE,
@@ -31,13 +33,23 @@ def test_a_second_restore_is_refused_while_one_runs(installation, filled):
     )
     try:
         assert holder.stdout.readline() == "held\n"
-        refused = target.restore(folder)
+        refused = [
+            target.manage(*command)
+            for command in (
+                ("restore", str(folder)),
+                ("restore", "--undo"),
+                ("import", str(folder)),
+                ("import_silentstar", str(tmp_path / "memory.sqlite")),
+                ("mira", "import", str(mira)),
+            )
+        ]
     finally:
         holder.kill()
         holder.wait()
 
-    assert refused.returncode != 0
-    assert "another restore or import is running in this installation" in refused.stderr
+    for done in refused:
+        assert done.returncode != 0, done.args
+        assert "another restore or import is running in this installation" in done.stderr
     assert target.rows() == before
 
 

@@ -5,6 +5,7 @@ from django.core.management.base import BaseCommand, CommandError
 from tqdm import tqdm
 
 from transfer.legacy import BATCH, TABLES, LegacyError, LegacyReport, legacy_import
+from transfer.lock import TransferBusy, one_at_a_time
 
 BAR_FROM = 20_000  # events from which the stages show a progress bar (on a terminal)
 
@@ -67,14 +68,17 @@ class Command(BaseCommand):
                 bars[stage].close()
 
         try:
-            report = legacy_import(
-                path=path,
-                events_path=events_path,
-                time_zone=time_zone,
-                dry_run=dry_run,
-                batch_size=batch,
-                progress=progress,
-            )
+            with one_at_a_time(what="import"):
+                report = legacy_import(
+                    path=path,
+                    events_path=events_path,
+                    time_zone=time_zone,
+                    dry_run=dry_run,
+                    batch_size=batch,
+                    progress=progress,
+                )
+        except TransferBusy as error:
+            raise CommandError(f"Import refused, nothing was changed: {error}") from None
         except LegacyError as error:
             if error.written:
                 raise CommandError(f"Import stopped part-way: {error}") from None

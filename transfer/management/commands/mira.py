@@ -7,6 +7,7 @@ from datetime import datetime
 from django.core.management.base import BaseCommand, CommandError
 from django.utils import timezone
 
+from transfer.lock import TransferBusy, one_at_a_time
 from transfer.mira import MiraError, mira_export, mira_import, mira_lines
 
 
@@ -32,11 +33,14 @@ class Command(BaseCommand):
     def handle(self, *args, action, file, **options):
         if action == "import":
             try:
-                if file == "-":
-                    done = mira_import(sys.stdin)
-                else:
-                    with open(file, encoding="utf-8") as lines:
-                        done = mira_import(lines)
+                with one_at_a_time(what="import"):
+                    if file == "-":
+                        done = mira_import(sys.stdin)
+                    else:
+                        with open(file, encoding="utf-8") as lines:
+                            done = mira_import(lines)
+            except TransferBusy as error:
+                raise CommandError(f"{file} refused, nothing imported: {error}") from None
             except OSError as error:
                 raise CommandError(f"{file}: {error.strerror}") from None
             except MiraError as error:
