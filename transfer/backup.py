@@ -3,8 +3,11 @@
 ``backup_create`` copies every distinct database (SQLite's backup API per store file,
 ``pg_dump`` per PostgreSQL database) and every file under MEDIA_ROOT into one folder, with a
 manifest of sizes and SHA-256 checksums, while the web and the worker keep running.
-``backup_restore`` checks a backup from end to end before it touches anything, then puts it
-into an empty installation. docs/backup.md describes the folder, the manifest and the rules.
+Each copy is checked by its own program (``database_file_check``: SQLite's integrity check,
+pg_restore's reading of a dump), so a damaged store is refused rather than called a backup, and a
+backup being written holds a lock on a file in its folder, so the next backup tells it from one
+whose run stopped. ``backup_verify`` checks a backup from end to end; ``transfer.restore`` puts
+one into an empty installation. docs/backup.md describes the folder, the manifest and the rules.
 """
 
 import hashlib
@@ -13,6 +16,7 @@ import os
 import posixpath
 import re
 import shutil
+import signal
 import sqlite3
 import subprocess
 from collections.abc import Callable, Iterator
@@ -25,6 +29,7 @@ import psycopg
 from django.conf import settings
 from django.core.files.storage import Storage, storages
 from django.db import connections
+from filelock import FileLock, Timeout
 from psycopg.conninfo import make_conninfo
 
 from events.models import Event
@@ -36,6 +41,17 @@ FORMAT = 1
 MANIFEST = "manifest.json"
 FOLDER_PREFIX = "silentstar-"
 FOLDER_TIME = "%Y-%m-%dT%H-%M-%SZ"
+BACKENDS = ("sqlite", "postgresql")
+# Held, in a backup's folder, by the run writing it: a folder without a manifest whose lock is
+# free is a backup whose run stopped. Removed once the manifest is written.
+WRITING = "writing.lock"
+# Held, in the folder the backups are made in, while a run makes its folder and takes that
+# folder's lock, and while a run removes the unfinished backups: so a folder is never seen
+# between its making and its lock.
+TIDYING = ".silentstar-backups.lock"
+TIDYING_WAIT = 60  # seconds
+# The problems of a damaged SQLite file named in a message; integrity_check reports up to 100.
+PROBLEMS_SHOWN = 3
 # What makes an installation non-empty, and what the manifest counts.
 MAIN_TABLES = {
     "events": Event,
@@ -74,6 +90,13 @@ class Database:
     @property
     def path(self) -> Path:
         return Path(settings.DATABASES[self.aliases[0]]["NAME"])
+
+    @property
+    def stores(self) -> str:
+        """The stores it holds, for a message: "the events store"."""
+        if len(self.aliases) == 1:
+            return f"the {self.aliases[0]} store"
+        return f"the {', '.join(self.aliases[:-1])} and {self.aliases[-1]} stores"
 
 
 def databases() -> list[Database]:
@@ -128,7 +151,7 @@ def _tool_major(path: str) -> int | None:
 
 def postgres_tool(name: str, *, server_major: int) -> str:
     """The path of ``pg_dump`` or ``pg_restore`` at least as new as the server: on the PATH, or
-    beside ``pg_config --bindir``."""
+    beside ``pg_config --bindir``. A ``server_major`` of 0 takes the first found."""
     candidates = []
     if on_path := shutil.which(name):
         candidates.append(on_path)
@@ -138,9 +161,10 @@ def postgres_tool(name: str, *, server_major: int) -> str:
         if bindir.returncode == 0 and beside.is_file():
             candidates.append(str(beside))
     if not candidates:
+        version = f", version {server_major} or newer" if server_major else ""
         raise BackupError(
-            f"{name} is missing: install PostgreSQL's client programs, version {server_major} "
-            "or newer (Debian: apt-get install postgresql-client), on the PATH or beside "
+            f"{name} is missing: install PostgreSQL's client programs{version} "
+            "(Debian: apt-get install postgresql-client), on the PATH or beside "
             "pg_config --bindir"
         )
     seen = []
@@ -153,6 +177,83 @@ def postgres_tool(name: str, *, server_major: int) -> str:
         f"{name} is older than the server (PostgreSQL {server_major}): found {', '.join(seen)}; "
         f"install the client programs of version {server_major} or newer"
     )
+
+
+# --- Checking a database file ----------------------------------------------------------------
+
+
+def database_file_check(path: Path, *, backend: str, what: str) -> None:
+    """Refuse a database file its own program finds unsound: SQLite's integrity check of a
+    store's file, pg_restore's reading of a PostgreSQL dump. ``what`` names the file in the
+    message ("the events store", "the backup's databases/events.sqlite3")."""
+    problems = _sqlite_problems(path) if backend == "sqlite" else _dump_problems(path, what=what)
+    if problems:
+        raise BackupError(f"{what} is damaged: {problems}")
+
+
+def _sqlite_problems(path: Path) -> str:
+    """What ``PRAGMA integrity_check`` reports of a file opened read-only, or "" when sound."""
+    try:
+        uri = f"{path.resolve().as_uri()}?mode=ro"
+        with closing(sqlite3.connect(uri, uri=True)) as connection:
+            found = [row[0] for row in connection.execute("PRAGMA integrity_check")]
+    except sqlite3.DatabaseError as error:  # "file is not a database", "… malformed"
+        return str(error)
+    if found == ["ok"]:
+        return ""
+    more = len(found) - PROBLEMS_SHOWN
+    shown = "; ".join(found[:PROBLEMS_SHOWN])
+    return f"{shown} (and {more} more)" if more > 0 else shown
+
+
+def _dump_problems(path: Path, *, what: str) -> str:
+    """What pg_restore reports of a custom-format dump, or "" when it reads it whole: its list
+    of contents must name tables, and every data block must read (``--list`` alone reads only
+    the table of contents at the start, and would pass a dump damaged further on)."""
+    pg_restore = _dump_reader()
+    listed = subprocess.run([pg_restore, "--list", str(path)], capture_output=True, text=True)
+    if listed.returncode == 0:
+        entries = [line for line in listed.stdout.splitlines() if not line.startswith(";")]
+        if not any(" TABLE " in entry for entry in entries):
+            return "pg_restore --list shows no table in it"
+        read = subprocess.run(
+            [pg_restore, f"--file={os.devnull}", str(path)], capture_output=True, text=True
+        )
+        if read.returncode == 0:
+            return ""
+        listed = read
+    shown = listed.stderr.strip() or _unsaid_failure(listed)
+    if "unsupported version" in shown:
+        raise BackupError(
+            f"{what} was written by a newer pg_dump than {pg_restore} can read ({shown}): "
+            "install PostgreSQL's client programs of its version or newer"
+        )
+    return shown
+
+
+def _unsaid_failure(done: subprocess.CompletedProcess) -> str:
+    """A program's failure that printed nothing: pg_restore crashes on some damaged dumps."""
+    run = f"{Path(done.args[0]).name} {done.args[1]}"
+    if done.returncode < 0:
+        return f"{run} crashed on it ({signal.Signals(-done.returncode).name})"
+    return f"{run} failed on it (exit status {done.returncode})"
+
+
+def _dump_reader() -> str:
+    """The pg_restore to read a dump with: as new as this installation's PostgreSQL server when
+    there is one to ask, since that server's pg_dump made its dumps. Without one (a SQLite
+    installation checking a PostgreSQL backup, a server that does not answer) any pg_restore
+    found does: reading a dump needs no server, and one too old for a dump says so, which
+    ``_dump_problems`` passes on."""
+    for database in databases():
+        if database.backend == "postgresql":
+            try:
+                with pg_connect(database.aliases[0]) as connection:
+                    major = connection.info.server_version // 10000
+            except psycopg.OperationalError:
+                break
+            return postgres_tool("pg_restore", server_major=major)
+    return postgres_tool("pg_restore", server_major=0)
 
 
 # --- Backing up -------------------------------------------------------------------------------
@@ -172,7 +273,11 @@ class _SqlitePin:
             database.path, isolation_level=None, timeout=settings.SQLITE_BUSY_TIMEOUT_MS / 1000
         )
         self.connection.execute("BEGIN")
-        self.connection.execute("SELECT count(*) FROM sqlite_master").fetchone()  # takes it
+        try:
+            self.connection.execute("SELECT count(*) FROM sqlite_master").fetchone()  # takes it
+        except sqlite3.DatabaseError as error:
+            self.connection.close()
+            raise BackupError(f"{database.stores} is damaged: {error}") from None
 
     def table_exists(self, table: str) -> bool:
         found = self.connection.execute(
@@ -184,10 +289,13 @@ class _SqlitePin:
         return self.connection.execute(sql).fetchall()
 
     def copy_to(self, path: Path) -> None:
-        with closing(sqlite3.connect(path)) as copy:
-            self.connection.backup(copy)
-            # One self-contained file: no write-ahead log beside it to lose or to mismatch.
-            copy.execute("PRAGMA journal_mode=DELETE")
+        try:
+            with closing(sqlite3.connect(path)) as copy:
+                self.connection.backup(copy)
+                # One self-contained file: no write-ahead log beside it to lose or to mismatch.
+                copy.execute("PRAGMA journal_mode=DELETE")
+        except sqlite3.DatabaseError as error:  # "database or disk is full"
+            raise BackupError(f"cannot write {path}: {error}") from None
 
     def close(self) -> None:
         self.connection.close()
@@ -304,7 +412,6 @@ def _files_copy(folder: Path, progress: Progress) -> list[dict]:
 
 
 def _folder_new(into: Path, now: datetime) -> Path:
-    into.mkdir(parents=True, exist_ok=True)
     stem = f"{FOLDER_PREFIX}{now:{FOLDER_TIME}}"
     for n in range(100):
         folder = into / (stem if n == 0 else f"{stem}-{n}")
@@ -316,26 +423,87 @@ def _folder_new(into: Path, now: datetime) -> Path:
     raise BackupError(f"too many backups named {stem} in {into}")
 
 
+def _unfinished_remove(into: Path, progress: Progress) -> None:
+    """Remove the backups in ``into`` whose run stopped before their manifest: those whose
+    folder's lock is free. A backup being written holds its lock, and is left alone."""
+    for folder in sorted(into.glob(f"{FOLDER_PREFIX}*")):
+        if not folder.is_dir() or (folder / MANIFEST).exists():
+            continue
+        writing = FileLock(folder / WRITING, timeout=0)
+        try:
+            writing.acquire()
+        except Timeout:
+            continue  # its run is writing it
+        try:
+            # Its run may have written the manifest and let go since the look above; then the
+            # lock file is one this acquire made again, in a finished backup.
+            finished = (folder / MANIFEST).exists()
+            if finished:
+                (folder / WRITING).unlink(missing_ok=True)
+            else:
+                shutil.rmtree(folder)
+        finally:
+            writing.release()
+        if not finished:
+            progress(f"Removed the unfinished backup {folder} (no manifest; its run stopped)")
+
+
+def _folder_claim(
+    into: Path, *, here: bool, now: datetime, stack: ExitStack, progress: Progress
+) -> Path:
+    """The backup's folder, made and held (its WRITING lock taken until ``stack`` closes):
+    ``into`` itself with ``here``, else a new ``silentstar-<UTC time>`` in it, after the
+    unfinished backups there are removed."""
+    into.mkdir(parents=True, exist_ok=True)
+    if here:
+        if any(into.iterdir()):
+            raise BackupError(f"{into} is not empty: a backup goes into an empty folder")
+        stack.enter_context(FileLock(into / WRITING, timeout=0))
+        return into
+    try:
+        with FileLock(into / TIDYING, timeout=TIDYING_WAIT):
+            _unfinished_remove(into, progress)
+            folder = _folder_new(into, now)
+            stack.enter_context(FileLock(folder / WRITING, timeout=0))
+    except Timeout:
+        raise BackupError(
+            f"another backup into {into} has held {into / TIDYING} for {TIDYING_WAIT} s: "
+            "it may be removing large unfinished backups; run this one again when it is done"
+        ) from None
+    return folder
+
+
 def backup_create(*, into: Path, here: bool = False, progress: Progress = print) -> Path:
     """Back up the installation into a new folder ``silentstar-<UTC time>`` inside ``into``
-    (with ``here``, into ``into`` itself, which must be empty or missing). Returns the folder;
-    a backup that fails part-way is removed."""
+    (with ``here``, into ``into`` itself, which must be empty or missing), after removing the
+    backups there whose run stopped part-way. Returns the folder; a backup that fails part-way,
+    or whose copy of a store is damaged, is removed."""
     now = datetime.now(UTC)
-    if here:
-        if into.exists() and any(into.iterdir()):
-            raise BackupError(f"{into} is not empty: a backup goes into an empty folder")
-        into.mkdir(parents=True, exist_ok=True)
-        folder = into
-    else:
-        folder = _folder_new(into, now)
-    try:
-        _backup_write(folder, now=now, progress=progress)
-    except BaseException:
-        shutil.rmtree(folder, ignore_errors=True)
-        if here:
-            folder.mkdir()
-        raise
+    with ExitStack() as stack:
+        try:
+            folder = _folder_claim(into, here=here, now=now, stack=stack, progress=progress)
+        except OSError as error:
+            raise BackupError(f"cannot write into {into}: {error.strerror}") from None
+        try:
+            _backup_write(folder, now=now, progress=progress)
+            (folder / WRITING).unlink()
+        except BaseException as error:
+            shutil.rmtree(folder, ignore_errors=True)
+            if here:
+                folder.mkdir()
+            if isinstance(error, BackupError):
+                raise BackupError(f"{error}; the backup was removed") from None
+            if isinstance(error, OSError):
+                raise BackupError(f"{_failed_on(error, folder)}; the backup was removed") from None
+            raise
     return folder
+
+
+def _failed_on(error: OSError, folder: Path) -> str:
+    """An operating system's refusal as a sentence naming the folder written or the file read."""
+    if error.filename is None or Path(error.filename).is_relative_to(folder):
+        return f"cannot write into {folder}: {error.strerror}"
+    return f"cannot read {error.filename}: {error.strerror}"
 
 
 def _backup_write(folder: Path, *, now: datetime, progress: Progress) -> None:
@@ -350,14 +518,22 @@ def _backup_write(folder: Path, *, now: datetime, progress: Progress) -> None:
             stack.callback(pin.close)
             pinned.append((database, pin))
         for database, pin in pinned:
-            for app, name in _schema_applied(pin).items():
-                schema[app] = max(schema.get(app, name), name)
-            for key, model in MAIN_TABLES.items():
-                table = model._meta.db_table
-                if store_of(model) in database.aliases and pin.table_exists(table):
-                    rows[key] = pin.rows(f"SELECT count(*) FROM {table}")[0][0]
+            try:
+                for app, name in _schema_applied(pin).items():
+                    schema[app] = max(schema.get(app, name), name)
+                for key, model in MAIN_TABLES.items():
+                    table = model._meta.db_table
+                    if store_of(model) in database.aliases and pin.table_exists(table):
+                        rows[key] = pin.rows(f"SELECT count(*) FROM {table}")[0][0]
+            except sqlite3.DatabaseError as error:
+                raise BackupError(f"{database.stores} is damaged: {error}") from None
             pin.copy_to(folder / database.file_name)
             pin.close()  # lets the app's log be checkpointed while the others are copied
+            # The copy holds the store's pages as they are: a damaged store is refused here
+            # rather than carried into a backup that looks sound.
+            database_file_check(
+                folder / database.file_name, backend=database.backend, what=database.stores
+            )
             entry = {
                 "name": database.file_name,
                 "backend": database.backend,
@@ -430,18 +606,48 @@ def manifest_read(folder: Path) -> dict:
         name = PurePosixPath(str(entry.get("name", "")))
         if name.is_absolute() or ".." in name.parts or len(name.parts) < 2:
             raise BackupError(f"{path} names a file outside the backup: {entry.get('name')!r}")
+    for entry in manifest["databases"]:
+        if entry.get("backend") not in BACKENDS:
+            raise BackupError(
+                f"{path} gives {entry['name']} the backend {entry.get('backend')!r}, "
+                f"not one of {', '.join(BACKENDS)}"
+            )
     return manifest
 
 
+def _linked(folder: Path, name: str) -> bool:
+    """Whether a part of ``folder / name`` below the folder is a symbolic link, which could
+    bring a file from anywhere on the machine into the installation."""
+    path = folder
+    for part in PurePosixPath(name).parts:
+        path = path / part
+        if path.is_symlink():
+            return True
+    return False
+
+
 def backup_verify(folder: Path) -> dict:
-    """The manifest of a backup whose every file is present, of its size and checksum."""
+    """The manifest of a sound backup: every file it names present, its own (no symbolic link
+    on the way to it), of its size and checksum, and every database file found sound by
+    ``database_file_check``."""
+    if _linked(folder, MANIFEST):
+        raise BackupError(f"{folder / MANIFEST} is a symbolic link: a backup holds its own files")
     manifest = manifest_read(folder)
     for entry in manifest["databases"] + manifest["files"]:
         path = folder / entry["name"]
+        if _linked(folder, entry["name"]):
+            raise BackupError(
+                f"{entry['name']} is, or lies under, a symbolic link: a backup holds its own files"
+            )
         if not path.is_file():
             raise BackupError(f"the backup is incomplete: {entry['name']} is missing")
         if path.stat().st_size != entry["size"] or _digest(path) != entry["sha256"]:
             raise BackupError(f"the backup is damaged: {entry['name']} fails its checksum")
+    # After the checksums, which are quicker: a file damaged since the backup fails them first.
+    for entry in manifest["databases"]:
+        database_file_check(
+            folder / entry["name"], backend=entry["backend"], what=f"the backup's {entry['name']}"
+        )
     return manifest
 
 

@@ -279,3 +279,24 @@ def checksums_hold(folder: Path) -> dict:
         data = (folder / entry["name"]).read_bytes()
         assert (len(data), hashlib.sha256(data).hexdigest()) == (entry["size"], entry["sha256"])
     return manifest
+
+
+def overwrite_middle(path: Path, size: int = 4096) -> None:
+    """Damage a file as a failing disk would: ``size`` bytes in its middle overwritten, on a
+    boundary of SQLite's pages."""
+    data = bytearray(path.read_bytes())
+    start = len(data) // 2 // size * size
+    data[start : start + size] = bytes(range(256)) * (size // 256)
+    path.write_bytes(bytes(data))
+
+
+def manifest_fix(folder: Path, name: str) -> None:
+    """Write the size and checksum of the file ``name`` as it is now into the backup's
+    manifest, as someone hiding a damage would."""
+    path = folder / "manifest.json"
+    manifest = json.loads(path.read_text())
+    data = (folder / name).read_bytes()
+    for entry in manifest["databases"] + manifest["files"]:
+        if entry["name"] == name:
+            entry.update(size=len(data), sha256=hashlib.sha256(data).hexdigest())
+    path.write_text(json.dumps(manifest, indent=2))

@@ -2,8 +2,12 @@
 
 import json
 import os
+import shutil
+import signal
 import subprocess
 import sys
+import time
+from pathlib import Path
 
 import pytest
 
@@ -13,7 +17,10 @@ from tests.transfer.installations import (
     CONSISTENCY,
     FILL,
     WRITE,
+    Installation,
     checksums_hold,
+    manifest_fix,
+    overwrite_middle,
     postgresql,
 )
 
@@ -69,12 +76,13 @@ def test_a_backup_taken_while_turns_are_written_restores_a_consistent_state(inst
 def test_keep_deletes_only_the_older_finished_backups(installation, tmp_path):
     source = installation("source")
     backups = tmp_path / "backups"
-    unfinished = backups / "silentstar-2000-01-01T00-00-00Z"
-    unfinished.mkdir(parents=True)
-    (backups / "notes").mkdir()
+    (backups / "notes").mkdir(parents=True)
+    (backups / "silentstar-notes.txt").write_text("not a backup")
     made = [source.backup(backups, "--keep", "2") for _ in range(3)]
 
-    assert sorted(backups.iterdir()) == sorted([*made[1:], unfinished, backups / "notes"])
+    assert sorted(backups.iterdir()) == sorted(
+        [*made[1:], backups / "notes", backups / "silentstar-notes.txt", backups / TIDYING]
+    )
 
 
 def test_on_postgresql_each_database_is_dumped_once_with_the_stores_it_holds(
@@ -110,4 +118,264 @@ def test_on_postgresql_a_missing_pg_dump_is_named(installation, tmp_path):
     failed = source.manage("backup", str(tmp_path / "backups"), env={"PATH": str(nowhere)})
 
     assert failed.returncode != 0 and "pg_dump is missing" in failed.stderr
-    assert list((tmp_path / "backups").iterdir()) == []
+    assert backup_folders(tmp_path / "backups") == []
+
+
+TIDYING = ".silentstar-backups.lock"
+
+
+def backup_folders(into: Path) -> list[Path]:
+    return sorted(into.glob("silentstar-*"))
+
+
+def refused(done: subprocess.CompletedProcess, *said: str) -> None:
+    """The command failed with a sentence saying each of ``said``, not a traceback."""
+    assert done.returncode != 0, done.stdout
+    assert "Traceback" not in done.stderr, done.stderr
+    for words in said:
+        assert words in done.stderr, done.stderr
+
+
+def test_a_backup_of_a_damaged_store_is_refused_and_removed(installation, tmp_path):
+    if postgresql():
+        pytest.skip("SQLite only: PostgreSQL's pages are the server's, not files to damage")
+    source = installation("source")
+    source.shell(FILL)
+    overwrite_middle(source.data / "events.sqlite3")
+    backups = tmp_path / "backups"
+
+    failed = source.manage("backup", str(backups))
+
+    refused(failed, "Backup failed: the events store is damaged: ", "the backup was removed")
+    assert backup_folders(backups) == []
+
+
+@pytest.fixture
+def backup_copy(filled, tmp_path) -> Path:
+    """A copy of the filled installation's backup, to damage."""
+    _, folder = filled
+    return Path(shutil.copytree(folder, tmp_path / folder.name))
+
+
+def test_verify_says_a_sound_backup_is_sound_with_its_time_and_rows(filled, backup_copy):
+    source, _ = filled
+    manifest = json.loads((backup_copy / "manifest.json").read_text())
+
+    checked = source.manage("backup", "--verify", str(backup_copy))
+
+    assert checked.returncode == 0, checked.stderr
+    rows = manifest["rows"]
+    assert checked.stdout.strip() == (
+        f"{backup_copy} is a sound backup, made {manifest['created']} (events: {rows['events']}, "
+        f"working memory: {rows['working_memory']}, fragments: {rows['fragments']}, "
+        f"summaries: {rows['summaries']})"
+    )
+
+
+def database_damaged(folder: Path, manifest: dict) -> str:
+    """4 KiB overwritten in the middle of a database file, its checksum made to match."""
+    name = manifest["databases"][0]["name"]
+    overwrite_middle(folder / name)
+    manifest_fix(folder, name)
+    return f"the backup's {name} is damaged: "
+
+
+def not_a_database(folder: Path, manifest: dict) -> str:
+    name = manifest["databases"][0]["name"]
+    (folder / name).write_text("a shopping list\n" * 100)
+    manifest_fix(folder, name)
+    return f"the backup's {name} is damaged: "
+
+
+def dump_cut_short(folder: Path, manifest: dict) -> str:
+    """A dump without its last bytes: the table of contents at its start still reads."""
+    if not postgresql():
+        pytest.skip("PostgreSQL only: a dump's data lies after the contents pg_restore lists")
+    name = manifest["databases"][0]["name"]
+    data = (folder / name).read_bytes()
+    (folder / name).write_bytes(data[:-100])
+    manifest_fix(folder, name)
+    return f"the backup's {name} is damaged: pg_restore: error: could not read from input file"
+
+
+def database_linked(folder: Path, manifest: dict) -> str:
+    """A database file swapped for a link to the same bytes elsewhere: it passes its checksum."""
+    name = manifest["databases"][-1]["name"]
+    outside = folder.parent / "outside"
+    (folder / name).rename(outside)
+    (folder / name).symlink_to(outside)
+    return f"{name} is, or lies under, a symbolic link"
+
+
+def media_linked(folder: Path, manifest: dict) -> str:
+    outside = folder.parent / "outside-media"
+    (folder / "media").rename(outside)
+    (folder / "media").symlink_to(outside)
+    return f"{manifest['files'][0]['name']} is, or lies under, a symbolic link"
+
+
+def manifest_linked(folder: Path, manifest: dict) -> str:
+    outside = folder.parent / "outside-manifest.json"
+    (folder / "manifest.json").rename(outside)
+    (folder / "manifest.json").symlink_to(outside)
+    return "manifest.json is a symbolic link"
+
+
+def image_changed(folder: Path, manifest: dict) -> str:
+    name = manifest["files"][0]["name"]
+    with (folder / name).open("ab") as image:
+        image.write(b"!")
+    return f"the backup is damaged: {name} fails its checksum"
+
+
+def unfinished(folder: Path, manifest: dict) -> str:
+    (folder / "manifest.json").unlink()
+    return "manifest.json is missing"
+
+
+@pytest.mark.parametrize(
+    "damage",
+    [
+        database_damaged,
+        not_a_database,
+        dump_cut_short,
+        database_linked,
+        media_linked,
+        manifest_linked,
+        image_changed,
+        unfinished,
+    ],
+)
+def test_verify_names_what_is_wrong_with_a_backup(filled, backup_copy, damage):
+    source, _ = filled
+    said = damage(backup_copy, json.loads((backup_copy / "manifest.json").read_text()))
+
+    checked = source.manage("backup", "--verify", str(backup_copy))
+
+    refused(checked, f"{backup_copy} is not a sound backup: ", said)
+
+
+def made_bigger(installation: Installation) -> None:
+    """An image of 64 MiB, so a backup takes long enough to be caught part-way."""
+    images = installation.data / "media" / "images" / "2026" / "11"
+    images.mkdir(parents=True, exist_ok=True)
+    (images / "large.png").write_bytes(os.urandom(2**26))
+
+
+def backup_caught(installation: Installation, into: Path) -> tuple[subprocess.Popen, Path]:
+    """A backup into ``into`` run in its own process and stopped (SIGSTOP) once its databases
+    folder has its first file: ``(process, its folder)``."""
+    running = subprocess.Popen(
+        [sys.executable, "manage.py", "backup", str(into)],
+        cwd=REPO,
+        env=installation.env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    deadline = time.monotonic() + 60
+    while not (caught := unfinished_with_a_database(into)):
+        assert running.poll() is None and time.monotonic() < deadline, running.communicate()
+        time.sleep(0.002)
+    running.send_signal(signal.SIGSTOP)
+    (folder,) = caught
+    assert not (folder / "manifest.json").exists(), "the backup finished before it was caught"
+    return running, folder
+
+
+def unfinished_with_a_database(into: Path) -> list[Path]:
+    return [
+        folder
+        for folder in backup_folders(into)
+        if not (folder / "manifest.json").exists() and any(folder.glob("databases/*"))
+    ]
+
+
+def test_a_backup_killed_part_way_is_removed_by_the_next_one(installation, tmp_path):
+    source = installation("source")
+    made_bigger(source)
+    backups = tmp_path / "backups"
+    killed, half = backup_caught(source, backups)
+    killed.kill()
+    killed.communicate()
+
+    done = source.manage("backup", str(backups))
+
+    assert done.returncode == 0, done.stderr
+    assert f"Removed the unfinished backup {half} (no manifest; its run stopped)" in done.stdout
+    (made,) = backup_folders(backups)
+    assert made != half and not half.exists()
+    checksums_hold(made)
+    assert not (made / "writing.lock").exists()
+
+
+def test_a_running_backup_is_left_alone_and_not_counted_by_keep(installation, tmp_path):
+    source = installation("source")
+    made_bigger(source)
+    backups = tmp_path / "backups"
+    older = source.backup(backups)
+    running, writing = backup_caught(source, backups)
+    try:
+        newer = source.backup(backups, "--keep", "1")
+        assert backup_folders(backups) == sorted([writing, newer])  # the older one deleted
+        assert not (writing / "manifest.json").exists()
+    finally:
+        running.send_signal(signal.SIGCONT)
+        out, errors = running.communicate(timeout=120)
+    assert running.returncode == 0, errors
+    assert f"Backup written to {writing}" in out
+    assert not older.exists()
+    checksums_hold(writing)
+    assert not (writing / "writing.lock").exists()
+
+
+def on_a_filesystem_of_its_own(
+    installation: Installation, folder: Path, options: str, *args: str
+) -> subprocess.CompletedProcess:
+    """``manage.py ARGS`` with ``folder`` a new tmpfs mounted with ``options``, in a mount
+    namespace of its own (the filesystem goes with the process); what the folder holds
+    afterwards is the last line of its output."""
+    folder.mkdir()
+    command = [sys.executable, "manage.py", *args]
+    script = (
+        'mount -t tmpfs -o "$OPTIONS" silentstar-test "$FOLDER" || exit 97\n'
+        '"$@"\n'
+        "status=$?\n"
+        'echo "left:" $(ls -A "$FOLDER")\n'
+        "exit $status\n"
+    )
+    done = subprocess.run(
+        ["unshare", "--mount", "--map-root-user", "sh", "-c", script, "sh", *command],
+        cwd=REPO,
+        env={**installation.env, "OPTIONS": options, "FOLDER": str(folder)},
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    if done.returncode == 97 or "unshare failed" in done.stderr:
+        pytest.skip(f"a filesystem of its own cannot be mounted here: {done.stderr.strip()}")
+    return done
+
+
+def test_a_backup_onto_a_read_only_folder_says_so(installation, tmp_path):
+    source = installation("source")
+    read_only = tmp_path / "read-only"
+
+    done = on_a_filesystem_of_its_own(source, read_only, "ro,size=1m", "backup", str(read_only))
+
+    refused(done, f"Backup failed: cannot write into {read_only}: Read-only file system")
+
+
+@pytest.mark.parametrize("size", ["256k", "2m"])  # too small for the databases; for the files
+def test_a_backup_onto_a_full_disk_says_so_and_removes_what_it_wrote(installation, tmp_path, size):
+    source = installation("source")
+    source.shell(FILL)
+    images = source.data / "media" / "images"
+    (images / "large.png").write_bytes(os.urandom(4 * 2**20))
+    small = tmp_path / "small"
+
+    done = on_a_filesystem_of_its_own(source, small, f"size={size}", "backup", str(small))
+
+    refused(done, "Backup failed: ", "the backup was removed")
+    assert "No space left on device" in done.stderr or "disk is full" in done.stderr
+    assert done.stdout.splitlines()[-1] == f"left: {TIDYING}"
