@@ -23,6 +23,7 @@ import tempfile
 import time
 from contextlib import ExitStack, contextmanager
 from pathlib import Path
+from urllib.parse import urlsplit, urlunsplit
 
 from django.conf import settings
 from django.core.management import call_command
@@ -54,6 +55,7 @@ STORE_URLS = [
     "SNAPSHOTS_DATABASE_URL",
 ]
 TURNS_AT_ONCE = 10  # turns a size runs before the other takes its turn
+FAULTS_DATABASE = "silentstar_faults_"  # the start of the name of the faults run's databases
 
 
 class BenchError(Exception):
@@ -231,14 +233,33 @@ def parser() -> argparse.ArgumentParser:
     faults = words.add_parser(
         "faults",
         help="faults injected into turns answered by a real worker: what was lost or doubled",
-        description="Throwaway SQLite stores, a real worker (manage.py qcluster) and the fake "
-        "Messages API; messages sent through the chat page's endpoint, each meeting one fault "
+        description="Throwaway stores, a real worker (manage.py qcluster) and the fake "
+        "Messages API; messages sent through the chat page's endpoint, each meeting one fault, "
+        "and restores and imports of the installation killed part-way "
         f"({', '.join(KINDS)}). Prints the faults by kind, events lost, duplicated, turns "
-        "stuck (goal: 0 each) and the longest time to recover; exits with status 1 if any is "
-        "not 0 or a fault did not happen. Linux only (it reads /proc).",
+        "stuck, messages refused (goal: 0 each) and the longest time to recover; exits with "
+        "status 1 if any is not 0 or a fault did not happen. Linux only (it reads /proc).",
     )
-    faults.add_argument("--faults", type=int, default=208, help="faults to inject")
+    faults.add_argument("--faults", type=int, default=len(KINDS) * 16, help="faults to inject")
     faults.add_argument("--seed", type=int, default=0, help="the order of the kinds")
+    faults.add_argument(
+        "--backend",
+        choices=("sqlite", "postgresql"),
+        default="sqlite",
+        help="SQLite stores, or databases of the run's own on the PostgreSQL server of "
+        "DATABASE_URL (scripts/postgres makes a throwaway one), dropped afterwards",
+    )
+    faults.add_argument(
+        "--redis",
+        action="store_true",
+        help="the Redis broker, on a redis-server of the run's own (needs redis-server)",
+    )
+    faults.add_argument(
+        "--workers",
+        type=int,
+        default=settings.Q_CLUSTER["workers"],
+        help="the worker's processes (SILENTSTAR_Q_WORKERS; default: %(default)s)",
+    )
     faults.add_argument(
         "--json", type=Path, dest="json_file", metavar="FILE", help="also write the figures here"
     )
@@ -706,18 +727,31 @@ def _generate(asked: argparse.Namespace) -> None:
 
 def _faults(asked: argparse.Namespace) -> None:
     """Faults injected into turns answered by a real worker (bench/faults.py)."""
-    if asked.faults < 1:
-        raise BenchError("--faults must be at least 1")
+    if asked.faults < 1 or asked.workers < 1:
+        raise BenchError("--faults and --workers must be at least 1")
     if asked.inside:
-        _migrate_throwaway_stores()
+        _faults_stores_migrate()
         result = faults_run(faults=asked.faults, seed=asked.seed, progress=_note)
         print(json.dumps(result))
         return
-    result = _run_inside(["faults", "--faults", str(asked.faults), "--seed", str(asked.seed)])
+    with ExitStack() as stack:
+        env = {"SILENTSTAR_Q_WORKERS": str(asked.workers)}
+        if asked.backend == "postgresql":
+            env["DATABASE_URL"] = stack.enter_context(_faults_database())
+        if asked.redis:
+            env["REDIS_URL"] = stack.enter_context(_redis_throwaway())
+        result = _run_inside(
+            ["faults", "--faults", str(asked.faults), "--seed", str(asked.seed)], env=env
+        )
     if asked.json_file:
         asked.json_file.write_text(json.dumps(result, indent=1) + "\n", encoding="utf-8")
+    _faults_print(result)
+
+
+def _faults_print(result: dict) -> None:
     print(
-        f"{result['faults']} faults (seed {result['seed']}) in {result['seconds']:.0f} s, "
+        f"{result['faults']} faults (seed {result['seed']}) in {result['seconds']:.0f} s on "
+        f"{result['database']}, the {result['broker']} broker and {result['workers']} workers, "
         f"{result['messages']} messages sent through the chat page to a real worker; stale "
         f"after {result['stale_seconds']} s, the recovery check every "
         f"{result['recovery_every_s']:g} s"
@@ -728,9 +762,18 @@ def _faults(asked: argparse.Namespace) -> None:
             f"{kind:<20} {figures['faults']:>6} {figures['injected']:>9} "
             f"{figures['recovered']:>10} {figures['longest_s']:>10.1f}"
         )
+    for kind, figures in result["kinds"].items():
+        if "left" in figures:
+            left = ", ".join(f"{state} {n}" for state, n in sorted(figures["left"].items()))
+            print(f"{kind}, what the kill left: {left or 'no run'}")
     print(f"events lost: {result['events_lost']} (goal 0)")
     print(f"duplicated: {result['duplicated']} (goal 0)")
     print(f"turns stuck: {result['turns_stuck']} (goal 0)")
+    print(f"messages refused: {result['messages_refused']} (goal 0)")
+    print(
+        f"restores and imports left neither untouched, complete nor refused by manage.py check: "
+        f"{result['transfers_left_unsafe']} (goal 0)"
+    )
     print(f"image files left behind: {result['images_left_behind']} (goal 0)")
     print(
         f"turns re-run beyond their fault: {result['turns_rerun']} (goal 0: a second call to "
@@ -749,10 +792,58 @@ def _faults(asked: argparse.Namespace) -> None:
     missed = [
         kind for kind, figures in result["kinds"].items() if figures["injected"] < figures["faults"]
     ]
-    failed = result["events_lost"] + result["duplicated"] + result["turns_stuck"]
-    if failed or result["images_left_behind"] or missed:
+    failed = (
+        result["events_lost"]
+        + result["duplicated"]
+        + result["turns_stuck"]
+        + result["messages_refused"]
+        + result["transfers_left_unsafe"]
+        + result["images_left_behind"]
+    )
+    if failed or missed:
         missed_text = f"; faults that did not happen: {', '.join(missed)}" if missed else ""
         raise BenchError(f"the system did not come through every fault{missed_text}")
+
+
+def _faults_stores_migrate() -> None:
+    """The throwaway stores the outer command made: SQLite files, or its own PostgreSQL
+    database."""
+    own_database = settings.DATABASES["default"]["NAME"]
+    throwaway = "sqlite" in settings.DATABASES["events"]["ENGINE"] or str(own_database).startswith(
+        FAULTS_DATABASE
+    )
+    if not settings.COMPANION_OFFLINE or not throwaway:
+        raise BenchError("--inside runs only in throwaway stores, offline")
+    _stores_migrate()
+
+
+@contextmanager
+def _faults_database():
+    """A database of the run's own on the PostgreSQL server of DATABASE_URL; yields its URL.
+    Afterwards it is dropped with every database named after it (the restore and import
+    faults' installations)."""
+    import psycopg
+
+    url = os.environ.get("DATABASE_URL", "")
+    if not url:
+        raise BenchError(
+            "--backend postgresql needs DATABASE_URL naming a PostgreSQL server: run it under "
+            "scripts/postgres"
+        )
+    parts = urlsplit(url)
+    server_url = urlunsplit(parts._replace(path="/postgres"))
+    name = f"{FAULTS_DATABASE}{secrets.token_hex(4)}"
+    with psycopg.connect(server_url, autocommit=True) as server:
+        server.execute(f'CREATE DATABASE "{name}"')
+    try:
+        yield urlunsplit(parts._replace(path=f"/{name}"))
+    finally:
+        with psycopg.connect(server_url, autocommit=True) as server:
+            made = server.execute(
+                "SELECT datname FROM pg_database WHERE starts_with(datname, %s)", [name]
+            )
+            for (made_name,) in made.fetchall():
+                server.execute(f'DROP DATABASE "{made_name}" WITH (FORCE)')
 
 
 # --- fuzz ---------------------------------------------------------------------------------------
@@ -916,13 +1007,14 @@ def _continuity(asked: argparse.Namespace) -> None:
 # --- throwaway stores --------------------------------------------------------------------------
 
 
-def _run_inside(arguments: list[str]) -> dict:
-    """Run this command again, with --inside, in a new process on throwaway SQLite stores."""
+def _run_inside(arguments: list[str], *, env: dict[str, str] | None = None) -> dict:
+    """Run this command again, with --inside, in a new process on throwaway SQLite stores (or
+    the stores ``env`` names)."""
     with tempfile.TemporaryDirectory(prefix="silentstar-bench-") as data_dir:
         done = subprocess.run(
             _inside_command(arguments),
             cwd=settings.BASE_DIR,
-            env=_inside_env(data_dir),
+            env={**_inside_env(data_dir), **(env or {})},
             stdout=subprocess.PIPE,
             text=True,
         )

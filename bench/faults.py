@@ -1,7 +1,8 @@
 """``python -m bench faults``: faults injected into turns answered by a real worker, and what
 was left of each message afterwards.
 
-``faults_run`` runs in migrated throwaway SQLite stores (the command sets them up). It starts
+``faults_run`` runs in migrated throwaway stores (the command sets them up: SQLite files, or a
+PostgreSQL database of its own), with the broker and workers the command chose. It starts
 the fake Messages API (``bench/fakeapi.py``) in this process and a real ``manage.py qcluster``
 pointed at it, signs in with Django's test client and sends messages through the chat page's
 own endpoint (``/messages/``), one at a time. Each message meets one fault:
@@ -13,15 +14,29 @@ own endpoint (``/messages/``), one at a time. Each message meets one fault:
   benchmark presses retry as the page does (``/turns/N/retry/``);
 - the worker streaming the reply (the process holding the connection to the fake API) is sent
   SIGKILL, or SIGTERM;
-- another connection holds the event store's write lock (``BEGIN IMMEDIATE``) for longer than
-  the worker's busy timeout while the reply streams and is recorded;
-- the disk fills while the message's image is written.
+- another connection holds the event log's write lock for longer than the worker's busy
+  timeout while the reply streams and is recorded: ``BEGIN IMMEDIATE`` on SQLite's events file;
+  on PostgreSQL ``LOCK TABLE`` on the log's table, which the reply's insert waits on (the
+  advisory lock of ``heart.services`` is taken by a person's message only);
+- the disk fills while the message's image is written;
+- ``manage.py restore`` of a backup of the installation as it stands, or ``manage.py import``
+  of its export, into a new empty installation of the same backend, is sent SIGKILL at a
+  random moment; then the command runs again.
 
 **The full disk** is a real refusal by the kernel, not a storage that pretends: for the one
 request, the process's ``RLIMIT_FSIZE`` is lowered below the image's size (and ``SIGXFSZ``
 ignored), so the unmodified ``FileSystemStorage`` gets ``EFBIG`` part-way through the image,
 as it gets ``ENOSPC`` on a full disk. An unprivileged process cannot fill a real file system
 without filling the machine's. The person then sends again, and that message is answered.
+
+**The killed restore and import** each go into an installation of their own: a copy of one
+migrated with its owner account, made once (its data folder copied; on PostgreSQL a database
+made from it as a ``TEMPLATE``). The moment is drawn between the command's start and its last
+line, as long as that took in a whole run measured at the kind's first fault; the kill comes at
+the last line at the latest, so it always lands before the command ends. The installation must
+then be untouched (no events), complete (the source's events), or half-filled and refused by
+``manage.py check`` (``transfer.E001``); the command run again must succeed, unless the first
+had finished, and leave exactly the source's events.
 
 **Recovery by itself.** The worker's cluster retries API failures (``silentstar.claude``),
 rides out the lock (``heart.services``) and puts a SIGTERMed turn back in the queue. A killed
@@ -33,10 +48,12 @@ worker takes seconds instead of a minute or two.
 After all the faults it counts, for every message the page accepted: its event in the log
 exactly once, its turn done with exactly one reply event and one context snapshot, the plan it
 carried and the thought its reply carried in working memory exactly once. ``events lost``
-counts what is missing, ``duplicated`` what is there twice, ``turns stuck`` the turns not done
-within ``TURN_PATIENCE`` seconds of their fault (or not done at the end); the time to recover
-runs from the fault (the message sent, the signal, the lock taken, the refused image) to the
-turn done.
+counts what is missing (a restored or imported copy's missing events too), ``duplicated`` what
+is there twice, ``turns stuck`` the turns not done within ``TURN_PATIENCE`` seconds of their
+fault (or not done at the end) and the restores and imports whose second run failed,
+``messages refused`` the messages the page did not accept (any answer but 201); the time to
+recover runs from the fault (the message sent, the signal, the lock taken, the refused image,
+the kill) to the turn done (or the second run done).
 """
 
 import errno
@@ -46,16 +63,21 @@ import os
 import random
 import re
 import resource
+import select
+import shutil
 import signal
 import sqlite3
 import subprocess
 import sys
+import tempfile
 import threading
 import time
-from collections.abc import Callable
-from contextlib import suppress
+from collections import Counter
+from collections.abc import Callable, Iterator
+from contextlib import closing, contextmanager, suppress
 from dataclasses import asdict, dataclass
 from pathlib import Path
+from urllib.parse import urlsplit, urlunsplit
 
 from bench.fakeapi import FakeError, FakeMessagesAPI, FakeReply
 
@@ -73,7 +95,17 @@ KINDS = (
     "SIGTERM",
     "database locked",
     "disk full",
+    "restore SIGKILL",
+    "import SIGKILL",
 )
+# What a killed restore or import may leave: nothing changed, everything done, or a half-filled
+# installation that the system checks keep the app off until the next command puts it back.
+SAFELY_LEFT = ("untouched", "complete", "refused by check")
+# The command that copies the installation out, and the one killed while it puts the copy back.
+TRANSFERS = {
+    "restore SIGKILL": (["backup", "--here"], "restore"),
+    "import SIGKILL": (["export"], "import"),
+}
 # SILENTSTAR_TURN_STALE_SECONDS for the run: longer than a new worker takes from its claim
 # to its first request (it imports the SDK) on a busy small machine.
 STALE_SECONDS = 10
@@ -81,15 +113,20 @@ RECOVERY_EVERY = 1.0  # seconds between runs of the recovery check (a minute in 
 CLAUDE_TIMEOUT = 1.0  # SILENTSTAR_CLAUDE_TIMEOUT for the run
 CLAUDE_MAX_RETRIES = 2
 BUSY_TIMEOUT_MS = 200  # the worker's SQLite busy timeout; the lock is held far longer
-LOCK_HELD = 1.5  # seconds the event store's write lock is held
+LOCK_HELD = 1.5  # seconds the event log's write lock is held (with a writer waiting for it)
 DISK_LEFT = 4096  # bytes a file may grow to while the disk is "full"; the image is bigger
 TURN_PATIENCE = 60.0  # seconds after its fault a turn may take before it counts as stuck
+COMMAND_PATIENCE = 120  # seconds a manage.py command of the restore and import faults may take
 POLL = 0.05
 MARKER_RE = re.compile(r"msg(\d{4})")
 REPO = Path(__file__).resolve().parent.parent
 # Attempts a turn takes when recovery does only what its fault needs: SIGKILL and SIGTERM end
 # the first attempt, and the retry pressed after "failing throughout" is a second one.
 EXPECTED_ATTEMPTS = {"SIGKILL": 2, "SIGTERM": 2, "failing throughout": 2}
+
+
+class MessageRefused(Exception):
+    """The chat page did not accept a message (any answer but 201)."""
 
 
 @dataclass
@@ -99,6 +136,10 @@ class Fault:
     injected: bool = False  # evidence that the fault really happened
     recovery_s: float | None = None  # None: the turn was not done within TURN_PATIENCE
     attempts: int = 0  # the turn's attempts at the end
+    refused: bool = False  # the page did not accept the message
+    left: str = ""  # what a killed restore or import left: untouched, complete, refused, …
+    lost: int = 0  # a restored or imported copy's events missing, and those there twice
+    duplicated: int = 0
     note: str = ""
 
 
@@ -148,9 +189,10 @@ def message_number(body: dict) -> int | None:
 
 def faults_run(*, faults: int, seed: int, progress: Callable[[str], None]) -> dict:
     """Send ``faults`` messages through a real worker, one fault each; count what is left.
-    Django set up on migrated throwaway SQLite stores, offline (the worker is not)."""
+    Django set up on migrated throwaway stores, offline (the worker is not)."""
     from django.conf import settings
     from django.contrib.auth import get_user_model
+    from django.db import connections
     from django.test import Client
 
     # The recovery check runs in this process: it reads the same silence as the worker.
@@ -160,7 +202,7 @@ def faults_run(*, faults: int, seed: int, progress: Callable[[str], None]) -> di
     client.force_login(owner)
     load_before = os.getloadavg()
     began = time.monotonic()
-    with FakeMessagesAPI() as api:
+    with FakeMessagesAPI() as api, _Transfers(moments=random.Random(seed)) as transfers:
         env = {
             **os.environ,
             "ANTHROPIC_API_KEY": "bench",
@@ -172,9 +214,7 @@ def faults_run(*, faults: int, seed: int, progress: Callable[[str], None]) -> di
             "SILENTSTAR_SQLITE_BUSY_TIMEOUT_MS": str(BUSY_TIMEOUT_MS),
         }
         cluster = start_cluster(env)
-        runner = _Runner(
-            api=api, client=client, events_file=Path(settings.DATABASES["events"]["NAME"])
-        )
+        runner = _Runner(api=api, client=client, transfers=transfers)
         api.responder = runner.answer
         try:
             runner.recovery_start()
@@ -204,15 +244,27 @@ def faults_run(*, faults: int, seed: int, progress: Callable[[str], None]) -> di
             "recovered": len(times),
             "longest_s": max(times, default=0.0),
         }
+        if kind in TRANSFERS:
+            kinds[kind]["left"] = dict(Counter(fault.left for fault in of_kind))
     recovered = [fault for fault in done if fault.recovery_s is not None]
     longest = max(recovered, key=lambda fault: fault.recovery_s, default=None)
     return {
         "faults": len(done),
         "seed": seed,
         "seconds": seconds,
+        "database": connections["events"].vendor,
+        "broker": "Redis" if settings.REDIS_URL else "ORM",
+        "workers": settings.Q_CLUSTER["workers"],
         "kinds": kinds,
         **counted,
-        "turns_stuck": counted["turns_stuck"] + sum(f.recovery_s is None for f in done),
+        "events_lost": counted["events_lost"] + sum(f.lost for f in done),
+        "duplicated": counted["duplicated"] + sum(f.duplicated for f in done),
+        "turns_stuck": counted["turns_stuck"]
+        + sum(f.recovery_s is None and not f.refused for f in done),
+        "messages_refused": sum(f.refused for f in done),
+        "transfers_left_unsafe": sum(
+            f.left not in SAFELY_LEFT for f in done if f.kind in TRANSFERS
+        ),
         "longest_recovery_s": longest.recovery_s if longest else 0.0,
         "longest_kind": longest.kind if longest else "",
         "turns_rerun": sum(f.attempts > EXPECTED_ATTEMPTS.get(f.kind, 1) for f in done),
@@ -229,10 +281,10 @@ def faults_run(*, faults: int, seed: int, progress: Callable[[str], None]) -> di
 class _Runner:
     """Sends the messages, injects the faults and waits for the turns."""
 
-    def __init__(self, *, api, client, events_file: Path) -> None:
+    def __init__(self, *, api, client, transfers: "_Transfers") -> None:
         self.api = api
         self.client = client
-        self.events_file = events_file
+        self.transfers = transfers
         self.accepted: list[int] = []  # numbers of the messages the page accepted
         # What the API answers each message's requests, in order, before the plain reply: bound
         # to the message, so a request of another turn never takes a fault meant for this one.
@@ -299,7 +351,7 @@ class _Runner:
             data["image"] = SimpleUploadedFile(f"msg{number:04}.png", image, "image/png")
         response = self.client.post("/messages/", data, headers={"HX-Request": "true"})
         if response.status_code != 201:
-            raise RuntimeError(f"sending message {number} answered {response.status_code}")
+            raise MessageRefused(f"the page answered message {number} {response.status_code}")
         self.accepted.append(number)
         return self.turn_of(number)
 
@@ -342,8 +394,23 @@ class _Runner:
     # --- the faults ---------------------------------------------------------------------------
 
     def inject(self, kind: str, number: int) -> Fault:
-
         fault = Fault(kind=kind, number=number)
+        if kind in TRANSFERS:
+            self.transfers.killed(fault)
+            return fault
+        try:
+            self._turn_fault(fault)
+        except MessageRefused as refused:
+            fault.refused = True
+            fault.note = str(refused)
+            return fault
+        if self.script_left(number):
+            fault.note = f"{self.script_left(number)} scripted responses were never asked for"
+        _, fault.attempts, _ = self.turn_status(self.turn_of(number))
+        return fault
+
+    def _turn_fault(self, fault: Fault) -> None:
+        kind, number = fault.kind, fault.number
         scripted = {
             "429": [FakeError(429)],
             "429 retry-after": [FakeError(429, retry_after=1)],
@@ -370,10 +437,6 @@ class _Runner:
             self._disk_full(fault)
         else:
             raise ValueError(f"no fault {kind!r}")
-        if self.script_left(number):
-            fault.note = f"{self.script_left(number)} scripted responses were never asked for"
-        _, fault.attempts, _ = self.turn_status(self.turn_of(number))
-        return fault
 
     def _failing_throughout(self, fault: Fault) -> None:
 
@@ -425,21 +488,20 @@ class _Runner:
         if not self.turn_streaming(turn_id):
             fault.note = "the reply never streamed"
             return
-        holder = sqlite3.connect(self.events_file, isolation_level=None, timeout=10)
-        try:
-            with self._recovery_paused:
-                holder.execute("BEGIN IMMEDIATE")
-                since = time.monotonic()
-                status, _, _ = self.turn_status(turn_id)
-                time.sleep(LOCK_HELD)
-                holder.execute("COMMIT")
-                released = time.time()
-        finally:
-            holder.close()
+        with self._recovery_paused, _event_log_locked() as writer_waiting:
+            since = time.monotonic()
+            status, _, _ = self.turn_status(turn_id)
+            while not (waited := writer_waiting()) and time.monotonic() - since < TURN_PATIENCE:
+                time.sleep(POLL)
+            time.sleep(LOCK_HELD)
+        released = time.time()
         fault.recovery_s = self.turn_done(turn_id, since=since)
         _, _, finished_at = self.turn_status(turn_id)
         fault.injected = (
-            status == "running" and finished_at is not None and finished_at.timestamp() > released
+            status == "running"
+            and waited
+            and finished_at is not None
+            and finished_at.timestamp() > released
         )
 
     def _disk_full(self, fault: Fault) -> None:
@@ -469,6 +531,296 @@ class _Runner:
         fault.injected = refused == errno.EFBIG and not logged
         turn_id = self.send(fault.number, image=image)  # the person sends it again
         fault.recovery_s = self.turn_done(turn_id, since=since)
+
+
+@contextmanager
+def _event_log_locked() -> Iterator[Callable[[], bool]]:
+    """Hold the event log's write lock for the block, as a long write of another process would,
+    reads going on; yields whether a writer is waiting for it now. On SQLite ``BEGIN
+    IMMEDIATE`` on the events file, whose waiters cannot be seen (always True: the turn's last
+    write after the release is the evidence). On PostgreSQL ``LOCK TABLE … IN EXCLUSIVE MODE``
+    on the log's table, which the reply's insert waits on, its waiters read from ``pg_locks``."""
+    from django.conf import settings
+    from django.db import connections
+
+    from events.models import Event
+    from transfer.backup import pg_connect
+
+    if connections["events"].vendor != "postgresql":
+        holder = sqlite3.connect(
+            settings.DATABASES["events"]["NAME"], isolation_level=None, timeout=10
+        )
+        try:
+            holder.execute("BEGIN IMMEDIATE")
+            yield lambda: True
+            holder.execute("COMMIT")
+        finally:
+            holder.close()
+        return
+    table = Event._meta.db_table
+    with pg_connect("events") as holder, holder.transaction():
+        holder.execute(f"LOCK TABLE {table} IN EXCLUSIVE MODE")
+        waiting = (
+            "SELECT EXISTS (SELECT 1 FROM pg_locks WHERE relation = %s::regclass AND NOT granted)"
+        )
+        yield lambda: holder.execute(waiting, [table]).fetchone()[0]
+
+
+@dataclass
+class _Installation:
+    """A throwaway installation of the bench's backend: its data folder and, on PostgreSQL, its
+    database's name."""
+
+    data: Path
+    database: str = ""
+
+
+class _Transfers:
+    """The restore and import faults: new empty installations of the bench's own backend, a
+    backup or export of the bench's installation put into each by a command killed part-way."""
+
+    def __init__(self, *, moments: random.Random) -> None:
+        self.moments = moments
+        self.made = 0
+        self._folder: tempfile.TemporaryDirectory | None = None
+        self._template: _Installation | None = None
+        # Per kind, a whole run's seconds to its last line, and its lines.
+        self._measured: dict[str, tuple[float, int]] = {}
+
+    def __enter__(self) -> "_Transfers":
+        self._folder = tempfile.TemporaryDirectory(prefix="silentstar-bench-faults-")
+        return self
+
+    def __exit__(self, *exc_info) -> None:
+        if self._template is not None:
+            self._installation_drop(self._template)
+        self._folder.cleanup()
+
+    @property
+    def folder(self) -> Path:
+        return Path(self._folder.name)
+
+    def killed(self, fault: Fault) -> None:
+        """Copy the bench's installation out, put the copy into a new installation with the
+        command killed at a random moment, check what it left, and run the command again."""
+        from events.models import Event
+
+        copy_out, command = TRANSFERS[fault.kind]
+        copy = self.folder / f"copy{fault.number:04}"
+        source = Counter(Event.objects.values_list("id", "actor", "content"))
+        copied = _manage([copy_out[0], str(copy), *copy_out[1:]], env=os.environ)
+        if copied.returncode != 0:
+            fault.note = f"{copy_out[0]} failed: {copied.stderr.strip()[-300:]}"
+            return
+        target = None
+        try:
+            if fault.kind not in self._measured:
+                self._measured[fault.kind] = self._whole_run_measure([command, str(copy)])
+            last_line_s, lines = self._measured[fault.kind]
+            target = self._installation_new()
+            killed = _killed_between(
+                [command, str(copy)],
+                env=self._env(target),
+                after=self.moments.uniform(0, last_line_s),
+                lines=lines,
+            )
+            since = time.monotonic()
+            fault.injected = killed.returncode == -signal.SIGKILL
+            fault.left = self._left(target, source=source)
+            if fault.left != "complete":
+                again = _manage([command, str(copy)], env=self._env(target))
+                if again.returncode != 0:
+                    fault.note = f"{command} again failed: {again.stderr.strip()[-300:]}"
+                    return
+            fault.recovery_s = time.monotonic() - since
+            copied_events = self._events(target)
+            fault.lost = (source - copied_events).total()
+            fault.duplicated = (copied_events - source).total()
+        finally:
+            if target is not None:
+                self._installation_drop(target)
+            shutil.rmtree(copy, ignore_errors=True)
+
+    def _left(self, target: _Installation, *, source: Counter) -> str:
+        """What the killed command left in ``target``."""
+        if (target.data / "transfer-undo" / "run.json").exists():
+            checked = _manage(["check"], env=self._env(target))
+            if checked.returncode != 0 and "transfer.E001" in checked.stderr:
+                return "refused by check"
+            return "half-filled, not refused by check"
+        import psycopg
+
+        try:
+            events = self._events(target)
+        except (sqlite3.Error, psycopg.Error) as error:
+            return f"unreadable ({error})"
+        if not events:
+            return "untouched"
+        return "complete" if events == source else "neither untouched nor complete"
+
+    def _whole_run_measure(self, args: list[str]) -> tuple[float, int]:
+        """A whole run of the command in a new installation: seconds to its last line, and its
+        lines."""
+        target = self._installation_new()
+        try:
+            began = time.monotonic()
+            run = subprocess.Popen(
+                [sys.executable, "manage.py", *args],
+                cwd=REPO,
+                env=self._env(target),
+                stdout=subprocess.PIPE,
+                stderr=subprocess.PIPE,
+            )
+            lines = 0
+            last_line_s = 0.0
+            for _ in run.stdout:
+                lines += 1
+                last_line_s = time.monotonic() - began
+            errors = run.stderr.read()
+            run.wait(timeout=COMMAND_PATIENCE)
+            run.stdout.close()
+            run.stderr.close()
+        finally:
+            self._installation_drop(target)
+        if run.returncode != 0:
+            raise RuntimeError(f"manage.py {' '.join(args)} failed: {errors.decode()[-500:]}")
+        return last_line_s, lines
+
+    # --- the installations ------------------------------------------------------------------
+
+    def _installation_new(self) -> _Installation:
+        """An empty installation, migrated, with its owner account: a copy of the template."""
+        if self._template is None:
+            self._template = self._template_make()
+        self.made += 1
+        target = _Installation(data=self.folder / f"installation{self.made:04}")
+        shutil.copytree(self._template.data, target.data)
+        if self._template.database:
+            target.database = f"{_own_database()}_{self.made:04}"
+            _postgres(f'CREATE DATABASE "{target.database}" TEMPLATE "{self._template.database}"')
+        return target
+
+    def _template_make(self) -> _Installation:
+        from django.conf import settings
+
+        template = _Installation(data=self.folder / "template")
+        if settings.DATABASE_URL:
+            template.database = f"{_own_database()}_template"
+            _postgres(f'CREATE DATABASE "{template.database}"')
+        set_up = "\n".join(
+            [
+                "from django.core.management import call_command",
+                *(
+                    f"call_command('migrate', database={alias!r}, verbosity=0)"
+                    for alias in settings.STORE_ALIASES
+                ),
+                "call_command('ensure_owner')",
+            ]
+        )
+        done = _manage(["shell", "--no-imports", "-c", set_up], env=self._env(template))
+        if done.returncode != 0:
+            raise RuntimeError(f"the template installation failed: {done.stderr[-500:]}")
+        return template
+
+    def _installation_drop(self, target: _Installation) -> None:
+        if target.database:
+            _postgres(f'DROP DATABASE IF EXISTS "{target.database}" WITH (FORCE)')
+        shutil.rmtree(target.data, ignore_errors=True)
+
+    def _env(self, target: _Installation) -> dict[str, str]:
+        """The installation's environment: the bench's (offline, its other stores' URLs
+        blank), its own data folder and database, no broker (no worker runs there)."""
+        from django.conf import settings
+
+        url = ""
+        if target.database:
+            url = urlunsplit(urlsplit(settings.DATABASE_URL)._replace(path=f"/{target.database}"))
+        return {
+            **os.environ,
+            "SILENTSTAR_DATA_DIR": str(target.data),
+            "DATABASE_URL": url,
+            "REDIS_URL": "",
+            "PYTHONUNBUFFERED": "1",
+        }
+
+    def _events(self, target: _Installation) -> Counter:
+        """The installation's events, read from its store directly."""
+        from django.conf import settings
+
+        from events.models import Event
+
+        query = f"SELECT id, actor, content FROM {Event._meta.db_table}"
+        if target.database:
+            import psycopg
+
+            with psycopg.connect(self._env(target)["DATABASE_URL"]) as connection:
+                return Counter(connection.execute(query).fetchall())
+        path = target.data / settings.SQLITE_FILES["events"]
+        if not path.is_file():  # connecting would make it
+            raise sqlite3.OperationalError(f"{path} is missing")
+        with closing(sqlite3.connect(path)) as connection:
+            return Counter(connection.execute(query).fetchall())
+
+
+def _own_database() -> str:
+    """The name of the bench's own PostgreSQL database; its installations' are named after it
+    (the command drops every database so named at the end)."""
+    from django.conf import settings
+
+    return settings.DATABASES["default"]["NAME"]
+
+
+def _postgres(statement: str) -> None:
+    """A statement outside any transaction (CREATE or DROP DATABASE), on the bench's server."""
+    from transfer.backup import pg_connect
+
+    with pg_connect("default") as connection:
+        connection.autocommit = True
+        connection.execute(statement)
+
+
+def _manage(args: list[str], *, env) -> subprocess.CompletedProcess:
+    return subprocess.run(
+        [sys.executable, "manage.py", *args],
+        cwd=REPO,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=COMMAND_PATIENCE,
+    )
+
+
+def _killed_between(
+    args: list[str], *, env: dict[str, str], after: float, lines: int
+) -> subprocess.CompletedProcess:
+    """``manage.py ARGS`` sent SIGKILL ``after`` seconds, or at its ``lines``-th line if that
+    comes first (the last line of a whole run: the kill lands before the command ends). The
+    signal goes to its process group, as a machine stopping ends every process: the programs
+    it runs (``pg_restore``) too."""
+    run = subprocess.Popen(
+        [sys.executable, "manage.py", *args],
+        cwd=REPO,
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        start_new_session=True,
+    )
+    deadline = time.monotonic() + after
+    printed = b""
+    while printed.count(b"\n") < lines and (left := deadline - time.monotonic()) > 0:
+        ready, _, _ = select.select([run.stdout], [], [], left)
+        if not ready:
+            break
+        chunk = os.read(run.stdout.fileno(), 65536)
+        if not chunk:  # the command closed its output: it is ending
+            break
+        printed += chunk
+    with suppress(ProcessLookupError):
+        os.killpg(run.pid, signal.SIGKILL)
+    rest, errors = run.communicate(timeout=COMMAND_PATIENCE)
+    return subprocess.CompletedProcess(
+        run.args, run.returncode, (printed + rest).decode(), errors.decode()
+    )
 
 
 def _invariants_count(accepted: list[int], *, media_root: Path) -> dict:
