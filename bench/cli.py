@@ -765,7 +765,10 @@ def _faults_print(result: dict) -> None:
     for kind, figures in result["kinds"].items():
         if "left" in figures:
             left = ", ".join(f"{state} {n}" for state, n in sorted(figures["left"].items()))
-            print(f"{kind}, what the kill left: {left or 'no run'}")
+            print(
+                f"{kind}, what the kill left: {left or 'no run'} (a whole run: "
+                f"{figures['whole_run_lines']} lines in {figures['whole_run_s']:.1f} s)"
+            )
     print(f"events lost: {result['events_lost']} (goal 0)")
     print(f"duplicated: {result['duplicated']} (goal 0)")
     print(f"turns stuck: {result['turns_stuck']} (goal 0)")

@@ -246,6 +246,9 @@ def faults_run(*, faults: int, seed: int, progress: Callable[[str], None]) -> di
         }
         if kind in TRANSFERS:
             kinds[kind]["left"] = dict(Counter(fault.left for fault in of_kind))
+            kinds[kind]["whole_run_s"], kinds[kind]["whole_run_lines"] = transfers.measured.get(
+                kind, (0.0, 0)
+            )
     recovered = [fault for fault in done if fault.recovery_s is not None]
     longest = max(recovered, key=lambda fault: fault.recovery_s, default=None)
     return {
@@ -585,7 +588,7 @@ class _Transfers:
         self._folder: tempfile.TemporaryDirectory | None = None
         self._template: _Installation | None = None
         # Per kind, a whole run's seconds to its last line, and its lines.
-        self._measured: dict[str, tuple[float, int]] = {}
+        self.measured: dict[str, tuple[float, int]] = {}
 
     def __enter__(self) -> "_Transfers":
         self._folder = tempfile.TemporaryDirectory(prefix="silentstar-bench-faults-")
@@ -614,9 +617,9 @@ class _Transfers:
             return
         target = None
         try:
-            if fault.kind not in self._measured:
-                self._measured[fault.kind] = self._whole_run_measure([command, str(copy)])
-            last_line_s, lines = self._measured[fault.kind]
+            if fault.kind not in self.measured:
+                self.measured[fault.kind] = self._whole_run_measure([command, str(copy)])
+            last_line_s, lines = self.measured[fault.kind]
             target = self._installation_new()
             killed = _killed_between(
                 [command, str(copy)],
@@ -704,6 +707,7 @@ class _Transfers:
         from django.conf import settings
 
         template = _Installation(data=self.folder / "template")
+        template.data.mkdir()  # on PostgreSQL the settings make none: only media go there
         if settings.DATABASE_URL:
             template.database = f"{_own_database()}_template"
             _postgres(f'CREATE DATABASE "{template.database}"')
