@@ -598,6 +598,11 @@ def manifest_read(folder: Path) -> dict:
         manifest = json.loads(path.read_text())
         fields = (manifest["format"], manifest["created"], manifest["schema"], manifest["rows"])
         files = manifest["databases"] + manifest["files"]
+        if not isinstance(fields[3], dict) or not all(
+            isinstance(entry, dict) and {"name", "size", "sha256"} <= entry.keys()
+            for entry in files
+        ):
+            raise TypeError("its rows, or an entry of its databases or files, is not as written")
     except (ValueError, KeyError, TypeError) as error:
         raise BackupError(f"{path} is damaged: {error!r}") from None
     if not isinstance(fields[0], int) or fields[0] > FORMAT:

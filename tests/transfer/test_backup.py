@@ -228,6 +228,12 @@ def image_changed(folder: Path, manifest: dict) -> str:
     return f"the backup is damaged: {name} fails its checksum"
 
 
+def manifest_mangled(folder: Path, manifest: dict) -> str:
+    manifest["files"][0] = manifest["files"][0]["name"]
+    (folder / "manifest.json").write_text(json.dumps(manifest))
+    return "manifest.json is damaged: TypeError("
+
+
 def unfinished(folder: Path, manifest: dict) -> str:
     (folder / "manifest.json").unlink()
     return "manifest.json is missing"
@@ -243,6 +249,7 @@ def unfinished(folder: Path, manifest: dict) -> str:
         media_linked,
         manifest_linked,
         image_changed,
+        manifest_mangled,
         unfinished,
     ],
 )
