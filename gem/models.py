@@ -129,6 +129,9 @@ class Fragment(models.Model):
 
     class Meta:
         ordering = ["key"]
+        # The one permission that opens the whole memory (gem/access.py); it sits on the
+        # fragments because they are the Gem's core, not because it concerns them alone.
+        permissions = [("use_memory", "Can read and write the memory")]
 
     def __str__(self):
         return self.key

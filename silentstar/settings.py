@@ -32,7 +32,7 @@ ALLOWED_HOSTS = env_list("SILENTSTAR_ALLOWED_HOSTS", ["localhost", "127.0.0.1", 
 CSRF_TRUSTED_ORIGINS = env_list("SILENTSTAR_CSRF_TRUSTED_ORIGINS", [])
 
 INSTALLED_APPS = [
-    "django.contrib.admin",
+    "anvil.apps.AnvilAdminConfig",  # django.contrib.admin, its site behind the memory permission
     "django.contrib.auth",
     "django.contrib.contenttypes",
     "django.contrib.sessions",
@@ -149,19 +149,21 @@ LOGOUT_REDIRECT_URL = "login"
 OWNER_USERNAME = env_str("SILENTSTAR_OWNER_USERNAME", "owner")
 OWNER_PASSWORD = env_str("SILENTSTAR_OWNER_PASSWORD", "")
 # The sign-in limit (heart/auth.py, django-axes): failures are counted in the default store, per
-# client address and, separately, per user name; either reaching the limit refuses further
-# attempts (429) until the window has passed since the last. A success clears both counts.
+# user name and client address together, and per address whatever the names; either reaching its
+# limit refuses further attempts from that address (429; for that name only, or for every name)
+# until the window has passed since the last. A success clears its name's count at its address.
 AUTHENTICATION_BACKENDS = [
     "heart.auth.SignInLimitBackend",
     "django.contrib.auth.backends.ModelBackend",
 ]
 LOGIN_BEHIND_PROXY = env_bool("SILENTSTAR_BEHIND_PROXY", False)
-AXES_HANDLER = "axes.handlers.database.AxesDatabaseHandler"
+AXES_HANDLER = "heart.auth.SignInLimitHandler"
 AXES_FAILURE_LIMIT = env_int("SILENTSTAR_LOGIN_FAILURE_LIMIT", 5, minimum=1)
+LOGIN_ADDRESS_FAILURE_LIMIT = env_int("SILENTSTAR_LOGIN_ADDRESS_FAILURE_LIMIT", 20, minimum=1)
 AXES_COOLOFF_TIME = timedelta(
     minutes=env_int("SILENTSTAR_LOGIN_FAILURE_WINDOW_MINUTES", 15, minimum=1)
 )
-AXES_LOCKOUT_PARAMETERS = ["ip_address", "username"]
+AXES_LOCKOUT_PARAMETERS = [["username", "ip_address"]]
 AXES_RESET_ON_SUCCESS = True
 AXES_CLIENT_IP_CALLABLE = "heart.auth.client_address"
 AXES_LOCKOUT_CALLABLE = "heart.auth.lockout_response"

@@ -6,10 +6,6 @@ from django.views.generic import RedirectView
 
 from heart.auth import ThrottledLoginView
 
-admin.site.site_header = "Silentstar — the Anvil"
-admin.site.site_title = "Silentstar Anvil"
-admin.site.index_title = "Curation"
-
 urlpatterns = [
     # One sign-in page, with its limit on failed attempts; the admin's own sends people there.
     path("accounts/login/", ThrottledLoginView.as_view(), name="login"),
@@ -31,10 +27,12 @@ urlpatterns = [
         login_not_required(RedirectView.as_view(pattern_name="login", query_string=True)),
     ),
     # The event log and the turns moved from the Heart's app to their own: their old addresses
-    # in the Anvil lead to the new ones.
+    # in the Anvil lead to the new ones, for those the Anvil lets in.
     re_path(
         r"^admin/heart/(?P<rest>(?:event|eventtag|turn)/.*)$",
-        RedirectView.as_view(url="/admin/events/%(rest)s", permanent=True, query_string=True),
+        admin.site.admin_view(
+            RedirectView.as_view(url="/admin/events/%(rest)s", permanent=True, query_string=True)
+        ),
     ),
     path("admin/", admin.site.urls),
     path("lens/", include("lens.urls")),

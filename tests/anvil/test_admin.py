@@ -706,7 +706,9 @@ def test_it_lets_a_reader_look_but_not_reshape_or_change_status(
 ):
     reader = django_user_model.objects.create_user("reader", password="x", is_staff=True)
     reader.user_permissions.set(
-        Permission.objects.filter(codename__in=["view_fragment", "view_workingmemory"])
+        Permission.objects.filter(
+            codename__in=["use_memory", "view_fragment", "view_workingmemory"]
+        )
     )
     client.force_login(reader)
     assert client.get(reverse("admin:gem_fragment_graph")).status_code == 200
@@ -962,7 +964,9 @@ def test_it_drops_the_twin_and_keeps_the_near_duplicate(admin_client, cilantro):
 def test_it_lets_a_reader_see_twins_but_not_decide(client, django_user_model, cilantro):
     first, near = cilantro
     reader = django_user_model.objects.create_user("reader", password="x", is_staff=True)
-    reader.user_permissions.set(Permission.objects.filter(codename="view_workingmemory"))
+    reader.user_permissions.set(
+        Permission.objects.filter(codename__in=["use_memory", "view_workingmemory"])
+    )
     client.force_login(reader)
 
     response = client.post(

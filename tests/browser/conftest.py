@@ -272,7 +272,7 @@ def worker(monkeypatch) -> Iterator[list[threading.Thread]]:
 
 @pytest.fixture
 def owner(django_user_model):
-    return django_user_model.objects.create_user(username="owner", password=PASSWORD)
+    return django_user_model.objects.create_superuser(username="owner", password=PASSWORD)
 
 
 def log_in(page: Page, *, username: str = "owner", password: str = PASSWORD) -> None:

@@ -6,6 +6,7 @@ import time
 import urllib.error
 import urllib.parse
 import urllib.request
+from collections import Counter
 from concurrent.futures import ThreadPoolExecutor
 from datetime import timedelta
 
@@ -18,7 +19,7 @@ from django.db import connections, router
 from django.db.models import F
 from django.urls import reverse
 
-from heart.auth import sign_in_turn
+from heart.auth import client_address, sign_in_turn
 
 pytestmark = pytest.mark.django_db(databases="__all__")
 
@@ -32,7 +33,8 @@ def owner(django_user_model):
 
 
 class PasswordChecks(list):
-    """The user names whose password was checked, in order; each check takes ``delay`` s."""
+    """The user names and client addresses whose password was checked, in order; each check
+    takes ``delay`` s."""
 
     delay = 0.0
 
@@ -43,7 +45,7 @@ def password_checks(monkeypatch):
     check = ModelBackend.authenticate
 
     def counted(self, request, username=None, password=None, **kwargs):
-        checks.append(username)
+        checks.append((username, client_address(request)))
         time.sleep(checks.delay)
         return check(self, request, username=username, password=password, **kwargs)
 
@@ -98,24 +100,54 @@ def test_it_resets_the_count_on_success(client, owner):
     assert sign_in(client, PASSWORD).status_code == 302
 
 
-def test_it_limits_an_account_whatever_the_address(client, owner):
-    for number in range(5):
-        sign_in(client, "wrong", REMOTE_ADDR=f"10.0.0.{number}")
-    assert sign_in(client, PASSWORD, REMOTE_ADDR="10.0.0.99").status_code == 429
+def test_it_lets_the_owner_in_at_their_address_whatever_is_guessed_elsewhere(client, owner):
+    for number in range(3):
+        for _ in range(10):
+            sign_in(client, "wrong", REMOTE_ADDR=f"198.51.100.{number}")
+    assert sign_in(client, PASSWORD, REMOTE_ADDR="198.51.100.0").status_code == 429
     assert not signed_in(client)
+    assert sign_in(client, PASSWORD, REMOTE_ADDR="203.0.113.5").status_code == 302
+    assert signed_in(client)
 
 
-def test_it_limits_an_address_whatever_the_account(client, owner):
-    for number in range(5):
-        sign_in(client, "wrong", username=f"guess{number}", REMOTE_ADDR="10.0.0.1")
+def test_it_limits_a_name_at_one_address_and_not_the_addresss_other_names(
+    client, owner, django_user_model
+):
+    django_user_model.objects.create_user(username="guest", password=PASSWORD)
+    for _ in range(5):
+        sign_in(client, "wrong", REMOTE_ADDR="10.0.0.1")
     assert sign_in(client, PASSWORD, REMOTE_ADDR="10.0.0.1").status_code == 429
+    assert sign_in(client, PASSWORD, username="guest", REMOTE_ADDR="10.0.0.1").status_code == 302
+
+
+def test_it_refuses_an_address_that_fails_too_often_for_every_name(client, owner):
+    assert django_settings.LOGIN_ADDRESS_FAILURE_LIMIT == 20
+    for number in range(20):
+        response = sign_in(client, "wrong", username=f"guess{number}", REMOTE_ADDR="10.0.0.1")
+    assert response.status_code == 429 and LOCKED in response.text
+    assert sign_in(client, PASSWORD, REMOTE_ADDR="10.0.0.1").status_code == 429
+    assert not signed_in(client)
     assert sign_in(client, PASSWORD, REMOTE_ADDR="10.0.0.2").status_code == 302
+
+
+def test_a_success_clears_only_its_own_names_failures_at_its_address(
+    client, owner, django_user_model, password_checks
+):
+    """Someone with an account of their own cannot wipe out their guesses at the owner's."""
+    django_user_model.objects.create_user(username="guest", password=PASSWORD)
+    for _ in range(4):
+        sign_in(client, "wrong", REMOTE_ADDR="10.0.0.1")
+    assert sign_in(client, PASSWORD, username="guest", REMOTE_ADDR="10.0.0.1").status_code == 302
+    client.post(reverse("logout"))
+    assert sign_in(client, "wrong", REMOTE_ADDR="10.0.0.1").status_code == 429
+    assert sign_in(client, PASSWORD, REMOTE_ADDR="10.0.0.1").status_code == 429
+    assert len(password_checks) == 6
 
 
 def test_it_counts_the_name_as_the_form_reads_it(client, owner):
     for _ in range(5):
         sign_in(client, "wrong", username=" mono ", REMOTE_ADDR="10.0.0.1")
-    assert sign_in(client, PASSWORD, REMOTE_ADDR="10.0.0.2").status_code == 429
+    assert sign_in(client, PASSWORD, REMOTE_ADDR="10.0.0.1").status_code == 429
 
 
 def test_it_lets_the_account_try_again_after_the_cool_off(client, owner):
@@ -138,28 +170,29 @@ def test_it_follows_the_limits_in_settings(client, owner, settings):
 def test_it_reads_its_limits_from_the_environment(manage):
     env = {
         "SILENTSTAR_LOGIN_FAILURE_LIMIT": "3",
+        "SILENTSTAR_LOGIN_ADDRESS_FAILURE_LIMIT": "9",
         "SILENTSTAR_LOGIN_FAILURE_WINDOW_MINUTES": "7",
         "SILENTSTAR_BEHIND_PROXY": "1",
     }
     code = (
         "from django.conf import settings as s; "
-        "print(s.AXES_FAILURE_LIMIT, s.AXES_COOLOFF_TIME.total_seconds(), s.LOGIN_BEHIND_PROXY)"
+        "print(s.AXES_FAILURE_LIMIT, s.LOGIN_ADDRESS_FAILURE_LIMIT, "
+        "s.AXES_COOLOFF_TIME.total_seconds(), s.LOGIN_BEHIND_PROXY)"
     )
     result = manage("shell", "--no-imports", "-c", code, env=env)
     assert result.returncode == 0, result.stderr
-    assert result.stdout.split() == ["3", "420.0", "True"]
+    assert result.stdout.split() == ["3", "9", "420.0", "True"]
 
 
 def test_it_trusts_forwarded_addresses_only_behind_a_proxy(client, owner, settings):
     for number in range(5):
-        forwarded = {"X-Forwarded-For": f"10.0.0.{number}"}
-        sign_in(client, "wrong", username=f"guess{number}", headers=forwarded)
+        sign_in(client, "wrong", headers={"X-Forwarded-For": f"10.0.0.{number}"})
     assert sign_in(client, PASSWORD).status_code == 429  # the header was ignored
 
     settings.LOGIN_BEHIND_PROXY = True
     forwarded = {"X-Forwarded-For": "203.0.113.5, 198.51.100.7"}
-    for number in range(5):
-        sign_in(client, "wrong", username=f"guess{number}", headers=forwarded)
+    for _ in range(5):
+        sign_in(client, "wrong", headers=forwarded)
     assert sign_in(client, PASSWORD, headers=forwarded).status_code == 429
     other = {"X-Forwarded-For": "198.51.100.7, 198.51.100.8"}
     assert sign_in(client, PASSWORD, headers=other).status_code == 302
@@ -189,19 +222,14 @@ def test_it_signs_out_only_by_post(admin_client):
 # --- Concurrency: a real server, twenty wrong passwords at once ------------------------------
 
 
-@pytest.mark.parametrize(
-    "shared", ["username", "address"], ids=["one-name-many-addresses", "one-address-many-names"]
-)
-def test_it_lets_one_sign_in_at_a_time_through_for_a_name_or_an_address(shared):
-    """The locks themselves, on whichever database the tests run on (lock files beside SQLite,
+def test_it_lets_one_sign_in_at_a_time_through_for_an_address():
+    """The lock itself, on whichever database the tests run on (lock files beside SQLite,
     advisory locks on PostgreSQL), each thread with its own connection as a server has."""
     inside, seen = [], []
 
     def attempt(number: int):
-        who = {"username": f"guess{number}", "address": f"198.51.100.{number}"}
-        who[shared] = "mono" if shared == "username" else "203.0.113.5"
         try:
-            with sign_in_turn(**who):
+            with sign_in_turn(address="203.0.113.5"):
                 inside.append(1)
                 seen.append(len(inside))
                 time.sleep(0.05)
@@ -214,13 +242,13 @@ def test_it_lets_one_sign_in_at_a_time_through_for_a_name_or_an_address(shared):
     assert seen == [1] * 8
 
 
-def test_a_sign_in_for_another_name_from_another_address_does_not_wait():
-    """While a flood of guesses at one account holds its lock, the owner signs in elsewhere."""
+def test_a_sign_in_from_another_address_does_not_wait():
+    """While a flood of guesses from one address holds its lock, the owner signs in at theirs."""
     held, release = threading.Event(), threading.Event()
 
     def guessing():
         try:
-            with sign_in_turn(username="guess", address="198.51.100.1"):
+            with sign_in_turn(address="198.51.100.1"):
                 held.set()
                 release.wait(timeout=30)
         finally:
@@ -228,7 +256,7 @@ def test_a_sign_in_for_another_name_from_another_address_does_not_wait():
 
     def owner_signs_in() -> bool:
         try:
-            with sign_in_turn(username="mono", address="203.0.113.5"):
+            with sign_in_turn(address="203.0.113.5"):
                 return not release.is_set()  # inside while the guess still holds its lock
         finally:
             connections.close_all()
@@ -245,19 +273,20 @@ def test_a_sign_in_for_another_name_from_another_address_does_not_wait():
         guess.result(timeout=30)
 
 
-def post_at_once(base_url: str, forwarded_for: list[str]) -> list[int]:
-    """POST a wrong password for ``mono`` once per address, all at the same moment."""
+def post_at_once(base_url: str, attempts: list[tuple[str, str]]) -> list[int]:
+    """POST a wrong password once per (user name, address), all at the same moment."""
     opener = urllib.request.build_opener(urllib.request.ProxyHandler({}))
     with opener.open(f"{base_url}/accounts/login/") as page:
         cookie = page.headers["Set-Cookie"].split(";")[0]
         token = re.search(r'name="csrfmiddlewaretoken" value="([^"]+)"', page.read().decode())[1]
 
     def post(number: int) -> int:
-        body = {"username": "mono", "password": f"wrong {number}", "csrfmiddlewaretoken": token}
+        username, address = attempts[number]
+        body = {"username": username, "password": f"wrong {number}", "csrfmiddlewaretoken": token}
         request = urllib.request.Request(
             f"{base_url}/accounts/login/",
             data=urllib.parse.urlencode(body).encode(),
-            headers={"Cookie": cookie, "X-Forwarded-For": forwarded_for[number]},
+            headers={"Cookie": cookie, "X-Forwarded-For": address},
         )
         try:
             with opener.open(request, timeout=60) as response:
@@ -265,8 +294,8 @@ def post_at_once(base_url: str, forwarded_for: list[str]) -> list[int]:
         except urllib.error.HTTPError as error:
             return error.code
 
-    with ThreadPoolExecutor(max_workers=len(forwarded_for)) as pool:
-        return list(pool.map(post, range(len(forwarded_for))))
+    with ThreadPoolExecutor(max_workers=len(attempts)) as pool:
+        return list(pool.map(post, range(len(attempts))))
 
 
 @pytest.mark.skipif(
@@ -275,13 +304,26 @@ def post_at_once(base_url: str, forwarded_for: list[str]) -> list[int]:
     "triggers refuse on PostgreSQL (tests/browser lifts them for its package)",
 )
 @pytest.mark.django_db(transaction=True, serialized_rollback=True, databases="__all__")
-@pytest.mark.parametrize("addresses", [1, 20], ids=["one-address", "twenty-addresses"])
-def test_it_checks_at_most_the_limit_of_simultaneous_wrong_passwords(
-    live_server, django_user_model, password_checks, settings, addresses
+@pytest.mark.parametrize(
+    ("attempts", "address_limit"),
+    [
+        ([("mono", "198.51.100.1")] * 20, 20),
+        ([("mono", f"198.51.100.{n % 3}") for n in range(24)], 20),
+        ([(f"guess{n}", "198.51.100.1") for n in range(20)], 5),
+    ],
+    ids=["one-name-one-address", "one-name-three-addresses", "twenty-names-one-address"],
+)
+def test_it_checks_at_most_the_limit_of_simultaneous_wrong_passwords_per_address(
+    live_server, django_user_model, password_checks, settings, attempts, address_limit
 ):
+    """At most five passwords checked for one name at one address (the first two cases), and at
+    most the address's own limit, set to five, whatever the names (the third)."""
     django_user_model.objects.create_user(username="mono", password=PASSWORD)
     settings.LOGIN_BEHIND_PROXY = True
+    settings.LOGIN_ADDRESS_FAILURE_LIMIT = address_limit
     password_checks.delay = 0.2  # what hashing costs in earnest: every attempt overlaps
-    statuses = post_at_once(live_server.url, [f"198.51.100.{n % addresses}" for n in range(20)])
-    assert len(password_checks) <= 5
-    assert statuses.count(429) >= 15
+    statuses = post_at_once(live_server.url, attempts)
+    checked_per_address = Counter(address for _, address in password_checks)
+    assert max(checked_per_address.values()) <= 5
+    addresses = {address for _, address in attempts}
+    assert statuses.count(429) >= len(attempts) - 5 * len(addresses)

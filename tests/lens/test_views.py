@@ -25,7 +25,7 @@ PAGES = [
 
 @pytest.fixture
 def owner(client, django_user_model):
-    user = django_user_model.objects.create_user(username="owner", password="x")
+    user = django_user_model.objects.create_superuser(username="owner", password="x")
     client.force_login(user)
     return user
 

@@ -151,7 +151,7 @@ def test_it_sends_a_content_security_policy(client):
 
 @pytest.mark.django_db(databases="__all__")
 def test_it_gives_the_chat_pages_inline_style_the_policys_nonce(client, django_user_model):
-    client.force_login(django_user_model.objects.create_user(username="owner"))
+    client.force_login(django_user_model.objects.create_superuser(username="owner"))
     response = client.get(reverse("heart-chat"))
     assert response.status_code == 200
     policy = response.headers["Content-Security-Policy"]

@@ -1,8 +1,36 @@
-import pytest
-from django.contrib import admin
-from django.urls import reverse
+import re
+import uuid
 
-from events.models import Event
+import pytest
+from axes.models import AccessAttempt, AccessFailureLog, AccessLog
+from django.apps import apps
+from django.contrib import admin
+from django.contrib.auth.models import Group, Permission
+from django.contrib.contenttypes.models import ContentType
+from django.core.files.base import ContentFile
+from django.core.files.storage import default_storage
+from django.test import RequestFactory
+from django.urls import URLPattern, URLResolver, get_resolver, resolve, reverse
+from django.utils import timezone
+from django_q.models import OrmQ, Schedule, Task
+
+from events.models import Event, Turn
+from gem.access import REFUSAL
+from gem.models import (
+    AmbientProse,
+    Fragment,
+    FragmentEdge,
+    FragmentSource,
+    IngestRecord,
+    MiraEntry,
+    State,
+    WorkingMemory,
+    WorkingMemoryRef,
+    WorkingMemorySource,
+)
+from heart.models import ContextSnapshot
+from heart.services import turn_submit
+from mirror.models import MirrorRun, Summary, TagSuggestion
 
 pytestmark = pytest.mark.django_db(databases="__all__")
 
@@ -32,8 +60,6 @@ def test_it_lists_every_model_in_the_admin_with_search(admin_client, model):
 
 
 def test_it_registers_every_project_model_in_the_admin():
-    from django.apps import apps
-
     for app in ("heart", "gem", "mirror"):
         for model in apps.get_app_config(app).get_models():
             assert model in admin.site._registry, model
@@ -109,3 +135,249 @@ def test_the_event_logs_old_addresses_in_the_anvil_lead_to_the_new_ones(admin_cl
     assert admin_client.get(response["Location"]).status_code == 200
     assert admin_client.get("/admin/heart/turn/").status_code == 301
     assert admin_client.get("/admin/heart/contextsnapshot/").status_code == 200
+
+
+# --- Who may read the memory: every address the project serves, crawled ----------------------
+
+# Every route is crawled but these, which hold nothing of the memory and answer any account the
+# same. Static files are served by WhiteNoise before any route, and there is no health check.
+OPEN_TO_EVERY_ACCOUNT = {
+    "accounts/login/": "the sign-in page, which comes before any account",
+    "admin/login/": "the admin's sign-in (two routes: ours, then the admin's own, which it "
+    "hides), leading to the one above",
+    "accounts/logout/": "signing out, which every account may do",
+    "admin/logout/": "the admin's signing out; crawling it would end the crawl's session",
+    "accounts/password_change/": "an account's own password, not the memory",
+    "accounts/password_change/done/": "the page after it",
+    "manifest.webmanifest": "the web app's manifest, fetched before anyone signs in",
+    "sw.js": "the service worker, fetched before anyone signs in",
+}
+# What the routes with arguments are given, beyond rows' ids.
+ROUTE_ARGUMENTS = {"app_label": "gem", "url": "gem/fragment", "rest": "event/"}
+QUERIES = {
+    "admin/autocomplete/": "?app_label=gem&model_name=fragmentedge&field_name=target",
+    "history/": "?before={event_id}",
+    "lens/connect/": "?keys=fairy+well",
+}
+# The admin's "view on site" link answers only for models with a page of their own outside the
+# admin; none has one, so it answers 404 to everyone it lets in.
+NOT_FOUND_FOR_EVERYONE = {"admin/r/<path:content_type_id>/<path:object_id>/"}
+# Routes that answer only POST, and what the crawl posts to them as a person would.
+POSTS = {
+    "messages/": {"message": "hello from the crawl", "identity": "luna"},
+    "turns/<int:turn_id>/retry/": {},
+}
+WORKS = {200, 201, 301, 302, 303}  # a page, a partial, a message sent, or a redirect
+
+
+def served_routes() -> list[tuple[str, URLPattern]]:
+    """Every route of the URL table, with the pattern that answers it."""
+
+    def walk(patterns, prefix: str):
+        for pattern in patterns:
+            if isinstance(pattern, URLResolver):
+                yield from walk(pattern.url_patterns, prefix + str(pattern.pattern))
+            else:
+                yield prefix + str(pattern.pattern), pattern
+
+    return list(walk(get_resolver().url_patterns, ""))
+
+
+def crawled_routes() -> list[tuple[str, URLPattern]]:
+    return [
+        (route, pattern) for route, pattern in served_routes() if route not in OPEN_TO_EVERY_ACCOUNT
+    ]
+
+
+def model_of(route: str):
+    """The model an admin route is about (``admin/<app>/<model>/…``), if it is about one."""
+    parts = route.split("/")
+    if parts[0] != "admin" or len(parts) < 3:
+        return None
+    try:
+        return apps.get_model(parts[1], parts[2])
+    except (LookupError, ValueError):
+        return None
+
+
+def url_of(route: str, *, rows) -> str:
+    """The route with each argument filled from a real row, as a browser would ask for it."""
+
+    def argument(name: str, route: str) -> str:
+        if name in ROUTE_ARGUMENTS:
+            return ROUTE_ARGUMENTS[name]
+        if name == "content_type_id":
+            return str(ContentType.objects.get_for_model(Fragment).pk)
+        if name in rows:
+            return str(rows[name])
+        model = model_of(route) or Fragment
+        row = model._default_manager.order_by("pk").first()
+        assert row is not None, f"the crawl has no {model._meta.label} row for {route}"
+        return str(row.pk)
+
+    def regex_groups_filled(text: str) -> str:
+        out, position = [], 0
+        for start in [m.start() for m in re.finditer(r"\(\?P<", text)]:
+            if start < position:
+                continue
+            name = text[start + 4 : text.index(">", start)]
+            depth, end = 0, start
+            for end in range(start, len(text)):
+                depth += {"(": 1, ")": -1}.get(text[end], 0)
+                if depth == 0:
+                    break
+            out.append(text[position:start] + argument(name, route))
+            position = end + 1
+        return "".join(out) + text[position:]
+
+    path = regex_groups_filled(route).replace("^", "").replace("$", "")
+    path = re.sub(r"<(?:\w+:)?(\w+)>", lambda m: argument(m[1], route), path)
+    return "/" + path + QUERIES.get(route, "").format(**rows)
+
+
+@pytest.fixture
+def rows(settings, tmp_path):
+    """One real row of each thing the pages show, and the ids the routes are given."""
+    settings.MEDIA_ROOT = tmp_path / "media"
+    settings.COMPANION_OFFLINE = True
+    image = default_storage.save("images/crawl.png", ContentFile(b"\x89PNG\r\n\x1a\n"))
+    with_image = Event.objects.create(content="look", actor="luna", image=image)
+    turn = turn_submit(
+        text="<luna>hello <pin>tea at five</pin></luna>", actor="luna", enqueue=False
+    )
+    Turn.objects.filter(pk=turn.pk).update(status="error", error="overloaded")
+    ContextSnapshot.objects.create(
+        turn=turn.pk, assembled_system="who Claude is", assembled_user="hello"
+    )
+    fairy = Fragment.objects.create(key="fairy", ambient="A small light.")
+    well = Fragment.objects.create(key="well", ambient="Deep and cold.")
+    FragmentEdge.objects.create(source=fairy, target=well, relation="near")
+    FragmentSource.objects.create(fragment=fairy, event_id=turn.event_id)
+    item = WorkingMemory.objects.get()
+    WorkingMemoryRef.objects.create(wm=item, fragment=fairy)
+    WorkingMemorySource.objects.get_or_create(wm=item, event_id=turn.event_id)
+    MiraEntry.objects.create(mira_id="mem_001", working_memory=item, entry={}, written={})
+    AmbientProse.objects.create(content="Quiet evenings.")
+    State.objects.get_or_create(key="crawl", defaults={"value": "1"})
+    IngestRecord.objects.get_or_create(event_id=turn.event_id)
+    run = MirrorRun.objects.create(kind="manual")
+    summary = Summary.objects.create(
+        level="L0", first_event_id=turn.event_id, last_event_id=turn.event_id, content="…", run=run
+    )
+    TagSuggestion.objects.create(summary=summary, type="pin", content="tea")
+    Group.objects.create(name="readers")
+    Schedule.objects.create(name="crawl", func="math.floor", schedule_type=Schedule.ONCE)
+    for success in (True, False):
+        Task.objects.create(
+            id=uuid.uuid4().hex,
+            name=f"crawl {success}",
+            func="math.floor",
+            started=timezone.now(),
+            stopped=timezone.now(),
+            success=success,
+        )
+    OrmQ.objects.create(key="default", payload="", lock=timezone.now())
+    at = {"user_agent": "crawl", "ip_address": "10.0.0.1", "attempt_time": timezone.now()}
+    AccessAttempt.objects.create(username="guess", failures_since_start=1, **at)
+    AccessLog.objects.create(username="guess", **at)
+    AccessFailureLog.objects.create(username="guess", **at)
+    return {"turn_id": turn.pk, "event_id": with_image.pk, "key": fairy.key}
+
+
+def refused_for_the_memory(response) -> bool:
+    return response.status_code == 403 and REFUSAL in response.text
+
+
+def test_it_crawls_every_route_but_the_few_open_to_every_account(rows, admin_user):
+    routes = [route for route, _ in served_routes()]
+    assert set(OPEN_TO_EVERY_ACCOUNT) <= set(routes)
+    crawled = crawled_routes()
+    assert {"", "lens/", "admin/", "images/<int:event_id>/"} <= {route for route, _ in crawled}
+    missed = [
+        route
+        for route, pattern in crawled
+        if resolve(url_of(route, rows=rows).split("?")[0]).func is not pattern.callback
+    ]
+    assert missed == []
+
+
+@pytest.mark.parametrize("staff", [False, True], ids=["plain-account", "staff-account"])
+def test_it_refuses_every_page_to_an_account_without_the_memory_permission(
+    client, django_user_model, rows, staff
+):
+    stranger = django_user_model.objects.create_user("stranger", password="x", is_staff=staff)
+    client.force_login(stranger)
+    answered = {}
+    for route, _ in crawled_routes():
+        url = url_of(route, rows=rows)
+        answered[url] = (client.get(url), client.post(url, POSTS.get(route, {})))
+    not_refused = [
+        f"{method} {url}: {response.status_code}"
+        for url, responses in answered.items()
+        for method, response in zip(("GET", "POST"), responses, strict=True)
+        if not refused_for_the_memory(response)
+    ]
+    assert not_refused == []
+    assert Event.objects.count() == 2 and Turn.objects.get().status == "error"
+
+
+@pytest.fixture
+def granted(django_user_model):
+    """An account the owner gave the memory permission, staff status and every permission of
+    the Anvil's pages but those over accounts (``auth``), which stay the owner's."""
+    account = django_user_model.objects.create_user("friend", password="x", is_staff=True)
+    account.user_permissions.set(Permission.objects.exclude(content_type__app_label="auth"))
+    return account
+
+
+@pytest.mark.parametrize("who", ["owner", "granted"])
+def test_it_opens_every_page_to_the_owner_and_to_a_granted_account(
+    client, django_user_model, rows, request, who
+):
+    account = (
+        django_user_model.objects.create_superuser("owner", password="x")
+        if who == "owner"
+        else request.getfixturevalue("granted")
+    )
+    client.force_login(account)
+    wrong = []
+    for route, _ in crawled_routes():
+        url = url_of(route, rows=rows)
+        response = client.get(url)
+        if response.status_code == 405:
+            response = client.post(url, POSTS[route])
+        if route in NOT_FOUND_FOR_EVERYONE:
+            expected = {404}
+        elif closed_by_the_anvils_own_rules(route, account):
+            expected = {403}
+        else:
+            expected = WORKS
+        if response.status_code not in expected or refused_for_the_memory(response):
+            wrong.append(f"{url}: {response.status_code}")
+    assert wrong == [], wrong
+
+
+def closed_by_the_anvils_own_rules(route: str, account) -> bool:
+    """Whether the admin's own permissions refuse ``account`` this page of a model: adding to
+    the event log, say, or the pages over accounts for anyone but the owner. (A bare
+    ``<object_id>/`` only redirects to the object's change page, which decides.)"""
+    model_admin = admin.site._registry.get(model_of(route))
+    if model_admin is None or route.endswith("<path:object_id>/"):
+        return False
+    asking = RequestFactory().get("/")
+    asking.user = account
+    if route.endswith("/add/"):
+        return not model_admin.has_add_permission(asking)
+    if route.endswith("/delete/"):
+        return not model_admin.has_delete_permission(asking)
+    if route.endswith("/password/"):
+        return not model_admin.has_change_permission(asking)
+    return not model_admin.has_view_or_change_permission(asking)
+
+
+def test_the_owner_grants_the_memory_permission_on_the_users_page(admin_client, django_user_model):
+    friend = django_user_model.objects.create_user("friend", password="x")
+    page = admin_client.get(reverse("admin:auth_user_change", args=[friend.pk]))
+    permission = Permission.objects.get(codename="use_memory")
+    assert "Can read and write the memory" in page.text
+    assert f'value="{permission.pk}"' in page.text
