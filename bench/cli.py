@@ -766,8 +766,9 @@ def _faults_print(result: dict) -> None:
         if "left" in figures:
             left = ", ".join(f"{state} {n}" for state, n in sorted(figures["left"].items()))
             print(
-                f"{kind}, what the kill left: {left or 'no run'} (a whole run: "
-                f"{figures['whole_run_lines']} lines in {figures['whole_run_s']:.1f} s)"
+                f"{kind}, what the kill left: {left or 'no run'} (a whole run printed "
+                f"{figures['lines']} lines and held the installation {figures['held_s']:.2f} s "
+                "to its last line)"
             )
     print(f"events lost: {result['events_lost']} (goal 0)")
     print(f"duplicated: {result['duplicated']} (goal 0)")

@@ -79,7 +79,11 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from urllib.parse import urlsplit, urlunsplit
 
+import psycopg
+
 from bench.fakeapi import FakeError, FakeMessagesAPI, FakeReply
+from transfer.lock import LOCK_FILE
+from transfer.undo import RUN_FILE, UNDO_DIR
 
 KINDS = (
     "429",
@@ -101,10 +105,11 @@ KINDS = (
 # What a killed restore or import may leave: nothing changed, everything done, or a half-filled
 # installation that the system checks keep the app off until the next command puts it back.
 SAFELY_LEFT = ("untouched", "complete", "refused by check")
-# The command that copies the installation out, and the one killed while it puts the copy back.
+# The command that copies the installation out into DIR, and the one killed while it puts DIR
+# into another installation.
 TRANSFERS = {
-    "restore SIGKILL": (["backup", "--here"], "restore"),
-    "import SIGKILL": (["export"], "import"),
+    "restore SIGKILL": ("backup DIR --here", "restore"),
+    "import SIGKILL": ("export DIR", "import"),
 }
 # SILENTSTAR_TURN_STALE_SECONDS for the run: longer than a new worker takes from its claim
 # to its first request (it imports the SDK) on a busy small machine.
@@ -117,6 +122,7 @@ LOCK_HELD = 1.5  # seconds the event log's write lock is held (with a writer wai
 DISK_LEFT = 4096  # bytes a file may grow to while the disk is "full"; the image is bigger
 TURN_PATIENCE = 60.0  # seconds after its fault a turn may take before it counts as stuck
 COMMAND_PATIENCE = 120  # seconds a manage.py command of the restore and import faults may take
+WATCH_EVERY = 0.002  # seconds between looks for a restore's or import's lock file
 POLL = 0.05
 MARKER_RE = re.compile(r"msg(\d{4})")
 REPO = Path(__file__).resolve().parent.parent
@@ -127,6 +133,10 @@ EXPECTED_ATTEMPTS = {"SIGKILL": 2, "SIGTERM": 2, "failing throughout": 2}
 
 class MessageRefused(Exception):
     """The chat page did not accept a message (any answer but 201)."""
+
+
+class CommandFailed(Exception):
+    """A restore or import that was not killed failed."""
 
 
 @dataclass
@@ -246,9 +256,7 @@ def faults_run(*, faults: int, seed: int, progress: Callable[[str], None]) -> di
         }
         if kind in TRANSFERS:
             kinds[kind]["left"] = dict(Counter(fault.left for fault in of_kind))
-            kinds[kind]["whole_run_s"], kinds[kind]["whole_run_lines"] = transfers.measured.get(
-                kind, (0.0, 0)
-            )
+            kinds[kind]["held_s"], kinds[kind]["lines"] = transfers.measured.get(kind, (0.0, 0))
     recovered = [fault for fault in done if fault.recovery_s is not None]
     longest = max(recovered, key=lambda fault: fault.recovery_s, default=None)
     return {
@@ -611,20 +619,27 @@ class _Transfers:
         copy_out, command = TRANSFERS[fault.kind]
         copy = self.folder / f"copy{fault.number:04}"
         source = Counter(Event.objects.values_list("id", "actor", "content"))
-        copied = _manage([copy_out[0], str(copy), *copy_out[1:]], env=os.environ)
+        copied = _manage(
+            [str(copy) if word == "DIR" else word for word in copy_out.split()], env=os.environ
+        )
         if copied.returncode != 0:
-            fault.note = f"{copy_out[0]} failed: {copied.stderr.strip()[-300:]}"
+            fault.note = f"{copy_out} failed: {copied.stderr.strip()[-300:]}"
             return
         target = None
         try:
             if fault.kind not in self.measured:
-                self.measured[fault.kind] = self._whole_run_measure([command, str(copy)])
-            last_line_s, lines = self.measured[fault.kind]
+                try:
+                    self.measured[fault.kind] = self._whole_run_measure([command, str(copy)])
+                except CommandFailed as failed:
+                    fault.note = str(failed)
+                    return
+            held_s, lines = self.measured[fault.kind]
             target = self._installation_new()
-            killed = _killed_between(
+            killed = _killed_while_held(
                 [command, str(copy)],
                 env=self._env(target),
-                after=self.moments.uniform(0, last_line_s),
+                lock=target.data / LOCK_FILE,
+                after=self.moments.uniform(0, held_s),
                 lines=lines,
             )
             since = time.monotonic()
@@ -646,13 +661,11 @@ class _Transfers:
 
     def _left(self, target: _Installation, *, source: Counter) -> str:
         """What the killed command left in ``target``."""
-        if (target.data / "transfer-undo" / "run.json").exists():
+        if (target.data / UNDO_DIR / RUN_FILE).exists():
             checked = _manage(["check"], env=self._env(target))
             if checked.returncode != 0 and "transfer.E001" in checked.stderr:
                 return "refused by check"
             return "half-filled, not refused by check"
-        import psycopg
-
         try:
             events = self._events(target)
         except (sqlite3.Error, psycopg.Error) as error:
@@ -662,32 +675,23 @@ class _Transfers:
         return "complete" if events == source else "neither untouched nor complete"
 
     def _whole_run_measure(self, args: list[str]) -> tuple[float, int]:
-        """A whole run of the command in a new installation: seconds to its last line, and its
-        lines."""
+        """A whole run of the command in a new installation: the seconds from the moment it
+        holds the installation (its lock file appears) to its last line, and its lines."""
         target = self._installation_new()
+        lock = target.data / LOCK_FILE
         try:
-            began = time.monotonic()
-            run = subprocess.Popen(
-                [sys.executable, "manage.py", *args],
-                cwd=REPO,
-                env=self._env(target),
-                stdout=subprocess.PIPE,
-                stderr=subprocess.PIPE,
-            )
-            lines = 0
-            last_line_s = 0.0
-            for _ in run.stdout:
-                lines += 1
-                last_line_s = time.monotonic() - began
-            errors = run.stderr.read()
-            run.wait(timeout=COMMAND_PATIENCE)
-            run.stdout.close()
-            run.stderr.close()
+            watched = _Watched(args, env=self._env(target))
+            held_at = None
+            while not watched.ended:
+                watched.read(WATCH_EVERY)
+                if held_at is None and lock.exists():
+                    held_at = time.monotonic()
+            done = watched.finish(kill=False)
         finally:
             self._installation_drop(target)
-        if run.returncode != 0:
-            raise RuntimeError(f"manage.py {' '.join(args)} failed: {errors.decode()[-500:]}")
-        return last_line_s, lines
+        if done.returncode != 0 or held_at is None:
+            raise CommandFailed(f"a whole run of {args[0]} failed: {done.stderr.strip()[-300:]}")
+        return watched.last_line_at - held_at, watched.lines()
 
     # --- the installations ------------------------------------------------------------------
 
@@ -755,8 +759,6 @@ class _Transfers:
 
         query = f"SELECT id, actor, content FROM {Event._meta.db_table}"
         if target.database:
-            import psycopg
-
             with psycopg.connect(self._env(target)["DATABASE_URL"]) as connection:
                 return Counter(connection.execute(query).fetchall())
         path = target.data / settings.SQLITE_FILES["events"]
@@ -794,37 +796,64 @@ def _manage(args: list[str], *, env) -> subprocess.CompletedProcess:
     )
 
 
-def _killed_between(
-    args: list[str], *, env: dict[str, str], after: float, lines: int
-) -> subprocess.CompletedProcess:
-    """``manage.py ARGS`` sent SIGKILL ``after`` seconds, or at its ``lines``-th line if that
-    comes first (the last line of a whole run: the kill lands before the command ends). The
-    signal goes to its process group, as a machine stopping ends every process: the programs
-    it runs (``pg_restore``) too."""
-    run = subprocess.Popen(
-        [sys.executable, "manage.py", *args],
-        cwd=REPO,
-        env=env,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        start_new_session=True,
-    )
-    deadline = time.monotonic() + after
-    printed = b""
-    while printed.count(b"\n") < lines and (left := deadline - time.monotonic()) > 0:
-        ready, _, _ = select.select([run.stdout], [], [], left)
+class _Watched:
+    """``manage.py ARGS`` in a process group of its own, its output read as it comes."""
+
+    def __init__(self, args: list[str], *, env) -> None:
+        self.run = subprocess.Popen(
+            [sys.executable, "manage.py", *args],
+            cwd=REPO,
+            env=env,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            start_new_session=True,
+        )
+        self.printed = b""
+        self.last_line_at = time.monotonic()
+        self.ended = False  # it closed its output
+
+    def lines(self) -> int:
+        return self.printed.count(b"\n")
+
+    def read(self, timeout: float) -> None:
+        """What it prints within ``timeout`` seconds."""
+        ready, _, _ = select.select([self.run.stdout], [], [], max(timeout, 0.0))
         if not ready:
+            return
+        chunk = os.read(self.run.stdout.fileno(), 65536)
+        self.ended = not chunk
+        if b"\n" in chunk:
+            self.last_line_at = time.monotonic()
+        self.printed += chunk
+
+    def finish(self, *, kill: bool) -> subprocess.CompletedProcess:
+        """Its end, after SIGKILL to its whole group with ``kill`` (the ``pg_restore`` it runs
+        too, as when the machine stops)."""
+        if kill:
+            with suppress(ProcessLookupError):
+                os.killpg(self.run.pid, signal.SIGKILL)
+        rest, errors = self.run.communicate(timeout=COMMAND_PATIENCE)
+        return subprocess.CompletedProcess(
+            self.run.args, self.run.returncode, (self.printed + rest).decode(), errors.decode()
+        )
+
+
+def _killed_while_held(
+    args: list[str], *, env, lock: Path, after: float, lines: int
+) -> subprocess.CompletedProcess:
+    """``manage.py ARGS`` sent SIGKILL ``after`` seconds from the moment it holds the
+    installation (``lock`` appears), or at its ``lines``-th line if that comes first (the last
+    line of a whole run: the kill lands before the command ends)."""
+    watched = _Watched(args, env=env)
+    while not watched.ended and not lock.exists():
+        watched.read(WATCH_EVERY)
+    deadline = time.monotonic() + after
+    while not watched.ended and watched.lines() < lines:
+        left = deadline - time.monotonic()
+        if left <= 0:
             break
-        chunk = os.read(run.stdout.fileno(), 65536)
-        if not chunk:  # the command closed its output: it is ending
-            break
-        printed += chunk
-    with suppress(ProcessLookupError):
-        os.killpg(run.pid, signal.SIGKILL)
-    rest, errors = run.communicate(timeout=COMMAND_PATIENCE)
-    return subprocess.CompletedProcess(
-        run.args, run.returncode, (printed + rest).decode(), errors.decode()
-    )
+        watched.read(left)
+    return watched.finish(kill=True)
 
 
 def _invariants_count(accepted: list[int], *, media_root: Path) -> dict:
