@@ -620,7 +620,7 @@ def manifest_read(folder: Path) -> dict:
     return manifest
 
 
-def _linked(folder: Path, name: str) -> bool:
+def linked(folder: Path, name: str) -> bool:
     """Whether a part of ``folder / name`` below the folder is a symbolic link, which could
     bring a file from anywhere on the machine into the installation."""
     path = folder
@@ -635,12 +635,12 @@ def backup_verify(folder: Path) -> dict:
     """The manifest of a sound backup: every file it names present, its own (no symbolic link
     on the way to it), of its size and checksum, and every database file found sound by
     ``database_file_check``."""
-    if _linked(folder, MANIFEST):
+    if linked(folder, MANIFEST):
         raise BackupError(f"{folder / MANIFEST} is a symbolic link: a backup holds its own files")
     manifest = manifest_read(folder)
     for entry in manifest["databases"] + manifest["files"]:
         path = folder / entry["name"]
-        if _linked(folder, entry["name"]):
+        if linked(folder, entry["name"]):
             raise BackupError(
                 f"{entry['name']} is, or lies under, a symbolic link: a backup holds its own files"
             )

@@ -50,7 +50,7 @@ from gem.rows import ROW_FIELDS, time_with_offset, working_memory_from_row, work
 from heart.models import ContextSnapshot
 from mirror.models import MirrorPrompt, MirrorRun, Summary, TagSuggestion
 from silentstar.router import ID_MAX, sequences_reset
-from transfer.backup import Progress, installation_rows
+from transfer.backup import Progress, installation_rows, linked
 from transfer.limits import LINE_MAX_CHARS, json_problem, lines_bounded, text_max, text_problem
 
 FORMAT = 1
@@ -274,17 +274,6 @@ def _safe_name(name: str) -> bool:
     return bool(name) and not path.is_absolute() and ".." not in path.parts
 
 
-def _linked(folder: Path, name: str) -> bool:
-    """Whether a part of ``folder / name`` below the folder is a symbolic link, which could
-    bring a file from anywhere on the machine into this installation."""
-    path = folder
-    for part in PurePosixPath(name).parts:
-        path = path / part
-        if path.is_symlink():
-            return True
-    return False
-
-
 def _images_copy(folder: Path) -> tuple[list[dict], list[str]]:
     """Copy every image an event names into the folder, under its own name."""
     names = sorted(set(Event.objects.exclude(image="").values_list("image", flat=True)))
@@ -330,7 +319,7 @@ def portable_export(*, folder: Path, progress: Progress = print) -> dict:
 def _unfinished(folder: Path) -> str | None:
     """When the export in ``folder`` began, if it never finished (its marker is still there)."""
     marker = folder / UNFINISHED
-    if not marker.is_file() or _linked(folder, UNFINISHED):
+    if not marker.is_file() or linked(folder, UNFINISHED):
         return None
     return marker.read_text(encoding="utf-8", errors="replace").strip()[:40] or "at an unknown time"
 
@@ -389,7 +378,7 @@ def manifest_read(folder: Path) -> dict:
     path = folder / MANIFEST
     if not path.is_file():
         raise PortableError(f"{path} is missing: {folder} is not an export, or an unfinished one")
-    if _linked(folder, MANIFEST):
+    if linked(folder, MANIFEST):
         raise PortableError(f"{path} is a symbolic link: an export holds its own files only")
     try:
         manifest = json.loads(path.read_text(encoding="utf-8"))
@@ -409,7 +398,7 @@ def manifest_read(folder: Path) -> dict:
     for name, sha256 in checks:
         if not _safe_name(str(name)) or (folder / name).is_dir():
             raise PortableError(f"{path} names a file outside the export: {name!r}")
-        if _linked(folder, name):
+        if linked(folder, name):
             raise PortableError(
                 f"{name} is, or lies under, a symbolic link: an export holds its own files only"
             )
