@@ -559,6 +559,8 @@ def _check(folder: Path, manifest: dict) -> _Checked:
             checked.keys[kind.model].add(row[pk])
             for names, values in seen.items():
                 value = tuple(row[name] for name in names)
+                if None in value:
+                    continue  # a unique column holds any number of NULLs (a turn not answered)
                 if value in values:
                     problem(f"{at}: another row has the same {', '.join(names)} {value!r}")
                 values.add(value)

@@ -15,6 +15,7 @@ from pathlib import Path
 import pytest
 from django.apps import apps
 
+from events.models import Turn
 from tests.conftest import REPO
 from tests.transfer import installations
 from transfer.backup import installation_rows
@@ -334,3 +335,24 @@ def test_an_export_killed_part_way_is_named_refused_and_cleaned_by_the_next(inst
     assert f"{folder} held an export that did not finish (begun " in again.stdout
     assert source.manage("export", str(tmp_path / "whole")).returncode == 0
     assert files_of(folder) == files_of(tmp_path / "whole")
+
+
+@pytest.mark.django_db(databases="__all__")
+def test_it_imports_turns_not_yet_answered(exported, tmp_path):
+    """Turns still queued have no reply event: several of them share none, which no unique rule
+    forbids (a unique column holds any number of NULLs, on SQLite and PostgreSQL alike)."""
+    _, folder = exported
+    copy = shutil.copytree(folder, tmp_path / "queued")
+    turns = [json.loads(line) for line in (copy / "turns.jsonl").read_text().splitlines()]
+    assert len(turns) >= 2
+    queued = [{**turn, "reply_event": None, "status": "queued"} for turn in turns]
+    (copy / "turns.jsonl").write_text("".join(json.dumps(turn) + "\n" for turn in queued))
+    manifest = json.loads((copy / MANIFEST).read_text())
+    for entry in manifest["files"]:
+        if entry["name"] == "turns.jsonl":
+            entry["sha256"] = hashlib.sha256((copy / "turns.jsonl").read_bytes()).hexdigest()
+    (copy / MANIFEST).write_text(json.dumps(manifest))
+
+    portable_import(folder=copy, progress=lambda line: None)
+
+    assert Turn.objects.filter(reply_event=None, status="queued").count() == len(turns)
