@@ -29,6 +29,7 @@ from transfer.backup import (
     BackupError,
     Progress,
     backup_create,
+    databases,
     installation_rows,
     manifest_read,
 )
@@ -87,11 +88,19 @@ def undone_on_failure(*, what: str, source: Path, progress: Progress) -> Iterato
         raise BackupError(
             f"this installation is not empty ({shown}): a {what} goes only into an empty one"
         )
+    for database in databases():
+        if database.backend == "sqlite":
+            # A store never migrated has no file yet; an empty file is an empty SQLite database,
+            # which the copy can hold and the undo put back.
+            database.path.touch()
     folder = undo_folder()
     copy = folder / "copy"
     folder.mkdir(parents=True)
     try:
         backup_create(into=copy, here=True, progress=lambda _: None)
+    except BackupError as error:
+        shutil.rmtree(folder, ignore_errors=True)
+        raise BackupError(f"copying this installation before the {what} failed: {error}") from None
     except BaseException:
         shutil.rmtree(folder, ignore_errors=True)
         raise

@@ -5,7 +5,7 @@ import json
 import shutil
 from pathlib import Path
 
-from tests.transfer.installations import EVENT_IDS, checksums_hold, table
+from tests.transfer.installations import EVENT_IDS, Installation, checksums_hold, table
 
 
 def test_it_restores_every_row_and_image_into_a_new_installation(installation, filled):
@@ -154,5 +154,16 @@ def test_a_restore_failing_part_way_puts_everything_back(installation, filled):
 
     (target.data / "media" / "images").unlink()
     restored = target.restore(folder)
+    assert restored.returncode == 0, restored.stderr
+    assert target.rows() == source.rows() and target.images() == source.images()
+
+
+def test_it_restores_into_an_installation_never_migrated(filled, tmp_path, postgres_databases):
+    source, folder = filled
+    urls = {"DATABASE_URL": postgres_databases.create()} if postgres_databases else {}
+    target = Installation(tmp_path / "new", urls)
+
+    restored = target.restore(folder)
+
     assert restored.returncode == 0, restored.stderr
     assert target.rows() == source.rows() and target.images() == source.images()
