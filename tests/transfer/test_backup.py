@@ -92,12 +92,12 @@ def test_on_postgresql_each_database_is_dumped_once_with_the_stores_it_holds(
         pytest.skip("PostgreSQL only: SQLite has one file per store")
     source = installation("source", events_apart=True)
     source.shell(FILL)
-    manifest = checksums_hold(source.backup(tmp_path / "backups"))
+    folder = source.backup(tmp_path / "backups")
+    manifest = checksums_hold(folder)
     assert [(entry["aliases"], entry["backend"]) for entry in manifest["databases"]] == [
         (["default", "summaries", "snapshots"], "postgresql"),
         (["events"], "postgresql"),
     ]
-    folder = next((tmp_path / "backups").iterdir())
 
     laid_out_otherwise = installation("one database")
     refused = laid_out_otherwise.restore(folder)

@@ -53,7 +53,9 @@ def left_half_filled(target) -> bool:
     return (target.data / "transfer-undo" / "run.json").exists()
 
 
-RESTORE_MOMENTS = ("run.json", "databases/", "files: ")
+# Killed when run.json appears (the copy made, nothing changed yet) is the import's first moment;
+# the restore's are after its first store, and after its files (all written, not yet counted).
+RESTORE_MOMENTS = ("databases/", "files: ")
 
 
 @pytest.mark.parametrize("moment", RESTORE_MOMENTS)
