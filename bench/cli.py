@@ -36,7 +36,7 @@ from bench.evaluate import (
     evaluate,
     evaluate_in_throwaway_stores,
 )
-from bench.faults import KINDS, faults_run
+from bench.faults import KINDS, ClusterStopped, faults_run
 from bench.firstchar import first_char_measure
 from bench.fuzz import fuzz_run
 from bench.generate import DATASETS, dataset_write
@@ -731,7 +731,10 @@ def _faults(asked: argparse.Namespace) -> None:
         raise BenchError("--faults and --workers must be at least 1")
     if asked.inside:
         _faults_stores_migrate()
-        result = faults_run(faults=asked.faults, seed=asked.seed, progress=_note)
+        try:
+            result = faults_run(faults=asked.faults, seed=asked.seed, progress=_note)
+        except ClusterStopped as error:
+            raise BenchError(str(error)) from None
         print(json.dumps(result))
         return
     with ExitStack() as stack:

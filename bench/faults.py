@@ -153,6 +153,10 @@ class Fault:
     note: str = ""
 
 
+class ClusterStopped(RuntimeError):
+    """The worker's cluster ended during the run, which no fault does."""
+
+
 def start_cluster(env: dict[str, str]) -> subprocess.Popen:
     """``manage.py qcluster`` in a process group of its own, as scripts/run starts it."""
     return subprocess.Popen(
@@ -224,7 +228,7 @@ def faults_run(*, faults: int, seed: int, progress: Callable[[str], None]) -> di
             "SILENTSTAR_SQLITE_BUSY_TIMEOUT_MS": str(BUSY_TIMEOUT_MS),
         }
         cluster = start_cluster(env)
-        runner = _Runner(api=api, client=client, transfers=transfers)
+        runner = _Runner(api=api, client=client, cluster=cluster, transfers=transfers)
         api.responder = runner.answer
         try:
             runner.recovery_start()
@@ -292,8 +296,9 @@ def faults_run(*, faults: int, seed: int, progress: Callable[[str], None]) -> di
 class _Runner:
     """Sends the messages, injects the faults and waits for the turns."""
 
-    def __init__(self, *, api, client, transfers: "_Transfers") -> None:
+    def __init__(self, *, api, client, cluster: subprocess.Popen, transfers: "_Transfers") -> None:
         self.api = api
+        self.cluster = cluster
         self.client = client
         self.transfers = transfers
         self.accepted: list[int] = []  # numbers of the messages the page accepted
@@ -376,10 +381,17 @@ class _Runner:
 
         return Turn.objects.values_list("status", "attempts", "finished_at").get(pk=turn_id)
 
+    def cluster_running(self) -> None:
+        """Refuse to go on without the worker: a cluster that stopped would leave every turn
+        after it waiting out its patience, and the run's figures would be of no worker at all."""
+        if (status := self.cluster.poll()) is not None:
+            raise ClusterStopped(f"the worker's cluster stopped (exit status {status})")
+
     def turn_done(self, turn_id: int, *, since: float) -> float | None:
         """Seconds from ``since`` to the turn done; None if it is not within ``TURN_PATIENCE``
         (or it ended in error: this benchmark's every reply comes in the end)."""
         while time.monotonic() - since < TURN_PATIENCE:
+            self.cluster_running()
             status, _, _ = self.turn_status(turn_id)
             if status == "done":
                 return time.monotonic() - since
@@ -394,6 +406,7 @@ class _Runner:
 
         deadline = time.monotonic() + TURN_PATIENCE
         while time.monotonic() < deadline:
+            self.cluster_running()
             if Turn.objects.filter(pk=turn_id, status="running").exclude(partial_text="").exists():
                 return True
             time.sleep(POLL)
