@@ -446,6 +446,27 @@ def _unfinished_remove(into: Path, progress: Progress) -> None:
             progress(f"Removed the unfinished backup {folder} (no manifest; its run stopped)")
 
 
+def _unfinished_here_empty(into: Path, progress: Progress) -> None:
+    """Empty ``into`` of the backup a stopped ``--here`` run left in it: only what a backup
+    writes there, and only when no run holds its lock; anything else stays, and is refused."""
+    writing = FileLock(into / WRITING, timeout=0)
+    try:
+        writing.acquire()
+    except Timeout:
+        raise BackupError(f"another backup is being written into {into}") from None
+    try:
+        for name in ("databases", *file_storages().values(), f"{MANIFEST}.partial"):
+            path = into / name
+            if path.is_dir() and not path.is_symlink():
+                shutil.rmtree(path)
+            else:
+                path.unlink(missing_ok=True)
+    finally:
+        writing.release()
+    (into / WRITING).unlink(missing_ok=True)
+    progress(f"Removed the unfinished backup in {into} (no manifest; its run stopped)")
+
+
 def _folder_claim(
     into: Path, *, here: bool, now: datetime, stack: ExitStack, progress: Progress
 ) -> Path:
@@ -454,6 +475,8 @@ def _folder_claim(
     unfinished backups there are removed."""
     into.mkdir(parents=True, exist_ok=True)
     if here:
+        if (into / WRITING).exists() and not (into / MANIFEST).exists():
+            _unfinished_here_empty(into, progress)
         if any(into.iterdir()):
             raise BackupError(f"{into} is not empty: a backup goes into an empty folder")
         stack.enter_context(FileLock(into / WRITING, timeout=0))

@@ -269,11 +269,13 @@ def made_bigger(installation: Installation) -> None:
     (images / "large.png").write_bytes(os.urandom(2**26))
 
 
-def backup_caught(installation: Installation, into: Path) -> tuple[subprocess.Popen, Path]:
+def backup_caught(
+    installation: Installation, into: Path, *args: str
+) -> tuple[subprocess.Popen, Path]:
     """A backup into ``into`` run in its own process and stopped (SIGSTOP) once its databases
     folder has its first file: ``(process, its folder)``."""
     running = subprocess.Popen(
-        [sys.executable, "manage.py", "backup", str(into)],
+        [sys.executable, "manage.py", "backup", str(into), *args],
         cwd=REPO,
         env=installation.env,
         stdout=subprocess.PIPE,
@@ -293,7 +295,7 @@ def backup_caught(installation: Installation, into: Path) -> tuple[subprocess.Po
 def unfinished_with_a_database(into: Path) -> list[Path]:
     return [
         folder
-        for folder in backup_folders(into)
+        for folder in [into, *backup_folders(into)]
         if not (folder / "manifest.json").exists() and any(folder.glob("databases/*"))
     ]
 
@@ -313,6 +315,22 @@ def test_a_backup_killed_part_way_is_removed_by_the_next_one(installation, tmp_p
     (made,) = backup_folders(backups)  # the killed one's name, when made in the same second
     checksums_hold(made)
     assert not (made / "writing.lock").exists()
+
+
+def test_a_backup_here_killed_part_way_is_emptied_by_the_next_one(installation, tmp_path):
+    source = installation("source")
+    made_bigger(source)
+    here = tmp_path / "here"
+    killed, _ = backup_caught(source, here, "--here")
+    killed.kill()
+    killed.communicate()
+
+    done = source.manage("backup", str(here), "--here")
+
+    assert done.returncode == 0, done.stderr
+    assert f"Removed the unfinished backup in {here} (no manifest; its run stopped)" in done.stdout
+    checksums_hold(here)
+    assert not (here / "writing.lock").exists()
 
 
 def test_a_running_backup_is_left_alone_and_not_counted_by_keep(installation, tmp_path):
