@@ -109,6 +109,14 @@ def django_db_setup(django_db_setup, django_db_blocker):
 
 
 @pytest.fixture(autouse=True)
+def data_folder_of_its_own(settings, tmp_path):
+    """What a command keeps in the data folder (the transfer lock, the copy a restore or import
+    is undone from) goes in the test's own: test processes run side by side, and one lock in a
+    shared folder would refuse one process's import while another's runs."""
+    settings.DATA_DIR = tmp_path / "data"
+
+
+@pytest.fixture(autouse=True)
 def fast_password_hashing(settings):
     """Real hashing costs a third of a second per login; tests do not need its strength."""
     settings.PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
