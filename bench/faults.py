@@ -157,16 +157,18 @@ class ClusterStopped(RuntimeError):
     """The worker's cluster ended during the run, which no fault does."""
 
 
-def start_cluster(env: dict[str, str]) -> subprocess.Popen:
-    """``manage.py qcluster`` in a process group of its own, as scripts/run starts it."""
-    return subprocess.Popen(
-        [sys.executable, "manage.py", "qcluster"],
-        cwd=REPO,
-        env=env,
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-        start_new_session=True,
-    )
+def start_cluster(env: dict[str, str], *, log: Path | None = None) -> subprocess.Popen:
+    """``manage.py qcluster`` in a process group of its own, as scripts/run starts it; what it
+    says goes to ``log`` (appended), or nowhere."""
+    with open(log or os.devnull, "a") as said:
+        return subprocess.Popen(
+            [sys.executable, "manage.py", "qcluster"],
+            cwd=REPO,
+            env=env,
+            stdout=said,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )
 
 
 def group_kill(cluster: subprocess.Popen) -> None:
@@ -226,11 +228,18 @@ def faults_run(*, faults: int, seed: int, progress: Callable[[str], None]) -> di
             "SILENTSTAR_CLAUDE_MAX_RETRIES": str(CLAUDE_MAX_RETRIES),
             "SILENTSTAR_TURN_STALE_SECONDS": str(STALE_SECONDS),
             "SILENTSTAR_SQLITE_BUSY_TIMEOUT_MS": str(BUSY_TIMEOUT_MS),
+            # Its "running." line, written as it comes, says it has started.
+            "SILENTSTAR_LOG_LEVEL": "INFO",
+            "PYTHONUNBUFFERED": "1",
         }
-        cluster = start_cluster(env)
-        runner = _Runner(api=api, client=client, cluster=cluster, transfers=transfers)
+        cluster_log = Path(settings.DATA_DIR) / "qcluster.log"
+        cluster = start_cluster(env, log=cluster_log)
+        runner = _Runner(
+            api=api, client=client, cluster=cluster, cluster_log=cluster_log, transfers=transfers
+        )
         api.responder = runner.answer
         try:
+            runner.cluster_ready()
             runner.recovery_start()
             warm_up = runner.send(0)
             runner.turn_done(warm_up, since=time.monotonic())
@@ -296,9 +305,12 @@ def faults_run(*, faults: int, seed: int, progress: Callable[[str], None]) -> di
 class _Runner:
     """Sends the messages, injects the faults and waits for the turns."""
 
-    def __init__(self, *, api, client, cluster: subprocess.Popen, transfers: "_Transfers") -> None:
+    def __init__(
+        self, *, api, client, cluster: subprocess.Popen, cluster_log: Path, transfers: "_Transfers"
+    ) -> None:
         self.api = api
         self.cluster = cluster
+        self.cluster_log = cluster_log
         self.client = client
         self.transfers = transfers
         self.accepted: list[int] = []  # numbers of the messages the page accepted
@@ -385,7 +397,26 @@ class _Runner:
         """Refuse to go on without the worker: a cluster that stopped would leave every turn
         after it waiting out its patience, and the run's figures would be of no worker at all."""
         if (status := self.cluster.poll()) is not None:
-            raise ClusterStopped(f"the worker's cluster stopped (exit status {status})")
+            last = self.cluster_log.read_text(errors="replace").splitlines()[-20:]
+            raise ClusterStopped(
+                f"the worker's cluster stopped (exit status {status}); the last it said:\n"
+                + "\n".join(last)
+            )
+
+    def cluster_ready(self) -> None:
+        """Until the cluster says it is running, with nothing else writing meanwhile: its
+        start-up checks ask SQLite for JSON, and a lock held past the worker's short busy
+        timeout makes Django take SQLite for one without it, and the cluster refuse to start."""
+        deadline = time.monotonic() + TURN_PATIENCE
+        while " running." not in self.cluster_log.read_text(errors="replace"):
+            self.cluster_running()
+            if time.monotonic() > deadline:
+                said = self.cluster_log.read_text(errors="replace").splitlines()[-20:]
+                raise ClusterStopped(
+                    f"the worker's cluster did not start in {TURN_PATIENCE} s; the last it "
+                    "said:\n" + "\n".join(said)
+                )
+            time.sleep(POLL)
 
     def turn_done(self, turn_id: int, *, since: float) -> float | None:
         """Seconds from ``since`` to the turn done; None if it is not within ``TURN_PATIENCE``
