@@ -2,15 +2,16 @@
 
 The owner (a superuser, made by ``manage.py ensure_owner``) may, and so may every account the
 owner grants the permission "Can read and write the memory" (``gem.use_memory``) in the Anvil,
-under Users. Every page of the chat, the Lens and the Anvil is wrapped in
-``memory_access_required``: a signed-in account without the permission gets 403 on each, whatever
-the method. The Anvil asks more on top, as Django's admin does: staff status, and each model's own
-view, add, change and delete permissions.
+under Users. ``MemoryAccessMiddleware`` asks it of every view, the Anvil's included, after
+Django's ``LoginRequiredMiddleware`` has sent anyone not signed in to sign in: a signed-in
+account without the permission gets 403, whatever the method. A view added later is closed the
+same way until it says otherwise. The views open to every account are those open to visitors
+(``login_not_required``: signing in, the web app's manifest and service worker) and those marked
+``memory_not_required`` (signing out, changing one's own password). The Anvil asks more on top,
+as Django's admin does: staff status, and each model's own view, add, change and delete
+permissions.
 """
 
-from functools import wraps
-
-from django.contrib.auth.views import redirect_to_login
 from django.core.exceptions import PermissionDenied
 
 MEMORY_PERMISSION = "gem.use_memory"
@@ -20,15 +21,29 @@ REFUSAL = (
 )
 
 
-def memory_access_required(view):
-    """``view``, for accounts with the memory permission; 403 for other signed-in accounts."""
+def memory_not_required(view):
+    """Mark ``view`` as open to every signed-in account, as ``login_not_required`` opens one to
+    visitors."""
+    view.memory_not_required = True
+    return view
 
-    @wraps(view)
-    def checked(request, *args, **kwargs):
-        if not request.user.is_authenticated:
-            return redirect_to_login(request.get_full_path())
+
+class MemoryAccessMiddleware:
+    """403 for a signed-in account without the memory permission, on every view not marked
+    open (see the module's docstring)."""
+
+    def __init__(self, get_response):
+        self.get_response = get_response
+
+    def __call__(self, request):
+        return self.get_response(request)
+
+    def process_view(self, request, view_func, view_args, view_kwargs):
+        open_to_all = getattr(view_func, "login_not_required", False) or getattr(
+            view_func, "memory_not_required", False
+        )
+        if open_to_all or not request.user.is_authenticated:
+            return None
         if not request.user.has_perm(MEMORY_PERMISSION):
             raise PermissionDenied(REFUSAL)
-        return view(request, *args, **kwargs)
-
-    return checked
+        return None

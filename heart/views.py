@@ -1,8 +1,8 @@
 """The chat page and its partials: thin views that validate, call a service and render.
 
 Every view needs a signed-in user (``LoginRequiredMiddleware``) with the memory permission
-(``memory_access_required``) except the web app manifest and the service worker, which
-installers fetch before anyone signs in. Partials live in
+(``gem.access.MemoryAccessMiddleware``) except the web app manifest and the service worker,
+which installers fetch before anyone signs in. Partials live in
 ``templates/heart/chat.html``; htmx requests get them, page requests get the whole page.
 """
 
@@ -28,7 +28,6 @@ from django_q.status import Stat
 
 from events.models import Event, Turn, TurnStatus
 from events.render import Message, identity_colors, identity_slug, message_display
-from gem.access import memory_access_required
 from gem.models import Identity
 from gem.selectors import Identities, identities_current
 from heart.forms import HistoryForm, MessageForm
@@ -60,7 +59,6 @@ class Entry:
 # --- Pages and partials --------------------------------------------------------------------
 
 
-@memory_access_required
 @require_GET
 def chat(request):
     form = HistoryForm(request.GET, required=False)
@@ -87,7 +85,6 @@ def chat(request):
     return response
 
 
-@memory_access_required
 @require_GET
 def history(request):
     form = HistoryForm(request.GET)
@@ -101,7 +98,6 @@ def history(request):
     return render(request, "heart/chat.html#history-page", context)
 
 
-@memory_access_required
 @require_POST
 def message_send(request):
     who = identities_current()
@@ -129,7 +125,6 @@ def message_send(request):
     return render(request, "heart/chat.html#sent", context, status=201)
 
 
-@memory_access_required
 @require_GET
 def turn_detail(request, turn_id: int):
     turn = get_object_or_404(Turn.objects.select_related("reply_event"), pk=turn_id)
@@ -137,7 +132,6 @@ def turn_detail(request, turn_id: int):
     return render(request, "heart/chat.html#turn", context)
 
 
-@memory_access_required
 @require_POST
 def turn_retry_view(request, turn_id: int):
     get_object_or_404(Turn.objects.only("id"), pk=turn_id)
@@ -151,7 +145,6 @@ def turn_retry_view(request, turn_id: int):
     return render(request, "heart/chat.html#turn", _turn_context(turn, who=identities_current()))
 
 
-@memory_access_required
 @require_GET
 def worker_status(request):
     state, title = _worker_state()
@@ -159,7 +152,6 @@ def worker_status(request):
     return render(request, "heart/chat.html#worker-status", context)
 
 
-@memory_access_required
 @require_GET
 def image(request, event_id: int):
     """An image the person sent. Uploaded files are never served publicly, only through here."""

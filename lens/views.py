@@ -1,5 +1,5 @@
 """The Lens in the browser, for the owner and the accounts granted the memory permission
-(``memory_access_required``; signed out: a redirect to the sign-in page). Thin views over
+(``gem.access.MemoryAccessMiddleware``; signed out: a redirect to the sign-in page). Thin views over
 ``lens/extract.py``, ``lens/search.py`` and ``lens/query.py``. They read and never write, so
 every one is GET only."""
 
@@ -12,7 +12,6 @@ from django.utils.html import escape
 from django.utils.safestring import mark_safe
 from django.views.decorators.http import require_GET
 
-from gem.access import memory_access_required
 from lens.draft import draft_render
 from lens.draft_read import Draft
 from lens.extract import (
@@ -31,7 +30,6 @@ from lens.search import KINDS, MARK_OPEN, SearchError, search
 # --- Reading: a fragment, what connects several, working memory, summaries ------------------
 
 
-@memory_access_required
 @require_GET
 def lens_index(request):
     """The key box: one key opens the fragment, several what connects them."""
@@ -47,7 +45,6 @@ def lens_index(request):
     return redirect(f"{reverse('lens-intersection-detail')}?{query}")
 
 
-@memory_access_required
 @require_GET
 def fragment_detail(request, key: str):
     try:
@@ -65,7 +62,6 @@ def fragment_detail(request, key: str):
     )
 
 
-@memory_access_required
 @require_GET
 def fragment_draft(request, key: str):
     """The fragment as a draft, to save and edit."""
@@ -78,7 +74,6 @@ def fragment_draft(request, key: str):
     )
 
 
-@memory_access_required
 @require_GET
 def intersection_detail(request):
     form = KeysForm(request.GET)
@@ -91,7 +86,6 @@ def intersection_detail(request):
     return render(request, "lens/intersection.html", {"found": found, "form": form})
 
 
-@memory_access_required
 @require_GET
 def working_memory_list(request):
     turn, items = working_memory_lingering()
@@ -100,7 +94,6 @@ def working_memory_list(request):
     )
 
 
-@memory_access_required
 @require_GET
 def summary_list(request):
     return render(
@@ -117,7 +110,6 @@ def _refuse(request, reason: str, *, form: KeysForm | None = None, status: int):
 # --- Search and Mira's query ----------------------------------------------------------------
 
 
-@memory_access_required
 @require_GET
 def search_page(request):
     query = request.GET.get("q", "").strip()
@@ -139,7 +131,6 @@ def search_page(request):
     return render(request, template, context, status=400 if error else 200)
 
 
-@memory_access_required
 @require_GET
 def query_json(request):
     try:

@@ -32,7 +32,7 @@ ALLOWED_HOSTS = env_list("SILENTSTAR_ALLOWED_HOSTS", ["localhost", "127.0.0.1", 
 CSRF_TRUSTED_ORIGINS = env_list("SILENTSTAR_CSRF_TRUSTED_ORIGINS", [])
 
 INSTALLED_APPS = [
-    "anvil.apps.AnvilAdminConfig",  # django.contrib.admin, its site behind the memory permission
+    "django.contrib.admin",
     "django.contrib.auth",
     "django.contrib.contenttypes",
     "django.contrib.sessions",
@@ -60,6 +60,7 @@ MIDDLEWARE = [
     "django.middleware.csrf.CsrfViewMiddleware",
     "django.contrib.auth.middleware.AuthenticationMiddleware",
     "django.contrib.auth.middleware.LoginRequiredMiddleware",
+    "gem.access.MemoryAccessMiddleware",
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
     "django_htmx.middleware.HtmxMiddleware",

@@ -4,22 +4,28 @@ from django.contrib.auth.decorators import login_not_required
 from django.urls import include, path, re_path
 from django.views.generic import RedirectView
 
+from gem.access import memory_not_required
 from heart.auth import ThrottledLoginView
+
+admin.site.site_header = "Silentstar — the Anvil"
+admin.site.site_title = "Silentstar Anvil"
+admin.site.index_title = "Curation"
 
 urlpatterns = [
     # One sign-in page, with its limit on failed attempts; the admin's own sends people there.
     path("accounts/login/", ThrottledLoginView.as_view(), name="login"),
-    path("accounts/logout/", auth_views.LogoutView.as_view(), name="logout"),
+    # Signing out and changing one's own password are every account's, the memory's or not.
+    path("accounts/logout/", memory_not_required(auth_views.LogoutView.as_view()), name="logout"),
     # Changing the password needs the old one and a signed-in session. There is no reset by
     # mail (no mail is set up): the owner resets it with `manage.py changepassword`.
     path(
         "accounts/password_change/",
-        auth_views.PasswordChangeView.as_view(),
+        memory_not_required(auth_views.PasswordChangeView.as_view()),
         name="password_change",
     ),
     path(
         "accounts/password_change/done/",
-        auth_views.PasswordChangeDoneView.as_view(),
+        memory_not_required(auth_views.PasswordChangeDoneView.as_view()),
         name="password_change_done",
     ),
     path(
