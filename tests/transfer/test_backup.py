@@ -313,24 +313,21 @@ def test_a_backup_killed_part_way_is_removed_by_the_next_one(installation, tmp_p
     assert done.returncode == 0, done.stderr
     assert f"Removed the unfinished backup {half} (no manifest; its run stopped)" in done.stdout
     (made,) = backup_folders(backups)  # the killed one's name, when made in the same second
-    checksums_hold(made)
-    assert not (made / "writing.lock").exists()
+    for finished in (made, here_killed_and_made_again(source, tmp_path / "here")):
+        checksums_hold(finished)
+        assert not (finished / "writing.lock").exists()
 
 
-def test_a_backup_here_killed_part_way_is_emptied_by_the_next_one(installation, tmp_path):
-    source = installation("source")
-    made_bigger(source)
-    here = tmp_path / "here"
+def here_killed_and_made_again(source: Installation, here: Path) -> Path:
+    """A backup ``--here`` killed part-way, then another into the same folder, which empties it
+    of the killed one's files first."""
     killed, _ = backup_caught(source, here, "--here")
     killed.kill()
     killed.communicate()
-
     done = source.manage("backup", str(here), "--here")
-
     assert done.returncode == 0, done.stderr
     assert f"Removed the unfinished backup in {here} (no manifest; its run stopped)" in done.stdout
-    checksums_hold(here)
-    assert not (here / "writing.lock").exists()
+    return here
 
 
 def test_a_running_backup_is_left_alone_and_not_counted_by_keep(installation, tmp_path):
