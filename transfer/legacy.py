@@ -1091,8 +1091,8 @@ def _texts_check(legacy: Legacy, report: LegacyReport, gem: Gem, scan: EventScan
             continue
         if _words(item.content) not in _words(text):
             misfits.append(
-                f"item {item.id}'s “{_short_text(item.content)}” is not in the text of event "
-                f"{item.event_id}, “{_short_text(text)}”"
+                f"item {item.id}'s {_short(item.content)} is not in the text of event "
+                f"{item.event_id}, {_short(text)}"
             )
         elif item.created_at > said + CLOCK_SLACK:
             days = round((item.created_at - said) / timedelta(days=1))
@@ -1123,11 +1123,6 @@ def _texts_check(legacy: Legacy, report: LegacyReport, gem: Gem, scan: EventScan
 def _words(text: str) -> str:
     """The text's words (tag names among them), lower case, each between spaces."""
     return f" {' '.join(WORD.findall(text.casefold()))} "
-
-
-def _short_text(text: str) -> str:
-    line = " ".join(text.split())
-    return line if len(line) <= 40 else f"{line[:39]}…"
 
 
 def _leftover_events_check(legacy: Legacy, report: LegacyReport) -> None:

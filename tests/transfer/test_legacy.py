@@ -616,7 +616,7 @@ def test_a_v5_pair_whose_events_were_said_a_month_before_the_gem_remembers_them_
     assert message.startswith(
         "The halves disagree: 7 of the 7 working-memory items in "
         f"{gem} that name an event do not fit its text in {other_events} (first: item 1 was "
-        "written 30 days after event 2, whose text it came from, was said; item 2's “a "
+        "written 30 days after event 2, whose text it came from, was said; item 2's 'a "
     )
     assert message.endswith(
         "give the events file copied with this Gem from the same installation (its "
@@ -634,8 +634,8 @@ def test_a_v5_pair_whose_events_say_other_things_at_the_same_times_is_refused(tm
     message = refused(gem, other_events)
     assert "7 of the 7 working-memory items" in message
     assert (
-        "(first: item 1's “glad she came back to the lighthouse” is not in the text of event "
-        "2, “<luna>another day, message 2</luna>”; item 2's" in message
+        "(first: item 1's 'glad she came back to the lighthouse' is not in the text of event "
+        "2, '<luna>another day, message 2</luna>'; item 2's" in message
     )
 
 
@@ -647,7 +647,8 @@ def test_a_true_pair_notes_the_few_items_that_do_not_fit_their_events(tmp_path):
     assert report.tables["working memory"].imported == 8
     assert (
         "1 of the 7 working-memory items that name an event do not fit its text (first: item "
-        "2's “a feeling of far more than fifteen word…” is not in the text of event 2"
+        "2's 'a feeling of far more than fifteen words that was record… is not in the "
+        "text of event 2"
     ) in " ".join(report.notes)
 
 
