@@ -83,7 +83,7 @@ import psycopg
 
 from bench.fakeapi import FakeError, FakeMessagesAPI, FakeReply
 from transfer.lock import LOCK_FILE
-from transfer.undo import RUN_FILE, UNDO_DIR
+from transfer.stopped import RUN_FILE, UNDO_DIR
 
 KINDS = (
     "429",

@@ -3,7 +3,7 @@ half-filled when it was stopped. Registered by ``transfer.apps.TransferConfig.re
 
 from django.core.checks import Error, register
 
-from transfer.undo import stopped_run
+from transfer.stopped import stopped_run
 
 
 @register()

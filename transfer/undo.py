@@ -23,8 +23,6 @@ from contextlib import contextmanager
 from datetime import UTC, datetime
 from pathlib import Path
 
-from django.conf import settings
-
 from transfer.backup import (
     BackupError,
     Progress,
@@ -34,26 +32,7 @@ from transfer.backup import (
     manifest_read,
 )
 from transfer.replace import backup_put
-
-UNDO_DIR = "transfer-undo"
-RUN_FILE = "run.json"
-
-
-def undo_folder() -> Path:
-    return settings.DATA_DIR / UNDO_DIR
-
-
-def stopped_run() -> dict | None:
-    """What a restore or import that stopped part-way was doing (``what``, ``source``,
-    ``started``), or None when none did."""
-    path = undo_folder() / RUN_FILE
-    if not path.is_file():
-        return None
-    try:
-        return json.loads(path.read_text())
-    except ValueError:
-        # Written whole or not at all (a rename), so only a hand can have damaged it.
-        return {"what": "restore or import", "source": "?", "started": "?"}
+from transfer.stopped import RUN_FILE, stopped_run, undo_folder
 
 
 def stopped_run_undo(*, progress: Progress) -> dict | None:
