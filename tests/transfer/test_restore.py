@@ -1,11 +1,17 @@
 """manage.py restore, end to end: real installations in their own processes."""
 
-import hashlib
 import json
 import shutil
 from pathlib import Path
 
-from tests.transfer.installations import EVENT_IDS, Installation, checksums_hold, table
+from tests.transfer.installations import (
+    EVENT_IDS,
+    Installation,
+    checksums_hold,
+    manifest_fix,
+    overwrite_middle,
+    table,
+)
 
 
 def test_it_restores_every_row_and_image_into_a_new_installation(installation, filled):
@@ -84,26 +90,12 @@ def test_it_refuses_a_damaged_backup_and_changes_nothing(installation, filled, t
         assert target.rows() == before and target.images() == {}, damage.__name__
 
 
-def manifest_fixed(copy: Path) -> None:
-    """Make the manifest's sizes and checksums match the files again, as a hand that damaged a
-    backup on purpose, or a tool that rewrote it, would."""
-    manifest = json.loads((copy / "manifest.json").read_text())
-    for entry in manifest["databases"] + manifest["files"]:
-        data = (copy / entry["name"]).read_bytes()
-        entry["size"], entry["sha256"] = len(data), hashlib.sha256(data).hexdigest()
-    (copy / "manifest.json").write_text(json.dumps(manifest))
-
-
 def store_damaged(copy: Path) -> None:
-    """4 KiB overwritten in the middle of the events store's file."""
+    """4 KiB overwritten in the middle of the events store's file, the manifest made to match."""
     manifest = json.loads((copy / "manifest.json").read_text())
     (entry,) = [entry for entry in manifest["databases"] if "events" in entry["aliases"]]
-    path = copy / entry["name"]
-    data = bytearray(path.read_bytes())
-    middle = len(data) // 2
-    data[middle : middle + 4096] = bytes(range(256)) * 16
-    path.write_bytes(bytes(data[: len(path.read_bytes())]))
-    manifest_fixed(copy)
+    overwrite_middle(copy / entry["name"])
+    manifest_fix(copy, entry["name"])
 
 
 def rows_miscounted(copy: Path) -> None:
