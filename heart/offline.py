@@ -39,12 +39,16 @@ The key is everything before `` (`` on the heading line. An entry with no text u
 ``### ghost (not found)``) is reported as nothing having come back for that key.
 
 What it asks for: every ``[key]`` in the person's message (the way ambient prose names
-fragments) and the word after "remember" ("remember fairy", skipping little words such as
-"the") become ``recall(key)`` calls in processing text, outside the display tags, so the next
-turn's ``## Recalled`` carries them.
+fragments) and the word after "remember" become ``recall(key)`` calls in processing text, outside
+the display tags, so the next turn's ``## Recalled`` carries them. The word after "remember" is
+the first of the next four that is not a little word (``gem.words.STOP_WORDS``): "what do you
+remember about the physio?" looks up ``physio``. "Remember to …" and "remember that I …" ask for
+something to be kept, not looked up, and look up nothing.
 """
 
 import re
+
+from gem.words import STOP_WORDS
 
 OFFLINE_NOTICE = (
     "(offline — no API key is set, so this is Silentstar's offline companion, not Claude)"
@@ -63,10 +67,6 @@ _CALL_RE = re.compile(r"(?i)(?<!\w)(recall|search)\(")
 _SENTENCE_END_RE = re.compile(r"[.!?…][\"'”’)\]]*(?=\s)")
 _BRACKET_KEY_RE = re.compile(r"\[([^\[\]\n]{1,80})\]")
 _REMEMBER_RE = re.compile(r"(?i)(?<!\w)remember\s+((?:\w[\w'’-]*\s+){0,3})(\w[\w'’-]*)")
-_LITTLE_WORDS = frozenset(
-    {"a", "an", "the", "my", "our", "your", "his", "her", "their", "this", "that", "these"}
-    | {"those", "me", "us", "it"}
-)
 
 
 def reply(*, system: list[dict], messages: list[dict]) -> str:
@@ -144,12 +144,19 @@ def recall_keys(message: str) -> list[str]:
         found.append((match.start(), match[1].strip()))
     for match in _REMEMBER_RE.finditer(message):
         words = [*match[1].split(), match[2]]
-        while words and words[0].casefold() in _LITTLE_WORDS:
-            words.pop(0)
-        if words:
-            found.append((match.start(), words[0]))
+        if _asks_to_keep(words):
+            continue
+        key = next((word for word in words if word.casefold() not in STOP_WORDS), "")
+        found.append((match.start(), key))
     keys = (key for _, key in sorted(found) if key and '"' not in key)
     return list(dict.fromkeys(keys))
+
+
+def _asks_to_keep(words: list[str]) -> bool:
+    """Whether the words after "remember" ask for something to be kept rather than looked up:
+    "remember to call her", "remember that I hate cilantro" (but not "remember that song")."""
+    first, *rest = (word.casefold() for word in words)
+    return first == "to" or (first == "that" and bool(rest) and rest[0] in STOP_WORDS)
 
 
 def _recall_call(key: str) -> str:

@@ -8,6 +8,7 @@ from events.models import Turn
 from events.parse import parse
 from gem.models import WorkingMemory
 from gem.recalled import Recall
+from gem.words import STOP_WORDS
 from heart.offline import (
     OFFLINE_NOTICE,
     first_sentence,
@@ -220,6 +221,27 @@ def test_it_cuts_the_first_sentence():
 def test_it_finds_keys_to_recall_in_order():
     assert recall_keys("remember [b] and remember the lake, remember my") == ["b", "lake"]
     assert recall_keys('[say "no"] [] [ ]') == []
+
+
+@pytest.mark.parametrize(
+    ("message", "keys"),
+    [
+        ("what do you remember about the physio?", ["physio"]),
+        ("do you remember that song?", ["song"]),
+        ("remember that I hate cilantro", []),
+        ("please remember to call the pharmacy", []),
+        ("can you remember it for me?", []),
+    ],
+)
+def test_it_skips_little_words_and_looks_up_nothing_it_was_asked_to_keep(message, keys):
+    parsed = parse(offline_reply(user_text(f"<luna>{message}</luna>")), identities=IDENTITIES)
+
+    assert parsed.recalls == tuple(Recall(key) for key in keys)
+
+
+@given(st.lists(st.sampled_from(sorted(STOP_WORDS)), max_size=6).map(" ".join))
+def test_it_never_looks_up_a_little_word(little):
+    assert recall_keys(f"do you remember {little}?") == []
 
 
 @given(st.text(max_size=300), st.text(max_size=200))
