@@ -1,19 +1,89 @@
 """Differences between two texts, for a person to read: versions of ambient prose and wake
-texts, a fragment's tiers before and after a fold or a draft."""
+texts, a fragment's tiers before and after a fold or a draft.
+
+The texts are set side by side, a row for each run of lines that stayed, went, came or changed;
+within a changed run the words removed and added are marked. The words wrap with the page, so
+nothing is cut mid-word and no row is wider than its column."""
 
 import difflib
+import re
 
-from django.utils.html import escape
+from django.utils.html import escape, format_html, format_html_join
 from django.utils.safestring import SafeString, mark_safe
+
+# Words, runs of white space and single marks: a change of one comma marks the comma alone.
+_TOKEN_RE = re.compile(r"\w+|\s+|[^\w\s]")
+
+ROW_CLASSES = {"equal": "same", "replace": "changed", "delete": "removed", "insert": "added"}
+
+
+def _tokens(text: str) -> list[str]:
+    return _TOKEN_RE.findall(text)
+
+
+def _marked(tokens: list[str], tag: str) -> str:
+    """The tokens escaped, inside one ``tag`` (``del`` or ``ins``) when there is any text."""
+    text = escape("".join(tokens))
+    return f"<{tag}>{text}</{tag}>" if text else ""
+
+
+def _changes(before: list[str], after: list[str]) -> list[tuple[bool, list[str], list[str]]]:
+    """``(same, old tokens, new tokens)`` runs; a space alone between two changes joins them,
+    so "no sugar" → "with honey" reads as one change rather than two around a kept space."""
+    runs: list[tuple[bool, list[str], list[str]]] = []
+    matcher = difflib.SequenceMatcher(None, before, after, autojunk=False)
+    for op, i1, i2, j1, j2 in matcher.get_opcodes():
+        same, old_run, new_run = op == "equal", before[i1:i2], after[j1:j2]
+        if not same and len(runs) >= 2 and not runs[-2][0] and "".join(runs[-1][1]).isspace():
+            _, space, _ = runs.pop()
+            _, old_before, new_before = runs.pop()
+            old_run, new_run = old_before + space + old_run, new_before + space + new_run
+        runs.append((same, old_run, new_run))
+    return runs
+
+
+def word_diff(old: str, new: str) -> tuple[str, str]:
+    """``old`` and ``new`` as escaped HTML, the words only one of them holds inside ``<del>``
+    (in ``old``) and ``<ins>`` (in ``new``)."""
+    old_html: list[str] = []
+    new_html: list[str] = []
+    for same, old_run, new_run in _changes(_tokens(old), _tokens(new)):
+        if same:
+            old_html.append(escape("".join(old_run)))
+            new_html.append(escape("".join(new_run)))
+        else:
+            old_html.append(_marked(old_run, "del"))
+            new_html.append(_marked(new_run, "ins"))
+    return "".join(old_html), "".join(new_html)
 
 
 def text_diff_html(old: str, new: str, *, old_label: str, new_label: str) -> SafeString:
-    """Both texts side by side, line by line, changes marked. ``difflib.HtmlDiff`` escapes the
-    lines it writes but not the labels."""
-    table = difflib.HtmlDiff(wrapcolumn=72).make_table(
-        old.splitlines(), new.splitlines(), escape(old_label), escape(new_label)
+    """Both texts side by side (stacked on a narrow screen), run of lines by run of lines,
+    removed and added words marked; everything escaped, the labels too."""
+    old_lines, new_lines = old.splitlines(), new.splitlines()
+    rows = []
+    matcher = difflib.SequenceMatcher(None, old_lines, new_lines, autojunk=False)
+    for op, i1, i2, j1, j2 in matcher.get_opcodes():
+        old_run, new_run = "\n".join(old_lines[i1:i2]), "\n".join(new_lines[j1:j2])
+        if op == "equal":
+            old_html = new_html = escape(old_run)
+        else:
+            old_html, new_html = word_diff(old_run, new_run)
+        rows.append(
+            (ROW_CLASSES[op], old_label, mark_safe(old_html), new_label, mark_safe(new_html))
+        )
+    body = format_html_join(
+        "",
+        '<tr class="anvil-diff-{}"><td data-label="{}">{}</td><td data-label="{}">{}</td></tr>',
+        rows,
     )
-    return mark_safe(table)
+    return format_html(
+        '<table class="anvil-worddiff"><thead><tr><th scope="col">{}</th>'
+        '<th scope="col">{}</th></tr></thead><tbody>{}</tbody></table>',
+        old_label,
+        new_label,
+        body,
+    )
 
 
 def text_change_summary(old: str, new: str) -> str:

@@ -136,7 +136,7 @@ def test_it_previews_a_fold_and_a_draft_before_writing(admin_page: Page, wardrob
     page.get_by_role("link", name="Fold into…").click()
     page.get_by_label("Fold into").fill("fairy")
     page.get_by_role("button", name="Preview").click()
-    expect(page.locator(".anvil-diff table.diff").first).to_contain_text("## ouji")
+    expect(page.locator(".anvil-diff .anvil-worddiff").first).to_contain_text("## ouji")
     screenshot(page, "fold-desktop")
     assert Fragment.objects.filter(key="ouji").exists()
 
