@@ -32,7 +32,7 @@ ALLOWED_HOSTS = env_list("SILENTSTAR_ALLOWED_HOSTS", ["localhost", "127.0.0.1", 
 CSRF_TRUSTED_ORIGINS = env_list("SILENTSTAR_CSRF_TRUSTED_ORIGINS", [])
 
 INSTALLED_APPS = [
-    "django.contrib.admin",
+    "anvil.apps.AnvilAdminConfig",  # Django's admin, with the Anvil's site (anvil/site.py)
     "django.contrib.auth",
     "django.contrib.contenttypes",
     "django.contrib.sessions",

@@ -1,17 +1,19 @@
 from django.contrib import admin
 from django.contrib.auth import views as auth_views
 from django.contrib.auth.decorators import login_not_required
+from django.templatetags.static import static
 from django.urls import include, path, re_path
 from django.views.generic import RedirectView
 
 from gem.access import memory_not_required
 from heart.auth import ThrottledLoginView
 
-admin.site.site_header = "Silentstar — the Anvil"
-admin.site.site_title = "Silentstar Anvil"
-admin.site.index_title = "Curation"
-
 urlpatterns = [
+    # Browsers ask for /favicon.ico wherever a page names no icon: they get the site's icon.
+    path(
+        "favicon.ico",
+        login_not_required(RedirectView.as_view(url=static("icons/icon.svg"), permanent=True)),
+    ),
     # One sign-in page, with its limit on failed attempts; the admin's own sends people there.
     path("accounts/login/", ThrottledLoginView.as_view(), name="login"),
     # Signing out and changing one's own password are every account's, the memory's or not.

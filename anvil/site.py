@@ -1,0 +1,93 @@
+"""The Anvil's admin site: Django's own, with its index and menu leading with what a person
+curates, and every page given the identities' colours.
+
+It is the project's default admin site (``anvil.apps.AnvilAdminConfig``), so ``admin.site`` and
+``@admin.register`` are this site, and every admin address stays what it was."""
+
+from django.contrib import admin
+from django.urls import reverse
+
+from events.render import identity_colors
+from gem.models import Identity
+
+# What a person curates, in the order they come to it; a name here replaces the model's own.
+CURATED = {
+    "gem.Fragment": "Fragments",
+    "gem.WorkingMemory": "Working memory",
+    "mirror.TagSuggestion": "Suggestion queue",
+    "gem.WakeText": "Wake texts",
+    "gem.AmbientProse": "Ambient prose",
+    "gem.Identity": "Identities",
+}
+# What was said and what the Mirror made of it: read more than curated.
+RECORDED = [
+    "events.Event",
+    "events.Turn",
+    "heart.ContextSnapshot",
+    "mirror.Summary",
+    "mirror.MirrorRun",
+    "mirror.MirrorPrompt",
+]
+
+
+def _group(name: str, label: str, models: list[dict]) -> dict:
+    """A group of the index and the menu, shaped as the admin's templates read an app."""
+    return {
+        "name": name,
+        "app_label": label,
+        "app_url": "",  # a group has no page of its own
+        "has_module_perms": True,
+        "models": models,
+    }
+
+
+def _graph_entry() -> dict:
+    """The fragment graph, a page of the fragments' own, as an entry of its own (shown to
+    those who may see the fragments)."""
+    return {
+        "model": None,
+        "name": "Fragment graph",
+        "object_name": "FragmentGraph",
+        "perms": {"view": True},
+        "admin_url": reverse("admin:gem_fragment_graph"),
+        "add_url": None,
+        "view_only": True,
+    }
+
+
+class AnvilSite(admin.AdminSite):
+    site_header = "Silentstar — the Anvil"
+    site_title = "Silentstar Anvil"
+    index_title = "Curation"
+
+    def each_context(self, request):
+        return {
+            **super().each_context(request),
+            "identity_colors": identity_colors(Identity.objects.values_list("name", "color")),
+        }
+
+    def get_app_list(self, request, app_label=None):
+        """An app's own page lists its models as the admin does; the index and the menu list
+        three groups: what a person curates, the conversation and the Mirror's records, and
+        the machinery (sign-in records, the task queue, link tables, accounts…) below."""
+        if app_label is not None:
+            return super().get_app_list(request, app_label)
+        entries = {
+            entry["model"]._meta.label: entry
+            for app in super().get_app_list(request)
+            for entry in app["models"]
+        }
+        curated = []
+        for label, name in CURATED.items():
+            if label in entries:
+                curated.append({**entries.pop(label), "name": name})
+            if label == "gem.Fragment" and curated and curated[-1]["admin_url"]:
+                curated.append(_graph_entry())
+        recorded = [entries.pop(label) for label in RECORDED if label in entries]
+        machinery = sorted(entries.values(), key=lambda entry: entry["name"].casefold())
+        groups = [
+            _group("Memory to curate", "curation", curated),
+            _group("The conversation and the Mirror", "record", recorded),
+            _group("Machinery", "machinery", machinery),
+        ]
+        return [group for group in groups if group["models"]]
