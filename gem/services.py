@@ -13,11 +13,10 @@ changed; nothing a fragment held is lost by a rename or a fold.
 
 import logging
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import datetime
 
-from django.conf import settings
-from django.contrib.admin.models import CHANGE, DELETION, LogEntry
+from django.contrib.admin.models import ADDITION, CHANGE, DELETION, LogEntry
 from django.contrib.contenttypes.models import ContentType
 from django.core.exceptions import ValidationError
 from django.db import transaction
@@ -29,6 +28,7 @@ from gem.importance import importance_of, importance_refreshed, valence_of
 from gem.match import best_match
 from gem.meaning import near_duplicate, semantic_hash
 from gem.models import (
+    COLOR_VALIDATOR,
     KEY_VALIDATOR,
     RELATION_MAX_LENGTH,
     TIERS,
@@ -36,6 +36,8 @@ from gem.models import (
     Fragment,
     FragmentEdge,
     FragmentSource,
+    Identity,
+    IdentitySide,
     WorkingMemory,
     WorkingMemoryRef,
     WorkingMemorySource,
@@ -43,6 +45,8 @@ from gem.models import (
     WorkingMemoryType,
 )
 from gem.selectors import ambient_prose_current, decay_inputs
+from gem.state import state_set
+from gem.zone import TIME_ZONE, owner_time_zone, time_zone_known
 
 logger = logging.getLogger(__name__)
 
@@ -450,7 +454,7 @@ def working_memory_create(
             type=type, subject=subject, at=at, reason=f"a new {type} replaces it"
         )
         if type == WorkingMemoryType.PLAN and due is None:
-            due = due_from_text(content, written_at=words_at or at, time_zone=settings.TIME_ZONE)
+            due = due_from_text(content, written_at=words_at or at, time_zone=owner_time_zone())
         keys = _fragment_keys_named(subject, content)
         if valence is None:
             valence = valence_of(content)
@@ -607,7 +611,7 @@ def working_memory_update(
         if due is not KEEP and due != was["due"]:
             item.due = due
         elif item.type == WorkingMemoryType.PLAN and words_changed:
-            said = due_from_text(item.content, written_at=at, time_zone=settings.TIME_ZONE)
+            said = due_from_text(item.content, written_at=at, time_zone=owner_time_zone())
             if said is not None and said != item.due:
                 item.due = said
                 notes.append(f"due date read from the new words: {said:%Y-%m-%d %H:%M}")
@@ -813,3 +817,110 @@ def working_memory_status_set(
             else:
                 LogEntry.objects.log_actions(user_id, moved, CHANGE, message)
     return [item.pk for item in items]
+
+
+# --- Who talks, and where -------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class IdentityRow:
+    """One identity as the set-up gives it: ``id`` of the row it changes, None for a new one."""
+
+    name: str
+    side: str
+    color: str
+    id: int | None = None
+
+
+def identities_set(*, identities: list[IdentityRow], user_id: int | None = None) -> list[Identity]:
+    """Make the identities exactly these: rows with an ``id`` are renamed or recoloured, rows
+    without one are added (in their order), the others are removed.
+
+    Every name is one word (``KEY_VALIDATOR``) used once, every colour ``#rrggbb``, and both
+    sides keep at least one identity. Raises ``ValidationError`` with every reason at once;
+    nothing is written then. A person's change (``user_id``) is written in the admin log.
+    """
+    rows = [replace(row, name=row.name.strip(), color=row.color.strip()) for row in identities]
+    _identities_checked(rows)
+    with transaction.atomic():
+        existing = {identity.pk: identity for identity in Identity.objects.select_for_update()}
+        unknown = sorted(row.id for row in rows if row.id is not None and row.id not in existing)
+        if unknown:
+            raise ValidationError(f"No identity has the id {unknown[0]}; reload the page.")
+        kept = {row.id for row in rows}
+        removed = [identity for pk, identity in existing.items() if pk not in kept]
+        if removed and user_id is not None:
+            LogEntry.objects.log_actions(user_id, removed, DELETION, "Removed in the set-up.")
+        Identity.objects.filter(pk__in=[identity.pk for identity in removed]).delete()
+        changed = [
+            row
+            for row in rows
+            if row.id is not None
+            and (row.name, row.side, row.color)
+            != (existing[row.id].name, existing[row.id].side, existing[row.id].color)
+        ]
+        # Two identities may swap names: each renamed row first takes a name no identity has.
+        for row in changed:
+            Identity.objects.filter(pk=row.id).update(name=f"~{row.id}")
+        for row in changed:
+            Identity.objects.filter(pk=row.id).update(name=row.name, side=row.side, color=row.color)
+        added = [
+            Identity.objects.create(name=row.name, side=row.side, color=row.color)
+            for row in rows
+            if row.id is None
+        ]
+        if user_id is not None:
+            if changed:
+                renamed = list(Identity.objects.filter(pk__in=[row.id for row in changed]))
+                LogEntry.objects.log_actions(user_id, renamed, CHANGE, "Changed in the set-up.")
+            if added:
+                LogEntry.objects.log_actions(user_id, added, ADDITION, "Added in the set-up.")
+    return list(Identity.objects.order_by("id"))
+
+
+def _identities_checked(rows: list[IdentityRow]) -> None:
+    problems = []
+    seen: set[str] = set()
+    longest = Identity._meta.get_field("name").max_length
+    for row in rows:
+        label = f"“{row.name}”" if row.name else "An identity"
+        if not row.name:
+            problems.append("Every identity needs a name.")
+        elif len(row.name) > longest:
+            problems.append(f"{label} is too long: a name has at most {longest} characters.")
+        elif not _passes(KEY_VALIDATOR, row.name):
+            problems.append(
+                f"{label} is not one word: a name has letters, digits, hyphens, "
+                "underscores or apostrophes, no spaces."
+            )
+        elif row.name.casefold() in seen:
+            problems.append(f"Two identities are called {label}: each name is used once.")
+        if row.name:
+            seen.add(row.name.casefold())
+        if row.side not in IdentitySide.values:
+            problems.append(f"{label} must speak for you or for the companion.")
+        if not _passes(COLOR_VALIDATOR, row.color):
+            problems.append(f"The colour of {label} must be written #rrggbb.")
+    for side, whose in ((IdentitySide.USER, "you"), (IdentitySide.COMPANION, "the companion")):
+        if not any(row.side == side for row in rows):
+            problems.append(f"Keep at least one identity for {whose}.")
+    if problems:
+        raise ValidationError(problems)
+
+
+def _passes(validator, value: str) -> bool:
+    try:
+        validator(value)
+    except ValidationError:
+        return False
+    return True
+
+
+def time_zone_set(*, name: str) -> None:
+    """Keep ``name`` as the owner's time zone (``gem.zone.owner_time_zone``)."""
+    name = name.strip()
+    if not time_zone_known(name):
+        raise ValidationError(
+            f"“{name}” is not a time zone this machine knows: choose one such as Europe/London."
+        )
+    state_set(TIME_ZONE, name)

@@ -14,6 +14,7 @@ from gem import decay
 from gem.recalled import Recall
 from gem.selectors import GemNow, Identities, decay_pressure, working_memory_scores
 from gem.state import CHARS_PER_TOKEN, PENDING_RECALL, WORKING_MEMORY_FILL, state_get_many
+from gem.zone import owner_time_zone
 from heart.assemble import (
     Assembly,
     Budgets,
@@ -138,7 +139,7 @@ def context_for_event(*, event: Event, now: datetime, current_turn: int, gem: Ge
     searches = [r["search"] for r in pending if "search" in r]
     recalled = gem.recalled(recalls) + search_recalled(searches, before_event=event.pk)
     conversation = conversation_lines(earlier, who=gem.identities)
-    local_now = now.astimezone(ZoneInfo(settings.TIME_ZONE))
+    local_now = now.astimezone(ZoneInfo(owner_time_zone()))
     cpt = budgets.chars_per_token
     spans = [
         Span(

@@ -62,6 +62,7 @@ MIDDLEWARE = [
     "django.contrib.auth.middleware.LoginRequiredMiddleware",
     "gem.access.MemoryAccessMiddleware",
     "django.contrib.messages.middleware.MessageMiddleware",
+    "heart.zone.OwnerTimeZoneMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
     "django_htmx.middleware.HtmxMiddleware",
     "axes.middleware.AxesMiddleware",
