@@ -1,4 +1,7 @@
-"""Forms of the chat page: what a message post and a history request may contain."""
+"""Forms of the chat page (what a message post and a history request may contain) and of the
+set-up (who talks here, and the time zone)."""
+
+from zoneinfo import available_timezones
 
 from django import forms
 from django.conf import settings
@@ -114,4 +117,46 @@ def _too_many_pixels(found: str, max_pixels: int) -> forms.ValidationError:
     return forms.ValidationError(
         f"The image is too large: {found}; images may have at most {max_pixels:,} pixels.",
         code="too_many_pixels",
+    )
+
+
+# --- The set-up ---------------------------------------------------------------------------
+
+NEW_IDENTITY_COLOR = "#c4a882"
+
+
+class IdentityForm(forms.Form):
+    """One row of the set-up: an identity kept (``id``), renamed, recoloured, or a new one.
+
+    The rules a name and a colour obey are the Gem's (``gem.services.identities_set``); this
+    only reads the row.
+    """
+
+    id = forms.IntegerField(required=False, widget=forms.HiddenInput)
+    name = forms.CharField(required=False, max_length=40, strip=True)
+    side = forms.ChoiceField(
+        choices=[("user", "you"), ("companion", "the companion")], initial="user"
+    )
+    color = forms.CharField(
+        max_length=7, initial=NEW_IDENTITY_COLOR, widget=forms.TextInput(attrs={"type": "color"})
+    )
+
+
+IdentityFormSet = forms.formset_factory(IdentityForm, extra=1, can_delete=True, max_num=40)
+
+
+def time_zone_choices() -> list:
+    """The IANA time zones by region (``Europe`` → ``Europe/Amsterdam`` …), UTC on its own."""
+    regions: dict[str, list[tuple[str, str]]] = {}
+    for name in sorted(available_timezones()):
+        region, _, place = name.partition("/")
+        if place and region not in ("Etc", "SystemV"):
+            regions.setdefault(region, []).append((name, place.replace("_", " ")))
+    return [("UTC", "UTC"), *regions.items()]
+
+
+class TimeZoneForm(forms.Form):
+    time_zone = forms.ChoiceField(
+        choices=time_zone_choices,
+        error_messages={"invalid_choice": "“%(value)s” is not a time zone this machine knows."},
     )

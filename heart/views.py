@@ -16,21 +16,28 @@ from django.conf import settings
 from django.contrib import messages
 from django.contrib.auth.decorators import login_not_required
 from django.contrib.staticfiles import finders
+from django.core.exceptions import ValidationError
 from django.core.files.storage import default_storage
+from django.db import transaction
 from django.db.models import Q
 from django.http import FileResponse, Http404, HttpResponse, HttpResponseRedirect
 from django.shortcuts import get_object_or_404, render
 from django.urls import reverse
 from django.utils import timezone
 from django.utils.cache import patch_vary_headers
-from django.views.decorators.http import require_GET, require_POST
+from django.utils.http import url_has_allowed_host_and_scheme
+from django.views.decorators.http import require_GET, require_http_methods, require_POST
 from django_q.status import Stat
 
 from events.models import Event, Turn, TurnStatus
 from events.render import Message, identity_colors, identity_slug, message_display
-from gem.models import Identity
+from gem.models import Identity, IdentitySide
 from gem.selectors import Identities, identities_current
-from heart.forms import HistoryForm, MessageForm
+from gem.services import IdentityRow, identities_set, time_zone_set
+from gem.state import state_get
+from gem.zone import TIME_ZONE, owner_time_zone
+from heart.first_run import first_run_set_aside, nothing_said
+from heart.forms import HistoryForm, IdentityFormSet, MessageForm, TimeZoneForm
 from heart.services import turn_retry, turn_submit, user_text_compose
 from mirror.models import Summary
 from mirror.selectors import summary_markers
@@ -76,6 +83,7 @@ def chat(request):
         context |= {
             "identity_colors": identity_colors(Identity.objects.values_list("name", "color")),
             "user_identities": [Speaker(name, identity_slug(name)) for name in who.users],
+            "identity_chosen": _identity_default(who),
             "offline": settings.COMPANION_OFFLINE,
             "worker_state": state,
             "worker_title": title,
@@ -104,7 +112,8 @@ def message_send(request):
     form = MessageForm(request.POST, request.FILES, identities=who.users)
     if not form.is_valid():
         return _refuse(request, form.first_error(), status=400)
-    identity = form.cleaned_data["identity"] or None
+    # A message never goes out nameless while the person has an identity to send it as.
+    identity = form.cleaned_data["identity"] or _identity_default(who) or None
     upload = form.cleaned_data["image"]
     image = _image_store(upload, extension=form.image_extension) if upload else ""
     text = user_text_compose(
@@ -143,6 +152,52 @@ def turn_retry_view(request, turn_id: int):
         return _back_to_chat()
     turn = Turn.objects.select_related("reply_event").get(pk=turn_id)
     return render(request, "heart/chat.html#turn", _turn_context(turn, who=identities_current()))
+
+
+@require_http_methods(["GET", "POST"])
+def setup(request):
+    """Who talks here (the identities, each with a colour) and the time zone."""
+    problems: list[str] = []
+    if request.method == "POST":
+        identities = IdentityFormSet(request.POST, prefix="identity")
+        zone = TimeZoneForm(request.POST)
+        if identities.is_valid() and zone.is_valid():
+            try:
+                with transaction.atomic():
+                    identities_set(identities=_identity_rows(identities), user_id=request.user.pk)
+                    time_zone_set(name=zone.cleaned_data["time_zone"])
+            except ValidationError as error:
+                problems = error.messages
+            else:
+                first_run_set_aside(request.session)
+                return _back_to_chat()
+        else:
+            problems = _form_problems(identities, zone)
+    else:
+        identities = IdentityFormSet(initial=_identity_initial(), prefix="identity")
+        zone = TimeZoneForm(initial={"time_zone": owner_time_zone()})
+    context = {
+        "identities": identities,
+        "zone": zone,
+        "zone_chosen": state_get(TIME_ZONE) is not None,
+        "nothing_said": nothing_said(),
+        "problems": problems,
+    }
+    return render(request, "heart/setup.html", context, status=400 if problems else 200)
+
+
+@require_POST
+def setup_skip(request):
+    """Put the set-up off: the offer goes for this session; the page stays at /setup/."""
+    first_run_set_aside(request.session)
+    back = request.POST.get("next", "")
+    if not url_has_allowed_host_and_scheme(
+        back, allowed_hosts={request.get_host()}, require_https=request.is_secure()
+    ):
+        return _back_to_chat()
+    response = HttpResponseRedirect(back)
+    response.status_code = 303
+    return response
 
 
 @require_GET
@@ -189,6 +244,53 @@ def service_worker(request):
 def _companion(who: Identities) -> Speaker:
     """Who answers a turn still under way."""
     return Speaker(who.default_companion, identity_slug(who.default_companion))
+
+
+def _identity_default(who: Identities) -> str:
+    """Who the person speaks as when they have not said: the identity of their last message,
+    else the first of theirs; "" when they have none."""
+    users = who.users
+    if not users:
+        return ""
+    last = (
+        Event.objects.filter(actor__in=users)
+        .order_by("-id")
+        .values_list("actor", flat=True)
+        .first()
+    )
+    return last or users[0]
+
+
+def _identity_initial() -> list[dict]:
+    """The identities as the set-up shows them: the person's first, then the companion's."""
+    rows = Identity.objects.order_by("id").values("id", "name", "side", "color")
+    return sorted(rows, key=lambda row: row["side"] != IdentitySide.USER)
+
+
+def _identity_rows(identities) -> list[IdentityRow]:
+    """The set-up's rows as the Gem takes them: removed rows and untouched blank ones left out."""
+    return [
+        IdentityRow(
+            id=form.cleaned_data["id"],
+            name=form.cleaned_data["name"],
+            side=form.cleaned_data["side"],
+            color=form.cleaned_data["color"],
+        )
+        for form in identities.forms
+        if form.cleaned_data and not form.cleaned_data.get("DELETE")
+    ]
+
+
+def _form_problems(*forms) -> list[str]:
+    problems = []
+    for form in forms:
+        if hasattr(form, "non_form_errors"):
+            problems += form.non_form_errors()
+            for row in form.errors:
+                problems += [error for errors in row.values() for error in errors]
+        else:
+            problems += [error for errors in form.errors.values() for error in errors]
+    return problems
 
 
 def _message(event: Event, *, who: Identities, is_reply: bool = False) -> Message:

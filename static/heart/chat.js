@@ -24,6 +24,7 @@
   const KEPT_TYPES = new Set(["image/jpeg", "image/png", "image/gif", "image/webp"]);
   const LOSSLESS_TYPES = new Set(["image/png", "image/gif", "image/webp"]);
   const IDENTITY_KEY = "silentstar.identity";
+  const ENTER_SENDS_KEY = "silentstar.enterSends";
   const NEAR_BOTTOM_PX = 96;
   const BLOCK_TAGS = new Set([
     "ADDRESS", "ARTICLE", "ASIDE", "BLOCKQUOTE", "DD", "DIV", "DL", "DT", "FIGCAPTION",
@@ -429,17 +430,22 @@
       return getComputedStyle(chip).getPropertyValue("--identity").trim();
     }
 
+    // The chips are a radio group: one identity is always chosen, and choosing the chosen one
+    // keeps it. Arrow keys move along the group; only the chosen chip is in the tab order.
     function selectIdentity(chip, remember) {
-      for (const other of chips) other.setAttribute("aria-pressed", String(other === chip));
-      const name = chip ? chip.dataset.identity : "";
+      if (!chip) return;
+      for (const other of chips) {
+        other.setAttribute("aria-checked", String(other === chip));
+        other.tabIndex = other === chip ? 0 : -1;
+      }
+      const name = chip.dataset.identity;
       if (identityField) identityField.value = name;
-      if (chip && identityColour(chip)) input.style.setProperty("--identity", identityColour(chip));
+      if (identityColour(chip)) input.style.setProperty("--identity", identityColour(chip));
       else input.style.removeProperty("--identity");
       input.dataset.identity = name;
       if (remember) {
         try {
-          if (name) localStorage.setItem(IDENTITY_KEY, name);
-          else localStorage.removeItem(IDENTITY_KEY);
+          localStorage.setItem(IDENTITY_KEY, name);
         } catch (_) {
           /* storage unavailable */
         }
@@ -450,24 +456,70 @@
       chip.addEventListener("mousedown", (e) => e.preventDefault()); // keep the caret in #input
       chip.addEventListener("click", (e) => {
         e.preventDefault();
-        const pressed = chip.getAttribute("aria-pressed") === "true";
-        selectIdentity(pressed ? null : chip, true);
+        selectIdentity(chip, true);
+      });
+      chip.addEventListener("keydown", (e) => {
+        const step = { ArrowRight: 1, ArrowDown: 1, ArrowLeft: -1, ArrowUp: -1 }[e.key];
+        if (!step) return;
+        e.preventDefault();
+        const next = chips[(chips.indexOf(chip) + step + chips.length) % chips.length];
+        selectIdentity(next, true);
+        next.focus();
       });
     }
 
+    // The identity last chosen in this browser, else the one the page chose (the person's
+    // last message's), else the first.
     (function restoreIdentity() {
-      let chip = chips.find((c) => c.getAttribute("aria-pressed") === "true");
-      if (!chip) {
-        let saved = null;
+      let saved = null;
+      try {
+        saved = localStorage.getItem(IDENTITY_KEY);
+      } catch (_) {
+        /* storage unavailable */
+      }
+      const chip =
+        chips.find((c) => c.dataset.identity === saved) ||
+        chips.find((c) => c.getAttribute("aria-checked") === "true") ||
+        chips[0];
+      selectIdentity(chip, false);
+    })();
+
+    /* ------------------------------------------------- Enter sends */
+
+    // On a desktop Enter sends and Shift+Enter starts a new line; on a touch screen Enter
+    // starts a new line and the send button sends. The person's own choice is remembered.
+    const enterSendsBox = document.getElementById("enter-sends");
+    const sendKeys = document.getElementById("send-keys");
+    const sendHint = document.getElementById("send-hint");
+    const touchFirst = !!(window.matchMedia && window.matchMedia("(pointer: coarse)").matches);
+    let enterSends = !touchFirst;
+    try {
+      const chosen = localStorage.getItem(ENTER_SENDS_KEY);
+      if (chosen === "true" || chosen === "false") enterSends = chosen === "true";
+    } catch (_) {
+      /* storage unavailable */
+    }
+
+    function showEnterSends() {
+      if (enterSendsBox) enterSendsBox.checked = enterSends;
+      if (sendHint) {
+        sendHint.textContent = enterSends ? "Shift+Enter for a new line" : "Ctrl+Enter sends";
+      }
+    }
+
+    if (enterSendsBox) {
+      enterSendsBox.addEventListener("change", () => {
+        enterSends = enterSendsBox.checked;
         try {
-          saved = localStorage.getItem(IDENTITY_KEY);
+          localStorage.setItem(ENTER_SENDS_KEY, String(enterSends));
         } catch (_) {
           /* storage unavailable */
         }
-        chip = chips.find((c) => c.dataset.identity === saved) || null;
-      }
-      selectIdentity(chip, false);
-    })();
+        showEnterSends();
+      });
+    }
+    if (sendKeys) sendKeys.hidden = false;
+    showEnterSends();
 
     /* -------------------------------------------------- selection */
 
@@ -801,7 +853,8 @@
       if (e.key !== "Enter" || e.isComposing || composing) return;
       if (e.ctrlKey || e.metaKey) return; // handled by the form: send
       e.preventDefault();
-      insertLineBreak();
+      if (enterSends && !e.shiftKey && !e.altKey) send();
+      else insertLineBreak();
     });
 
     input.addEventListener("paste", (e) => {

@@ -8,7 +8,7 @@
  */
 "use strict";
 
-const CACHE_VERSION = "silentstar-shell-v3";
+const CACHE_VERSION = "silentstar-shell-v4";
 
 const SHELL = [
   "/static/heart/chat.css",

@@ -155,12 +155,31 @@ def test_it_sets_identity_colours_as_custom_properties(admin_client):
 
 def test_it_offers_a_chip_for_each_of_the_persons_identities_only(admin_client):
     html = admin_client.get(reverse("heart-chat")).text
-    chips = re.findall(r'<button type="button" class="chip" data-identity="([^"]+)"', html)
+    chips = re.findall(
+        r'<button type="button" class="chip" role="radio" data-identity="([^"]+)"', html
+    )
     assert chips == ["hasuki", "renki", "luna", "chloe", "strah"]
     assert (
-        '<button type="button" class="chip" data-identity="luna" '
-        'data-identity-slug="luna" aria-pressed="false">luna</button>'
+        '<button type="button" class="chip" role="radio" data-identity="luna" '
+        'data-identity-slug="luna" aria-checked="false" tabindex="-1">luna</button>'
     ) in html
+
+
+def test_it_chooses_the_first_identity_before_anything_is_said(admin_client):
+    html = admin_client.get(reverse("heart-chat")).text
+    assert re.findall(r'data-identity="(\w+)"[^>]*aria-checked="true"', html) == ["hasuki"]
+    assert '<input type="hidden" name="identity" id="identity-field" value="hasuki">' in html
+    assert '<option value="hasuki" selected>hasuki</option>' in html
+    assert "nobody in particular" not in html
+
+
+def test_it_chooses_the_identity_of_the_persons_last_message(admin_client):
+    submit("<chloe>hello</chloe>", actor="chloe")
+    submit("<renki>and me</renki>", actor="renki")
+    html = admin_client.get(reverse("heart-chat")).text
+    assert re.findall(r'data-identity="(\w+)"[^>]*aria-checked="true"', html) == ["renki"]
+    assert '<input type="hidden" name="identity" id="identity-field" value="renki">' in html
+    assert '<option value="renki" selected>renki</option>' in html
 
 
 def test_it_has_the_composer(admin_client):
@@ -174,7 +193,8 @@ def test_it_has_the_composer(admin_client):
     assert 'data-tag="pin" data-group="knowledge"' in html
     assert '<div id="input" contenteditable="true" role="textbox" aria-multiline="true"' in html
     assert '<input type="hidden" name="message" id="message-field">' in html
-    assert '<input type="hidden" name="identity" id="identity-field">' in html
+    assert '<input type="hidden" name="identity" id="identity-field" value="hasuki">' in html
+    assert '<div id="send-keys" hidden><label for="enter-sends">' in html
     assert (
         '<input type="file" name="image" id="image-input" '
         'accept="image/jpeg,image/png,image/gif,image/webp" hidden>'
@@ -321,10 +341,19 @@ def test_it_sends_a_message_with_an_identity_and_a_plan(admin_client):
     assert f'hx-get="/turns/{turn.pk}/" hx-trigger="load delay:300ms"' in html
 
 
-def test_it_sends_a_message_without_an_identity(admin_client):
+def test_it_sends_a_message_without_an_identity_as_the_first_identity(admin_client):
     assert send(admin_client, message="just me", identity="").status_code == 201
     event = Event.objects.get()
-    assert (event.content, event.actor) == ("just me", "")
+    assert (event.content, event.actor) == ("<hasuki>just me</hasuki>", "hasuki")
+
+
+def test_it_sends_a_message_without_an_identity_as_the_last_identity_used(admin_client):
+    submit("<luna>earlier</luna>", actor="luna")
+    response = send(admin_client, message="<plan>water the plants</plan>", identity="")
+    assert response.status_code == 201
+    event = Event.objects.order_by("pk").last()
+    assert (event.content, event.actor) == ("<luna><plan>water the plants</plan></luna>", "luna")
+    assert WorkingMemory.objects.get(type="plan").actor == "luna"
 
 
 def test_it_answers_the_turn_after_the_request(admin_client, django_capture_on_commit_callbacks):
@@ -383,7 +412,7 @@ def test_it_takes_a_message_behind_the_log_at_the_logs_last_moment(admin_client,
     response = send(admin_client, message="now", image=SimpleUploadedFile("a.png", png()))
     assert response.status_code == 201
     latest = Event.objects.order_by("pk").last()
-    assert latest.content == "now" and latest.ts == ahead.ts
+    assert latest.content == "<luna>now</luna>" and latest.ts == ahead.ts
     assert [path.name for path in stored_files(settings)] == [Path(latest.image.name).name]
 
 
