@@ -96,18 +96,22 @@ class WorkingMemory(models.Model):
             models.CheckConstraint(
                 condition=models.Q(type__in=WorkingMemoryType.values),
                 name="gem_workingmemory_type_valid",
+                violation_error_message="The type must be one of those offered.",
             ),
             models.CheckConstraint(
                 condition=models.Q(status__in=WorkingMemoryStatus.values),
                 name="gem_workingmemory_status_valid",
+                violation_error_message="The status must be one of those offered.",
             ),
             models.CheckConstraint(
                 condition=models.Q(importance__gte=0, importance__lte=1),
                 name="gem_workingmemory_importance_0_to_1",
+                violation_error_message="Importance is a number from 0 to 1.",
             ),
             models.CheckConstraint(
                 condition=models.Q(valence__gte=-1, valence__lte=1),
                 name="gem_workingmemory_valence_minus_1_to_1",
+                violation_error_message="Valence is a number from -1 to 1.",
             ),
         ]
 
@@ -145,7 +149,11 @@ class WorkingMemoryRef(models.Model):
 
     class Meta:
         constraints = [
-            models.UniqueConstraint(fields=["wm", "fragment"], name="gem_wmref_unique_wm_fragment"),
+            models.UniqueConstraint(
+                fields=["wm", "fragment"],
+                name="gem_wmref_unique_wm_fragment",
+                violation_error_message="This item already names that fragment.",
+            ),
         ]
 
     def __str__(self):
@@ -163,10 +171,14 @@ class FragmentEdge(models.Model):
         ordering = ["source", "target"]
         constraints = [
             models.UniqueConstraint(
-                fields=["source", "target"], name="gem_edge_unique_source_target"
+                fields=["source", "target"],
+                name="gem_edge_unique_source_target",
+                violation_error_message="These two fragments are already linked.",
             ),
             models.CheckConstraint(
-                condition=~models.Q(source=models.F("target")), name="gem_edge_not_a_loop"
+                condition=~models.Q(source=models.F("target")),
+                name="gem_edge_not_a_loop",
+                violation_error_message="A fragment cannot link to itself.",
             ),
         ]
 
@@ -187,7 +199,9 @@ class FragmentSource(models.Model):
     class Meta:
         constraints = [
             models.UniqueConstraint(
-                fields=["fragment", "event_id"], name="gem_source_unique_fragment_event"
+                fields=["fragment", "event_id"],
+                name="gem_source_unique_fragment_event",
+                violation_error_message="This event is already a source of the fragment.",
             ),
         ]
 
@@ -205,7 +219,11 @@ class WorkingMemorySource(models.Model):
     class Meta:
         ordering = ["wm", "event_id"]
         constraints = [
-            models.UniqueConstraint(fields=["wm", "event_id"], name="gem_wmsource_unique_wm_event"),
+            models.UniqueConstraint(
+                fields=["wm", "event_id"],
+                name="gem_wmsource_unique_wm_event",
+                violation_error_message="This event is already a source of the item.",
+            ),
         ]
 
     def __str__(self):
@@ -248,7 +266,9 @@ class WakeText(models.Model):
         ordering = ["kind", "-created_at", "-id"]
         constraints = [
             models.CheckConstraint(
-                condition=models.Q(kind__in=WakeTextKind.values), name="gem_waketext_kind_valid"
+                condition=models.Q(kind__in=WakeTextKind.values),
+                name="gem_waketext_kind_valid",
+                violation_error_message="The kind must be one of those offered.",
             ),
         ]
 
@@ -273,7 +293,9 @@ class Identity(models.Model):
         ordering = ["side", "id"]
         constraints = [
             models.CheckConstraint(
-                condition=models.Q(side__in=IdentitySide.values), name="gem_identity_side_valid"
+                condition=models.Q(side__in=IdentitySide.values),
+                name="gem_identity_side_valid",
+                violation_error_message="An identity is on the person’s side or the companion’s.",
             ),
         ]
 

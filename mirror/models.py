@@ -36,11 +36,14 @@ class Summary(models.Model):
         ordering = ["first_event_id", "level", "id"]
         constraints = [
             models.CheckConstraint(
-                condition=models.Q(level__in=SummaryLevel.values), name="mirror_summary_level_valid"
+                condition=models.Q(level__in=SummaryLevel.values),
+                name="mirror_summary_level_valid",
+                violation_error_message="The level must be one of those offered.",
             ),
             models.CheckConstraint(
                 condition=models.Q(first_event_id__lte=models.F("last_event_id")),
                 name="mirror_summary_range_ordered",
+                violation_error_message="A summary’s first event cannot come after its last.",
             ),
         ]
 
@@ -76,10 +79,12 @@ class TagSuggestion(models.Model):
             models.CheckConstraint(
                 condition=models.Q(type__in=WorkingMemoryType.values),
                 name="mirror_suggestion_type_valid",
+                violation_error_message="The type must be one of those offered.",
             ),
             models.CheckConstraint(
                 condition=models.Q(status__in=SuggestionStatus.values),
                 name="mirror_suggestion_status_valid",
+                violation_error_message="The status must be one of those offered.",
             ),
         ]
 
@@ -126,11 +131,13 @@ class MirrorRun(models.Model):
             models.CheckConstraint(
                 condition=models.Q(status__in=MirrorRunStatus.values),
                 name="mirror_run_status_valid",
+                violation_error_message="The status must be one of those offered.",
             ),
             models.UniqueConstraint(
                 fields=["status"],
                 condition=models.Q(status="running"),
                 name="mirror_one_running_run",
+                violation_error_message="Another Mirror run is running: one runs at a time.",
             ),
         ]
 
@@ -162,6 +169,7 @@ class MirrorPrompt(models.Model):
             models.CheckConstraint(
                 condition=models.Q(kind__in=MirrorPromptKind.values),
                 name="mirror_prompt_kind_valid",
+                violation_error_message="The kind must be one of those offered.",
             ),
         ]
 

@@ -115,6 +115,66 @@ def test_it_edits_edges_inline_and_logs_the_change(admin_client, admin_user, fra
     assert "Added fragment edge “fairy —kin→ ouji”" in entry.get_change_message()
 
 
+def test_it_says_in_words_that_a_fragment_cannot_link_to_itself(admin_client, fragments):
+    inline = admin_client.post(
+        reverse("admin:gem_fragment_change", args=["fairy"]),
+        {
+            "ambient": "White softness.",
+            "recognition": "",
+            "inventory": "",
+            "edges_out-TOTAL_FORMS": "1",
+            "edges_out-INITIAL_FORMS": "0",
+            "edges_out-0-relation": "mirror",
+            "edges_out-0-target": "fairy",
+            "edges_in-TOTAL_FORMS": "0",
+            "edges_in-INITIAL_FORMS": "0",
+            "sources-TOTAL_FORMS": "0",
+            "sources-INITIAL_FORMS": "0",
+        },
+    )
+    added = admin_client.post(
+        reverse("admin:gem_fragmentedge_add"),
+        {"source": "fairy", "target": "fairy", "relation": "mirror"},
+    )
+    for response in (inline, added):
+        assert response.status_code == 200
+        page = response.content.decode()
+        assert "A fragment cannot link to itself." in page
+        assert "gem_edge_not_a_loop" not in page
+    assert not FragmentEdge.objects.filter(source="fairy", target="fairy").exists()
+
+
+@pytest.mark.parametrize(
+    ("url", "form", "words"),
+    [
+        (
+            "admin:gem_fragmentedge_add",
+            {"source": "cottagecore", "target": "fairy", "relation": "again"},
+            "These two fragments are already linked.",
+        ),
+        (
+            "admin:mirror_summary_add",
+            {
+                "level": "L0",
+                "first_event_id": "9",
+                "last_event_id": "3",
+                "content": "x",
+                "tokens": "1",
+                "suggestions-TOTAL_FORMS": "0",
+                "suggestions-INITIAL_FORMS": "0",
+            },
+            "A summary’s first event cannot come after its last.",
+        ),
+    ],
+)
+def test_every_constraint_a_form_meets_answers_in_words(admin_client, fragments, url, form, words):
+    response = admin_client.post(reverse(url), form)
+    assert response.status_code == 200
+    page = response.content.decode()
+    assert escape(words) in page
+    assert "is violated" not in page
+
+
 @pytest.mark.parametrize(
     ("query", "expected"),
     [
