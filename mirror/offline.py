@@ -20,12 +20,13 @@ What a summary keeps:
 - For the shape, the feeling words the person used (scared, tired, annoyed, happy…).
 
 What it suggests, from the person's own lines: what they asked to be remembered as a pin
-("can you remember that I hate cilantro?" → ``pin: I hate cilantro``) and what they asked to
-be reminded of as a plan ("remind me to call the physio on friday at 5pm" → ``plan: call the
-physio on friday at 5pm``; "remind me on friday to call her" → ``plan: call her on friday``),
-the words kept as they were said, so the due date is read from them when the plan is promoted.
-When nothing was asked, a first-person habit or promise ("I always water the roses at dawn")
-is suggested as a pin. At most ``SUGGESTION_LIMIT``; the run caps them again per chunk.
+("can you remember that I hate cilantro?", said by luna → ``pin (luna): I hate cilantro``) and
+what they asked to be reminded of as a plan ("remind me to call the physio on friday at 5pm" →
+``plan (luna): call the physio on friday at 5pm``; "remind me on friday to call her" →
+``plan (luna): call her on friday``), the words kept as they were said, so the due date is read
+from them when the plan is promoted. Its subject is who said it (none for a line that names no
+identity). When nothing was asked, a first-person habit or promise ("I always water the roses
+at dawn") is suggested as a pin. At most ``SUGGESTION_LIMIT``; the run caps them again per chunk.
 
 A merge (L1, L2) reads the notes of its parts (a part with none gives its first sentence) and
 keeps the feeling words of their shapes. Of the notes it leaves out those that carry nothing,
@@ -38,7 +39,7 @@ with nothing to keep left out)").
 
 import re
 
-from mirror.route import CLEAN, COMPRESS, MERGE, SUMMARISE
+from mirror.route import CLEAN, COMPRESS, MERGE, SUMMARISE, UNNAMED
 
 OFFLINE_LABEL = "(offline summary)"
 OFFLINE_MODEL = "offline"
@@ -326,24 +327,30 @@ def feelings_named(text: str) -> list[str]:
     return list(dict.fromkeys(found))[:FEELING_LIMIT]
 
 
-def suggestions_from(said: list[str]) -> list[tuple[str, str]]:
-    """``(type, text)``: pins and plans the person asked for, else a habit of theirs as a pin."""
-    asked: list[tuple[str, str]] = []
-    habits: list[tuple[str, str]] = []
-    for line in said:
+def suggestions_from(said: list[tuple[str, str]]) -> list[tuple[str, str, str]]:
+    """``(type, who, text)`` from ``(who, text)`` lines: the pins and plans a person asked for,
+    else a habit of theirs as a pin, each with who said it."""
+    asked: list[tuple[str, str, str]] = []
+    habits: list[tuple[str, str, str]] = []
+    for who, line in said:
         for sentence in sentences(line):
             sentence = _LEAD_FILLER_RE.sub("", sentence)
             if match := _REMIND_RE.match(sentence):
                 plan = _plan_words(match["rest"])
                 if plan:
-                    asked.append(("plan", plan))
+                    asked.append(("plan", who, plan))
             elif match := _REMEMBER_RE.match(sentence):
                 pin = _tidy(match["what"] or match["plain"])
                 if pin:
-                    asked.append(("pin", pin))
+                    asked.append(("pin", who, pin))
             elif _HABIT_RE.match(sentence):
-                habits.append(("pin", _tidy(sentence)))
+                habits.append(("pin", who, _tidy(sentence)))
     return list(dict.fromkeys(asked or habits))[:SUGGESTION_LIMIT]
+
+
+def _suggestion_line(kind: str, who: str, text: str) -> str:
+    """``- pin (luna): I hate cilantro``: its subject is who said it (none when unnamed)."""
+    return f"- {kind}: {text}" if who in ("", UNNAMED) else f"- {kind} ({who}): {text}"
 
 
 def _plan_words(rest: str) -> str:
@@ -373,13 +380,15 @@ def _summarise(text: str) -> str:
     speakers = list(dict.fromkeys(m[3] for m in kept))
     said = [m for m in kept if m[4] in (None, "say")] or kept
     shape = f"{OFFLINE_LABEL} {len(kept)} lines from {', '.join(speakers)}{left_out}."
-    person = [m[5] for m in kept if m[4] is None]
-    if feelings := feelings_named(" ".join(person or [m[5] for m in said])):
+    person = [(m[3], m[5]) for m in kept if m[4] is None]
+    felt = [text for _, text in person] or [m[5] for m in said]
+    if feelings := feelings_named(" ".join(felt)):
         shape += f" Feelings named: {', '.join(feelings)}."
     candidates = [(m[3], text) for m in said for text in note_texts(m[5])]
     chosen = notes_chosen(candidates, limit=NOTE_LIMIT)
     notes = [f"- {who}: {_cut(text, NOTE_WORDS)}" for who, text in chosen]
-    suggested = [f"- {kind}: {words}" for kind, words in suggestions_from(person)] or ["- none"]
+    suggested = [_suggestion_line(*suggestion) for suggestion in suggestions_from(person)]
+    suggested = suggested or ["- none"]
     return "\n".join(["## Shape", shape, "## Notes", *notes, "## Suggestions", *suggested])
 
 

@@ -29,6 +29,7 @@ from mirror.route import (
     PASSES,
     SUMMARISE,
     THREE_PASS,
+    UNNAMED,
     Turn,
     do_density,
     route_for,
@@ -85,7 +86,7 @@ def transcript(turns: Sequence[Turn]) -> str:
         for line in turn.lines:
             kind = "" if (line.kind == "say" and not line.companion) else f" ({line.kind})"
             text = " ".join(line.text.split())
-            lines.append(f"#{line.event_id} {line.actor or 'unknown'}{kind}: {text}")
+            lines.append(f"#{line.event_id} {line.actor or UNNAMED}{kind}: {text}")
         if lines:
             blocks.append("\n".join(lines))
     return "\n\n".join(blocks)

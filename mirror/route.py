@@ -42,6 +42,9 @@ PASSES = {TWO_PASS: (CLEAN, SUMMARISE), THREE_PASS: (CLEAN, COMPRESS, SUMMARISE)
 DO_KINDS = frozenset({"do", "narrate"})
 
 
+UNNAMED = "unknown"  # who a transcript says wrote an event that names no identity
+
+
 @dataclass(frozen=True, slots=True)
 class Line:
     """One display segment of one event."""

@@ -2,8 +2,9 @@
 
 Suggestions live in the ``summaries`` store and working memory in ``default``: the suggestion is
 claimed first (pending → decided, so it can be acted on once), then the item is written with the
-events it came from (``WorkingMemorySource``); if that fails the claim is undone. Each decision is
-written in the admin log, under the person who made it.
+events it came from (``WorkingMemorySource``), as said by whoever said its words there (the
+Mirror when they are its own); if that fails the claim is undone. Each decision is written in the
+admin log, under the person who made it.
 """
 
 from datetime import datetime
@@ -20,9 +21,11 @@ from gem.selectors import identities_current
 from gem.services import working_memory_create
 from gem.state import turn_counter_current
 from mirror.models import SuggestionStatus, Summary, TagSuggestion
+from mirror.route import TurnEvent
 from mirror.turns import events_between
 
 EDITABLE = ("type", "content", "subject")
+MIRROR = "mirror"  # the actor of an item in the Mirror's own words
 
 
 class SuggestionError(ValueError):
@@ -42,9 +45,9 @@ def _claim(suggestion_id: int, status: str) -> TagSuggestion:
     return suggestion
 
 
-def _source_events(summary: Summary, words: str) -> list[tuple[int, datetime]]:
-    """The events (id, time) of the summary's range a suggestion's ``words`` come from, oldest
-    first.
+def _source_events(summary: Summary, words: str) -> tuple[list[TurnEvent], bool]:
+    """The events of the summary's range a suggestion's ``words`` come from, oldest first, and
+    whether they hold its words.
 
     Only the person's events count, read as the Mirror reads them (``mirror.turns``: their text
     without markup): a companion's reply (the offline one repeats the person's message back) is
@@ -62,7 +65,15 @@ def _source_events(summary: Summary, words: str) -> list[tuple[int, datetime]]:
         for event in said
         if wanted & content_words(" ".join(line.text for line in event.lines))
     ]
-    return [(event.event_id, event.ts) for event in sharing or said]
+    return sharing or said, bool(sharing)
+
+
+def _own_event(sources: list[TurnEvent], *, subject: str) -> TurnEvent:
+    """The event an item is said at: the newest of its sources, the newest its subject said
+    when the subject said any (luna's pin is hers even when renki repeats it later)."""
+    said = subject.strip().casefold()
+    by_subject = [event for event in sources if said and event.actor.casefold() == said]
+    return (by_subject or sources)[-1]
 
 
 def suggestion_promote(
@@ -81,13 +92,20 @@ def suggestion_promote(
     suggestion = _claim(suggestion_id, SuggestionStatus.PROMOTED)
     fields = {name: edits.get(name, getattr(suggestion, name)) for name in EDITABLE}
     try:
-        sources = _source_events(suggestion.summary, f"{fields['subject']} {fields['content']}")
-        # The item's own event is the newest its words come from, and they were said then.
-        event_id, said_at = sources[-1] if sources else _last_event(suggestion.summary)
+        summary = suggestion.summary
+        sources, own_words = _source_events(summary, f"{fields['subject']} {fields['content']}")
+        # The item is said at its own event, by whoever said its words there: the Mirror
+        # only when they are the Mirror's own.
+        if sources:
+            own = _own_event(sources, subject=fields["subject"])
+            event_id, said_at = own.event_id, own.ts
+            actor = own.actor if own_words and own.actor else MIRROR
+        else:
+            (event_id, said_at), actor = _last_event(summary), MIRROR
         with transaction.atomic():
             item = working_memory_create(
                 **fields,
-                actor="mirror",
+                actor=actor,
                 at=timezone.now(),
                 turn=turn_counter_current(),
                 event_id=event_id,
@@ -95,7 +113,7 @@ def suggestion_promote(
                 suggestion_id=suggestion_id,
             ).item
             WorkingMemorySource.objects.bulk_create(
-                [WorkingMemorySource(wm=item, event_id=pk) for pk, _ in sources],
+                [WorkingMemorySource(wm=item, event_id=event.event_id) for event in sources],
                 ignore_conflicts=True,
             )
     except Exception:

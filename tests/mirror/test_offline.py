@@ -214,7 +214,25 @@ def test_it_never_counts_a_capitalised_weekday_or_month_as_a_name(capitalised, l
     ],
 )
 def test_it_stages_what_the_person_asked_to_remember_in_their_own_words(said, suggested):
-    assert suggestions_from([said]) == suggested
+    assert suggestions_from([("luna", said)]) == [
+        (kind, "luna", words) for kind, words in suggested
+    ]
+
+
+def suggested(*lines: str) -> list[tuple[str, str, str]]:
+    output = output_parse(answer("summarise", [("Chunk, cleaned", "\n".join(lines))]))
+    return [(s.type, s.subject, s.content) for s in output.suggestions]
+
+
+def test_its_suggestions_say_who_asked_for_them():
+    assert suggested(
+        "#1 luna: can you remember that I hate cilantro?",
+        "#2 claude (say): I will.",
+        "#3 renki: remind me to call the physio on friday at 5pm",
+    ) == [("pin", "luna", "I hate cilantro"), ("plan", "renki", "call the physio on friday at 5pm")]
+    assert suggested("#5 unknown: remember that the door sticks") == [
+        ("pin", "", "the door sticks")
+    ]
 
 
 @given(st.lists(st.text(max_size=120), max_size=12))

@@ -9,6 +9,7 @@ from gem.meaning import semantic_hash
 from gem.models import WorkingMemory, WorkingMemorySource
 from gem.state import TURN_COUNTER, state_set
 from mirror.models import Summary, TagSuggestion
+from mirror.run import mirror_run
 from mirror.services import SuggestionError, suggestion_promote, suggestion_reject
 
 pytestmark = pytest.mark.django_db(databases="__all__")
@@ -181,6 +182,7 @@ def test_it_links_a_promoted_item_to_the_persons_events_that_carry_its_words(adm
 
     assert sources_of(item) == [said[0].pk, said[3].pk]  # never the replies that echo them
     assert item.event_id == said[3].pk  # the newest it came from, not the summary's last
+    assert item.actor == "luna"  # who said it, not the Mirror
 
 
 def test_it_links_every_one_of_the_persons_events_when_none_shares_a_word(admin_user, tea_talk):
@@ -192,6 +194,7 @@ def test_it_links_every_one_of_the_persons_events_when_none_shares_a_word(admin_
     item = suggestion_promote(user_id=admin_user.pk, suggestion_id=thought.pk)
 
     assert sources_of(item) == [said[0].pk, said[2].pk, said[3].pk]
+    assert item.actor == "mirror"  # the words are the Mirror's own
 
 
 def test_a_persons_edits_choose_the_events(admin_user, tea_talk):
@@ -203,6 +206,7 @@ def test_a_persons_edits_choose_the_events(admin_user, tea_talk):
     )
 
     assert sources_of(item) == [said[2].pk]
+    assert item.actor == "hasuki"
 
 
 def test_a_failed_promotion_records_no_sources(admin_user, tea_talk, monkeypatch):
@@ -218,3 +222,46 @@ def test_a_failed_promotion_records_no_sources(admin_user, tea_talk, monkeypatch
 
     assert not WorkingMemory.objects.exists() and not WorkingMemorySource.objects.exists()
     assert TagSuggestion.objects.get().status == "pending"
+
+
+def test_an_item_is_said_by_its_subject_when_the_subject_said_its_words(admin_user):
+    said = [
+        Event.objects.create(content="I hate cilantro", actor="luna"),
+        Event.objects.create(content="luna hates cilantro, for the record", actor="renki"),
+    ]
+    summary = Summary.objects.create(
+        level="L0", first_event_id=said[0].pk, last_event_id=said[1].pk, content="s"
+    )
+    hers = TagSuggestion.objects.create(
+        summary=summary, type="pin", subject="luna", content="I hate cilantro"
+    )
+    unnamed = TagSuggestion.objects.create(summary=summary, type="pin", content="no cilantro")
+
+    items = [suggestion_promote(user_id=admin_user.pk, suggestion_id=s.pk) for s in (hers, unnamed)]
+
+    assert [(item.actor, item.event_id) for item in items] == [
+        ("luna", said[0].pk),
+        ("renki", said[1].pk),
+    ]
+
+
+def test_the_offline_mirrors_suggestions_keep_who_said_them_when_promoted(
+    admin_user, log, settings
+):
+    settings.COMPANION_OFFLINE = True
+    reply = "<say>(offline — no API key is set) I got your message.</say>"
+    log.turn("can you remember that I hate cilantro?", reply, actor="luna")
+    log.turn("remind me to water the plants tonight", reply, actor="renki")
+
+    assert mirror_run(force=True).status == "done"
+    suggestions = list(TagSuggestion.objects.order_by("id"))
+    items = [suggestion_promote(user_id=admin_user.pk, suggestion_id=s.pk) for s in suggestions]
+
+    assert [(s.type, s.subject, s.content) for s in suggestions] == [
+        ("pin", "luna", "I hate cilantro"),
+        ("plan", "renki", "water the plants tonight"),
+    ]
+    assert [(item.type, item.subject, item.actor) for item in items] == [
+        ("pin", "luna", "luna"),
+        ("plan", "renki", "renki"),
+    ]
