@@ -3,10 +3,19 @@ from zoneinfo import ZoneInfo
 
 import pytest
 from django.contrib.admin.models import LogEntry
+from django.core.exceptions import ValidationError
 from django.core.management import call_command
 
-from gem.models import AmbientProse, Fragment, FragmentEdge, FragmentSource, WorkingMemory
+from gem.models import (
+    AmbientProse,
+    Fragment,
+    FragmentEdge,
+    FragmentSource,
+    Identity,
+    WorkingMemory,
+)
 from gem.services import (
+    IdentityRow,
     ReshapeError,
     WorkingMemoryError,
     WorkingMemoryRecorded,
@@ -14,7 +23,9 @@ from gem.services import (
     fragment_fold_preview,
     fragment_rename,
     fragment_rename_preview,
+    identities_set,
     relations_joined,
+    time_zone_set,
     working_memory_create,
     working_memory_match_set,
     working_memory_status_set,
@@ -499,3 +510,94 @@ def test_a_recorded_item_is_written_exactly_as_it_was_and_once():
     active_feeling.refresh_from_db()
     assert active_feeling.status == "active"
     assert write().existed and WorkingMemory.objects.count() == 2
+
+
+# --- Who talks, and where -------------------------------------------------------------------
+
+
+def seeded_rows() -> list[IdentityRow]:
+    return [
+        IdentityRow(id=pk, name=name, side=side, color=color)
+        for pk, name, side, color in Identity.objects.order_by("id").values_list(
+            "id", "name", "side", "color"
+        )
+    ]
+
+
+def test_it_renames_recolours_adds_and_removes_identities(admin_user):
+    rows = {row.name: row for row in seeded_rows()}
+    kept = [
+        IdentityRow(id=rows["luna"].id, name="moon", side="user", color="#112233"),
+        rows["hasuki"],
+        rows["claude"],
+        IdentityRow(name="wren", side="user", color="#445566"),
+    ]
+
+    identities_set(identities=kept, user_id=admin_user.pk)
+
+    assert list(Identity.objects.order_by("id").values_list("name", "side", "color")) == [
+        ("hasuki", "user", "#c4a0d4"),
+        ("moon", "user", "#112233"),
+        ("claude", "companion", "#8b8ec8"),
+        ("wren", "user", "#445566"),
+    ]
+    assert Identity.objects.get(name="moon").pk == rows["luna"].id
+    logged = sorted(LogEntry.objects.values_list("object_repr", "change_message"))
+    assert ("moon", "Changed in the set-up.") in logged
+    assert ("wren", "Added in the set-up.") in logged
+    assert ("y'lhara", "Removed in the set-up.") in logged
+
+
+def test_it_lets_two_identities_swap_names():
+    rows = {row.name: row for row in seeded_rows()}
+    swapped = [
+        replace_name(row, {"luna": "renki", "renki": "luna"}.get(row.name, row.name))
+        for row in seeded_rows()
+    ]
+    identities_set(identities=swapped)
+    assert Identity.objects.get(name="renki").pk == rows["luna"].id
+    assert Identity.objects.get(name="luna").pk == rows["renki"].id
+
+
+def replace_name(row: IdentityRow, name: str) -> IdentityRow:
+    return IdentityRow(id=row.id, name=name, side=row.side, color=row.color)
+
+
+@pytest.mark.parametrize(
+    ("row", "reason"),
+    [
+        (IdentityRow(name="two words", side="user", color="#123456"), "is not one word"),
+        (IdentityRow(name="", side="user", color="#123456"), "Every identity needs a name."),
+        (IdentityRow(name="x" * 41, side="user", color="#123456"), "is too long"),
+        (IdentityRow(name="Luna", side="user", color="#123456"), "Two identities are called"),
+        (IdentityRow(name="wren", side="user", color="red"), "The colour of “wren” must be"),
+        (IdentityRow(name="wren", side="narrator", color="#123456"), "must speak for you or"),
+    ],
+)
+def test_it_refuses_a_bad_identity_in_words_and_writes_nothing(row, reason):
+    before = list(Identity.objects.values_list("id", "name", "side", "color"))
+    with pytest.raises(ValidationError) as refused:
+        identities_set(identities=[*seeded_rows(), row])
+    assert any(reason in message for message in refused.value.messages), refused.value.messages
+    assert list(Identity.objects.values_list("id", "name", "side", "color")) == before
+
+
+def test_it_keeps_an_identity_on_each_side():
+    users_only = [row for row in seeded_rows() if row.side == "user"]
+    with pytest.raises(ValidationError, match=r"Keep at least one identity for the companion\."):
+        identities_set(identities=users_only)
+    assert Identity.objects.filter(side="companion").count() == 2
+
+
+def test_it_keeps_the_time_zone_chosen_and_reads_due_dates_in_it(settings):
+    settings.TIME_ZONE = "UTC"
+    time_zone_set(name="Asia/Tokyo")
+    plan = working_memory_create(
+        type="plan", content="call the physio at 5pm", actor="luna", at=NOW, turn=1
+    ).item
+    assert plan.due == datetime(2026, 11, 23, 17, 0, tzinfo=ZoneInfo("Asia/Tokyo"))
+
+
+def test_it_refuses_a_time_zone_it_does_not_know():
+    with pytest.raises(ValidationError, match="“Mars/Olympus” is not a time zone"):
+        time_zone_set(name="Mars/Olympus")

@@ -11,7 +11,7 @@ from django.test.utils import CaptureQueriesContext
 from events.models import Event
 from gem.models import AmbientProse, WakeText, WorkingMemory
 from gem.selectors import gem_copy, gem_current
-from gem.services import working_memory_sweep
+from gem.services import time_zone_set, working_memory_sweep
 from gem.state import RECENT_WINDOW, state_get
 from heart import context
 from heart.context import context_for_event
@@ -268,3 +268,11 @@ def test_the_turn_records_its_window_for_the_mirror():
     assert state_get(RECENT_WINDOW) == {"first_event": None, "full": False}
     turn("and again", START + timedelta(minutes=1))
     assert state_get(RECENT_WINDOW) == {"first_event": done.event_id, "full": False}
+
+
+def test_it_tells_the_time_in_the_owners_time_zone(settings):
+    settings.TIME_ZONE = "UTC"
+    time_zone_set(name="Asia/Tokyo")
+    done = turn("<luna>good evening</luna>", START)  # 09:00 UTC is 18:00 in Tokyo
+    kept, _ = contexts_kept_and_fresh(done, START)
+    assert "It is Monday 2 March 2026, 6:00 in the evening." in kept.user_text

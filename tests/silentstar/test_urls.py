@@ -166,6 +166,7 @@ NOT_FOUND_FOR_EVERYONE = {"admin/r/<path:content_type_id>/<path:object_id>/"}
 POSTS = {
     "messages/": {"message": "hello from the crawl", "identity": "luna"},
     "turns/<int:turn_id>/retry/": {},
+    "setup/skip/": {},
 }
 WORKS = {200, 201, 301, 302, 303}  # a page, a partial, a message sent, or a redirect
 
