@@ -6,7 +6,9 @@ written: every piece of the parse that is not markup, in order. Text in ``do`` a
 keeps its kind, knowledge text (a plan or pin the person tagged) is a ``say`` part carrying a
 knowledge mark, and everything else (``say`` and plain text) is ``say``. Neighbouring pieces of
 the same kind make one segment; whitespace at a segment's ends is trimmed, and a segment with
-nothing but whitespace is dropped.
+nothing but whitespace is dropped. Each knowledge element is a part of its own, even beside
+another of the same kind (``<pin>a</pin><pin>b</pin>`` is two pins), and a segment's
+``text_apart`` keeps their words apart for whoever reads them as text.
 
 Identity names become CSS custom property names through ``identity_slug`` (``y'lhara`` →
 ``ylhara``, so ``--identity-ylhara``).
@@ -24,6 +26,7 @@ OWN_KIND_TAGS = ("do", "narrate")  # the person's text in these keeps its kind; 
 COLOR_RE = re.compile(r"^#[0-9a-fA-F]{6}$")
 _SLUG_DROP_RE = re.compile(r"['’]")
 _SLUG_OTHER_RE = re.compile(r"[^a-z0-9_-]+")
+_CLAUSE_ENDS = ".!?…;:,"
 
 
 @dataclass(frozen=True, slots=True)
@@ -43,6 +46,25 @@ class DisplaySegment:
     def text(self) -> str:
         return "".join(part.text for part in self.parts)
 
+    @property
+    def text_apart(self) -> str:
+        """The text read as words, each knowledge part kept apart from what is around it: two
+        tags' texts with nothing but whitespace between them are parted by "; " (a space when
+        the first ends a clause), and a tag's text that touches a word is parted from it by a
+        space, so no two words run together ("tea with honey; walks at dusk"). What readers of
+        the words take (the Mirror); the page shows the parts."""
+        text, mark = "", ""
+        for part in self.parts:
+            if not part.text.strip():
+                text += part.text
+                continue
+            if text.strip() and (mark or part.knowledge):
+                text = _parted(text, part.text, both_tags=bool(mark and part.knowledge))
+            else:
+                text += part.text
+            mark = part.knowledge
+        return text
+
 
 @dataclass(frozen=True, slots=True)
 class Message:
@@ -60,6 +82,15 @@ class Message:
     def is_secret(self) -> bool:
         """A companion message that shows nothing."""
         return self.side == COMPANION and not self.segments
+
+
+def _parted(before: str, after: str, *, both_tags: bool) -> str:
+    body, gap = before.rstrip(), before[len(before.rstrip()) :]
+    if both_tags and body[-1] not in _CLAUSE_ENDS and after.lstrip()[:1].isalnum():
+        return f"{body}; {after.lstrip()}"
+    if not gap and (body[-1].isalnum() or body[-1] in _CLAUSE_ENDS) and after[0].isalnum():
+        return f"{body} {after}"
+    return before + after
 
 
 def identity_slug(name: str) -> str:
@@ -94,7 +125,11 @@ def companion_segments(parsed: ParsedMessage) -> tuple[DisplaySegment, ...]:
 
 def user_segments(parsed: ParsedMessage) -> tuple[DisplaySegment, ...]:
     groups: list[tuple[str, list[Part]]] = []
+    closed = False  # the knowledge element of the last part has ended: the next one is another
     for span in parsed.spans:
+        if span.role == MARKUP and groups:
+            mark = groups[-1][1][-1].knowledge
+            closed = closed or (bool(mark) and f"</{mark}>" in span.text.casefold())
         if span.role == MARKUP or not span.text:
             continue
         if span.role in OWN_KIND_TAGS:
@@ -105,12 +140,13 @@ def user_segments(parsed: ParsedMessage) -> tuple[DisplaySegment, ...]:
             kind, mark = "say", ""
         if groups and groups[-1][0] == kind:
             parts = groups[-1][1]
-            if parts[-1].knowledge == mark:
+            if parts[-1].knowledge == mark and not closed:
                 parts[-1] = Part(parts[-1].text + span.text, mark)
             else:
                 parts.append(Part(span.text, mark))
         else:
             groups.append((kind, [Part(span.text, mark)]))
+        closed = False
     segments = []
     for kind, parts in groups:
         trimmed = _trim(parts)

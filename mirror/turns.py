@@ -2,7 +2,8 @@
 
 Two queries, never a join across stores: the identities say who is the companion, the events
 are read as plain rows and parsed into display lines with the chat page's rules
-(``events.render``), so the Mirror reads what the person saw.
+(``events.render``), so the Mirror reads what the person saw, with the words of two tags (or of
+a tag and the text it touches) kept apart.
 """
 
 from events.models import Event, Turn, TurnStatus
@@ -22,7 +23,7 @@ def turn_events(rows, *, sides: dict[str, str]) -> list[TurnEvent]:
         message = message_display(event_id=event_id, content=content, actor=actor, sides=sides)
         companion = message.side == COMPANION
         lines = tuple(
-            Line(event_id, actor, segment.kind, segment.text, companion)
+            Line(event_id, actor, segment.kind, segment.text_apart, companion)
             for segment in message.segments
         )
         events.append(TurnEvent(event_id, ts, actor, companion, lines))

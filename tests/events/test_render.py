@@ -91,12 +91,42 @@ def test_it_keeps_do_and_narrate_and_marks_knowledge_in_the_persons_message():
     )
 
 
-def test_it_merges_neighbouring_pieces_of_one_kind():
+def test_it_merges_neighbouring_pieces_of_one_kind_but_not_two_tags():
     message = show("<luna><do>wal</do><do>ks </do><say>and</say> talks <pin>tea</pin><pin>!</pin>")
     assert message.segments == (
         DisplaySegment("do", (Part("walks"),)),
-        DisplaySegment("say", (Part("and talks "), Part("tea!", "pin"))),
+        DisplaySegment("say", (Part("and talks "), Part("tea", "pin"), Part("!", "pin"))),
     )
+    assert message.segments[1].text_apart == "and talks tea!"
+
+
+@pytest.mark.parametrize(
+    ("content", "read"),
+    [
+        ("<pin>tea with honey</pin><pin>walks at dusk</pin>", "tea with honey; walks at dusk"),
+        ("<plan>tonight</plan>\n<plan>call her</plan>", "tonight; call her"),
+        ("I love<pin>tea</pin>and more", "I love tea and more"),
+        ("<pin>done.</pin><pin>next</pin> (<pin>x</pin>)", "done. next (x)"),
+    ],
+)
+def test_it_reads_the_words_of_two_tags_apart(content, read):
+    (segment,) = show(f"<luna>{content}</luna>").segments
+    assert segment.text_apart == read
+
+
+PIECE_WORDS = st.lists(st.sampled_from(["tea", "honey", "walks", "Ana", "5pm", "x"]), min_size=1)
+
+
+@given(st.lists(st.tuples(st.sampled_from(["pin", "plan", ""]), PIECE_WORDS), max_size=6))
+def test_two_tags_or_a_tag_and_its_text_never_run_their_words_together(pieces):
+    pieces = [p for i, p in enumerate(pieces) if p[0] or i == 0 or pieces[i - 1][0]]
+    content = "".join(
+        f"<{mark}>{' '.join(words)}</{mark}>" if mark else " ".join(words) for mark, words in pieces
+    )
+
+    read = " ".join(segment.text_apart for segment in show(f"<luna>{content}</luna>").segments)
+
+    assert read.replace(";", " ").split() == [word for _, words in pieces for word in words]
 
 
 def test_it_drops_segments_that_are_only_whitespace():

@@ -22,7 +22,11 @@ from mirror.offline import (
     suggestions_from,
 )
 from mirror.output import output_parse
+from mirror.passes import transcript
+from mirror.route import turns_of
 from mirror.run import mirror_run
+from mirror.turns import turn_events
+from tests.mirror.conftest import START
 
 WEEK = json.loads((Path(__file__).parent / "data" / "offline_week.json").read_text("utf-8"))
 FACTS_KEPT = 10  # of the week's 10 facts, kept by its three L0 summaries together (measured)
@@ -262,6 +266,34 @@ def test_it_merges_any_notes_within_the_limit_and_without_repeats(parts):
     assert len(set(said)) == len(said)
     counted = re.findall(r"(\d+) (?:repeated )?notes?\b", output.shape)
     assert len(output.notes) + sum(map(int, counted)) == sum(map(len, parts))
+
+
+TAG_WORDS = st.lists(st.sampled_from(["tea", "honey", "walks", "Ana", "5pm", "dusk"]), min_size=1)
+
+
+@given(st.lists(st.tuples(st.sampled_from(["pin", "plan"]), TAG_WORDS), min_size=1, max_size=5))
+def test_the_mirror_never_reads_two_tags_words_as_one(tags):
+    content = "".join(f"<{kind}>{' '.join(words)}</{kind}>" for kind, words in tags)
+    events = turn_events([(1, START, "luna", f"<luna>{content}</luna>")], sides={"luna": "user"})
+
+    (line,) = transcript(turns_of(events)).splitlines()
+
+    said = line.removeprefix("#1 luna: ")
+    assert said.replace(";", " ").split() == [word for _, words in tags for word in words]
+
+
+@pytest.mark.django_db(databases="__all__")
+def test_a_summary_keeps_a_persons_adjacent_tags_apart(log, settings):
+    settings.COMPANION_OFFLINE = True
+    reply = "<say>(offline — no API key is set) I got your message.</say>"
+    log.turn("<pin>tea with honey</pin><pin>walks at dusk with Ana</pin>", reply, actor="luna")
+    log.turn("<plan>water the plants tonight</plan><plan>call Noor at 5pm</plan>", reply)
+
+    assert mirror_run(force=True).status == "done"
+
+    summary = Summary.objects.get().content
+    assert "- luna: tea with honey; walks at dusk with Ana" in summary
+    assert "- luna: water the plants tonight; call Noor at 5pm" in summary
 
 
 def summaries_of_the_week(settings) -> tuple[dict[str, list[str]], list[tuple[str, str]]]:
