@@ -1,8 +1,9 @@
 """Common English words that say little about what a text is about.
 
 Pure: no imports at all. One list for the whole project: lifecycle matching and duplicate
-suggestions (``gem.match``) compare the words left without them, and the search
-(``lens.search``) drops them from a query. Besides the usual function words it holds the light
+suggestions (``gem.match``) compare the words left without them, the search (``lens.search``)
+drops them from a query, and the offline companion (``heart.offline``) skips them when it looks
+up what a person asked it to remember. Besides the usual function words it holds the light
 verbs of talk ("go", "say", "tell", "mention"), which match small talk far more than facts.
 """
 
