@@ -50,6 +50,10 @@ class MessageForm(forms.Form):
         )
         self.image_extension = ""
 
+    def clean_message(self):
+        # A browser posts a form's line breaks as CRLF; the log keeps "\n" whatever sent it.
+        return self.cleaned_data["message"].replace("\r\n", "\n").replace("\r", "\n")
+
     def clean_image(self):
         upload = self.cleaned_data.get("image")
         if not upload:

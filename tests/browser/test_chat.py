@@ -95,7 +95,7 @@ def test_it_streams_a_reply_to_a_plan_sent_as_luna(fake_api, worker, page, scree
     expect(page.locator(".offline-badge")).to_have_count(0)
 
     page.locator("#identity-chips .chip[data-identity=luna]").click()
-    expect(page.locator(".chip[data-identity=luna]")).to_have_attribute("aria-pressed", "true")
+    expect(page.locator(".chip[data-identity=luna]")).to_have_attribute("aria-checked", "true")
     page.locator("#tag-buttons .tag[data-tag=plan]").click()
     expect(page.locator(".tag[data-tag=plan]")).to_have_attribute("aria-pressed", "true")
     sent_at = timezone.now()
@@ -204,10 +204,114 @@ def test_it_shows_a_failed_turn_and_retries_it_without_writing_twice(
     expect(page.locator("article.failed")).to_have_count(0)
     expect(page.locator("article.pending")).to_have_count(0)
     assert Event.objects.count() == 2
-    assert list(Event.objects.order_by("id").values_list("actor", flat=True)) == ["", "claude"]
+    assert list(Event.objects.order_by("id").values_list("actor", flat=True)) == [
+        "hasuki",
+        "claude",
+    ]
     turn = Turn.objects.get()
     assert (turn.status, turn.attempts) == ("done", 2)
     assert len(fake_api.requests) == 2
+
+
+# --- The composer -----------------------------------------------------------------------------
+
+CHOSEN = "#identity-chips .chip[aria-checked=true]"
+
+
+def test_it_always_has_an_identity_chosen_and_sends_under_it(page, phone_page):
+    for shown in (page, phone_page):
+        expect(shown.locator(CHOSEN)).to_have_count(1)
+    # Nothing said yet: the first of the person's identities.
+    expect(page.locator(CHOSEN)).to_have_attribute("data-identity", "hasuki")
+
+    luna = phone_page.locator(".chip[data-identity=luna]")
+    luna.tap()
+    luna.tap()  # the chosen chip, tapped again, stays chosen
+    expect(phone_page.locator(CHOSEN)).to_have_attribute("data-identity", "luna")
+    phone_page.locator("#tag-buttons .tag[data-tag=plan]").tap()
+    phone_page.keyboard.type("water the plants tonight")
+    phone_page.locator("#send").tap()
+    expect(phone_page.locator("#history article.message.user .name")).to_have_text("luna")
+    assert WorkingMemory.objects.get(type="plan").actor == "luna"
+
+    # The desktop, a new page: the identity of the person's last message.
+    page.reload()
+    chat_open(page)
+    expect(page.locator(CHOSEN)).to_have_attribute("data-identity", "luna")
+    chosen = page.locator(CHOSEN)
+    chosen.focus()
+    page.keyboard.press("ArrowRight")
+    expect(page.locator(CHOSEN)).to_have_attribute("data-identity", "chloe")
+    expect(page.locator(".chip[data-identity=chloe]")).to_be_focused()
+    assert list(Event.objects.order_by("id").values_list("actor", flat=True)) == ["luna", "claude"]
+
+
+def test_it_sends_on_enter_on_a_desktop_as_a_remembered_choice(page, phone_page):
+    entered = page.locator("#input")
+    expect(page.locator("#send-keys")).to_be_visible()
+    expect(page.get_by_label("Enter sends")).to_be_checked()
+    expect(page.locator("#send-hint")).to_have_text("Shift+Enter for a new line")
+    entered.click()
+    page.keyboard.type("first line")
+    page.keyboard.press("Shift+Enter")
+    page.keyboard.type("second line")
+    page.keyboard.press("Enter")
+    expect(page.locator("#history article.message.user")).to_have_count(1)
+    expect(entered).to_be_empty()
+    sent = Event.objects.order_by("id").first()
+    assert sent.content == "<hasuki>first line\nsecond line</hasuki>"
+
+    page.get_by_label("Enter sends").uncheck()
+    expect(page.locator("#send-hint")).to_have_text("Ctrl+Enter sends")
+    page.reload()
+    chat_open(page)
+    expect(page.get_by_label("Enter sends")).not_to_be_checked()
+    entered.click()
+    page.keyboard.type("a line")
+    page.keyboard.press("Enter")
+    page.keyboard.type("and another")
+    expect(entered).to_contain_text("a line")
+    assert page.evaluate("() => window.silentstar.serialise(document.getElementById('input'))") == (
+        "a line\nand another"
+    )
+    assert Event.objects.count() == 2  # the message and the offline companion's answer
+
+    # A touch screen: Enter makes a new line until the person chooses otherwise.
+    expect(phone_page.get_by_label("Enter sends")).not_to_be_checked()
+    phone_page.locator("#input").tap()
+    phone_page.keyboard.type("on the phone")
+    phone_page.keyboard.press("Enter")
+    phone_page.keyboard.type("two lines")
+    assert phone_page.evaluate(
+        "() => window.silentstar.serialise(document.getElementById('input'))"
+    ) == ("on the phone\ntwo lines")
+    assert Event.objects.count() == 2
+
+
+def test_it_keeps_the_phone_header_to_one_row_over_a_compact_composer(
+    conversation, phone_page, screenshot
+):
+    phone_page.goto("/")
+    chat_open(phone_page)
+    header = phone_page.locator(".chat-header").bounding_box()
+    composer = phone_page.locator("#composer").bounding_box()
+    assert header["height"] <= 56, header
+    assert composer["height"] <= 150, composer
+    # One row, and nothing cut: every part of the header sits on one line inside the window.
+    parts = phone_page.locator(
+        ".chat-header h1, .chat-header .worker-dot, .chat-header .offline-badge, "
+        ".chat-header nav a, .chat-header nav button"
+    )
+    boxes = [parts.nth(n).bounding_box() for n in range(parts.count())]
+    assert len(boxes) == 6
+    middles = [box["y"] + box["height"] / 2 for box in boxes]
+    assert max(middles) - min(middles) < 8, boxes
+    assert all(box["x"] >= 0 and box["x"] + box["width"] <= 390 for box in boxes), boxes
+    for button in ("#send", "#image-button", ".chip[data-identity=strah]", ".tag[data-tag=pin]"):
+        box = phone_page.locator(button).bounding_box()
+        assert box["x"] + box["width"] <= 390 and box["y"] + box["height"] <= 844, button
+    expect(phone_page.get_by_label("Enter sends")).to_be_visible()
+    screenshot(phone_page, "phone")
 
 
 # --- History ----------------------------------------------------------------------------------

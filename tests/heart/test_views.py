@@ -341,6 +341,11 @@ def test_it_sends_a_message_with_an_identity_and_a_plan(admin_client):
     assert f'hx-get="/turns/{turn.pk}/" hx-trigger="load delay:300ms"' in html
 
 
+def test_it_keeps_a_line_break_as_the_browser_posts_it_as_one_newline(admin_client):
+    assert send(admin_client, message="one\r\ntwo\rthree", identity="luna").status_code == 201
+    assert Event.objects.get().content == "<luna>one\ntwo\nthree</luna>"
+
+
 def test_it_sends_a_message_without_an_identity_as_the_first_identity(admin_client):
     assert send(admin_client, message="just me", identity="").status_code == 201
     event = Event.objects.get()
