@@ -17,7 +17,7 @@ from anvil.forms import (
     RenameForm,
 )
 from anvil.graph import DEPTH_MAX, WHOLE_GRAPH_LIMIT, graph_around, graph_whole
-from anvil.pages import anvil_page, event_line
+from anvil.pages import anvil_page, cut_text, event_line
 from anvil.textdiff import text_diff_html
 from events.selectors import source_events
 from gem.models import (
@@ -143,7 +143,7 @@ class FragmentAdmin(admin.ModelAdmin):
 
     @admin.display(description="ambient")
     def ambient_excerpt(self, fragment):
-        return fragment.ambient[:100]
+        return cut_text(fragment.ambient)
 
     @admin.display(boolean=True, description="inventory")
     def has_inventory(self, fragment):

@@ -59,6 +59,7 @@ class AnvilSite(admin.AdminSite):
     site_header = "Silentstar — the Anvil"
     site_title = "Silentstar Anvil"
     index_title = "Curation"
+    empty_value_display = "—"
 
     def each_context(self, request):
         return {

@@ -5,7 +5,9 @@ from django.contrib import admin, messages
 from django.http import HttpResponseRedirect
 from django.urls import reverse
 from django.utils.html import format_html, format_html_join
+from django.utils.safestring import mark_safe
 
+from anvil.pages import cut_text, short_when
 from events.models import Event
 from mirror.models import (
     MirrorRun,
@@ -84,17 +86,18 @@ class TagSuggestionAdmin(admin.ModelAdmin):
 
     list_display = [
         "id",
-        "type",
         "content_excerpt",
+        "type",
         "subject",
         "status",
         "summary_excerpt",
-        "events",
         "promoted_link",
-        "created_at",
+        "created",
     ]
     list_filter = [SuggestionStatusFilter, "type", "created_at"]
     list_select_related = ["summary"]
+    # A summary's suggestions side by side, the newest summary's first.
+    ordering = ["-summary_id", "id"]
     search_fields = ["content", "subject"]
     actions = ["promote_selected", "reject_selected"]
     decided_fields = ["type", "content", "subject"]  # editable until the suggestion is decided
@@ -119,17 +122,35 @@ class TagSuggestionAdmin(admin.ModelAdmin):
             return [*self.decided_fields, *self.readonly_fields]
         return self.readonly_fields
 
+    def get_changelist_instance(self, request):
+        """The list, each suggestion marked when it is the first of its summary's on the page:
+        the summary is shown there once, not on every row."""
+        changelist = super().get_changelist_instance(request)
+        previous = None
+        for suggestion in changelist.result_list:
+            suggestion.opens_summary = suggestion.summary_id != previous
+            previous = suggestion.summary_id
+        return changelist
+
+    @admin.display(description="made", ordering="created_at")
+    def created(self, suggestion):
+        return short_when(suggestion.created_at)
+
     @admin.display(description="content")
     def content_excerpt(self, suggestion):
-        return suggestion.content[:100]
+        return cut_text(suggestion.content)
 
-    @admin.display(description="summary")
+    @admin.display(description="from the summary")
     def summary_excerpt(self, suggestion):
-        return suggestion.summary.content[:80]
-
-    @admin.display(description="events")
-    def events(self, suggestion):
-        return f"{suggestion.summary.first_event_id}–{suggestion.summary.last_event_id}"
+        summary = suggestion.summary
+        if not getattr(suggestion, "opens_summary", True):
+            return mark_safe('<span class="anvil-quiet">same summary as above</span>')
+        return format_html(
+            '{}<span class="anvil-event-meta">events {}–{}</span>',
+            cut_text(summary.content),
+            summary.first_event_id,
+            summary.last_event_id,
+        )
 
     @admin.display(description="working memory")
     def promoted_link(self, suggestion):

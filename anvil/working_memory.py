@@ -17,7 +17,7 @@ from anvil.forms import (
     TwinReviewForm,
     WorkingMemoryForm,
 )
-from anvil.pages import anvil_page, event_line
+from anvil.pages import anvil_page, cut_text, event_line, identity_name, short_when
 from events.selectors import source_events
 from gem.models import (
     MiraEntry,
@@ -68,18 +68,18 @@ def _twin_link(item: WorkingMemory) -> str:
 
 @admin.register(WorkingMemory)
 class WorkingMemoryAdmin(admin.ModelAdmin):
+    # The words and the due date first: on a phone the rest is a sideways scroll away.
     list_display = [
         "id",
-        "type",
         "content_excerpt",
-        "twin",
+        "due_date",
+        "type",
         "subject",
         "status",
         "live_score",
         "importance",
         "valence",
-        "actor",
-        "due",
+        "actor_name",
     ]
     list_filter = [NearDuplicateFilter, "type", "status", "actor", "refreshed_at"]
     list_select_related = ["near_duplicate_of"]
@@ -187,7 +187,17 @@ class WorkingMemoryAdmin(admin.ModelAdmin):
 
     @admin.display(description="content")
     def content_excerpt(self, item):
-        return item.content[:100]
+        if item.near_duplicate_of_id is None:
+            return cut_text(item.content)
+        return format_html("{} {}", cut_text(item.content), _twin_link(item))
+
+    @admin.display(description="due", ordering="due")
+    def due_date(self, item):
+        return short_when(item.due)
+
+    @admin.display(description="actor", ordering="actor")
+    def actor_name(self, item):
+        return identity_name(item.actor)
 
     @admin.display(description="near duplicate")
     def twin(self, item):

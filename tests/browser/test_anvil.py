@@ -5,16 +5,18 @@ Each test clicks and types as a person would; screenshots go to ``test-artifacts
 """
 
 import re
+from datetime import timedelta
 
 import pytest
 from django.contrib import admin
 from django.urls import NoReverseMatch, reverse
+from django.utils import timezone
 from playwright.sync_api import BrowserContext, Page, expect
 
 from events.models import Event
 from gem.models import AmbientProse, Fragment, FragmentEdge, WorkingMemory
 from mirror.models import Summary, TagSuggestion
-from tests.browser.conftest import BROWSER_DB
+from tests.browser.conftest import BROWSER_DB, DESKTOP, PHONE
 
 pytestmark = BROWSER_DB
 
@@ -114,7 +116,7 @@ def test_it_promotes_a_suggestion_and_finds_it_in_working_memory(admin_page: Pag
     page.goto("/admin/gem/workingmemory/")
     row = page.locator("#result_list tbody tr", has_text="tea, no sugar")
     expect(row).to_contain_text("Pin")
-    expect(row).to_contain_text("mirror")
+    expect(row).to_contain_text("luna")  # who said it
     screenshot(page, "working-memory-desktop")
     row.locator("th a").click()
     sources = page.locator(".field-source_event_list")
@@ -201,3 +203,153 @@ def test_it_reviews_the_cilantro_pair_side_by_side_and_keeps_both(admin_page: Pa
     expect(page.locator(".anvil-twins")).to_have_count(0)
     near.refresh_from_db()
     assert (near.near_duplicate_of, near.importance, near.importance_edited) == (None, 0.8, True)
+
+
+# --- One look, readable lists, comparisons that wrap, errors in words ---------------------
+
+APP_BG = "rgb(13, 13, 16)"  # the chat, sign-in and Lens pages' background (static/heart/chat.css)
+BAND_BG = "rgb(22, 21, 27)"  # their surfaces: the Anvil's header in both themes
+LIGHT_BG = "rgb(246, 241, 232)"  # the Anvil's warm light theme
+
+
+def anvil_page(context: BrowserContext, signed_in, owner, path: str) -> tuple[Page, list[str]]:
+    """``path`` open in a new page of ``context`` as the owner, with every response that was
+    not found recorded."""
+    owner.is_staff = owner.is_superuser = True
+    owner.save(update_fields=["is_staff", "is_superuser"])
+    page = signed_in(context).new_page()
+    missing: list[str] = []
+    page.on("response", lambda r: missing.append(r.url) if r.status == 404 else None)
+    page.goto(path)
+    return page, missing
+
+
+def computed(page: Page, selector: str, prop: str) -> str:
+    return page.eval_on_selector(selector, f"e => getComputedStyle(e).{prop}")
+
+
+def test_the_anvil_wears_the_apps_colours_and_icon_and_leads_with_curation(
+    new_context, signed_in, owner, screenshot
+):
+    for size, options in [("desktop", DESKTOP), ("phone", PHONE)]:
+        page, missing = anvil_page(new_context(**options), signed_in, owner, "/admin/")
+        captions = page.locator("#content-main .module caption")
+        expect(captions.first).to_have_text("Memory to curate")
+        first_group = page.locator("#content-main .module").first.locator("th[scope=row]")
+        expect(first_group).to_have_text(
+            [
+                "Fragments",
+                "Fragment graph",
+                "Working memory",
+                "Suggestion queue",
+                "Wake texts",
+                "Ambient prose",
+                "Identities",
+            ]
+        )
+        machinery = page.locator("#content-main .module", has_text="Machinery")
+        for name in ("Access attempts", "Failed tasks", "Ingest records", "States", "Users"):
+            expect(machinery.get_by_role("link", name=name, exact=True)).to_be_visible()
+        assert captions.last.inner_text().casefold() == "machinery"
+        assert computed(page, "body", "backgroundColor") == APP_BG
+        assert computed(page, "#header", "backgroundColor") == BAND_BG
+        assert page.locator("link[rel=icon]").get_attribute("href").endswith("icons/icon.svg")
+        screenshot(page, f"index-{size}")
+
+        page.get_by_role("link", name="Working memory").first.click()
+        expect(page.locator("#changelist")).to_be_visible()
+        assert page.request.get("/favicon.ico").ok
+        assert not missing, missing
+
+    # The admin's theme button offers a light look in the same warm colours.
+    page.evaluate("() => localStorage.setItem('theme', 'light')")
+    page.reload()
+    assert computed(page, "body", "backgroundColor") == LIGHT_BG
+    assert computed(page, "#header", "backgroundColor") == BAND_BG
+    screenshot(page, "working-memory-light-phone")
+
+
+LONG_PLAN = (
+    "Call the physio about moving Thursday's appointment to the morning, and ask whether the "
+    "new exercises for the left knee should be done before or after the evening walk by the "
+    "river, since the last two sessions left it sore until the next afternoon."
+)
+
+
+@pytest.fixture
+def a_full_evening():
+    """Working memory with long items and due dates, and a queue of six suggestions from two
+    Mirror summaries."""
+    due = timezone.now() + timedelta(days=2)
+    WorkingMemory.objects.create(
+        type="plan", content=LONG_PLAN, subject="physio", actor="luna", due=due
+    )
+    for n in range(5):
+        WorkingMemory.objects.create(
+            type="pin", content=f"tea without sugar, the blue cup, item {n}", actor="renki"
+        )
+    for first_words in ("Luna spoke of tea", "Renki planned the week"):
+        first = Event.objects.create(content=f"{first_words}.", actor="luna")
+        summary = Summary.objects.create(
+            level="L0",
+            first_event_id=first.pk,
+            last_event_id=first.pk,
+            content=f"{first_words}, at length, with the pharmacy and the plants in between.",
+        )
+        for n in range(3):
+            TagSuggestion.objects.create(summary=summary, type="pin", content=f"{first_words} {n}")
+
+
+def overflows(page: Page) -> bool:
+    """Whether the page or its list is wider than the window, to be scrolled sideways."""
+    return page.evaluate(
+        "() => document.documentElement.scrollWidth > document.documentElement.clientWidth"
+        " || document.querySelector('#changelist .results').scrollWidth"
+        " > document.querySelector('#changelist .results').clientWidth"
+    )
+
+
+def within_view(page: Page, locator) -> bool:
+    box = locator.bounding_box()
+    return (
+        box is not None and box["x"] >= 0 and box["x"] + box["width"] <= page.viewport_size["width"]
+    )
+
+
+def test_working_memory_the_queue_and_fragments_read_at_1280_and_on_a_phone(
+    new_context, signed_in, owner, a_full_evening, wardrobe, screenshot
+):
+    for size, options in [("desktop", DESKTOP), ("phone", PHONE)]:
+        page, _ = anvil_page(new_context(**options), signed_in, owner, "/admin/gem/workingmemory/")
+        rows = page.locator("#result_list tbody tr")
+        expect(rows).to_have_count(6)
+        plan = page.locator("#result_list tbody tr", has_text="Call the physio")
+        due_header = page.locator("#result_list thead th.column-due_date")
+        assert within_view(page, due_header), f"Due is off screen on the {size}"
+        assert within_view(page, plan.locator("td.field-due_date"))
+        # The plan's content is cut to two lines, the whole of it one click away.
+        content = plan.locator("td.field-content_excerpt")
+        line = float(computed(page, "#result_list td.field-content_excerpt", "lineHeight")[:-2])
+        assert content.bounding_box()["height"] < 3 * line + 16
+        content.get_by_text("Call the physio").click()
+        expect(content.locator("details")).to_have_attribute("open", "")
+        assert content.bounding_box()["height"] > 3 * line + 16
+        if size == "desktop":
+            assert not overflows(page)
+            importance = page.locator("#result_list thead th.column-importance .text")
+            assert importance.evaluate("e => e.scrollWidth <= e.clientWidth")
+        screenshot(page, f"working-memory-{size}")
+
+        page.goto("/admin/mirror/tagsuggestion/")
+        expect(page.locator("#result_list tbody tr")).to_have_count(6)
+        for first_words in ("Luna spoke of tea", "Renki planned the week"):
+            expect(page.get_by_text(f"{first_words}, at length")).to_have_count(1)
+        if size == "desktop":
+            assert not overflows(page)
+        screenshot(page, f"queue-{size}")
+
+        page.goto("/admin/gem/fragment/")
+        expect(page.locator("#result_list tbody tr")).to_have_count(3)
+        if size == "desktop":
+            assert not overflows(page)
+        screenshot(page, f"fragments-{size}")
