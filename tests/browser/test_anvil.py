@@ -14,7 +14,7 @@ from django.utils import timezone
 from playwright.sync_api import BrowserContext, Page, expect
 
 from events.models import Event
-from gem.models import AmbientProse, Fragment, FragmentEdge, WorkingMemory
+from gem.models import AmbientProse, Fragment, FragmentEdge, WakeText, WorkingMemory
 from mirror.models import Summary, TagSuggestion
 from tests.browser.conftest import BROWSER_DB, DESKTOP, PHONE
 
@@ -353,3 +353,37 @@ def test_working_memory_the_queue_and_fragments_read_at_1280_and_on_a_phone(
         if size == "desktop":
             assert not overflows(page)
         screenshot(page, f"fragments-{size}")
+
+
+def test_a_wake_text_comparison_wraps_with_the_page(new_context, signed_in, owner, screenshot):
+    before = "She wakes slowly. " * 30 + "\nTea first, always green, never sweet."
+    after = "She wakes slowly. " * 30 + "\nTea first, always green, with honey on Sundays."
+    WakeText.objects.create(kind="wake", content=before)
+    newest = WakeText.objects.create(kind="wake", content=after)
+    for size, options in [("desktop", DESKTOP), ("phone", PHONE)]:
+        page, _ = anvil_page(
+            new_context(**options), signed_in, owner, f"/admin/gem/waketext/diff/?new={newest.pk}"
+        )
+        expect(page.locator(".anvil-diff ins")).to_have_text(["with honey on Sundays"])
+        expect(page.locator(".anvil-diff del")).to_have_text(["never sweet"])
+        assert not page.get_by_text(">", exact=True).count()
+        cells_fit = page.eval_on_selector_all(
+            ".anvil-diff td", "cells => cells.every(c => c.scrollWidth <= c.clientWidth)"
+        )
+        assert cells_fit
+        assert not page.evaluate(
+            "() => document.documentElement.scrollWidth > document.documentElement.clientWidth"
+        )
+        screenshot(page, f"wake-text-diff-{size}")
+
+
+def test_a_self_edge_is_refused_in_words(admin_page: Page, wardrobe, screenshot):
+    page = admin_page
+    page.goto("/admin/gem/fragment/fairy/change/")
+    page.get_by_role("button", name=re.compile("add another edge to", re.I)).click()
+    page.locator("#id_edges_out-0-relation").fill("mirror")
+    select2_choose(page, "edges_out-0", "fairy")
+    page.get_by_role("button", name="Save", exact=True).click()
+    expect(page.locator(".errorlist")).to_contain_text("A fragment cannot link to itself.")
+    expect(page.get_by_text("gem_edge_not_a_loop")).to_have_count(0)
+    screenshot(page, "self-edge-desktop")
