@@ -213,14 +213,23 @@ def _step1b(word: str) -> str:
 
 
 def snippet(
-    text: str, words: Sequence[str], *, start: str, end: str, ellipsis: str, size: int
+    text: str,
+    words: Sequence[str],
+    *,
+    start: str,
+    end: str,
+    ellipsis: str,
+    size: int,
+    plain_only: bool = True,
 ) -> str | None:
     """What ``snippet(table, column, start, end, ellipsis, size)`` gives for a column holding
     ``text`` in a row matched by ``"word1" OR "word2" …``: the best ``size`` tokens of the
     text, each matched word between ``start`` and ``end``, ``ellipsis`` where text is cut.
-    ``None`` when the text or a word is not plain (``is_plain``): FTS5 must make that one."""
-    query = _query(tuple(words))
-    if query is None or not is_plain(text):
+    ``None`` when the text or a word is not plain (``is_plain``): FTS5 must make that one.
+    With ``plain_only=False`` such a text is cut too, by Python's letters, which may put the
+    passage a token or two from where FTS5 would (for text that is shown, not indexed)."""
+    query = _query(tuple(words), plain_only)
+    if query is None or (plain_only and not is_plain(text)):
         return None
     pieces = _split(text)  # tokens at the odd places
     found = _phrase_matches(list(map(stem, pieces[1::2])), query)
@@ -238,8 +247,8 @@ class _Query:
 
 
 @lru_cache(maxsize=256)
-def _query(words: tuple[str, ...]) -> _Query | None:
-    if not all(map(is_plain, words)):
+def _query(words: tuple[str, ...], plain_only: bool = True) -> _Query | None:
+    if plain_only and not all(map(is_plain, words)):
         return None
     phrases = [tokens(word) for word in words]
     single: dict[str, tuple[int, ...]] = {}

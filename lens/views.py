@@ -5,6 +5,7 @@ every one is GET only."""
 
 from urllib.parse import urlencode
 
+from django.core.paginator import Paginator
 from django.http import HttpResponse, JsonResponse
 from django.shortcuts import redirect, render
 from django.urls import reverse
@@ -12,6 +13,7 @@ from django.utils.html import escape
 from django.utils.safestring import mark_safe
 from django.views.decorators.http import require_GET
 
+from lens.display import hits_display
 from lens.draft import draft_render
 from lens.draft_read import Draft
 from lens.extract import (
@@ -25,7 +27,9 @@ from lens.extract import (
 )
 from lens.forms import KeysForm
 from lens.query import QueryError, memory_query, query_from_params
-from lens.search import KINDS, MARK_OPEN, SearchError, search
+from lens.search import KINDS, MARK_OPEN, MAX_LIMIT, SearchError, search
+
+SEARCH_PAGE_HITS = 10
 
 # --- Reading: a fragment, what connects several, working memory, summaries ------------------
 
@@ -112,19 +116,28 @@ def _refuse(request, reason: str, *, form: KeysForm | None = None, status: int):
 
 @require_GET
 def search_page(request):
+    """The best hits, a page at a time. A turn brought in by its neighbours alone is left out:
+    it is shown among the turns around the hit it is beside."""
     query = request.GET.get("q", "").strip()
     kinds = [kind for kind in request.GET.getlist("kind") if kind in KINDS] or list(KINDS)
-    hits, error = [], ""
+    page, error = None, ""
     if query:
         try:
-            hits = search(query, kinds=kinds, limit=25)
+            hits = search(query, kinds=kinds, limit=MAX_LIMIT)
         except SearchError as failure:
             error = str(failure)
+        else:
+            found = [hit for hit in hits if not hit.beside]
+            page = Paginator(found, SEARCH_PAGE_HITS).get_page(request.GET.get("page"))
     context = {
         "query": query,
         "kinds": kinds,
         "all_kinds": KINDS,
-        "hits": [(hit, _marked(hit.snippet)) for hit in hits],
+        "page": page,
+        "hits": [
+            (shown, _marked(shown.passage))
+            for shown in hits_display(page.object_list if page else [])
+        ],
         "error": error,
     }
     template = "lens/search.html#results" if request.htmx else "lens/search.html"

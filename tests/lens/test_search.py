@@ -7,6 +7,7 @@ from django.db import connections
 from hypothesis import assume, example, given
 from hypothesis import strategies as st
 
+from events.models import Event
 from gem.models import Fragment, WorkingMemory
 from heart.ingest import event_record
 from lens.search import (
@@ -197,7 +198,10 @@ def test_a_turn_without_the_words_is_found_between_the_turns_that_have_them():
     say("Play me a tune once you can.", actor="ana", at=2)
     for hour in range(3, 9):
         say(f"Nothing much happened at {hour}.", actor="ben", at=hour)
-    assert answer.pk in [hit.id for hit in search("a tune", kinds=["event"], limit=3)]
+    # Beside a match, after the turns the words found (the two after "tune" by their context).
+    hits = search("a tune", kinds=["event"], limit=4)
+    assert hits[-1].id == answer.pk and hits[-1].beside
+    assert not any(hit.beside for hit in hits[:-1])
     # A neighbour is not brought in past a speaker filter it may not pass, nor as a match.
     assert answer.pk not in [
         hit.id for hit in search("a tune", kinds=["event"], limit=3, actor="ana")
@@ -451,3 +455,121 @@ def test_a_reply_search_brings_one_passage_for_neighbouring_hits_and_more_distin
     assert len(items) == SEARCH_RECALL_HITS
     assert any("Dolores said my cello lesson went well." in text for text in texts)
     assert any("Thursdays are for the choir too." in text for text in texts)
+
+
+# --- one scale across kinds: a first evening's memory -------------------------------------------
+#
+# A few turns as the chat logs them (identity tags, display tags, knowledge tags, a recall), the
+# fragments and working memory they led to, and small talk around them, so that the turns' BM25
+# has a log to weigh words in while the fragments' has a handful of rows.
+
+EVENING = [
+    ("luna", "<luna>I have physio on Tuesday morning <plan>physio Tuesday 10am</plan></luna>"),
+    ("claude", "<say>Good luck, I'll keep it in mind.</say> recall(about)"),
+    ("renki", "<renki>Made genmaicha tonight <pin>I love genmaicha</pin></renki>"),
+    ("claude", "<say>Toasted rice in the cup, lovely.</say>"),
+    ("chloe", "<chloe>tea with honey, and walks at dusk</chloe>"),
+    ("claude", "<thought>she likes quiet evenings</thought><say>That sounds calm.</say>"),
+    ("luna", "<luna>the physio said my knee is better</luna>"),
+    ("claude", "<say>That's wonderful news!</say>"),
+]
+SMALL_TALK = [
+    "<luna>what a long day</luna>",
+    "<say>Long days deserve a slow evening.</say>",
+    "<renki>the bus was late again</renki>",
+    "<say>Again? That bus.</say>",
+    "<chloe>it rained all afternoon</chloe>",
+    "<say>Good weather for staying in.</say>",
+]
+
+
+def first_evening() -> dict[str, Event]:
+    names = ["luna", "renki", "chloe", "claude"]
+    at = 0
+    for n in range(4):  # small talk before and after the evening
+        for text in SMALL_TALK:
+            actor = "claude" if text.startswith("<say>") else names[n % 3]
+            event_record(text=text, actor=actor, ts=START + timedelta(hours=at), identities=names)
+            at += 1
+        if n == 1:
+            for actor, text in EVENING:
+                event_record(
+                    text=text, actor=actor, ts=START + timedelta(hours=at), identities=names
+                )
+                at += 1
+    Fragment.objects.create(
+        key="physio",
+        ambient="Luna's knee, mending slowly.",
+        recognition="Physio on Tuesdays at ten, with Mara; the exercises after.",
+        inventory="Knee: torn meniscus, March.",
+    )
+    Fragment.objects.create(key="genmaicha", ambient="Renki's toasted-rice green tea.")
+    Fragment.objects.create(key="evenings", ambient="Quiet evenings at home, the lamp on.")
+    WorkingMemory.objects.create(type="plan", content="physio Tuesday 10am", actor="luna")
+    WorkingMemory.objects.create(type="pin", content="I love genmaicha", actor="renki")
+    WorkingMemory.objects.create(type="plan", content="a walk at dusk with Chloe", actor="chloe")
+    return {event.content: event for event in Event.objects.all()}
+
+
+def ref_of(spec: str) -> str:
+    """``fragment:key`` as it is; ``wm:words`` and ``event:words``: the item or turn whose
+    text holds those words."""
+    kind, words = spec.split(":", 1)
+    if kind == "wm":
+        return f"wm:{WorkingMemory.objects.get(content__contains=words).pk}"
+    if kind == "event":
+        return f"event:{Event.objects.get(content__contains=words).pk}"
+    return spec
+
+
+@pytest.mark.parametrize(
+    ("query", "first"),
+    [
+        ("physio", ["fragment:physio", "wm:physio Tuesday"]),  # the key, then the plan
+        ("genmaicha", ["fragment:genmaicha", "wm:I love genmaicha"]),
+        ("tea", ["fragment:genmaicha", "event:tea with honey"]),  # both hold it: kinds decide
+        ("physio Tuesday", ["fragment:physio", "wm:physio Tuesday", "event:I have physio"]),
+        ("honey dusk", ["event:tea with honey"]),  # both words; the walk at dusk holds one
+        ("quiet evenings", ["fragment:evenings"]),
+    ],
+)
+def test_it_ranks_every_kind_on_one_scale(query, first):
+    """What holds more of the query comes first whatever its kind, and a fragment whose key or
+    tiers hold the words comes before the turns of the log."""
+    first_evening()
+    hits = search(query, limit=20)
+    assert [hit.ref for hit in hits[: len(first)]] == [ref_of(spec) for spec in first]
+    assert [hit.score for hit in hits] == sorted((hit.score for hit in hits), reverse=True)
+    assert 0 < hits[0].score <= 1
+
+
+@pytest.mark.parametrize("query", ["physio", "genmaicha", "tea", "dusk"])
+def test_a_turn_beside_a_match_never_outranks_one_found_by_the_words(query):
+    first_evening()
+    hits = search(query, limit=30)
+    beside = [n for n, hit in enumerate(hits) if hit.beside]
+    found = [n for n, hit in enumerate(hits) if not hit.beside]
+    assert found and (not beside or max(found) < min(beside))
+    assert all(hit.kind == "event" and hit.score == 0 for hit in hits if hit.beside)
+
+
+def test_a_fragment_hit_shows_the_tier_that_holds_the_words():
+    first_evening()
+    (hit,) = search("Tuesdays", kinds=["fragment"])
+    assert (hit.key, hit.tier) == ("physio", "recognition")
+    assert hit.snippet == (
+        f"Physio on {MARK_OPEN}Tuesdays{MARK_OPEN} at ten, with Mara; the exercises after."
+    )
+    (hit,) = search("meniscus", kinds=["fragment"])
+    assert (hit.tier, hit.snippet) == (
+        "inventory",
+        f"Knee: torn {MARK_OPEN}meniscus{MARK_OPEN}, March.",
+    )
+    (hit,) = search("genmaicha", kinds=["fragment"])  # the key alone: its first tier
+    assert (hit.tier, hit.snippet) == ("ambient", "Renki's toasted-rice green tea.")
+
+
+def test_a_reply_search_reads_the_best_of_every_kind_first():
+    first_evening()
+    items = search_recalled(["physio"], before_event=Event.objects.count() + 1)
+    assert [item.key for item in items[:2]] == ["fragment:physio", ref_of("wm:physio Tuesday")]

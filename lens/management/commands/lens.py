@@ -15,6 +15,7 @@ from pathlib import Path
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 from django.utils import timezone
 
+from lens.display import hits_display
 from lens.draft_read import DraftError, draft_diff, draft_parse
 from lens.extract import (
     DEPTH_DEFAULT,
@@ -121,16 +122,21 @@ def _search(command: "Command", words: list[str], options: dict) -> None:
     command.stdout.write(f"# Search: {found.query}\n")
     if not hits:
         command.stdout.write("Nothing found.")
-    for rank, hit in enumerate(hits, start=1):
+    for rank, shown in enumerate(hits_display(hits), start=1):
+        hit = shown.hit
         when = f" · {timezone.localtime(hit.ts):%Y-%m-%d %H:%M}" if hit.ts else ""
         who = f" · {hit.actor}" if hit.actor else ""
         detail = f" · {hit.detail}" if hit.detail else ""
-        command.stdout.write(f"{rank}. `{hit.ref}`{when}{who}{detail} · score {hit.score:.3f}")
-        for turn in hit.before:
-            command.stdout.write(f"   > {turn.actor}: {_one_line(turn.text)}")
-        command.stdout.write(f"   {hit.snippet}")
-        for turn in hit.after:
-            command.stdout.write(f"   > {turn.actor}: {_one_line(turn.text)}")
+        tier = f" · {hit.tier}" if hit.tier else ""
+        beside = " · beside a match" if hit.beside else ""
+        command.stdout.write(
+            f"{rank}. `{hit.ref}`{tier}{when}{who}{detail} · score {hit.score:.3f}{beside}"
+        )
+        for turn in shown.before:
+            command.stdout.write(f"   > {turn.actor}: {turn.text}")
+        command.stdout.write(f"   {shown.passage}")
+        for turn in shown.after:
+            command.stdout.write(f"   > {turn.actor}: {turn.text}")
 
 
 def _query(command: "Command", words: list[str], options: dict) -> None:
