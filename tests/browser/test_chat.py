@@ -359,6 +359,7 @@ def test_it_stops_the_space_under_reduced_motion(page, new_context, signed_in):
 def test_it_shows_the_offline_badge_only_when_offline(page, settings):
     expect(page.locator(".offline-badge")).to_be_visible()
     expect(page.locator(".offline-badge")).to_have_text("offline companion")
+    assert page.locator(".offline-badge").evaluate("b => b.innerText") == "OFFLINE COMPANION"
 
     settings.ANTHROPIC_API_KEY = "test-key"
     settings.COMPANION_OFFLINE = False
