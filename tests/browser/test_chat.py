@@ -24,6 +24,7 @@ from tests.browser.conftest import (
     DESKTOP,
     PASSWORD,
     PHONE,
+    accessibility_problems,
     chat_open,
     chat_page,
     log_in,
@@ -312,6 +313,7 @@ def test_it_keeps_the_phone_header_to_one_row_over_a_compact_composer(
         assert box["x"] + box["width"] <= 390 and box["y"] + box["height"] <= 844, button
     expect(phone_page.get_by_label("Enter sends")).to_be_visible()
     screenshot(phone_page, "phone")
+    assert accessibility_problems(phone_page) == []
 
 
 # --- History ----------------------------------------------------------------------------------

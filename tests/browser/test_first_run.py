@@ -6,7 +6,14 @@ from playwright.sync_api import expect
 
 from gem.models import Identity
 from gem.zone import owner_time_zone
-from tests.browser.conftest import BROWSER_DB, DESKTOP, PHONE, chat_open, log_in
+from tests.browser.conftest import (
+    BROWSER_DB,
+    DESKTOP,
+    PHONE,
+    accessibility_problems,
+    chat_open,
+    log_in,
+)
 
 pytestmark = BROWSER_DB
 
@@ -25,6 +32,7 @@ def test_it_offers_the_set_up_saves_it_and_stops_offering_once_something_is_said
         chat_open(page)
         expect(page.locator(OFFER)).to_be_visible()
         screenshot(page, f"chat-{size}")
+        assert accessibility_problems(page) == [], size
 
     desktop.locator(OFFER).get_by_role("link").click()
     expect(desktop.get_by_role("heading", name="Who talks here")).to_be_visible()
@@ -47,6 +55,7 @@ def test_it_offers_the_set_up_saves_it_and_stops_offering_once_something_is_said
 
     desktop.locator("#identity-rows input[value='two words']").fill("wren")
     screenshot(desktop, "set-up-desktop")
+    assert accessibility_problems(desktop) == []
     desktop.get_by_role("button", name="Save").click()
     chat_open(desktop)
     expect(desktop.locator(CHIPS)).to_have_text(["hasuki", "renki", "moon", "chloe", "wren"])
@@ -57,6 +66,7 @@ def test_it_offers_the_set_up_saves_it_and_stops_offering_once_something_is_said
     phone.goto("/setup/")
     expect(phone.get_by_label("Your time zone")).to_have_value("Asia/Tokyo")
     screenshot(phone, "set-up-phone")
+    assert accessibility_problems(phone) == []
     phone.goto("/")
     chat_open(phone)
     expect(phone.locator(OFFER)).to_be_visible()
