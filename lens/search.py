@@ -211,10 +211,7 @@ def one_scale(found: Sequence[Sequence[Hit]], terms: Sequence[str]) -> list[Hit]
     the query's words the kind's best holder holds in its own text (a fragment's key and
     tiers, a working-memory item's content, subject and type, a turn's text and speaker): so
     the best hit of each kind scores what it answers of the query, and a kind keeps its own
-    order. Turns beside a match score 0. Equal scores go to fragments, then working memory.
-    Alone, a kind keeps its scores as they are."""
-    if len(found) == 1:
-        return list(found[0])
+    order. Turns beside a match score 0. Equal scores go to fragments, then working memory."""
     stems = {word: set(tokens(word)) for word in terms}
     scaled = []
     for kind_rank, hits in enumerate(found):

@@ -1,11 +1,13 @@
 """The Lens page in a real browser: a fragment, and a neighbour reached by its link."""
 
 import re
+from datetime import UTC, datetime, timedelta
 
 from playwright.sync_api import expect
 
 from gem.models import Fragment, FragmentEdge, WorkingMemory, WorkingMemoryRef
-from tests.browser.conftest import BROWSER_DB, PHONE
+from heart.ingest import event_record
+from tests.browser.conftest import BROWSER_DB, PHONE, accessibility_problems
 
 pytestmark = BROWSER_DB
 
@@ -89,3 +91,41 @@ def test_the_search_page_finds_memory_and_fragments_and_opens_one(context, signe
 
     page.get_by_role("link", name="fragment:well").click()
     expect(page).to_have_url(re.compile(r"/lens/fragments/well/$"))
+
+
+def test_the_search_page_puts_a_matching_fragment_first_and_pages_the_turns(
+    context, new_context, signed_in, screenshot
+):
+    """A fragment whose tier holds the word comes before the many turns that say it, shows that
+    tier with the word marked, the turns show what the chat shows, and one word makes a page
+    of ten hits that a phone scrolls through in a few screens."""
+    start = datetime(2026, 3, 2, 18, 0, tzinfo=UTC)
+    for n in range(14):
+        asked = f"<luna>physio again today, round {n} <plan>stretch the knee {n}</plan></luna>"
+        event_record(text=asked, actor="luna", ts=start + timedelta(minutes=2 * n))
+        answer = "<say>Good luck with the physio, love.</say> recall(about)"
+        event_record(text=answer, actor="claude", ts=start + timedelta(minutes=2 * n + 1))
+    Fragment.objects.create(
+        key="physio",
+        ambient="Luna's knee, mending slowly.",
+        recognition="Physio on Tuesdays at ten, with Mara.",
+    )
+    for size, browser_context in (("desktop", context), ("phone", new_context(**PHONE))):
+        page = signed_in(browser_context).new_page()
+        page.goto("/lens/search/?q=physio")
+
+        hits = page.locator("#results .hit")
+        expect(hits).to_have_count(10)
+        expect(hits.first.locator("header")).to_contain_text("fragment:physio · recognition")
+        expect(hits.first.locator(".snippet mark")).to_have_text("Physio")
+        shown = page.locator("#results").inner_text()
+        assert "<say>" not in shown and "<plan>" not in shown and "recall(" not in shown
+        assert "1–10 of" in shown
+        assert page.evaluate("document.documentElement.scrollHeight") < 3000
+        assert not accessibility_problems(page)
+        screenshot(page, size)
+
+    page.get_by_role("link", name="next").click()
+    expect(page).to_have_url(re.compile(r"/lens/search/\?q=physio&page=2$"))
+    expect(page.locator("#results ol.hits")).to_have_attribute("start", "11")
+    expect(page.get_by_role("link", name="previous")).to_be_visible()

@@ -1,11 +1,16 @@
 """The search page and the JSON query endpoint, for the signed-in owner only."""
 
+from datetime import UTC, datetime, timedelta
+
 import pytest
 from django.urls import reverse
 
 from gem.models import Fragment, WorkingMemory
+from heart.ingest import event_record
 
 pytestmark = pytest.mark.django_db(databases="__all__")
+
+START = datetime(2026, 3, 2, 9, 0, tzinfo=UTC)
 
 
 def test_it_shows_hits_with_marked_words(admin_client):
@@ -25,6 +30,39 @@ def test_it_answers_htmx_with_the_results_partial(admin_client):
     html = response.content.decode()
     assert response.status_code == 200 and html.startswith('<section id="results"')
     assert "<mark>piano</mark>" in html and "<html" not in html
+
+
+def test_it_pages_the_hits_and_keeps_the_query_in_the_page_links(admin_client):
+    for n in range(23):
+        event_record(text=f"walk number {n}", actor="luna", ts=START + timedelta(hours=n))
+    url = reverse("lens-search-page")
+    first = admin_client.get(url, {"q": "walk", "kind": "event"}).content.decode()
+    assert first.count('<li class="hit event">') == 10 and "1–10 of 23 hits" in first
+    assert (
+        'href="?q=walk&amp;kind=event&amp;page=2" rel="next"' in first and 'rel="prev"' not in first
+    )
+    last = admin_client.get(url, {"q": "walk", "kind": "event", "page": 3}).content.decode()
+    assert last.count('<li class="hit event">') == 3 and '<ol class="hits" start="21">' in last
+    assert 'rel="prev"' in last and 'rel="next"' not in last
+
+
+def test_it_leaves_out_turns_beside_a_match_and_shows_display_text(admin_client):
+    asked = event_record(text="<luna>how was the physio?</luna>", actor="luna", ts=START)[0]
+    answer = event_record(
+        text="<say>Sore but fine.</say> recall(knee)", actor="claude", ts=START + timedelta(hours=1)
+    )[0]
+    rain = [
+        event_record(text=f"rain at {n}", actor="luna", ts=START + timedelta(hours=n))[0]
+        for n in range(2, 6)
+    ]
+    html = admin_client.get(reverse("lens-search-page"), {"q": "physio"}).content.decode()
+    assert f"<code>event:{asked.pk}</code>" in html and "how was the <mark>physio</mark>?" in html
+    assert f"<code>event:{answer.pk}</code>" in html and "found by the turns before it" in html
+    # The turn after the last one the question's words reach (the index reads the two turns
+    # before each with it) is beside a match: shown around that one, not as a hit of its own.
+    assert f"<code>event:{rain[0].pk}</code>" in html
+    assert f"<code>event:{rain[1].pk}</code>" not in html and "luna: rain at 3" in html
+    assert "Sore but fine." in html and "recall(" not in html and "&lt;say&gt;" not in html
 
 
 def test_it_says_what_is_wrong_with_a_query(admin_client):
