@@ -11,12 +11,12 @@
   const FIT_PADDING = 24;
   const BOX_MARGIN = 4; // px kept clear around each fragment
 
+  const measuring = document.createElement("canvas").getContext("2d");
+
   function textWidth(text, size, family) {
-    const context = textWidth.canvas.getContext("2d");
-    context.font = `${size}px ${family}`;
-    return context.measureText(text).width;
+    measuring.font = `${size}px ${family}`;
+    return measuring.measureText(text).width;
   }
-  textWidth.canvas = document.createElement("canvas");
 
   // fcose pushes fragments apart but can leave some overlapping, many around a fragment that
   // links to dozens; webcola's removeOverlaps then moves each box the least it takes to
@@ -125,7 +125,7 @@
       minZoom: 0.05,
       style: stylesheet(family),
     });
-    performance.mark("anvil-graph-layout");
+    performance.mark("anvil-graph-layout"); // its time is in the browser's performance timeline
     graph
       .layout({
         name: "fcose",
