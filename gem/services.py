@@ -841,7 +841,7 @@ def identities_set(*, identities: list[IdentityRow], user_id: int | None = None)
     nothing is written then. A person's change (``user_id``) is written in the admin log.
     """
     rows = [replace(row, name=row.name.strip(), color=row.color.strip()) for row in identities]
-    _identities_checked(rows)
+    identities_check(rows)
     with transaction.atomic():
         existing = {identity.pk: identity for identity in Identity.objects.select_for_update()}
         unknown = sorted(row.id for row in rows if row.id is not None and row.id not in existing)
@@ -878,7 +878,8 @@ def identities_set(*, identities: list[IdentityRow], user_id: int | None = None)
     return list(Identity.objects.order_by("id"))
 
 
-def _identities_checked(rows: list[IdentityRow]) -> None:
+def identities_check(rows: list[IdentityRow]) -> None:
+    """Raise ``ValidationError`` with every reason ``rows`` cannot be the identities."""
     problems = []
     seen: set[str] = set()
     longest = Identity._meta.get_field("name").max_length
