@@ -65,6 +65,21 @@ class TurnOrderError(ValueError):
     """A turn was asked to happen before one that is already in the log."""
 
 
+def identity_default(who: Identities) -> str:
+    """Who the person speaks as when they have not said: the identity of their last message,
+    else the first of theirs; "" when they have none."""
+    users = who.users
+    if not users:
+        return ""
+    last = (
+        Event.objects.filter(actor__in=users)
+        .order_by("-id")
+        .values_list("actor", flat=True)
+        .first()
+    )
+    return last or users[0]
+
+
 def user_text_compose(*, message: str, identity: str | None, knowledge_tags: list[str]) -> str:
     """The tagged text the chat page and the terminal send: knowledge tags, then the identity."""
     text = message

@@ -38,7 +38,7 @@ from gem.state import state_get
 from gem.zone import TIME_ZONE, owner_time_zone
 from heart.first_run import first_run_set_aside, nothing_said
 from heart.forms import HistoryForm, IdentityFormSet, MessageForm, TimeZoneForm
-from heart.services import turn_retry, turn_submit, user_text_compose
+from heart.services import identity_default, turn_retry, turn_submit, user_text_compose
 from mirror.models import Summary
 from mirror.selectors import summary_markers
 
@@ -83,7 +83,7 @@ def chat(request):
         context |= {
             "identity_colors": identity_colors(Identity.objects.values_list("name", "color")),
             "user_identities": [Speaker(name, identity_slug(name)) for name in who.users],
-            "identity_chosen": _identity_default(who),
+            "identity_chosen": identity_default(who),
             "offline": settings.COMPANION_OFFLINE,
             "worker_state": state,
             "worker_title": title,
@@ -113,7 +113,7 @@ def message_send(request):
     if not form.is_valid():
         return _refuse(request, form.first_error(), status=400)
     # A message never goes out nameless while the person has an identity to send it as.
-    identity = form.cleaned_data["identity"] or _identity_default(who) or None
+    identity = form.cleaned_data["identity"] or identity_default(who) or None
     upload = form.cleaned_data["image"]
     image = _image_store(upload, extension=form.image_extension) if upload else ""
     text = user_text_compose(
@@ -244,21 +244,6 @@ def service_worker(request):
 def _companion(who: Identities) -> Speaker:
     """Who answers a turn still under way."""
     return Speaker(who.default_companion, identity_slug(who.default_companion))
-
-
-def _identity_default(who: Identities) -> str:
-    """Who the person speaks as when they have not said: the identity of their last message,
-    else the first of theirs; "" when they have none."""
-    users = who.users
-    if not users:
-        return ""
-    last = (
-        Event.objects.filter(actor__in=users)
-        .order_by("-id")
-        .values_list("actor", flat=True)
-        .first()
-    )
-    return last or users[0]
 
 
 def _identity_initial() -> list[dict]:

@@ -20,6 +20,18 @@ def test_it_runs_a_turn_from_the_terminal_with_the_offline_companion(capsys, set
     assert Turn.objects.get().status == "done"
 
 
+def test_without_as_it_speaks_as_the_identity_of_the_last_message(settings):
+    settings.COMPANION_OFFLINE = True
+    call_command("turn", "hello there", "--as", "renki")
+    call_command("turn", "and again")
+    assert list(Event.objects.order_by("id").values_list("actor", flat=True)) == [
+        "renki",
+        "claude",
+        "renki",
+        "claude",
+    ]
+
+
 def test_with_the_semantic_search_on_a_terminal_turn_is_followed_by_its_vectors(settings):
     semantic_extra_required()
     settings.COMPANION_OFFLINE = True

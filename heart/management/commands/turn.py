@@ -4,7 +4,15 @@ from django.core.management.base import BaseCommand, CommandError
 from django.utils import timezone
 
 from gem.models import Identity
-from heart.services import TurnOrderError, turn_claim_next, turn_run, turn_submit, user_text_compose
+from gem.selectors import identities_current
+from heart.services import (
+    TurnOrderError,
+    identity_default,
+    turn_claim_next,
+    turn_run,
+    turn_submit,
+    user_text_compose,
+)
 from heart.tasks import vectors_fill_queue
 
 
@@ -13,7 +21,11 @@ class Command(BaseCommand):
 
     def add_arguments(self, parser):
         parser.add_argument("message", help="What the person says (tags allowed).")
-        parser.add_argument("--as", dest="identity", help="The identity speaking, e.g. luna.")
+        parser.add_argument(
+            "--as",
+            dest="identity",
+            help="The identity speaking, e.g. luna (default: the one of the last message).",
+        )
         parser.add_argument(
             "--tag",
             action="append",
@@ -30,6 +42,7 @@ class Command(BaseCommand):
         if identity and not Identity.objects.filter(name=identity, side="user").exists():
             names = ", ".join(Identity.objects.filter(side="user").values_list("name", flat=True))
             raise CommandError(f"No identity '{identity}' on the person's side; known: {names}")
+        identity = identity or identity_default(identities_current()) or None
         moment = _moment(at) if at else None
         text = user_text_compose(message=message, identity=identity, knowledge_tags=tag)
         try:
