@@ -21,6 +21,7 @@ from collections.abc import Callable, Iterable
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import date, datetime, timedelta
+from zoneinfo import ZoneInfo
 
 from django.conf import settings
 from django.db import connections, router, transaction
@@ -45,6 +46,7 @@ from gem.models import State, WorkingMemory, WorkingMemoryStatus
 from gem.prune import Candidate, Limits, Phase, prune_plan
 from gem.rows import working_memory_from_row, working_memory_row
 from gem.state import ARCHIVE_WARNING, state_set
+from gem.zone import owner_time_zone
 
 logger = logging.getLogger(__name__)
 
@@ -95,10 +97,10 @@ def _idle_since(item: WorkingMemory) -> datetime:
     return item.resolved_at or item.refreshed_at
 
 
-def _day(row: dict) -> date:
+def _day(row: dict, zone: ZoneInfo) -> date:
     """The day an item left active memory, in the owner's time zone: its ``by-date`` file."""
     idle_since = datetime.fromisoformat(row["resolved_at"] or row["refreshed_at"])
-    return timezone.localtime(idle_since).date()
+    return idle_since.astimezone(zone).date()
 
 
 def working_memory_measured() -> tuple[list[Candidate], dict[int, dict]]:
@@ -152,8 +154,9 @@ def archive_run(
         if dry_run or not plan.ids:
             return report
         by_day = defaultdict(list)
+        zone = ZoneInfo(owner_time_zone())
         for pk in plan.ids:
-            by_day[_day(rows[pk])].append(rows[pk])
+            by_day[_day(rows[pk], zone)].append(rows[pk])
         stamp = now.isoformat()
         for day, day_rows in sorted(by_day.items()):
             name = lines_write(storage, day, day_rows)

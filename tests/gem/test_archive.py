@@ -23,7 +23,7 @@ from gem.archive_store import (
 from gem.models import Fragment, WorkingMemory, WorkingMemorySource
 from gem.prune import Phase
 from gem.rows import working_memory_row
-from gem.services import working_memory_create, working_memory_status_set
+from gem.services import time_zone_set, working_memory_create, working_memory_status_set
 from silentstar.schedules import schedules_ensure
 
 pytestmark = pytest.mark.django_db(databases="__all__")
@@ -133,6 +133,18 @@ def test_a_restore_of_an_id_nowhere_is_refused_before_anything_changes():
     with pytest.raises(ArchiveError, match="Not in the archive nor in working memory: 999"):
         archive_restore(ids=[kept.pk, 999])
     assert set(archive_read()) == {kept.pk} and not WorkingMemory.objects.exists()
+
+
+def test_an_items_day_is_the_day_in_the_owners_chosen_time_zone(archive_folder):
+    time_zone_set(name="Pacific/Kiritimati")  # UTC+14: noon in London is 02:00 the next day
+    old = item("weeded the garden beds", idle_days=100)
+
+    archive_run(now=NOW)
+
+    day = (NOW - timedelta(days=100) + timedelta(hours=14)).date()
+    assert day != (NOW - timedelta(days=100)).date()
+    index = read_json(archive_folder, "index/master-index.json")
+    assert index[str(old.pk)]["file"] == f"by-date/{day:%Y/%m}/{day}.jsonl"
 
 
 def test_a_run_stopped_before_the_rows_leave_is_finished_by_the_next(monkeypatch, archive_folder):
