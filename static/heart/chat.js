@@ -1066,6 +1066,9 @@
         } else if (response.status === 201 || response.ok) {
           resetComposer();
           appendToHistory(text);
+          // Something has now been said: the set-up offer is for an installation without it.
+          const offer = document.querySelector(".first-run-offer");
+          if (offer) offer.remove();
           if (window.matchMedia && window.matchMedia("(pointer: fine)").matches) {
             input.focus({ preventScroll: true });
           }

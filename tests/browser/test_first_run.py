@@ -74,6 +74,7 @@ def test_it_offers_the_set_up_saves_it_and_stops_offering_once_something_is_said
     phone.keyboard.type("hello")
     phone.locator("#send").tap()
     expect(phone.locator("#history article.message.user .name")).to_have_text("hasuki")
+    expect(phone.locator(OFFER)).to_have_count(0)  # gone as soon as something is said
     phone.reload()
     chat_open(phone)
     expect(phone.locator(OFFER)).to_have_count(0)
