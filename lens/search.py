@@ -24,8 +24,14 @@ Events
     were chosen on ``lens/eval/dev.json``; the held-out sets (``heldout.json``,
     ``heldout2.json``) were never tuned on.
 
+    A turn the neighbour fusion brought in alone, none of the words in it or in its index
+    row, is beside a match (``Hit.beside``). It keeps its place (those turns are the answers to
+    questions asked in other words), and it always comes after the hit it is beside, among
+    whose turns it is shown: the search page leaves it out, a reply's ``search(…)`` joins it to
+    that hit's passage.
+
 Scores
-    Higher is better, comparable within one backend; hits of all kinds are merged by score.
+    From 0 to 1, higher is better, one scale for every kind (``one_scale``).
 """
 
 import math
@@ -55,12 +61,7 @@ NEIGHBOURS = 1  # turns each side of an event hit
 # An event also earns this share of the better score of the events just before and after it
 # (a question and its answer, a story told over two turns), among this many times the limit.
 NEIGHBOUR_FUSION = 0.6
-FUSION_POOL = 8
-# A turn brought in by its neighbours alone comes after the turns the words found, among this
-# many times the hits wanted, so that the next turn found takes its place. With twice the pool
-# (four times the hits before), recall@10 on the LoCoMo dev half went from 0.781 to 0.783; the
-# same order cut at the hits wanted, or the old pool, gave 0.780.
-BESIDE_RESERVE = 2
+FUSION_POOL = 4
 # A speaker named in the query: their turns count this much more. A name in half the turns
 # is worth next to nothing to BM25, yet "what did Ben…" is mostly answered by Ben.
 SPEAKER_BOOST = 0.5
@@ -211,14 +212,14 @@ def one_scale(found: Sequence[Sequence[Hit]], terms: Sequence[str]) -> list[Hit]
     the query's words the kind's best holder holds in its own text (a fragment's key and
     tiers, a working-memory item's content, subject and type, a turn's text and speaker): so
     the best hit of each kind scores what it answers of the query, and a kind keeps its own
-    order. Turns beside a match score 0. Equal scores go to fragments, then working memory."""
+    order. Equal scores go to fragments, then working memory."""
     stems = {word: set(tokens(word)) for word in terms}
     scaled = []
     for kind_rank, hits in enumerate(found):
-        best = max((hit.score for hit in hits if not hit.beside), default=0.0)
+        best = hits[0].score
         held = max((_held_share(hit, stems) for hit in hits if not hit.beside), default=0.0)
         for rank, hit in enumerate(hits):
-            score = 0.0 if hit.beside or best <= 0 else held * hit.score / best
+            score = held * hit.score / best if best > 0 else 0.0
             scaled.append((-score, kind_rank, rank, hit._replace(score=score)))
     scaled.sort(key=itemgetter(0, 1, 2))
     return [hit for *_, hit in scaled]
@@ -277,14 +278,10 @@ def _events(query: str, terms, filters: _Filters, limit: int, neighbours: int) -
             )
             meaning_rankings = semantic.semantic_rankings(query, where, params)
             beside = beside.difference(*meaning_rankings)  # near the question in meaning
-            fused = _beside_last(
-                semantic.reciprocal_rank_fusion(
-                    [[event_id for _, event_id in word_ranking], *meaning_rankings],
-                    weights=semantic.RRF_WEIGHTS,
-                ),
-                beside,
-                depth=limit,
-            )
+            fused = semantic.reciprocal_rank_fusion(
+                [[event_id for _, event_id in word_ranking], *meaning_rankings],
+                weights=semantic.RRF_WEIGHTS,
+            )[:limit]
         else:
             fused, beside = _words_ranking(cursor, terms, filters, limit, depth=limit)
         if not fused:
@@ -332,8 +329,7 @@ def _words_ranking(
     """The best ``depth`` ``(score, event id)`` by the query's words, and the ids among them of
     the turns beside a match (brought in by their neighbours alone): the best
     ``fusion_pool(limit)`` events, a named speaker's turns boosted, and each event given its
-    share of its neighbours' scores (``NEIGHBOUR_FUSION``); of the best ``BESIDE_RESERVE ×
-    depth`` of them, the turns beside a match come after those the words found."""
+    share of its neighbours' scores (``NEIGHBOUR_FUSION``)."""
     named = set(terms)
     scores = {
         event_id: score * (1 + SPEAKER_BOOST) if actor.casefold() in named else score
@@ -341,21 +337,8 @@ def _words_ranking(
             cursor, terms, filters, limit=fusion_pool(limit)
         )
     }
-    fused = _neighbour_fusion(scores, filters, depth=BESIDE_RESERVE * depth)
-    beside = {event_id for _, event_id in fused if event_id not in scores}
-    return _beside_last(fused, beside, depth=depth), beside
-
-
-def _beside_last(
-    ranking: Sequence[tuple[float, int]], beside: Collection[int], *, depth: int
-) -> list[tuple[float, int]]:
-    """The best ``depth`` of a ranking (best first), of whose best ``BESIDE_RESERVE × depth``
-    the turns ``beside`` a match come after the others, each part in its order: a turn that
-    holds none of the query's words never outranks one that does, and yields its place to the
-    next such turn."""
-    reserve = ranking[: BESIDE_RESERVE * depth]
-    found = [pair for pair in reserve if pair[1] not in beside]
-    return (found + [pair for pair in reserve if pair[1] in beside])[:depth]
+    fused = _neighbour_fusion(scores, filters, depth=depth)
+    return fused, {event_id for _, event_id in fused if event_id not in scores}
 
 
 def _neighbour_fusion(

@@ -31,6 +31,26 @@ def test_search_prints_ranked_hits_with_the_turns_around_them():
     assert "out to the **lighthouse**" in text
 
 
+def test_search_prints_display_text_a_fragments_tier_and_marks_a_turn_beside_a_match():
+    at = datetime(2026, 3, 1, 18, 0, tzinfo=UTC)
+    for text, actor in [
+        ("<say>Rain all day.</say>", "claude"),
+        ("<luna>off to physio</luna>", "luna"),
+        ("<say>Good luck!</say> recall(knee)", "claude"),
+        ("<luna>home now</luna>", "luna"),
+        ("<say>Welcome back.</say>", "claude"),
+    ]:
+        event_record(text=text, actor=actor, ts=at)
+    Fragment.objects.create(key="knee", ambient="Mending.", recognition="Physio on Tuesdays.")
+    text = lens("search", "physio", "--limit", "10")
+    assert "`fragment:knee` · recognition" in text and "**Physio** on Tuesdays." in text
+    assert "   > claude: Good luck!" in text and "Rain all day." in text
+    assert "<say>" not in text and "recall(" not in text
+    # The rain before the turn that says it, and the turn after the two that read it before
+    # them (the index reads a turn with the two before it).
+    assert text.count("· beside a match") == 2
+
+
 def test_search_takes_kinds_and_an_actor():
     WorkingMemory.objects.create(type="thought", content="lighthouse again", actor="claude")
     Fragment.objects.create(key="lighthouse", ambient="The old lighthouse.")

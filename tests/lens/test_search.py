@@ -198,10 +198,9 @@ def test_a_turn_without_the_words_is_found_between_the_turns_that_have_them():
     say("Play me a tune once you can.", actor="ana", at=2)
     for hour in range(3, 9):
         say(f"Nothing much happened at {hour}.", actor="ben", at=hour)
-    # Beside a match, after the turns the words found (the two after "tune" by their context).
-    hits = search("a tune", kinds=["event"], limit=4)
-    assert hits[-1].id == answer.pk and hits[-1].beside
-    assert not any(hit.beside for hit in hits[:-1])
+    hits = search("a tune", kinds=["event"], limit=3)
+    assert answer.pk in [hit.id for hit in hits]
+    assert [hit.id for hit in hits if hit.beside] == [answer.pk]  # beside the turn with "tune"
     # A neighbour is not brought in past a speaker filter it may not pass, nor as a match.
     assert answer.pk not in [
         hit.id for hit in search("a tune", kinds=["event"], limit=3, actor="ana")
@@ -544,13 +543,25 @@ def test_it_ranks_every_kind_on_one_scale(query, first):
 
 
 @pytest.mark.parametrize("query", ["physio", "genmaicha", "tea", "dusk"])
-def test_a_turn_beside_a_match_never_outranks_one_found_by_the_words(query):
-    first_evening()
+def test_a_turn_beside_a_match_comes_after_the_hit_it_is_beside_and_among_its_turns(query):
+    """A turn the words did not find is there for the hit next to it: ranked after it, shown
+    among its turns, and never a memory of its own in a reply's search."""
+    events = first_evening()
     hits = search(query, limit=30)
-    beside = [n for n, hit in enumerate(hits) if hit.beside]
-    found = [n for n, hit in enumerate(hits) if not hit.beside]
-    assert found and (not beside or max(found) < min(beside))
-    assert all(hit.kind == "event" and hit.score == 0 for hit in hits if hit.beside)
+    rank = {hit.id: n for n, hit in enumerate(hits) if hit.kind == "event"}
+    beside = [hit for hit in hits if hit.beside]
+    assert beside and all(hit.kind == "event" for hit in beside)
+    for hit in beside:
+        (found,) = [
+            other
+            for other in hits
+            if other.kind == "event" and not other.beside and abs(other.id - hit.id) == 1
+        ][:1]
+        assert rank[found.id] < rank[hit.id]
+        assert hit.id in [turn.id for turn in (*found.before, *found.after)]
+    last = max(event.pk for event in events.values())
+    recalled = {item.key for item in search_recalled([query], before_event=last + 1)}
+    assert not recalled & {hit.ref for hit in beside}
 
 
 def test_a_fragment_hit_shows_the_tier_that_holds_the_words():
