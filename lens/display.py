@@ -5,7 +5,8 @@ A turn shows what the chat page shows of it (``events.render``: no tags, no proc
 as ``recall(…)`` or ``search(…)``), its passage cut from that with the query's words marked; the
 turns around it likewise, whole. A fragment's passage is the tier that holds the words
 (``Hit.tier``), a working-memory item's its content. A turn whose shown text holds none of the
-words was found by the turns before it (the index reads them with it).
+words says what found it: the text it does not show (a thought, a recall), or the turns before
+it (the index reads them with it).
 """
 
 from collections.abc import Mapping, Sequence
@@ -13,7 +14,7 @@ from dataclasses import dataclass
 
 from events.render import message_display
 from gem.selectors import identities_current
-from lens.search import MARK_OPEN, Hit, Neighbour, passage
+from lens.search import MARK_OPEN, Hit, Neighbour, passage_of
 
 
 @dataclass(frozen=True, slots=True)
@@ -28,11 +29,7 @@ class ShownHit:
     passage: str  # the query's words between ``MARK_OPEN`` and ``MARK_CLOSE``
     before: tuple[ShownTurn, ...] = ()
     after: tuple[ShownTurn, ...] = ()
-
-    @property
-    def holds_words(self) -> bool:
-        """Whether the shown passage holds any of the query's words."""
-        return MARK_OPEN in self.passage
+    found_by: str = ""  # a turn whose passage holds none of the words: what found it
 
 
 def hits_display(hits: Sequence[Hit]) -> list[ShownHit]:
@@ -49,11 +46,13 @@ def _shown(hit: Hit, sides: Mapping[str, str]) -> ShownHit:
         return tuple(ShownTurn(turn.actor, display_text(turn, sides)) for turn in around)
 
     text = display_text(Neighbour(hit.id, hit.ts, hit.actor, hit.text), sides)
+    shown = passage_of(text, hit.words) if text else ""
+    found_by = ""
+    if MARK_OPEN not in shown:
+        hidden = MARK_OPEN in passage_of(hit.text, hit.words)
+        found_by = "what it does not show" if hidden else "the turns before it"
     return ShownHit(
-        hit=hit,
-        passage=passage(text, hit.words) if text else "",
-        before=turns(hit.before),
-        after=turns(hit.after),
+        hit=hit, passage=shown, before=turns(hit.before), after=turns(hit.after), found_by=found_by
     )
 
 

@@ -605,7 +605,7 @@ def _tier_passage(tiers: Sequence[str], terms: Sequence[str]) -> tuple[str, str]
     return best[1], best[2]
 
 
-def passage(text: str, words: Sequence[str]) -> str:
+def passage_of(text: str, words: Sequence[str]) -> str:
     """The best passage of a text that is shown (not the indexed one: any text, cut by Python's
     letters where the index's tables are older), the words in **bold**."""
     return _snippet(_passage_made(text, words))

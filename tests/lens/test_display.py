@@ -46,9 +46,9 @@ def test_a_turn_found_by_the_turns_before_it_holds_none_of_the_words():
     said("<luna>the physio was hard today</luna>", "luna", 0)
     reply = said("<say>Rest now, you earned it.</say>", "claude", 1)
     shown = {item.hit.id: item for item in hits_display(search("physio", kinds=["event"]))}
-    assert not shown[reply.pk].holds_words
+    assert shown[reply.pk].found_by == "the turns before it"
     assert shown[reply.pk].passage == "Rest now, you earned it."
-    assert shown[reply.pk - 1].holds_words
+    assert shown[reply.pk - 1].found_by == ""
 
 
 def test_a_reply_that_shows_nothing_has_no_passage():
@@ -56,6 +56,7 @@ def test_a_reply_that_shows_nothing_has_no_passage():
     secret = said("<thought>the physio called, keep it quiet</thought>", "claude", 1)
     shown = {item.hit.id: item for item in hits_display(search("physio", kinds=["event"]))}
     assert shown[secret.pk].passage == ""
+    assert shown[secret.pk].found_by == "what it does not show"
 
 
 def test_a_fragment_shows_its_matching_tier_and_reads_no_identities(
