@@ -254,6 +254,13 @@ def test_the_anvil_wears_the_apps_colours_and_icon_and_leads_with_curation(
         assert captions.last.inner_text().casefold() == "machinery"
         assert computed(page, "body", "backgroundColor") == APP_BG
         assert computed(page, "#header", "backgroundColor") == BAND_BG
+        # The action icons are drawn in their link's colour, not the admin's green and blue.
+        for icon in ("a.addlink", "a.viewlink", "a.changelink"):
+            assert computed(page, icon, "backgroundImage") == "none", icon
+            drawn = page.eval_on_selector(
+                icon, "e => getComputedStyle(e, '::before').backgroundColor"
+            )
+            assert drawn == computed(page, icon, "color"), icon
         assert page.locator("link[rel=icon]").get_attribute("href").endswith("icons/icon.svg")
         assert not accessibility_problems(page)
         screenshot(page, f"index-{size}")
