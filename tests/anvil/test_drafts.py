@@ -176,9 +176,7 @@ def test_a_draft_the_gem_already_holds_changes_and_logs_nothing(gem, person):
 
 
 @given(draft=drafts())
-@settings(
-    max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
-)
+@settings(max_examples=40, suppress_health_check=[HealthCheck.function_scoped_fixture])
 def test_a_draft_applied_reads_back_as_no_change(draft):
     """Any draft applied leaves the Gem holding exactly it: read again, it is no change."""
     for event_id in (3, 7):  # the sources the generated drafts list

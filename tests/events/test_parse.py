@@ -574,7 +574,7 @@ tagged_text = st.lists(st.one_of(st.sampled_from(FRAGMENTS), st.text(max_size=4)
 )
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=300)
 @given(text=st.text(), partial=st.booleans())
 def test_it_never_raises_or_loses_text_on_any_text(text, partial):
     result = parse_module._parse_strict(text, identities=IDENTITIES, partial=partial)
@@ -583,7 +583,7 @@ def test_it_never_raises_or_loses_text_on_any_text(text, partial):
     assert parse(text, identities=IDENTITIES, partial=partial) == result
 
 
-@settings(max_examples=500, deadline=None)
+@settings(max_examples=500)
 @given(text=tagged_text, partial=st.booleans())
 def test_it_never_raises_or_loses_text_on_tagged_text(text, partial):
     result = parse_module._parse_strict(text, identities=IDENTITIES, partial=partial)

@@ -14,7 +14,7 @@ T0 = datetime(2026, 3, 1, 9, 0, tzinfo=UTC)
 H = timedelta(hours=1)
 EXPONENTIAL_TYPES = sorted(decay.HALF_LIVES)
 
-fast = settings(deadline=None, max_examples=150)
+fast = settings(max_examples=150)
 
 
 def wm_score(type, *, hours=0.0, turns=0, pressure=0.0, due=None):

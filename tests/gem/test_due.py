@@ -102,7 +102,7 @@ PHRASES = [
 ZONES = ["UTC", "Europe/London", "America/New_York", "Asia/Tokyo", "Asia/Kathmandu"]
 
 
-@settings(max_examples=150, deadline=None)
+@settings(max_examples=150)
 @given(
     written_at=st.datetimes(
         min_value=datetime(2000, 1, 1), max_value=datetime(2090, 1, 1), timezones=st.just(UTC)

@@ -57,7 +57,7 @@ def test_it_matches_at_exactly_the_threshold():
     assert best_match("tea", [(7, "tea cup")], threshold=0.5) == 7
 
 
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=200)
 @given(a=st.text(), b=st.text())
 def test_it_keeps_word_overlap_symmetric_and_between_zero_and_one(a, b):
     score = word_overlap(a, b)
@@ -71,7 +71,7 @@ words = st.text(alphabet=st.characters(categories=["L", "Nd"]), min_size=1, max_
 texts = st.lists(words, max_size=6).map(" ".join)
 
 
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=200)
 @given(a=texts, b=texts, extra_a=stop_words, extra_b=stop_words)
 def test_it_never_counts_stop_words(a, b, extra_a, extra_b):
     plain = word_overlap(a, b)
@@ -80,7 +80,7 @@ def test_it_never_counts_stop_words(a, b, extra_a, extra_b):
     assert word_overlap(extra_a, b) == 0.0
 
 
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=200)
 @given(text=texts, candidates=st.lists(texts, max_size=5))
 def test_it_picks_the_first_of_the_best_candidates(text, candidates):
     scores = [word_overlap(text, candidate) for candidate in candidates]

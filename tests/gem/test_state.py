@@ -40,9 +40,7 @@ json_values = st.recursive(
 )
 
 
-@settings(
-    max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
-)
+@settings(max_examples=40, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(values=st.dictionaries(st.sampled_from(["a", "b", "key", "value"]), json_values))
 def test_it_gives_back_what_was_set_and_the_default_for_the_rest(values):
     for key, value in values.items():

@@ -203,7 +203,7 @@ def test_it_lets_a_smaller_item_take_room_a_bigger_one_could_not():
     assert assembly.items_included["lingering"] == [1, 3]
 
 
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=200)
 @given(
     scored=st.lists(
         st.tuples(st.sampled_from([0.01, 0.2, 0.5, 1.0]), st.integers(1, 40)), max_size=40
@@ -700,7 +700,7 @@ conversation_lines = st.lists(
 )
 
 
-@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=150, suppress_health_check=[HealthCheck.too_slow])
 @given(
     lingering=st.lists(lingering_items, max_size=8),
     summaries=st.lists(summary_items, max_size=5),
@@ -797,7 +797,7 @@ def test_it_moves_the_calibration_a_fifth_of_the_way_and_ignores_nonsense():
     assert chars_per_token_calibrated(previous=4.0, characters=90_000, tokens=1000) == 4.0
 
 
-@settings(max_examples=150, deadline=None)
+@settings(max_examples=150)
 @given(
     conversation=conversation_lines,
     pools=st.tuples(*[st.integers(0, 120)] * 4),
@@ -885,7 +885,7 @@ def mirror_after(spans: list, summarised_to: int, newest: int, sizes: list[int])
     return [s._replace(tokens=sizes[s.id % len(sizes)]) for s in spans]
 
 
-@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=60, suppress_health_check=[HealthCheck.too_slow])
 @given(
     lived=lived_conversations(),
     pools=st.tuples(*[st.integers(30, 400)] * 4),

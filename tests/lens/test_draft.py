@@ -77,13 +77,13 @@ def drafts(draw) -> Draft:
 
 
 @given(drafts())
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=300)
 def test_it_reads_back_exactly_what_it_writes(draft):
     assert draft_parse(draft_render(draft)) == draft
 
 
 @given(tier_texts)
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=300)
 def test_it_keeps_any_tier_text_exactly(text):
     draft = Draft(fragments=[DraftFragment(key="fairy", tiers={"inventory": text})])
     assert draft_parse(draft_render(draft)).fragments[0].tiers["inventory"] == text

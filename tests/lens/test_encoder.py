@@ -38,7 +38,7 @@ def test_its_tokens_are_the_model_tokenizers_own():
         assert tokenizer.encode(text).ids == ids, text
 
 
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=200)
 @given(st.text(max_size=400))
 def test_the_tokenizer_frames_and_bounds_any_text(text):
     tokenizer = encoder().tokenizer

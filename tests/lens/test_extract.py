@@ -110,9 +110,7 @@ def gems(draw):
 
 
 @given(gems())
-@settings(
-    max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
-)
+@settings(max_examples=40, suppress_health_check=[HealthCheck.function_scoped_fixture])
 def test_any_fragment_read_back_as_a_draft_is_no_change(gem):
     keys, tiers, edges = gem
     with transaction.atomic():
