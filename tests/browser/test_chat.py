@@ -17,7 +17,7 @@ from playwright.sync_api import Page, expect
 
 from bench.fakeapi import FakeError, FakeReply
 from events.models import Event, Turn
-from gem.models import Identity, WorkingMemory
+from gem.models import Fragment, Identity, WorkingMemory
 from heart.ingest import event_record
 from tests.browser.conftest import (
     BROWSER_DB,
@@ -245,6 +245,25 @@ def test_it_always_has_an_identity_chosen_and_sends_under_it(page, phone_page):
     expect(page.locator(CHOSEN)).to_have_attribute("data-identity", "chloe")
     expect(page.locator(".chip[data-identity=chloe]")).to_be_focused()
     assert list(Event.objects.order_by("id").values_list("actor", flat=True)) == ["luna", "claude"]
+
+
+def test_the_offline_companion_recalls_what_was_asked_about_not_the_little_words(page, phone_page):
+    Fragment.objects.create(key="physio", ambient="Thursday mornings, the left knee.")
+    Fragment.objects.create(key="about", ambient="A fragment no question should bring back.")
+    for shown, asked in (
+        (page, "what do you remember about the physio?"),
+        (phone_page, "remember that I hate cilantro"),
+    ):
+        for text in (asked, "and?"):
+            shown.locator("#input").click()
+            shown.keyboard.type(text)
+            shown.locator("#send").click()
+            expect(shown.locator("#input")).to_have_text("")
+    # The next reply shows what the question brought back: the physio, never "about" or "I".
+    expect(page.locator(LATEST_COMPANION)).to_contain_text("physio — “Thursday mornings")
+    expect(page.locator(LATEST_COMPANION)).not_to_contain_text("about —")
+    expect(phone_page.locator("#history article.message.companion")).to_have_count(2)
+    expect(phone_page.locator(LATEST_COMPANION)).not_to_contain_text("Recalled")
 
 
 def test_it_sends_on_enter_on_a_desktop_as_a_remembered_choice(page, phone_page):
