@@ -16,6 +16,7 @@ from playwright.sync_api import BrowserContext, Page, expect
 from events.models import Event
 from gem.models import AmbientProse, Fragment, FragmentEdge, WakeText, WorkingMemory
 from mirror.models import Summary, TagSuggestion
+from mirror.run import mirror_run
 from tests.browser.conftest import BROWSER_DB, DESKTOP, PHONE, accessibility_problems
 
 pytestmark = BROWSER_DB
@@ -400,3 +401,39 @@ def test_a_self_edge_is_refused_in_words(admin_page: Page, wardrobe, screenshot)
     expect(page.locator(".errorlist")).to_contain_text("A fragment cannot link to itself.")
     expect(page.get_by_text("gem_edge_not_a_loop")).to_have_count(0)
     screenshot(page, "self-edge-desktop")
+
+
+def test_the_offline_mirrors_queue_says_who_asked_and_keeps_two_tags_apart(
+    new_context, signed_in, owner, settings, screenshot
+):
+    settings.COMPANION_OFFLINE = True
+    said = timezone.now() - timedelta(days=3)
+    for actor, words in [
+        ("luna", "<pin>genmaicha with honey</pin><pin>walks by the Ouse at dusk</pin>"),
+        ("luna", "can you remember that I hate cilantro?"),
+        ("renki", "remind me to water the plants tonight"),
+    ]:
+        Event.objects.create(ts=said, actor=actor, content=f"<{actor}>{words}</{actor}>")
+        reply = "<say>Noted, and kept.</say>"
+        Event.objects.create(ts=said + timedelta(seconds=20), actor="claude", content=reply)
+        said += timedelta(minutes=1)
+    assert mirror_run(force=True).status == "done"
+
+    for size, options in [("desktop", DESKTOP), ("phone", PHONE)]:
+        page, _ = anvil_page(
+            new_context(**options), signed_in, owner, "/admin/mirror/tagsuggestion/"
+        )
+        said_by = {
+            content: page.locator(
+                "#result_list tbody tr",
+                has=page.locator(".field-content_excerpt", has_text=content),
+            ).locator(".field-subject")
+            for content in ("I hate cilantro", "water the plants tonight")
+        }
+        expect(said_by["I hate cilantro"]).to_have_text("luna")
+        expect(said_by["water the plants tonight"]).to_have_text("renki")
+        summary = page.locator("#result_list .field-summary_excerpt").first
+        summary.locator("summary").click()  # the whole text, one click away
+        expect(summary).to_contain_text("luna: genmaicha with honey; walks by the Ouse at dusk")
+        expect(summary).not_to_contain_text("honeywalks")
+        screenshot(page, f"offline-queue-{size}")
