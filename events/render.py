@@ -12,6 +12,9 @@ another of the same kind (``<pin>a</pin><pin>b</pin>`` is two pins), and a segme
 
 Identity names become CSS custom property names through ``identity_slug`` (``y'lhara`` →
 ``ylhara``, so ``--identity-ylhara``).
+
+Within a line, ``**bold**`` and ``*italic*`` are emphasis: the chat page draws them
+(``heart_text.inline_markup``) and a plain reading leaves the marks out (``emphasis_plain``).
 """
 
 import re
@@ -27,6 +30,11 @@ COLOR_RE = re.compile(r"^#[0-9a-fA-F]{6}$")
 _SLUG_DROP_RE = re.compile(r"['’]")
 _SLUG_OTHER_RE = re.compile(r"[^a-z0-9_-]+")
 _CLAUSE_ENDS = ".!?…;:,"
+# Bold first; italic may hold a whole bold run but never cross one, so tags always nest.
+BOLD_RE = re.compile(r"\*\*(?=[^\s*])([^\n]+?)(?<=[^\s*])\*\*")
+ITALIC_RE = re.compile(
+    r"(?<!\*)\*(?=[^\s*])((?:[^\n*<]|<strong>[^<\n]*</strong>)+?)(?<=[^\s*])\*(?!\*)"
+)
 
 
 @dataclass(frozen=True, slots=True)
@@ -91,6 +99,12 @@ def _parted(before: str, after: str, *, both_tags: bool) -> str:
     if not gap and (body[-1].isalnum() or body[-1] in _CLAUSE_ENDS) and after[0].isalnum():
         return f"{body} {after}"
     return before + after
+
+
+def emphasis_plain(text: str) -> str:
+    """``text`` without the marks of its emphasis: ``the **blue** one, *finally*`` reads
+    ``the blue one, finally``."""
+    return ITALIC_RE.sub(r"\1", BOLD_RE.sub(r"\1", text))
 
 
 def identity_slug(name: str) -> str:

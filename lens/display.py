@@ -12,7 +12,7 @@ it (the index reads them with it).
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
-from events.render import message_display
+from events.render import emphasis_plain, message_display
 from gem.selectors import identities_current
 from lens.search import MARK_OPEN, Hit, Neighbour, passage_of
 
@@ -57,8 +57,9 @@ def _shown(hit: Hit, sides: Mapping[str, str]) -> ShownHit:
 
 
 def display_text(turn: Neighbour, sides: Mapping[str, str]) -> str:
-    """What the chat page shows of a turn, on one line."""
+    """What the chat page shows of a turn, on one line, its emphasis read plain (the page marks
+    the query's words, and its own marks would read as theirs)."""
     message = message_display(
         event_id=turn.id, content=turn.text, actor=turn.actor, sides=sides, ts=turn.ts
     )
-    return " ".join(" ".join(segment.text for segment in message.segments).split())
+    return emphasis_plain(" ".join(" ".join(segment.text for segment in message.segments).split()))

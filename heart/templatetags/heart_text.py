@@ -6,13 +6,10 @@ from django import template
 from django.utils.html import escape
 from django.utils.safestring import SafeString, mark_safe
 
+from events.render import BOLD_RE, ITALIC_RE
+
 register = template.Library()
 
-# Bold first; italic may hold a whole bold run but never cross one, so tags always nest.
-_BOLD_RE = re.compile(r"\*\*(?=[^\s*])([^\n]+?)(?<=[^\s*])\*\*")
-_ITALIC_RE = re.compile(
-    r"(?<!\*)\*(?=[^\s*])((?:[^\n*<]|<strong>[^<\n]*</strong>)+?)(?<=[^\s*])\*(?!\*)"
-)
 _NEWLINE_RE = re.compile(r"\r\n|\r|\n")
 
 
@@ -24,6 +21,6 @@ def inline_markup(text: object) -> SafeString:
     message survives as markup.
     """
     escaped = str(escape("" if text is None else text))
-    escaped = _BOLD_RE.sub(r"<strong>\1</strong>", escaped)
-    escaped = _ITALIC_RE.sub(r"<em>\1</em>", escaped)
+    escaped = BOLD_RE.sub(r"<strong>\1</strong>", escaped)
+    escaped = ITALIC_RE.sub(r"<em>\1</em>", escaped)
     return mark_safe(_NEWLINE_RE.sub("<br>", escaped))  # only escaped text between our tags

@@ -12,6 +12,7 @@ from events.parse import MARKUP, parse
 from events.render import (
     DisplaySegment,
     Part,
+    emphasis_plain,
     identity_colors,
     identity_slug,
     message_display,
@@ -229,3 +230,16 @@ def test_it_never_emits_markup_of_its_own_beyond_its_tags(text):
         else:
             stack.append(name)
     assert not stack
+
+
+@pytest.mark.parametrize(
+    ("text", "plain"),
+    [
+        ("the **blue** one, *finally*", "the blue one, finally"),
+        ("*a **bold** word inside*", "a bold word inside"),
+        ("2 * 3 * 4 and a lone ** pair", "2 * 3 * 4 and a lone ** pair"),
+        ("**across\nlines**", "**across\nlines**"),
+    ],
+)
+def test_emphasis_reads_plain_as_the_chat_page_draws_it(text, plain):
+    assert emphasis_plain(text) == plain

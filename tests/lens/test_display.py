@@ -70,3 +70,14 @@ def test_a_fragment_shows_its_matching_tier_and_reads_no_identities(
         shown.passage == f"{MARK_OPEN}Genmaicha{MARK_OPEN} at dusk."
         and shown.hit.tier == "recognition"
     )
+
+
+def test_a_turns_emphasis_reads_plain_so_only_the_querys_words_are_marked():
+    said("<luna>I finished the **blue** crewneck at last, *finally*.</luna>", "luna", 0)
+    reply = said("<say>Show me the **collar** of the crewneck?</say>", "claude", 1)
+    shown = {item.hit.id: item for item in hits_display(search("crewneck", kinds=["event"]))}
+    marked = f"{MARK_OPEN}crewneck{MARK_OPEN}"
+    assert shown[reply.pk - 1].passage == f"I finished the blue {marked} at last, finally."
+    assert shown[reply.pk].passage == f"Show me the collar of the {marked}?"
+    (asked,) = shown[reply.pk].before
+    assert asked.text == "I finished the blue crewneck at last, finally."
