@@ -48,17 +48,31 @@ def requirement_missing(message: str) -> None:
     pytest.skip(message, allow_module_level=True)
 
 
+BROWSER_TESTS = REPO / "tests" / "browser"
+
+
 def pytest_collection_modifyitems(config, items):
     """On PostgreSQL, leave out the tests marked ``store_free``: they use no configured store,
-    so the SQLite pass has run them already, exactly as they would run here."""
+    so the SQLite pass has run them already, exactly as they would run here.
+
+    The browser tests are left out too: what they add to the other tests is the pages' scripts,
+    styles and layout, which no store changes, while every page's queries run on PostgreSQL
+    through the views' own tests and ``tests/silentstar/test_urls.py``'s visit of every page.
+    """
     from django.conf import settings
 
     if "postgresql" not in settings.DATABASES["default"]["ENGINE"]:
         return
-    left_out = [item for item in items if item.get_closest_marker("store_free")]
-    if left_out:
-        config.hook.pytest_deselected(items=left_out)
-        items[:] = [item for item in items if not item.get_closest_marker("store_free")]
+
+    def left_out(item) -> bool:
+        return bool(item.get_closest_marker("store_free")) or item.path.is_relative_to(
+            BROWSER_TESTS
+        )
+
+    leaving = [item for item in items if left_out(item)]
+    if leaving:
+        config.hook.pytest_deselected(items=leaving)
+        items[:] = [item for item in items if not left_out(item)]
 
 
 @contextmanager
