@@ -8,8 +8,15 @@ script what it answers, one response per request, in order::
 ``POST /v1/messages`` answers with server-sent events when the body has ``"stream": true``
 (message_start with usage including the cache fields, content_block_start, one text_delta per
 chunk, content_block_stop, message_delta with the stop reason and output tokens, message_stop)
-and with a JSON message otherwise. ``POST /v1/messages/count_tokens`` answers an estimate
-(characters / 4). Requests need an API key (``x-api-key`` or ``Authorization: Bearer …``).
+and with a JSON message otherwise. The usage is what the prompt cache's rules give
+(``bench/promptcache.py``: ``FakeMessagesAPI(cache=PromptCache(minimums, clock))``, by default
+the models' own minimums on the real clock): two identical requests with a breakpoint past the
+minimum report a write, then a read, and a request with more than four breakpoints or a 1-hour
+one after a 5-minute one is answered 400, as the API answers it. A reply that scripts
+``input_tokens`` or a cache field reports those instead (the cache still sees the request).
+``.usages`` holds the usage reported for each reply, output tokens included.
+``POST /v1/messages/count_tokens`` answers an estimate (characters / 4). Requests need an API
+key (``x-api-key`` or ``Authorization: Bearer …``).
 With nothing scripted, the answer is ``DEFAULT_REPLY``, or what ``responder`` (a function of the
 request's JSON body, set by the test) returns: a reply per model or per prompt. Every request
 is recorded: ``.requests`` holds the parsed JSON bodies, ``.recorded`` the path and headers
@@ -25,6 +32,8 @@ from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+from bench.promptcache import CacheRuleError, CacheUsage, PromptCache
 
 DEFAULT_REPLY = "<thought>fake reply</thought><say>Hello from the fake Messages API.</say>"
 
@@ -53,10 +62,12 @@ class FakeReply:
     chunks: int = 4
     delay: float = 0.0
     stop_reason: str = "end_turn"
-    input_tokens: int | None = None  # None: estimated from the request
+    # The input usage: with input_tokens and both cache fields None, what the prompt cache's
+    # rules give; with any one set, as scripted (input_tokens None: estimated from the request).
+    input_tokens: int | None = None
     output_tokens: int | None = None  # None: estimated from the text
-    cache_read_input_tokens: int = 0
-    cache_creation_input_tokens: int = 0
+    cache_read_input_tokens: int | None = None
+    cache_creation_input_tokens: int | None = None
     fail_after: int | None = None
     error_type: str | None = "overloaded_error"
 
@@ -81,7 +92,9 @@ class Recorded:
 class FakeMessagesAPI:
     """The fake server, on 127.0.0.1 and a free port, in a background thread."""
 
-    def __init__(self) -> None:
+    def __init__(self, *, cache: PromptCache | None = None) -> None:
+        self.cache = cache if cache is not None else PromptCache()
+        self.usages: list[dict] = []
         self._lock = threading.Lock()
         self._script: deque[FakeReply | FakeError] = deque()
         self._recorded: list[Recorded] = []
@@ -149,6 +162,14 @@ class FakeMessagesAPI:
             responder = self.responder
         return responder(recorded.body) if responder is not None else FakeReply()
 
+    def _usage_report(self, body: dict, reply: FakeReply) -> dict:
+        """The usage of a reply (``CacheRuleError`` for a request the API refuses), recorded."""
+        with self._lock:
+            cached = self.cache.apply(body)
+            usage = _usage(body, reply, cached)
+            self.usages.append({**usage, "output_tokens": _output_tokens(reply)})
+        return usage
+
 
 class _Handler(BaseHTTPRequestHandler):
     api: FakeMessagesAPI
@@ -179,10 +200,16 @@ class _Handler(BaseHTTPRequestHandler):
         response = self.api._take(Recorded(path=path, headers=headers, body=body))
         if isinstance(response, FakeError):
             self._error(response)
-        elif body.get("stream"):
-            self._stream(body, response)
+            return
+        try:
+            usage = self.api._usage_report(body, response)
+        except CacheRuleError as error:
+            self._error(FakeError(400, str(error)))
+            return
+        if body.get("stream"):
+            self._stream(body, response, usage)
         else:
-            self._message(body, response)
+            self._message(body, response, usage)
 
     def do_GET(self) -> None:
         self._error(FakeError(404, f"no route for {self.path}"))
@@ -207,18 +234,18 @@ class _Handler(BaseHTTPRequestHandler):
         payload = {"type": "error", "error": {"type": error_type, "message": message}}
         self._json(error.status, payload, headers)
 
-    def _message(self, body: dict, reply: FakeReply) -> None:
+    def _message(self, body: dict, reply: FakeReply, usage: dict) -> None:
         self._json(
             200,
             {
                 **_message_shell(body, reply),
                 "content": [{"type": "text", "text": reply.text}],
                 "stop_reason": reply.stop_reason,
-                "usage": {**_usage(body, reply), "output_tokens": _output_tokens(reply)},
+                "usage": {**usage, "output_tokens": _output_tokens(reply)},
             },
         )
 
-    def _stream(self, body: dict, reply: FakeReply) -> None:
+    def _stream(self, body: dict, reply: FakeReply, usage: dict) -> None:
         self.send_response(200)
         self.send_header("content-type", "text/event-stream")
         self.send_header("cache-control", "no-cache")
@@ -232,7 +259,7 @@ class _Handler(BaseHTTPRequestHandler):
                         **_message_shell(body, reply),
                         "content": [],
                         "stop_reason": None,
-                        "usage": {**_usage(body, reply), "output_tokens": 1},
+                        "usage": {**usage, "output_tokens": 1},
                     }
                 },
             )
@@ -291,11 +318,14 @@ def _message_shell(body: dict, reply: FakeReply) -> dict:
     }
 
 
-def _usage(body: dict, reply: FakeReply) -> dict:
+def _usage(body: dict, reply: FakeReply, cached: CacheUsage) -> dict:
+    scripted = (reply.cache_read_input_tokens, reply.cache_creation_input_tokens)
+    if reply.input_tokens is None and all(field is None for field in scripted):
+        return cached.as_api()
     return {
         "input_tokens": _estimate(body) if reply.input_tokens is None else reply.input_tokens,
-        "cache_creation_input_tokens": reply.cache_creation_input_tokens,
-        "cache_read_input_tokens": reply.cache_read_input_tokens,
+        "cache_creation_input_tokens": reply.cache_creation_input_tokens or 0,
+        "cache_read_input_tokens": reply.cache_read_input_tokens or 0,
     }
 
 
