@@ -445,6 +445,7 @@ def _reply_stream(
     messages = [{"role": "user", "content": content}]
     with stop.streaming() if stop is not None else nullcontext():
         return claude.complete(
+            component="heart",
             system=assembly.system,
             messages=messages,
             offline_answer=partial(offline.reply, system=assembly.system, messages=messages),

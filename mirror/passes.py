@@ -99,6 +99,7 @@ def pass_call(*, role: str, sections: list[tuple[str, str]]) -> PassResult:
     user_text = "\n\n".join(f"## {title}\n{body.strip()}" for title, body in sections)
     system_text = prompt_current(kind)
     reply = claude.complete(
+        component=f"mirror-{role}",
         system=[{"type": "text", "text": system_text, "cache_control": {"type": "ephemeral"}}],
         messages=[{"role": "user", "content": user_text}],
         offline_answer=lambda: offline.answer(kind, sections),

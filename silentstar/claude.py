@@ -26,6 +26,11 @@ With ``settings.COMPANION_OFFLINE`` (no API key) nothing touches the network: th
 Mirror), streamed through ``on_text`` the same way. The client imports no app: each caller
 hands it the answer to give.
 
+Every call names its ``component`` (what it is for: ``heart``, ``mirror-clean``, …). After each
+finished call, online or offline, ``model_called`` is sent with the component, the ``Reply`` and
+the moment it finished; the ledger app records it (``ledger/``, docs/costs.md). A receiver that
+fails is logged, never raised: the reply is paid for and is the caller's all the same.
+
 The SDK is imported inside the functions that use it: the import takes over a second, and
 Django start-up should not pay it. A process keeps one client (``_client``), so its connections
 stay open from call to call and its TLS set-up (about 40 ms) is paid once; it is built again
@@ -43,6 +48,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from django.conf import settings
+from django.dispatch import Signal
+from django.utils import timezone
 
 from silentstar.tokens import estimate_tokens
 
@@ -87,12 +94,26 @@ _WHAT_WENT_WRONG = {
 }
 
 
+# Sent after every finished call with ``component`` (str), ``reply`` (Reply) and ``at`` (the
+# aware datetime it finished).
+model_called = Signal()
+
+
 @dataclass(frozen=True)
 class Usage:
+    """Tokens as the API counts them: ``input_tokens`` were neither read from the cache nor
+    written to it; the cache writes are split by how long the entry lives."""
+
     input_tokens: int
     output_tokens: int
     cache_read_tokens: int
-    cache_write_tokens: int
+    cache_write_5m_tokens: int
+    cache_write_1h_tokens: int
+
+    @property
+    def cache_write_tokens(self) -> int:
+        """Every token written to the cache, whatever its lifetime."""
+        return self.cache_write_5m_tokens + self.cache_write_1h_tokens
 
 
 @dataclass(frozen=True)
@@ -123,6 +144,7 @@ class ClaudeError(Exception):
 
 def complete(
     *,
+    component: str,
     system: list[dict],
     messages: list[dict],
     offline_answer: Callable[[], str],
@@ -133,16 +155,17 @@ def complete(
 ) -> Reply:
     """Stream Claude's reply to ``messages``, retrying what is worth retrying.
 
-    ``system`` is a list of text blocks (``cache_control`` passes through untouched),
-    ``messages`` the Messages API list. ``offline_answer`` gives the reply when the companion is
-    offline. ``on_text`` receives the whole text so far each time it grows; ``alive`` is called
-    while the call goes on without new text (see the module's docstring). Raises
-    ``ClaudeError``.
+    ``component`` names what the call is for, in the ledger. ``system`` is a list of text blocks
+    (``cache_control`` passes through untouched), ``messages`` the Messages API list.
+    ``offline_answer`` gives the reply when the companion is offline. ``on_text`` receives the
+    whole text so far each time it grows; ``alive`` is called while the call goes on without new
+    text (see the module's docstring). Raises ``ClaudeError``.
     """
     if settings.COMPANION_OFFLINE:
-        return _complete_offline(
+        reply = _complete_offline(
             text=offline_answer(), system=system, messages=messages, on_text=on_text
         )
+        return _announced(component, reply)
     if not settings.ANTHROPIC_API_KEY:
         raise ClaudeError(
             "No Anthropic API key is set (ANTHROPIC_API_KEY), so Claude cannot be called",
@@ -174,7 +197,7 @@ def complete(
 
     for attempt in range(1, attempts + 1):
         try:
-            return _stream_once(client, request, grow, alive)
+            reply = _stream_once(client, request, grow, alive)
         except Exception as exc:
             error = _as_claude_error(exc, attempts=attempt)
             if error is None:
@@ -192,6 +215,8 @@ def complete(
             if shown[0]:
                 grow("")  # the next attempt starts the text again
             _wait(delay, alive)
+        else:
+            return _announced(component, reply)
     raise AssertionError("unreachable")  # pragma: no cover
 
 
@@ -239,6 +264,23 @@ def retry_delay(*, retry: int, retry_after: float | None = None) -> float:
 # --- internals ---------------------------------------------------------------------------------
 
 
+def _announced(component: str, reply: Reply) -> Reply:
+    """Send ``model_called`` for a finished call; a receiver's failure is logged."""
+    sent = model_called.send_robust(
+        sender=Reply, component=component, reply=reply, at=timezone.now()
+    )
+    for receiver, result in sent:
+        if isinstance(result, Exception):
+            logger.error(
+                "A %s call to %s was not recorded by %s",
+                component,
+                reply.model,
+                getattr(receiver, "__qualname__", receiver),
+                exc_info=result,
+            )
+    return reply
+
+
 def _wait(delay: float, alive: Callable[[], None] | None) -> None:
     """``sleep(delay)``; with ``alive``, in pieces of ``ALIVE_INTERVAL``, calling it before,
     between and after them."""
@@ -269,13 +311,19 @@ def _stream_once(
     if message.stop_reason is None:  # the API always sends one: the stream was cut short
         raise _CutShort
     usage = message.usage
+    written = usage.cache_creation_input_tokens or 0
+    # The split by lifetime; without one (an older API, another endpoint) every token written
+    # counts as a 5-minute write, the default lifetime.
+    hour = getattr(usage.cache_creation, "ephemeral_1h_input_tokens", 0) or 0
+    hour = min(hour, written)
     return Reply(
         text="".join(block.text for block in message.content if block.type == "text"),
         usage=Usage(
             input_tokens=usage.input_tokens or 0,
             output_tokens=usage.output_tokens or 0,
             cache_read_tokens=usage.cache_read_input_tokens or 0,
-            cache_write_tokens=usage.cache_creation_input_tokens or 0,
+            cache_write_5m_tokens=written - hour,
+            cache_write_1h_tokens=hour,
         ),
         model=message.model,
         stop_reason=message.stop_reason,
@@ -369,7 +417,8 @@ def _complete_offline(
             input_tokens=estimate_tokens(sent),
             output_tokens=estimate_tokens(text),
             cache_read_tokens=0,
-            cache_write_tokens=0,
+            cache_write_5m_tokens=0,
+            cache_write_1h_tokens=0,
         ),
         model="offline",
         stop_reason="end_turn",

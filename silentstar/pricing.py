@@ -15,10 +15,15 @@ Haiku 4.5, is assumed until measured.
 
 A model is looked up by its name, then by the longest entry its name starts with (so a dated
 name such as ``claude-sonnet-4-5-20250929`` finds ``claude-sonnet-4-5``).
+
+``prices_laid_over`` and ``minimums_laid_over`` read the settings' JSON over a table, raising
+``ValueError`` with what is wrong (the settings name the variable).
 """
 
+import json
+import math
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, fields, replace
 
 PRICES_DATE = "2026-11-27"
 
@@ -32,6 +37,9 @@ class Price:
     cache_write_5m: float
     cache_write_1h: float
     cache_read: float
+
+
+PRICE_NAMES = tuple(field.name for field in fields(Price))
 
 
 def _price(input: float, output: float, read_share: float = 0.1) -> Price:
@@ -101,3 +109,74 @@ def cost(
         + cache_write_5m_tokens * price.cache_write_5m
         + cache_write_1h_tokens * price.cache_write_1h
     ) / 1_000_000
+
+
+PRICES_EXAMPLE = '{"claude-opus-5-5": {"input": 4, "output": 20}}'
+MINIMUMS_EXAMPLE = '{"claude-opus-5-5": 512}'
+
+
+def prices_laid_over(table: Mapping[str, Price], text: str) -> dict[str, Price]:
+    """``table`` with the prices of the JSON object ``text`` laid over it, in US dollars per
+    million tokens. A model the table prices (by name or by the start of its name) may give only
+    the prices that change; any other model gives all five."""
+    prices = dict(table)
+    for model, given in _object(text, PRICES_EXAMPLE).items():
+        if not isinstance(given, dict):
+            raise ValueError(
+                f"the prices of {model!r} must be an object such as "
+                f'{{"input": 4, "output": 20}}, got {given!r}'
+            )
+        unknown = sorted(set(given) - set(PRICE_NAMES))
+        if unknown:
+            raise ValueError(
+                f"{model!r} has no price named {', '.join(map(repr, unknown))} "
+                f"(the prices are {', '.join(PRICE_NAMES)})"
+            )
+        for name, value in given.items():
+            if not _number(value) or value < 0:
+                raise ValueError(
+                    f"{model!r}'s {name} must be a number of US dollars per million tokens, "
+                    f"0 or more, got {value!r}"
+                )
+        changes = {name: float(value) for name, value in given.items()}
+        known = for_model(table, model)
+        if known is None:
+            missing = [name for name in PRICE_NAMES if name not in changes]
+            if missing:
+                raise ValueError(
+                    f"{model!r} is not in the price table, so it needs all five prices "
+                    f"({', '.join(PRICE_NAMES)}); missing: {', '.join(missing)}"
+                )
+            prices[model] = Price(**changes)
+        else:
+            prices[model] = replace(known, **changes)
+    return prices
+
+
+def minimums_laid_over(table: Mapping[str, int], text: str) -> dict[str, int]:
+    """``table`` with the cache minimums of the JSON object ``text`` laid over it (tokens)."""
+    given = _object(text, MINIMUMS_EXAMPLE)
+    for model, value in given.items():
+        if not (isinstance(value, int) and not isinstance(value, bool)) or value < 1:
+            raise ValueError(
+                f"the cache minimum of {model!r} must be a whole number of tokens, 1 or more, "
+                f"got {value!r}"
+            )
+    return {**table, **given}
+
+
+def _object(text: str, example: str) -> dict:
+    """The JSON object ``text`` (``{}`` when blank), its keys model names."""
+    try:
+        given = json.loads(text or "{}")
+    except ValueError as error:
+        raise ValueError(f"not JSON ({error}); give an object such as {example}") from None
+    if not isinstance(given, dict):
+        raise ValueError(f"must be a JSON object such as {example}, got {given!r}")
+    if "" in given:
+        raise ValueError("a model's name is empty")
+    return given
+
+
+def _number(value: object) -> bool:
+    return isinstance(value, int | float) and not isinstance(value, bool) and math.isfinite(value)

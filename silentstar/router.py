@@ -1,7 +1,8 @@
 """Sends each model to its store (database alias) — the four-store split of schema v5.
 
-The event log lives in ``events``, context snapshots in ``snapshots``, the Mirror's
-output in ``summaries``, everything else (the Gem, auth, the task queue) in ``default``.
+The event log lives in ``events``, with the ledger of calls to Claude beside the turns that
+make most of them; context snapshots in ``snapshots``, the Mirror's output in ``summaries``,
+everything else (the Gem, auth, the task queue) in ``default``.
 No relation crosses a store: cross-store references are plain integer ids.
 """
 
@@ -14,6 +15,7 @@ STORE_OF = {
     ("heart", "contextsnapshot"): "snapshots",
     ("heart", None): "events",
     ("events", None): "events",
+    ("ledger", None): "events",
     ("mirror", None): "summaries",
 }
 

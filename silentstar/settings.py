@@ -6,6 +6,7 @@ from pathlib import Path
 from django.core.exceptions import ImproperlyConfigured
 from django.utils.csp import CSP
 
+from silentstar import pricing
 from silentstar.env import (
     database_from_url,
     env_bool,
@@ -47,6 +48,7 @@ INSTALLED_APPS = [
     "gem",
     "mirror",
     "lens",
+    "ledger",
     "transfer",
     "anvil",
 ]
@@ -284,6 +286,21 @@ if Q_TIMEOUT <= CLAUDE_TIMEOUT_SECONDS * (CLAUDE_MAX_RETRIES + 1):
         f"({CLAUDE_TIMEOUT_SECONDS:g}) times its {CLAUDE_MAX_RETRIES + 1} attempts, or a turn "
         "still waiting on Claude would be cut off by the worker"
     )
+
+# What each model costs (US dollars per million tokens) and the smallest prefix its prompt cache
+# keeps: silentstar/pricing.py's tables, with these JSON objects laid over them (docs/costs.md).
+try:
+    MODEL_PRICES = pricing.prices_laid_over(
+        pricing.PRICES, env_str("SILENTSTAR_MODEL_PRICES", "{}")
+    )
+except ValueError as error:
+    raise ImproperlyConfigured(f"SILENTSTAR_MODEL_PRICES: {error}") from None
+try:
+    CACHE_MINIMUM_TOKENS = pricing.minimums_laid_over(
+        pricing.CACHE_MINIMUM_TOKENS, env_str("SILENTSTAR_CACHE_MINIMUM_TOKENS", "{}")
+    )
+except ValueError as error:
+    raise ImproperlyConfigured(f"SILENTSTAR_CACHE_MINIMUM_TOKENS: {error}") from None
 
 # --- The Mirror: scheduled compression into summaries --------------------------------------
 # One model per pass role: clean (fastest), compress (middle), summarise and tag (strongest;

@@ -39,7 +39,11 @@ def test_it_streams_text_in_growing_pieces(fake_api):
     pieces: list[str] = []
 
     reply = complete(
-        offline_answer=never_offline, system=SYSTEM, messages=MESSAGES, on_text=pieces.append
+        component="heart",
+        offline_answer=never_offline,
+        system=SYSTEM,
+        messages=MESSAGES,
+        on_text=pieces.append,
     )
 
     assert reply.text == text
@@ -54,7 +58,9 @@ def test_it_streams_text_in_growing_pieces(fake_api):
 
 def test_it_works_without_on_text(fake_api):
     assert (
-        complete(offline_answer=never_offline, system=SYSTEM, messages=MESSAGES).text
+        complete(
+            component="heart", offline_answer=never_offline, system=SYSTEM, messages=MESSAGES
+        ).text
         == DEFAULT_REPLY
     )
 
@@ -70,18 +76,27 @@ def test_it_maps_the_usage_including_the_cache(fake_api):
         )
     )
 
-    reply = complete(offline_answer=never_offline, system=SYSTEM, messages=MESSAGES)
+    reply = complete(
+        component="heart", offline_answer=never_offline, system=SYSTEM, messages=MESSAGES
+    )
 
     assert reply.usage == Usage(
-        input_tokens=120, output_tokens=7, cache_read_tokens=900, cache_write_tokens=300
+        input_tokens=120,
+        output_tokens=7,
+        cache_read_tokens=900,
+        cache_write_5m_tokens=300,
+        cache_write_1h_tokens=0,
     )
+    assert reply.usage.cache_write_tokens == 300
 
 
 def test_it_takes_model_and_max_tokens_from_settings(fake_api, settings):
     settings.HEART_MODEL = "claude-sonnet-5-5"
     settings.HEART_MAX_TOKENS = 321
 
-    reply = complete(offline_answer=never_offline, system=SYSTEM, messages=MESSAGES)
+    reply = complete(
+        component="heart", offline_answer=never_offline, system=SYSTEM, messages=MESSAGES
+    )
 
     sent = fake_api.requests[0]
     assert (sent["model"], sent["max_tokens"]) == ("claude-sonnet-5-5", 321)
@@ -90,6 +105,7 @@ def test_it_takes_model_and_max_tokens_from_settings(fake_api, settings):
 
 def test_it_lets_the_caller_override_model_and_max_tokens(fake_api):
     complete(
+        component="heart",
         offline_answer=never_offline,
         system=SYSTEM,
         messages=MESSAGES,
@@ -103,12 +119,8 @@ def test_it_lets_the_caller_override_model_and_max_tokens(fake_api):
 
 def test_it_passes_system_blocks_and_messages_through_untouched(fake_api):
     system = [
-        {"type": "text", "text": "Wake text.", "cache_control": {"type": "ephemeral"}},
-        {
-            "type": "text",
-            "text": "Ambient prose.",
-            "cache_control": {"type": "ephemeral", "ttl": "1h"},
-        },
+        {"type": "text", "text": "Wake text.", "cache_control": {"type": "ephemeral", "ttl": "1h"}},
+        {"type": "text", "text": "Ambient prose.", "cache_control": {"type": "ephemeral"}},
     ]
     messages = [
         {"role": "user", "content": "first"},
@@ -122,14 +134,14 @@ def test_it_passes_system_blocks_and_messages_through_untouched(fake_api):
         },
     ]
 
-    complete(offline_answer=never_offline, system=system, messages=messages)
+    complete(component="heart", offline_answer=never_offline, system=system, messages=messages)
 
     assert fake_api.requests[0]["system"] == system
     assert fake_api.requests[0]["messages"] == messages
 
 
 def test_it_sends_the_key_and_honours_the_base_url(fake_api):
-    complete(offline_answer=never_offline, system=SYSTEM, messages=MESSAGES)
+    complete(component="heart", offline_answer=never_offline, system=SYSTEM, messages=MESSAGES)
 
     headers = fake_api.recorded[0].headers
     assert "test-key" in (headers.get("x-api-key", "") + headers.get("authorization", ""))
@@ -140,6 +152,7 @@ def test_it_builds_an_image_block_that_round_trips(fake_api):
     block = image_block(data=data, media_type="image/png")
 
     complete(
+        component="heart",
         offline_answer=never_offline,
         system=SYSTEM,
         messages=[{"role": "user", "content": [block, {"type": "text", "text": "look"}]}],
@@ -174,7 +187,9 @@ def test_it_refuses_an_empty_image():
 def test_it_retries_overload_rate_limits_and_outages_then_succeeds(fake_api, waits, status):
     fake_api.push(FakeError(status), FakeError(status), FakeReply("<say>made it</say>"))
 
-    reply = complete(offline_answer=never_offline, system=SYSTEM, messages=MESSAGES)
+    reply = complete(
+        component="heart", offline_answer=never_offline, system=SYSTEM, messages=MESSAGES
+    )
 
     assert reply.text == "<say>made it</say>"
     assert len(fake_api.requests) == 3
@@ -193,7 +208,7 @@ def test_it_backs_off_exponentially_with_jitter(monkeypatch):
 def test_it_honours_retry_after(fake_api, waits):
     fake_api.push(FakeError(429, retry_after=7), FakeError(529, retry_after=9999), FakeReply())
 
-    complete(offline_answer=never_offline, system=SYSTEM, messages=MESSAGES)
+    complete(component="heart", offline_answer=never_offline, system=SYSTEM, messages=MESSAGES)
 
     assert waits[0] == 7
     assert waits[1] == claude.RETRY_AFTER_MAX
@@ -208,6 +223,7 @@ def test_it_says_it_is_alive_before_during_and_after_a_wait_between_attempts(fak
     fake_api.push(FakeError(529, retry_after=2.5), FakeReply())
 
     complete(
+        component="heart",
         offline_answer=never_offline,
         system=SYSTEM,
         messages=MESSAGES,
@@ -225,6 +241,7 @@ def test_it_says_it_is_alive_before_the_first_request(fake_api):
     fake_api.responder = lambda body: happened.append("request") or FakeReply()
 
     complete(
+        component="heart",
         offline_answer=never_offline,
         system=SYSTEM,
         messages=MESSAGES,
@@ -239,6 +256,7 @@ def test_it_says_it_is_alive_on_streamed_events_before_the_first_text(fake_api):
     fake_api.push(FakeReply("<say>hi</say>", chunks=1))
 
     complete(
+        component="heart",
         offline_answer=never_offline,
         system=SYSTEM,
         messages=MESSAGES,
@@ -255,7 +273,7 @@ def test_it_gives_up_after_the_retries_with_a_readable_error(fake_api, settings,
     fake_api.push(*[FakeError(529, "Overloaded")] * 6)
 
     with pytest.raises(ClaudeError) as caught:
-        complete(offline_answer=never_offline, system=SYSTEM, messages=MESSAGES)
+        complete(component="heart", offline_answer=never_offline, system=SYSTEM, messages=MESSAGES)
 
     assert str(caught.value) == (
         "Claude is overloaded (529 overloaded_error) — tried 5 times: Overloaded"
@@ -272,7 +290,7 @@ def test_it_makes_one_attempt_when_retries_are_off(fake_api, settings, waits):
     fake_api.push(FakeError(500, "boom"))
 
     with pytest.raises(ClaudeError, match=r"\(500 api_error\) — tried 1 time: boom"):
-        complete(offline_answer=never_offline, system=SYSTEM, messages=MESSAGES)
+        complete(component="heart", offline_answer=never_offline, system=SYSTEM, messages=MESSAGES)
 
     assert waits == []
 
@@ -299,7 +317,7 @@ def test_it_does_not_retry_a_bad_request(fake_api, waits, status, message, expec
     fake_api.push(FakeError(status, message))
 
     with pytest.raises(ClaudeError) as caught:
-        complete(offline_answer=never_offline, system=SYSTEM, messages=MESSAGES)
+        complete(component="heart", offline_answer=never_offline, system=SYSTEM, messages=MESSAGES)
 
     assert expected in str(caught.value)
     assert caught.value.retryable is False
@@ -316,7 +334,11 @@ def test_it_restarts_the_text_when_a_stream_breaks_and_is_retried(fake_api, wait
     pieces: list[str] = []
 
     reply = complete(
-        offline_answer=never_offline, system=SYSTEM, messages=MESSAGES, on_text=pieces.append
+        component="heart",
+        offline_answer=never_offline,
+        system=SYSTEM,
+        messages=MESSAGES,
+        on_text=pieces.append,
     )
 
     assert reply.text == "<say>second try</say>"
@@ -332,7 +354,7 @@ def test_it_reports_an_error_event_mid_stream_readably(fake_api, settings, waits
     fake_api.push(*[FakeReply("<say>never finished</say>", fail_after=1)] * 2)
 
     with pytest.raises(ClaudeError) as caught:
-        complete(offline_answer=never_offline, system=SYSTEM, messages=MESSAGES)
+        complete(component="heart", offline_answer=never_offline, system=SYSTEM, messages=MESSAGES)
 
     assert "Claude is overloaded (529 overloaded_error, mid-stream) — tried 2 times" in str(
         caught.value
@@ -345,7 +367,7 @@ def test_it_retries_a_reply_cut_short(fake_api, settings, waits):
     fake_api.push(*[FakeReply("<say>half a thought</say>", fail_after=2, error_type=None)] * 2)
 
     with pytest.raises(ClaudeError, match="stopped before it was finished — tried 2 times"):
-        complete(offline_answer=never_offline, system=SYSTEM, messages=MESSAGES)
+        complete(component="heart", offline_answer=never_offline, system=SYSTEM, messages=MESSAGES)
 
     assert len(fake_api.requests) == 2
 
@@ -356,7 +378,9 @@ def test_it_retries_a_timeout(fake_api, settings, waits, caplog):
     settings.CLAUDE_TIMEOUT_SECONDS = 0.5
     fake_api.push(FakeReply("<say>slow</say>", chunks=2, delay=1.5), FakeReply("<say>quick</say>"))
 
-    reply = complete(offline_answer=never_offline, system=SYSTEM, messages=MESSAGES)
+    reply = complete(
+        component="heart", offline_answer=never_offline, system=SYSTEM, messages=MESSAGES
+    )
 
     assert reply.text == "<say>quick</say>"
     assert len(fake_api.requests) == 2
@@ -371,7 +395,7 @@ def test_it_gives_up_on_a_closed_port(fake_api, settings, monkeypatch, waits):
     settings.CLAUDE_MAX_RETRIES = 2
 
     with pytest.raises(ClaudeError) as caught:
-        complete(offline_answer=never_offline, system=SYSTEM, messages=MESSAGES)
+        complete(component="heart", offline_answer=never_offline, system=SYSTEM, messages=MESSAGES)
 
     assert str(caught.value).startswith("Could not reach Claude's API")
     assert "tried 3 times" in str(caught.value)
@@ -384,7 +408,7 @@ def test_it_refuses_to_call_without_a_key(fake_api, settings):
     settings.ANTHROPIC_API_KEY = ""
 
     with pytest.raises(ClaudeError, match="No Anthropic API key") as caught:
-        complete(offline_answer=never_offline, system=SYSTEM, messages=MESSAGES)
+        complete(component="heart", offline_answer=never_offline, system=SYSTEM, messages=MESSAGES)
 
     assert caught.value.retryable is False
     assert fake_api.requests == []
@@ -403,12 +427,12 @@ def test_it_keeps_one_client_until_the_endpoint_changes(fake_api, monkeypatch):
     monkeypatch.setattr(anthropic.Anthropic, "__init__", counted)
     claude._client.cache_clear()
     for _ in range(3):
-        complete(offline_answer=never_offline, system=SYSTEM, messages=MESSAGES)
+        complete(component="heart", offline_answer=never_offline, system=SYSTEM, messages=MESSAGES)
     assert built == [fake_api.url]
 
     with FakeMessagesAPI() as elsewhere:
         monkeypatch.setenv("ANTHROPIC_BASE_URL", elsewhere.url)
-        complete(offline_answer=never_offline, system=SYSTEM, messages=MESSAGES)
+        complete(component="heart", offline_answer=never_offline, system=SYSTEM, messages=MESSAGES)
 
         assert built == [fake_api.url, elsewhere.url]
         assert (len(fake_api.requests), len(elsewhere.requests)) == (3, 1)
@@ -419,7 +443,13 @@ def test_it_lets_an_error_in_on_text_through_unretried(fake_api, waits):
         raise RuntimeError("the page store is down")
 
     with pytest.raises(RuntimeError, match="page store"):
-        complete(offline_answer=never_offline, system=SYSTEM, messages=MESSAGES, on_text=broken)
+        complete(
+            component="heart",
+            offline_answer=never_offline,
+            system=SYSTEM,
+            messages=MESSAGES,
+            on_text=broken,
+        )
 
     assert len(fake_api.requests) == 1
     assert waits == []
@@ -438,6 +468,7 @@ def test_it_answers_offline_without_opening_a_connection(fake_api, settings, mon
     messages = [{"role": "user", "content": message}]
 
     reply = complete(
+        component="heart",
         system=SYSTEM,
         messages=messages,
         offline_answer=partial(offline.reply, system=SYSTEM, messages=messages),

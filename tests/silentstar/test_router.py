@@ -6,12 +6,14 @@ from django.db.migrations.executor import MigrationExecutor
 from events.models import Event, Turn
 from gem.models import Fragment, WorkingMemory
 from heart.models import ContextSnapshot
+from ledger.models import ModelCall
 from mirror.models import Summary
 from silentstar.router import StoreRouter, same_database, store_for
 
 HOMES = {
     Event: "events",
     Turn: "events",
+    ModelCall: "events",
     ContextSnapshot: "snapshots",
     Summary: "summaries",
     Fragment: "default",
@@ -27,7 +29,7 @@ def test_it_sends_each_model_to_its_store(model, alias):
 
 def test_it_keeps_framework_models_in_the_default_store():
     for model in apps.get_models():
-        if model._meta.app_label not in {"events", "heart", "mirror"}:
+        if model._meta.app_label not in {"events", "heart", "ledger", "mirror"}:
             assert store_for(model._meta.app_label, model._meta.model_name) == "default"
 
 
