@@ -22,7 +22,7 @@ are untouched: a quiet day wears memory as it always does.
 """
 
 import math
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Final
@@ -59,6 +59,8 @@ PLAN_GRACE_END: Final = 0.5
 PLAN_OVERDUE_HALF_LIFE_HOURS: Final = 24.0  # phase 5: halves every day after the grace
 
 _HOUR: Final = timedelta(hours=1)
+_SECOND: Final = timedelta(seconds=1)
+_MICROSECOND: Final = timedelta(microseconds=1)
 
 
 def score(
@@ -226,6 +228,159 @@ def is_gone_for_good(
         due=due,
     )
     return not is_surfacing(best)
+
+
+@dataclass(frozen=True, slots=True)
+class CurvePoint:
+    """One moment of an item's decay curve: when, the turn counter then, the hours and turns
+    since the item's anchor (clamped at 0, as `score` counts them) and the score."""
+
+    at: datetime
+    turn: int
+    hours: float
+    turns: int
+    score: float
+
+
+def curve(
+    *,
+    type: str,
+    refreshed_at: datetime,
+    created_turn: int | None,
+    moments: Iterable[tuple[datetime, int]],
+    due: datetime | None = None,
+    pressure: float = 0.0,
+) -> list[CurvePoint]:
+    """The item's score at each of ``moments`` (``(when, turn counter then)`` pairs), in
+    order: `score` itself at each, so a picture of the curve shows the numbers the context
+    uses."""
+    points = []
+    for at, turn in moments:
+        value = score(
+            type=type,
+            refreshed_at=refreshed_at,
+            now=at,
+            created_turn=created_turn,
+            current_turn=turn,
+            due=due,
+            pressure=pressure,
+        )
+        turns = max(0, turn - created_turn) if created_turn is not None else 0
+        points.append(CurvePoint(at, turn, _hours_between(refreshed_at, at), turns, value))
+    return points
+
+
+# The phases of a timed plan's submersion curve, in the order they come (`plan_phases`).
+PLAN_PHASES: Final = ("drop", "floor", "rise", "grace", "fall")
+
+
+@dataclass(frozen=True, slots=True)
+class PlanPhase:
+    """A stretch of a timed plan's curve: ``name`` one of `PLAN_PHASES`, from ``start`` to
+    ``end`` (None: the fall, which has no end)."""
+
+    name: str
+    start: datetime
+    end: datetime | None
+
+
+def plan_phases(*, refreshed_at: datetime, due: datetime) -> list[PlanPhase]:
+    """The phases of `plan_curve` from the refresh on, in order, each starting where the one
+    before ends: the drop from 1.0 to the floor, the floor, the rise to due, the grace and the
+    fall. A phase the curve skips is left out: the floor when due is less than 4 h + 48 h
+    after the refresh (the drop then ends where the rise overtakes it, to the microsecond),
+    the drop, floor and rise of a plan refreshed at or after its due, and the grace too once
+    it is over by the refresh."""
+    _check_aware(refreshed_at=refreshed_at, due=due)
+    grace_end = due + PLAN_GRACE_HOURS * _HOUR
+    edges: list[tuple[str, datetime]] = []
+    if refreshed_at < due:
+        spike_end = refreshed_at + PLAN_SPIKE_HOURS * _HOUR
+        rise_start = due - PLAN_RESURFACE_HOURS * _HOUR
+        edges.append(("drop", refreshed_at))
+        if spike_end < rise_start:
+            edges.append(("floor", spike_end))
+        if spike_end <= rise_start:
+            edges.append(("rise", rise_start))
+        else:
+            edges.append(("rise", _rise_overtakes(refreshed_at, due)))
+        edges.append(("grace", due))
+    elif refreshed_at < grace_end:
+        edges.append(("grace", refreshed_at))
+    edges.append(("fall", max(grace_end, refreshed_at)))
+    ends = [start for _, start in edges[1:]] + [None]
+    return [PlanPhase(name, start, end) for (name, start), end in zip(edges, ends, strict=True)]
+
+
+def floor_crossing(
+    *,
+    type: str,
+    refreshed_at: datetime,
+    created_turn: int | None,
+    start: datetime,
+    end: datetime,
+    turn_at: Callable[[datetime], int],
+    due: datetime | None = None,
+    pressure: float = 0.0,
+) -> datetime | None:
+    """The first moment from ``start`` to ``end`` at which the item scores under
+    `FLOOR_THRESHOLD`, to the second, the turn counter at each moment being ``turn_at(moment)``
+    (which must never fall as time goes on); None when it stays at or above it throughout.
+
+    The search halves the interval, which is sound because the score never rises again once
+    it can fall under the threshold: an exponential type only falls as hours and turns pass
+    (`is_gone_for_good`), and a timed plan stays at or above the plan floor until its due,
+    then only falls. Secrets and untimed plans never cross.
+    """
+    _check_type(type)
+    _check_aware(refreshed_at=refreshed_at, start=start, end=end, due=due)
+    if type == SECRET or (type == PLAN and due is None):
+        return None
+    if type == PLAN:
+        start = max(start, due)
+
+    def under(moment: datetime) -> bool:
+        value = score(
+            type=type,
+            refreshed_at=refreshed_at,
+            now=moment,
+            created_turn=created_turn,
+            current_turn=turn_at(moment),
+            due=due,
+            pressure=pressure,
+        )
+        return not is_surfacing(value)
+
+    if start > end or not under(end):
+        return None
+    if under(start):
+        return start
+    low, high = start, end  # above at low, under at high
+    while high - low > _SECOND:
+        middle = low + (high - low) / 2
+        if under(middle):
+            high = middle
+        else:
+            low = middle
+    return high
+
+
+def _rise_overtakes(refreshed_at: datetime, due: datetime) -> datetime:
+    """Where the rise to due overtakes the drop when the two overlap: the first microsecond at
+    which `_due_curve` is above `_spike` (the spike only falls, the rise only climbs)."""
+
+    def rise_ahead(moment: datetime) -> bool:
+        hours = _hours_between(refreshed_at, moment)
+        return _due_curve(hours_to_due=(due - moment) / _HOUR) > _spike(hours=hours)
+
+    low, high = refreshed_at, min(due, refreshed_at + PLAN_SPIKE_HOURS * _HOUR)
+    while high - low > _MICROSECOND:
+        middle = low + (high - low) / 2
+        if rise_ahead(middle):
+            high = middle
+        else:
+            low = middle
+    return high
 
 
 def _spike(*, hours: float) -> float:

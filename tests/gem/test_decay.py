@@ -1,3 +1,4 @@
+import itertools
 import math
 from datetime import UTC, datetime, timedelta, timezone
 
@@ -387,3 +388,216 @@ def test_it_checks_every_item_it_scores_many_of():
         decay.scores([good], now=naive, current_turn=2)
     with pytest.raises(ValueError, match="pressure"):
         decay.scores([good], now=T0, current_turn=2, pressure=-1)
+
+
+# Sampling the curve for a picture: decay's own scores at given moments.
+
+steps_st = st.lists(
+    st.tuples(st.floats(min_value=0, max_value=24 * 30), st.integers(min_value=0, max_value=500)),
+    min_size=1,
+    max_size=40,
+)
+
+
+def walk(steps, *, start_hours=0.0, start_turn=10):
+    """Moments (when, turn counter then) from cumulated steps of hours and turns: time and
+    the counter only move forward."""
+    hours, turn, moments = start_hours, start_turn, []
+    for more_hours, more_turns in steps:
+        hours, turn = hours + more_hours, turn + more_turns
+        moments.append((T0 + hours * H, turn))
+    return moments
+
+
+@fast
+@given(
+    type=any_type,
+    created_turn=st.none() | st.integers(min_value=0, max_value=1_000),
+    due=due_st,
+    pressure=pressure_st,
+    moments=st.lists(
+        st.tuples(
+            st.floats(min_value=-48, max_value=24 * 400).map(lambda h: T0 + h * H),
+            st.integers(min_value=0, max_value=2_000),
+        ),
+        max_size=30,
+    ),
+)
+def test_it_samples_the_curve_with_the_scores_decay_gives(
+    type, created_turn, due, pressure, moments
+):
+    points = decay.curve(
+        type=type,
+        refreshed_at=T0,
+        created_turn=created_turn,
+        moments=moments,
+        due=due,
+        pressure=pressure,
+    )
+    assert [(p.at, p.turn) for p in points] == moments
+    for point in points:
+        assert point.score == decay.score(
+            type=type,
+            refreshed_at=T0,
+            now=point.at,
+            created_turn=created_turn,
+            current_turn=point.turn,
+            due=due,
+            pressure=pressure,
+        )
+        assert point.hours == max(0.0, (point.at - T0) / H)
+        assert point.turns == (0 if created_turn is None else max(0, point.turn - created_turn))
+
+
+@fast
+@given(type=st.sampled_from(EXPONENTIAL_TYPES), steps=steps_st, pressure=pressure_st)
+def test_it_samples_an_exponential_curve_that_only_falls(type, steps, pressure):
+    points = decay.curve(
+        type=type, refreshed_at=T0, created_turn=10, moments=walk(steps), pressure=pressure
+    )
+    scores = [p.score for p in points]
+    assert scores == sorted(scores, reverse=True)
+
+
+@fast
+@given(due_in=st.floats(min_value=-24 * 30, max_value=24 * 30), steps=steps_st)
+def test_it_samples_a_timed_plan_that_only_falls_once_past_due(due_in, steps):
+    due = T0 + due_in * H
+    moments = walk(steps, start_hours=max(due_in, 0.0))
+    points = decay.curve(type="plan", refreshed_at=T0, created_turn=10, moments=moments, due=due)
+    scores = [p.score for p in points]
+    assert scores == sorted(scores, reverse=True)
+
+
+def phases_at(due_in, *, refreshed_in=0.0):
+    return decay.plan_phases(refreshed_at=T0 + refreshed_in * H, due=T0 + due_in * H)
+
+
+def test_it_names_the_five_phases_of_a_plan_due_in_ten_days():
+    phases = phases_at(240)
+    assert [(p.name, (p.start - T0) / H) for p in phases] == [
+        ("drop", 0),
+        ("floor", 4),
+        ("rise", 192),
+        ("grace", 240),
+        ("fall", 264),
+    ]
+    assert [p.end for p in phases] == [p.start for p in phases[1:]] + [None]
+
+
+def test_it_ends_the_drop_where_the_rise_overtakes_it_for_a_plan_due_soon():
+    drop, rise, grace, fall = phases_at(10)
+    assert (drop.name, rise.name, grace.name, fall.name) == ("drop", "rise", "grace", "fall")
+    hours = (drop.end - T0) / H
+    assert 0 < hours < decay.PLAN_SPIKE_HOURS
+    # Just before, the drop is still falling; just after, the rise is climbing.
+    second = 1 / 3600
+    assert plan_at(hours - second, due_in=10) > plan_at(hours, due_in=10)
+    assert plan_at(hours + 2 * second, due_in=10) > plan_at(hours + second, due_in=10)
+
+
+def test_it_gives_a_plan_made_overdue_only_what_is_left_of_its_grace_and_its_fall():
+    assert [p.name for p in phases_at(-5)] == ["grace", "fall"]
+    assert phases_at(-5)[0].start == T0 and phases_at(-5)[0].end == T0 + 19 * H
+    assert [(p.name, p.start, p.end) for p in phases_at(-30)] == [("fall", T0, None)]
+
+
+def test_it_leaves_out_an_empty_floor():
+    spike_and_rise = decay.PLAN_SPIKE_HOURS + decay.PLAN_RESURFACE_HOURS
+    assert [p.name for p in phases_at(spike_and_rise)] == ["drop", "rise", "grace", "fall"]
+    assert phases_at(spike_and_rise)[1].start == T0 + decay.PLAN_SPIKE_HOURS * H
+
+
+@fast
+@given(
+    due_in=st.floats(min_value=-24 * 30, max_value=24 * 30),
+    fractions=st.lists(st.floats(min_value=0, max_value=1), min_size=2, max_size=12),
+)
+def test_it_gives_a_plans_phases_in_order_each_with_its_shape(due_in, fractions):
+    phases = phases_at(due_in)
+    names = [p.name for p in phases]
+    assert names == [name for name in decay.PLAN_PHASES if name in names]
+    assert names[-1] == "fall" and phases[-1].end is None
+    assert phases[0].start == T0
+    assert [p.end for p in phases[:-1]] == [p.start for p in phases[1:]]
+    assert all(p.start < p.end for p in phases[:-1])
+    if T0 + due_in * H > T0:  # due after the refresh (to the microsecond)
+        assert names[0] == "drop" and "rise" in names and "grace" in names
+        assert plan_at(due_in, due_in=due_in) == pytest.approx(1.0)
+    for phase in phases:
+        end = phase.end or phase.start + 30 * 24 * H
+        hours = sorted((phase.start + f * (end - phase.start) - T0) / H for f in fractions)
+        scores = [plan_at(h, due_in=due_in) for h in hours]
+        tolerance = 1e-9  # where the rise overtakes the drop: found to the microsecond
+        pairs = list(itertools.pairwise(scores))
+        if phase.name == "floor":
+            assert all(s == decay.PLAN_FLOOR for s in scores)
+        elif phase.name == "rise":
+            assert all(later >= earlier - tolerance for earlier, later in pairs)
+        else:
+            assert all(later <= earlier + tolerance for earlier, later in pairs)
+
+
+def crossing(type, *, turns_per_hour=0.0, due_in=None, hours=24 * 365, pressure=0.0):
+    return decay.floor_crossing(
+        type=type,
+        refreshed_at=T0,
+        created_turn=10,
+        start=T0,
+        end=T0 + hours * H,
+        turn_at=lambda moment: 10 + math.floor(turns_per_hour * (moment - T0) / H),
+        due=None if due_in is None else T0 + due_in * H,
+        pressure=pressure,
+    )
+
+
+def test_it_finds_when_a_feeling_falls_under_the_floor_to_the_second():
+    # 0.5 ** (hours / 2) = 0.01 at hours = 2 * log2(100).
+    found = crossing("feeling")
+    assert abs((found - T0) / H - 2 * math.log2(100)) < 1 / 3600
+
+
+def test_it_finds_a_timed_plan_falls_under_the_floor_days_after_its_grace():
+    found = crossing("plan", due_in=240, turns_per_hour=50)
+    overdue = decay.PLAN_OVERDUE_HALF_LIFE_HOURS * math.log2(decay.PLAN_GRACE_END / 0.01)
+    assert abs((found - T0) / H - (240 + 24 + overdue)) < 1 / 3600
+
+
+def test_it_finds_no_crossing_for_what_never_decays_or_stays_above_to_the_end():
+    assert crossing("secret", turns_per_hour=100) is None
+    assert crossing("plan", turns_per_hour=100) is None
+    assert crossing("pin", hours=24) is None
+
+
+@fast
+@given(
+    type=st.sampled_from([*EXPONENTIAL_TYPES, "plan"]),
+    turns_per_hour=st.floats(min_value=0, max_value=20),
+    due_in=st.floats(min_value=-24 * 30, max_value=24 * 30),
+    hours=st.floats(min_value=0, max_value=24 * 200),
+    pressure=st.floats(min_value=0, max_value=3),
+)
+def test_it_finds_the_first_second_under_the_floor(type, turns_per_hour, due_in, hours, pressure):
+    found = crossing(
+        type, turns_per_hour=turns_per_hour, due_in=due_in, hours=hours, pressure=pressure
+    )
+
+    def score_at(moment):
+        return decay.score(
+            type=type,
+            refreshed_at=T0,
+            now=moment,
+            created_turn=10,
+            current_turn=10 + math.floor(turns_per_hour * (moment - T0) / H),
+            due=T0 + due_in * H,
+            pressure=pressure,
+        )
+
+    end = T0 + hours * H
+    if found is None:
+        assert score_at(end) >= decay.FLOOR_THRESHOLD
+        return
+    assert T0 <= found <= end
+    assert score_at(found) < decay.FLOOR_THRESHOLD
+    if found > T0:
+        assert score_at(found - timedelta(seconds=1)) >= decay.FLOOR_THRESHOLD
