@@ -6,7 +6,8 @@
 anything, and then puts it into an empty installation, ids kept. An export of the imported
 installation gives the same files, byte for byte. docs/export.md describes every file and field.
 
-What is exported is the apps' own records (the Heart, the Gem and the Mirror). The framework's
+What is exported is the apps' own records (the Heart, the Gem, the Mirror and the ledger of calls
+to Claude). The framework's
 rows (accounts, sessions, the task queue, sign-in failures) are not memory, and the search
 indexes and change numbers are derived: their triggers make them again as the rows go in.
 """
@@ -48,6 +49,7 @@ from gem.models import (
 )
 from gem.rows import ROW_FIELDS, time_with_offset, working_memory_from_row, working_memory_row
 from heart.models import ContextSnapshot
+from ledger.models import ModelCall
 from mirror.models import MirrorPrompt, MirrorRun, Summary, TagSuggestion
 from silentstar.router import ID_MAX, sequences_reset
 from transfer.backup import Progress, installation_rows, linked
@@ -183,7 +185,26 @@ KINDS = (
         ),
     ),
     Kind("mirror_prompts.jsonl", MirrorPrompt, ("id", "kind", "content", "created_at", "author")),
+    Kind(
+        "model_calls.jsonl",
+        ModelCall,
+        (
+            "id",
+            "ts",
+            "component",
+            "model",
+            "offline",
+            "input_tokens",
+            "output_tokens",
+            "cache_read_tokens",
+            "cache_write_5m_tokens",
+            "cache_write_1h_tokens",
+        ),
+    ),
 )
+# Files of kinds added after the first exports were written: an export without one imports it
+# as empty (an export written before the ledger holds no model_calls.jsonl).
+ADDED_LATER = frozenset({"model_calls.jsonl"})
 # Models whose rows are written inside another file's rows, without ids of their own.
 INSIDE = {
     EventTag: ("events.jsonl", TAGS),
@@ -393,8 +414,8 @@ def manifest_read(folder: Path) -> dict:
     if not isinstance(format_, int) or format_ > FORMAT:
         raise PortableError(f"{path} has format {format_!r}; this code reads up to {FORMAT}")
     absent = [kind.file for kind in KINDS if kind.file not in listed]
-    if absent:
-        raise PortableError(f"{path} lists no {', '.join(absent)}: every kind must have its file")
+    if missing := [name for name in absent if name not in ADDED_LATER]:
+        raise PortableError(f"{path} lists no {', '.join(missing)}: every kind must have its file")
     for name, sha256 in checks:
         if not _safe_name(str(name)) or (folder / name).is_dir():
             raise PortableError(f"{path} names a file outside the export: {name!r}")
@@ -409,11 +430,14 @@ def manifest_read(folder: Path) -> dict:
                 f"{name} differs from its SHA-256 in {MANIFEST}: the file was damaged or edited "
                 "(after an edit by hand, write its new checksum into the manifest)"
             )
+    manifest["files"] += [{"name": name, "rows": 0} for name in absent]
     return manifest
 
 
 def _lines(folder: Path, kind: Kind) -> Iterator[tuple[int, dict]]:
     """Each line's object with its line number; a line that is not one is an error."""
+    if kind.file in ADDED_LATER and not (folder / kind.file).exists():
+        return  # an export older than its kind
     with (folder / kind.file).open(encoding="utf-8") as read:
         for number, line in lines_bounded(read):
             if line is None:

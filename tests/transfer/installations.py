@@ -33,6 +33,7 @@ from django.core.files.storage import default_storage
 from gem.models import Fragment
 from events.models import Event
 from heart.services import turn_submit
+from ledger.models import ModelCall
 from mirror.models import Summary
 
 image = default_storage.save('images/2026/11/photo.png', ContentFile(bytes(range(256)) * 40))
@@ -43,6 +44,9 @@ Fragment.objects.create(key='lighthouse', ambient='A white tower on the point.')
 ids = sorted(Event.objects.values_list('id', flat=True))
 Summary.objects.create(level='L0', first_event_id=ids[0], last_event_id=ids[-1],
                        content='They talked about the lighthouse.')
+ModelCall.objects.create(ts=Event.objects.get(pk=ids[-1]).ts, component='heart', model='offline',
+                         offline=True, input_tokens=900, output_tokens=30, cache_read_tokens=0,
+                         cache_write_5m_tokens=0, cache_write_1h_tokens=0)
 """
 # Every row of every table of each database, the search indexes' own tables included.
 ROWS = """

@@ -16,6 +16,7 @@ import pytest
 from django.apps import apps
 
 from events.models import Turn
+from ledger.models import ModelCall
 from tests.conftest import REPO
 from tests.transfer import installations
 from transfer.backup import installation_rows
@@ -34,6 +35,7 @@ from gem.services import WorkingMemoryRecorded, working_memory_create, working_m
 from events.models import Event, EventTag, Turn
 from heart.models import ContextSnapshot
 from heart.services import turn_submit
+from ledger.models import ModelCall
 from mirror.models import MirrorPrompt, MirrorRun, Summary, TagSuggestion
 
 owner = get_user_model().objects.get()
@@ -82,6 +84,9 @@ MirrorPrompt.objects.create(kind='clean', content='Clean it.', author=owner.user
 MiraEntry.objects.create(mira_id='mem_045', working_memory=first, event_id=ids[0],
                          entry={'id': 'mem_045', 'type': 'thought', 'z': [1, 2], 'a': None},
                          written={'content': first.content})
+ModelCall.objects.create(ts=now, component='heart', model='claude-opus-5-5', offline=True,
+                         input_tokens=1200, output_tokens=40, cache_read_tokens=900,
+                         cache_write_5m_tokens=200, cache_write_1h_tokens=100)
 """
 COUNTS = """
 import json
@@ -289,7 +294,7 @@ def test_every_field_of_every_model_of_the_memory_is_exported():
     exported = {kind.model: set(kind.fields) for kind in KINDS}
     missing = [
         f"{model._meta.label}.{field.name}"
-        for app in ("heart", "gem", "mirror")
+        for app in ("heart", "gem", "mirror", "ledger")
         for model in apps.get_app_config(app).get_models()
         for field in model._meta.concrete_fields
         if model not in inside and field.name not in exported.get(model, ())
@@ -356,3 +361,27 @@ def test_it_imports_turns_not_yet_answered(exported, tmp_path):
     portable_import(folder=copy, unknown_authors_blank=True, progress=lambda line: None)
 
     assert Turn.objects.filter(reply_event=None, status="queued").count() == len(turns)
+
+
+@pytest.mark.django_db(databases="__all__")
+def test_it_imports_an_export_older_than_the_ledger(exported, tmp_path):
+    """An export written before the ledger existed has no model_calls.jsonl: it imports, with
+    the ledger empty; any other file missing is still refused."""
+    _, folder = exported
+    copy = shutil.copytree(folder, tmp_path / "older")
+    (copy / "model_calls.jsonl").unlink()
+    manifest = json.loads((copy / MANIFEST).read_text())
+    manifest["files"] = [e for e in manifest["files"] if e["name"] != "model_calls.jsonl"]
+    (copy / MANIFEST).write_text(json.dumps(manifest))
+    without_turns = shutil.copytree(copy, tmp_path / "no-turns")
+    manifest["files"] = [e for e in manifest["files"] if e["name"] != "turns.jsonl"]
+    (without_turns / MANIFEST).write_text(json.dumps(manifest))
+
+    with pytest.raises(
+        PortableError, match=r"lists no turns\.jsonl: every kind must have its file"
+    ):
+        portable_import(folder=without_turns, unknown_authors_blank=True, progress=print)
+    imported = portable_import(folder=copy, unknown_authors_blank=True, progress=lambda _: None)
+
+    assert imported.rows["model_calls.jsonl"] == 0
+    assert Turn.objects.exists() and not ModelCall.objects.exists()

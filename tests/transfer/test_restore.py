@@ -25,7 +25,7 @@ def test_it_restores_every_row_and_image_into_a_new_installation(installation, f
         "fragments": len(table(rows, "gem_fragment")),
         "summaries": len(table(rows, "mirror_summary")),
     }
-    assert all(manifest["rows"].values())
+    assert all(manifest["rows"].values()) and table(rows, "ledger_modelcall")
     assert [name for name in manifest["schema"] if name in {"heart", "gem", "mirror", "lens"}]
 
     target = installation("target")
