@@ -7,7 +7,9 @@ stores with gunicorn and the worker to a locust swarm (``bench/load.py``); ``fau
 faults into turns a real worker answers against the fake Messages API (``bench/faults.py``);
 ``legacy`` imports a synthetic legacy database in a new process on throwaway stores
 (``bench/legacy.py``); ``continuity`` lives a long conversation and measures the context of
-each return (``bench/continuity.py``); ``eval`` is the retrieval evaluation harness
+each return (``bench/continuity.py``); ``cache`` replays a real conversation through the turn
+pipeline against the fake API's prompt cache, in a new process for each cache minimum
+(``bench/cache.py``); ``eval`` is the retrieval evaluation harness
 (``bench/evaluate.py``) and ``generate`` writes its synthetic datasets (``bench/generate.py``).
 """
 
@@ -28,6 +30,8 @@ from urllib.parse import urlsplit, urlunsplit
 from django.conf import settings
 from django.core.management import call_command
 
+from bench.cache import cache_replay, exchanges_of, shares
+from bench.cache import figures_lines as cache_figures_lines
 from bench.continuity import conversation_measure, figures_lines
 from bench.evaluate import (
     DEFAULT_KS,
@@ -310,6 +314,47 @@ def parser() -> argparse.ArgumentParser:
     continuity.add_argument("--conversation", help=argparse.SUPPRESS)
     _inside_options(continuity, size=False)
     continuity.set_defaults(run=_continuity)
+
+    cache = words.add_parser(
+        "cache",
+        help="how much of the Heart's input Claude's prompt cache holds over a real conversation",
+        description="Replay turns of a real conversation through the real turn pipeline and the "
+        "real SDK against the fake Messages API with the prompt cache's rules, on a simulated "
+        "clock (messages 1-4 minutes apart, a few pauses of 10-90 minutes), the Mirror running "
+        "offline when its trigger fires, once for each cache minimum; print the share of the "
+        "Heart's input tokens read from the cache and written to it, the input tokens per turn "
+        "and the cost per turn at the Heart model's prices, with the cache and without.",
+    )
+    cache.add_argument(
+        "dataset",
+        type=Path,
+        nargs="?",
+        default=settings.BASE_DIR.parent / "shared" / "bench" / "locomo-dev.json",
+        metavar="DATASET",
+        help="a dataset in the evaluation harness's format "
+        "(default: ../shared/bench/locomo-dev.json)",
+    )
+    cache.add_argument("--turns", type=int, default=200, help="turns to replay (default: 200)")
+    cache.add_argument(
+        "--conversation", metavar="ID", help="the conversation to replay (default: the first)"
+    )
+    cache.add_argument(
+        "--minimums",
+        nargs="+",
+        type=int,
+        default=[512, 1024, 4096],
+        metavar="TOKENS",
+        help="the cache minimums to measure, one replay each (default: 512 1024 4096)",
+    )
+    cache.add_argument(
+        "--seed", type=int, default=0, help="the times, pauses and tagged lines (default: 0)"
+    )
+    cache.add_argument(
+        "--json", type=Path, dest="json_file", metavar="FILE", help="also write the figures here"
+    )
+    cache.add_argument("--minimum", type=int, help=argparse.SUPPRESS)
+    _inside_options(cache, size=False)
+    cache.set_defaults(run=_cache)
     return top
 
 
@@ -1009,6 +1054,78 @@ def _continuity(asked: argparse.Namespace) -> None:
         f"{os.cpu_count()} processors: before {' '.join(f'{n:.2f}' for n in load_before)}, "
         f"after {' '.join(f'{n:.2f}' for n in load_after)}"
     )
+
+
+# --- cache -------------------------------------------------------------------------------------
+
+
+def _cache(asked: argparse.Namespace) -> None:
+    """A real conversation replayed against the prompt cache's rules (bench/cache.py)."""
+    if asked.turns < 1 or any(minimum < 1 for minimum in asked.minimums):
+        raise BenchError("--turns and each of --minimums must be at least 1")
+    try:
+        data = dataset_load(asked.dataset)
+    except DatasetError as error:
+        raise BenchError(str(error)) from error
+    conversations = {c["id"]: c for c in data["conversations"]}
+    chosen = asked.conversation or next(iter(conversations), None)
+    if chosen not in conversations:
+        raise BenchError(
+            f"no conversation {chosen!r} in {asked.dataset} "
+            f"(there are: {', '.join(conversations) or 'none'})"
+        )
+    exchanges, person, companion = exchanges_of(conversations[chosen])
+    if asked.turns > len(exchanges):
+        raise BenchError(
+            f"{chosen} has {len(exchanges)} turns of {person} answered by {companion}; "
+            f"ask for --turns {len(exchanges)} or fewer"
+        )
+    if asked.inside:
+        from tqdm import tqdm
+
+        _migrate_throwaway_stores()
+        with tqdm(total=asked.turns, desc=f"minimum {asked.minimum}", mininterval=2) as bar:
+            result = cache_replay(
+                exchanges=exchanges[: asked.turns],
+                minimum=asked.minimum,
+                seed=asked.seed,
+                progress=lambda: bar.update(1),
+            )
+        print(json.dumps(result))
+        return
+    results = []
+    for minimum in asked.minimums:
+        _note(f"{chosen}: {asked.turns} turns with a cache minimum of {minimum:,} tokens...")
+        results.append(
+            _run_inside(
+                [
+                    "cache",
+                    str(asked.dataset.resolve()),
+                    "--conversation",
+                    chosen,
+                    "--turns",
+                    str(asked.turns),
+                    "--seed",
+                    str(asked.seed),
+                    "--minimum",
+                    str(minimum),
+                ]
+            )
+        )
+    for line in cache_figures_lines(
+        results, conversation=chosen, person=person, companion=companion
+    ):
+        print(line)
+    if asked.json_file:
+        figures = {"conversation": chosen, "person": person, "companion": companion}
+        asked.json_file.write_text(
+            json.dumps(
+                {**figures, "replays": [{**result, **shares(result)} for result in results]},
+                indent=1,
+            )
+            + "\n",
+            encoding="utf-8",
+        )
 
 
 # --- throwaway stores --------------------------------------------------------------------------
