@@ -12,6 +12,7 @@ from django.urls import path, reverse
 from django.utils import timezone
 from django.utils.html import format_html, format_html_join
 
+from anvil.decay_picture import decay_picture
 from anvil.forms import (
     StatusForm,
     TwinReviewForm,
@@ -208,6 +209,8 @@ class WorkingMemoryAdmin(admin.ModelAdmin):
         if obj is not None and obj.near_duplicate_of_id is not None:
             context["twin"] = obj.near_duplicate_of
             context["twin_form"] = TwinReviewForm()
+        if obj is not None:
+            context["decay_picture"] = decay_picture(obj, now=timezone.now())
         return super().render_change_form(request, context, add, change, form_url, obj)
 
     @admin.display(description="promoted from")

@@ -571,7 +571,8 @@ def test_it_shows_the_events_an_item_came_from(admin_client, django_assert_num_q
     WorkingMemorySource.objects.create(wm=item, event_id=again.pk)
     WorkingMemorySource.objects.create(wm=item, event_id=999)  # not in the event log
 
-    with django_assert_num_queries(1, connection=connections["events"]):
+    # One query for the source events, one for the turns the decay picture counts.
+    with django_assert_num_queries(2, connection=connections["events"]):
         response = admin_client.get(reverse("admin:gem_workingmemory_change", args=[item.pk]))
 
     page = response.content.decode()

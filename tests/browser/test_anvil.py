@@ -8,16 +8,24 @@ import re
 from datetime import timedelta
 
 import pytest
+from axe_playwright_python.sync_playwright import Axe
 from django.contrib import admin
 from django.urls import NoReverseMatch, reverse
 from django.utils import timezone
 from playwright.sync_api import BrowserContext, Page, expect
 
-from events.models import Event
+from events.models import Event, Turn
 from gem.models import AmbientProse, Fragment, FragmentEdge, WakeText, WorkingMemory
+from gem.state import TURN_COUNTER, state_set
 from mirror.models import Summary, TagSuggestion
 from mirror.run import mirror_run
-from tests.browser.conftest import BROWSER_DB, DESKTOP, PHONE, accessibility_problems
+from tests.browser.conftest import (
+    AXE_OPTIONS,
+    BROWSER_DB,
+    DESKTOP,
+    PHONE,
+    accessibility_problems,
+)
 
 pytestmark = BROWSER_DB
 
@@ -437,3 +445,53 @@ def test_the_offline_mirrors_queue_says_who_asked_and_keeps_two_tags_apart(
         expect(summary).to_contain_text("luna: genmaicha with honey; walks by the Ouse at dusk")
         expect(summary).not_to_contain_text("honeywalks")
         screenshot(page, f"offline-queue-{size}")
+
+
+def test_a_plans_page_draws_its_decay_with_phases_now_and_due_on_a_desktop_and_a_phone(
+    new_context, signed_in, owner, screenshot
+):
+    now, hour = timezone.now(), timedelta(hours=1)
+    for number in range(1, 31):  # a turn every two hours up to now
+        said = Event.objects.create(content=f"message {number}", actor="luna")
+        Turn.objects.create(event=said, number=number, queued_at=now - (60 - 2 * number) * hour)
+    state_set(TURN_COUNTER, 30)
+    plan = WorkingMemory.objects.create(
+        type="plan",
+        content="call the physio about Thursday",
+        actor="luna",
+        refreshed_at=now - 72 * hour,
+        turn=0,
+        due=now + 30 * hour,
+    )
+    for size, options in [("desktop", DESKTOP), ("phone", PHONE)]:
+        page, missing = anvil_page(
+            new_context(**options), signed_in, owner, f"/admin/gem/workingmemory/{plan.pk}/change/"
+        )
+        section = page.locator(".anvil-decay")
+        expect(section.locator(".anvil-decay-summary")).to_contain_text("Now 0.")
+        expect(section.locator(".anvil-decay-summary")).to_contain_text("(rise to due); due")
+        picture = section.locator(f".anvil-decay-{'wide' if size == 'desktop' else 'narrow'}")
+        expect(picture).to_be_visible()
+        expect(section.locator("svg:visible")).to_have_count(1)
+        assert within_view(page, picture)
+        for phase in ("drop", "floor", "rise to due", "grace", "fall"):
+            expect(section.locator(".anvil-decay-phases")).to_contain_text(phase)
+        expect(picture.locator(".anvil-decay-now text")).to_have_text("now")
+        expect(picture.locator(".anvil-decay-due text")).to_have_text("due")
+        expect(picture.locator(".anvil-decay-floor text")).to_be_visible()
+        expect(section.locator("figcaption")).to_contain_text("by the clock alone")
+        # The curve and the floor line take the theme's colours (unstyled, SVG draws them black).
+        for selector in (".anvil-decay-past", ".anvil-decay-floor line"):
+            assert computed(page, f"#{picture.get_attribute('id')} {selector}", "stroke") not in (
+                "none",
+                "rgb(0, 0, 0)",
+            )
+        assert not page.evaluate(
+            "() => document.documentElement.scrollWidth > document.documentElement.clientWidth"
+        )
+        # axe on the picture and its words, which are what this test adds to the page.
+        found = Axe().run(page, context=".anvil-decay", options=AXE_OPTIONS).response
+        assert not [v["id"] for v in found["violations"] if v["impact"] in ("serious", "critical")]
+        picture.scroll_into_view_if_needed()
+        screenshot(page, f"decay-plan-{size}")
+        assert not missing, missing
