@@ -68,6 +68,9 @@ class FakeReply:
     output_tokens: int | None = None  # None: estimated from the text
     cache_read_input_tokens: int | None = None
     cache_creation_input_tokens: int | None = None
+    # Of a scripted cache_creation_input_tokens, those written for an hour (the rest for five
+    # minutes), sent as the API's cache_creation split; None: no split is sent.
+    ephemeral_1h_input_tokens: int | None = None
     fail_after: int | None = None
     error_type: str | None = "overloaded_error"
 
@@ -322,11 +325,18 @@ def _usage(body: dict, reply: FakeReply, cached: CacheUsage) -> dict:
     scripted = (reply.cache_read_input_tokens, reply.cache_creation_input_tokens)
     if reply.input_tokens is None and all(field is None for field in scripted):
         return cached.as_api()
-    return {
+    usage = {
         "input_tokens": _estimate(body) if reply.input_tokens is None else reply.input_tokens,
         "cache_creation_input_tokens": reply.cache_creation_input_tokens or 0,
         "cache_read_input_tokens": reply.cache_read_input_tokens or 0,
     }
+    if reply.ephemeral_1h_input_tokens is not None:
+        hour = reply.ephemeral_1h_input_tokens
+        usage["cache_creation"] = {
+            "ephemeral_5m_input_tokens": usage["cache_creation_input_tokens"] - hour,
+            "ephemeral_1h_input_tokens": hour,
+        }
+    return usage
 
 
 def _output_tokens(reply: FakeReply) -> int:

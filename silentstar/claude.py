@@ -265,19 +265,9 @@ def retry_delay(*, retry: int, retry_after: float | None = None) -> float:
 
 
 def _announced(component: str, reply: Reply) -> Reply:
-    """Send ``model_called`` for a finished call; a receiver's failure is logged."""
-    sent = model_called.send_robust(
-        sender=Reply, component=component, reply=reply, at=timezone.now()
-    )
-    for receiver, result in sent:
-        if isinstance(result, Exception):
-            logger.error(
-                "A %s call to %s was not recorded by %s",
-                component,
-                reply.model,
-                getattr(receiver, "__qualname__", receiver),
-                exc_info=result,
-            )
+    """Send ``model_called`` for a finished call. ``send_robust``: a receiver that fails is
+    logged (by Django's ``django.dispatch`` logger), never raised."""
+    model_called.send_robust(sender=Reply, component=component, reply=reply, at=timezone.now())
     return reply
 
 

@@ -1,4 +1,7 @@
-"""The Claude client, through the real SDK against the local fake Messages API."""
+"""The Claude client, through the real SDK against the local fake Messages API.
+
+Every finished call is written to the ledger (``ledger``), in the events store.
+"""
 
 import base64
 import math
@@ -9,13 +12,16 @@ import sys
 from functools import partial
 
 import pytest
+from django.utils import timezone
 
 from bench.fakeapi import DEFAULT_REPLY, FakeError, FakeMessagesAPI, FakeReply
 from events.parse import parse
 from heart import offline
 from silentstar import claude
-from silentstar.claude import ClaudeError, Reply, Usage, complete, image_block
+from silentstar.claude import ClaudeError, Reply, Usage, complete, image_block, model_called
 from tests.conftest import REPO
+
+pytestmark = pytest.mark.django_db(databases="__all__")
 
 SYSTEM = [{"type": "text", "text": "You are the companion."}]
 MESSAGES = [{"role": "user", "content": "<luna><say>hello</say></luna>"}]
@@ -23,6 +29,19 @@ MESSAGES = [{"role": "user", "content": "<luna><say>hello</say></luna>"}]
 
 def never_offline() -> str:
     raise AssertionError("the offline answer was asked for while online")
+
+
+@pytest.fixture
+def announced():
+    """What each sending of ``model_called`` carried, in order."""
+    heard: list[dict] = []
+
+    def hear(sender, **kwargs):
+        heard.append(kwargs)
+
+    model_called.connect(hear)
+    yield heard
+    model_called.disconnect(hear)
 
 
 @pytest.fixture
@@ -88,6 +107,103 @@ def test_it_maps_the_usage_including_the_cache(fake_api):
         cache_write_1h_tokens=0,
     )
     assert reply.usage.cache_write_tokens == 300
+
+
+def test_it_splits_the_cache_writes_by_lifetime_as_the_api_reports_them(fake_api):
+    fake_api.push(
+        FakeReply(
+            "<say>hi</say>",
+            input_tokens=50,
+            cache_read_input_tokens=0,
+            cache_creation_input_tokens=1000,
+            ephemeral_1h_input_tokens=600,
+        )
+    )
+
+    reply = complete(
+        component="heart", offline_answer=never_offline, system=SYSTEM, messages=MESSAGES
+    )
+
+    assert (reply.usage.cache_write_5m_tokens, reply.usage.cache_write_1h_tokens) == (400, 600)
+    assert reply.usage.cache_write_tokens == 1000
+
+
+def test_it_reads_an_hour_long_write_and_its_read_from_the_prompt_caches_rules(fake_api):
+    """The fake's cache (bench/promptcache.py), unscripted: a long system prompt marked for an
+    hour is written once, then read."""
+    system = [
+        {
+            "type": "text",
+            "text": "The companion remembers. " * 200,
+            "cache_control": {"type": "ephemeral", "ttl": "1h"},
+        }
+    ]
+
+    def call():
+        return complete(
+            component="heart", offline_answer=never_offline, system=system, messages=MESSAGES
+        ).usage
+
+    first, second = call(), call()
+
+    assert first.cache_write_1h_tokens > 0 and first.cache_write_5m_tokens == 0
+    assert first.cache_read_tokens == 0
+    assert second.cache_read_tokens == first.cache_write_1h_tokens
+    assert second.cache_write_tokens == 0
+
+
+def test_it_announces_each_finished_call_once_with_its_component_reply_and_moment(
+    fake_api, announced, waits
+):
+    fake_api.push(FakeError(529), FakeReply("<say>there you are</say>"))
+    before = timezone.now()
+
+    reply = complete(
+        component="mirror-clean", offline_answer=never_offline, system=SYSTEM, messages=MESSAGES
+    )
+
+    assert len(fake_api.requests) == 2
+    [heard] = announced
+    assert heard["component"] == "mirror-clean" and heard["reply"] is reply
+    assert before <= heard["at"] <= timezone.now()
+
+
+def test_it_announces_an_offline_call(settings, announced):
+    settings.COMPANION_OFFLINE = True
+
+    reply = complete(
+        component="heart", offline_answer=lambda: "<say>offline</say>", system=SYSTEM, messages=[]
+    )
+
+    assert [(heard["component"], heard["reply"]) for heard in announced] == [("heart", reply)]
+    assert reply.offline is True
+
+
+def test_it_announces_no_call_that_failed(fake_api, announced):
+    fake_api.push(FakeError(400, "bad request"))
+
+    with pytest.raises(ClaudeError):
+        complete(component="heart", offline_answer=never_offline, system=SYSTEM, messages=MESSAGES)
+
+    assert announced == []
+
+
+def test_a_receiver_that_fails_is_logged_and_the_reply_is_still_returned(fake_api, caplog):
+    def broken(sender, **kwargs):
+        raise RuntimeError("the ledger is on fire")
+
+    model_called.connect(broken)
+    try:
+        reply = complete(
+            component="heart", offline_answer=never_offline, system=SYSTEM, messages=MESSAGES
+        )
+    finally:
+        model_called.disconnect(broken)
+
+    assert reply.text == DEFAULT_REPLY
+    [logged] = [record for record in caplog.records if record.levelname == "ERROR"]
+    assert "broken" in logged.getMessage() and "the ledger is on fire" in logged.getMessage()
+    assert isinstance(logged.exc_info[1], RuntimeError)
 
 
 def test_it_takes_model_and_max_tokens_from_settings(fake_api, settings):
