@@ -168,7 +168,7 @@ def minimums_laid_over(table: Mapping[str, int], text: str) -> dict[str, int]:
 def _object(text: str, example: str) -> dict:
     """The JSON object ``text`` (``{}`` when blank), its keys model names."""
     try:
-        given = json.loads(text or "{}")
+        given = json.loads(text.strip() or "{}")
     except ValueError as error:
         raise ValueError(f"not JSON ({error}); give an object such as {example}") from None
     if not isinstance(given, dict):

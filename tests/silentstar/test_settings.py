@@ -48,6 +48,49 @@ def test_it_names_the_variable_when_a_value_is_bad(manage):
 
 
 @pytest.mark.store_free
+def test_it_lays_the_prices_and_cache_minimums_of_the_environment_over_the_tables(manage):
+    show = (
+        "from django.conf import settings; p = settings.MODEL_PRICES; "
+        "print(p['claude-opus-5-5'].input, p['claude-opus-5-5'].output, p['claude-new-1'].input, "
+        "settings.CACHE_MINIMUM_TOKENS['claude-opus-5-5'], "
+        "settings.CACHE_MINIMUM_TOKENS['claude-sonnet-4-6'])"
+    )
+    new = (
+        '{"input": 1, "output": 2, "cache_write_5m": 1.25, "cache_write_1h": 2, "cache_read": 0.1}'
+    )
+    env = {
+        "SILENTSTAR_MODEL_PRICES": f'{{"claude-opus-5-5": {{"input": 3}}, "claude-new-1": {new}}}',
+        "SILENTSTAR_CACHE_MINIMUM_TOKENS": '{"claude-opus-5-5": 1024}',
+    }
+    result = manage("shell", "--no-imports", "-c", show, env=env)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.split() == ["3.0", "20", "1.0", "1024", "1024"]
+
+
+@pytest.mark.store_free
+@pytest.mark.parametrize(
+    ("name", "value", "said"),
+    [
+        ("SILENTSTAR_MODEL_PRICES", "{opus: 4}", "SILENTSTAR_MODEL_PRICES: not JSON"),
+        (
+            "SILENTSTAR_MODEL_PRICES",
+            '{"claude-opus-5-5": {"input": -4}}',
+            "SILENTSTAR_MODEL_PRICES: 'claude-opus-5-5''s input must be a number",
+        ),
+        (
+            "SILENTSTAR_CACHE_MINIMUM_TOKENS",
+            '{"claude-opus-5-5": "lots"}',
+            "SILENTSTAR_CACHE_MINIMUM_TOKENS: the cache minimum of 'claude-opus-5-5' must be",
+        ),
+    ],
+)
+def test_it_names_the_variable_when_prices_or_minimums_are_bad(manage, name, value, said):
+    result = manage("check", env={name: value})
+    assert result.returncode != 0
+    assert "ImproperlyConfigured" in result.stderr and said in result.stderr
+
+
+@pytest.mark.store_free
 def test_it_refuses_a_task_retry_that_is_not_longer_than_the_timeout(manage):
     result = manage("check", env={"SILENTSTAR_Q_TIMEOUT": "300", "SILENTSTAR_Q_RETRY": "300"})
     assert result.returncode != 0
