@@ -126,6 +126,7 @@ Prompt caching
                     recent: {pool: lines dropped}}
 """
 
+import math
 from collections.abc import Callable, Sequence
 from contextlib import suppress
 from dataclasses import dataclass
@@ -259,6 +260,7 @@ def assemble(
     message: str,
     actor: str,
     budgets: Budgets,
+    recent_from: int | None = None,
 ) -> Assembly:
     """Everything Claude receives for one turn; see the module docstring for the rules."""
     system_parts = {
@@ -266,43 +268,36 @@ def assemble(
         "image": image_text.strip() if image_text is not None else "",
         "ambient": ambient.strip(),
     }
-    system_blocks = [text for text in system_parts.values() if text]
+    system_texts = [text for text in system_parts.values() if text]
     # The wake block (when there is one) and the last system block; see "Prompt caching".
     system_breakpoints = (
-        {0, len(system_blocks) - 1} if system_parts["wake"] else {len(system_blocks) - 1}
+        {0, len(system_texts) - 1} if system_parts["wake"] else {len(system_texts) - 1}
     )
 
     truncated: dict[str, list] = {}
-    lingering_text, lingering_ids, lingering_out, faded = _lingering(
-        lingering,
-        now,
-        characters_within(budgets.working_memory, budgets.chars_per_token),
-        truncated,
+    cpt = budgets.chars_per_token
+    lingering_text, lingering_scores, lingering_left = _lingering(
+        lingering, now, characters_within(budgets.working_memory, cpt), truncated, cpt
     )
-    summaries_text, summary_ids, hole_shown = _summaries(
-        summaries,
-        unsummarised,
-        characters_within(budgets.summaries, budgets.chars_per_token),
-        truncated,
+    summaries_text, summary_ids, hole_shown, summaries_left = _summaries(
+        summaries, unsummarised, characters_within(budgets.summaries, cpt), truncated
     )
-    recalled_text, recalled_keys = _recalled(
-        recalled, characters_within(budgets.recall, budgets.chars_per_token), truncated
+    recalled_text, recalled_keys, recalled_left = _recalled(
+        recalled, characters_within(budgets.recall, cpt), truncated, cpt
     )
-    recent = _recent(conversation, budgets, truncated)
+    recent = _recent(conversation, budgets, truncated, held_from=recent_from)
     now_text = f"{NOW}\n{now_in_words(now, last_message_at)}"
     message_text = f"{MESSAGE}\n{_one_line(actor) or UNKNOWN_ACTOR}:\n{message}"
 
-    stable = [text for text in (lingering_text, summaries_text) if text]
-    moving = [text for text in (recalled_text, recent.text, now_text) if text] + [message_text]
-    user_blocks = [SECTION_GAP.join(stable)] if stable else []
-    user_blocks.append(SECTION_GAP.join(moving))
-
-    system = _blocks(system_blocks, breakpoints=system_breakpoints)
-    user = _blocks(user_blocks, breakpoints={0} if stable else set())
+    # Summaries, then the conversation a block per event, then what changes every turn.
+    held = ([summaries_text] if summaries_text else []) + recent.event_texts
+    moving = [text for text in (lingering_text, recalled_text, now_text) if text]
+    user_texts = [*held, SECTION_GAP.join([*moving, message_text])]
+    system = _blocks(system_texts, breakpoints=system_breakpoints, ttl="1h")
+    user = _blocks(user_texts, breakpoints={len(held) - 1} if held else set())
     system_text = "".join(block["text"] for block in system)
     user_text = "".join(block["text"] for block in user)
 
-    cpt = budgets.chars_per_token
     token_counts = {name: estimate_tokens(text, cpt) for name, text in system_parts.items()}
     token_counts |= {
         "lingering": estimate_tokens(lingering_text, cpt),
@@ -313,23 +308,35 @@ def assemble(
         "message": estimate_tokens(message_text, cpt),
         "total": estimate_tokens(system_text, cpt) + estimate_tokens(user_text, cpt),
     }
+    faded = sum(1 for item in lingering_left if item["reason"] == FADED)
     items_included = {
-        "lingering": lingering_ids,
+        "lingering": list(lingering_scores),
+        "lingering_scores": lingering_scores,
         "summaries": summary_ids,
         "unsummarised": list(unsummarised) if hole_shown else None,
         "recalled": recalled_keys,
         "recent": recent.event_ids,
         "recent_flex": recent.flex_event_ids,
-        "recent_window": recent.window._asdict(),
+        "recent_window": {
+            **recent.window._asdict(),
+            "held_from": recent_from,
+            "moved": recent.moved,
+        },
         "pool_tokens": recent.pool_tokens,
         "truncated": truncated,
         "dropped": {
-            "lingering": lingering_out,
+            "lingering": len(lingering_left) - faded,
             "lingering_faded": faded,
             "summaries": len(summaries) - len(summary_ids),
             "recalled": len(recalled) - len(recalled_keys),
             "recent": recent.dropped,
         },
+        "left_out": {
+            "lingering": lingering_left,
+            "summaries": summaries_left,
+            "recalled": recalled_left,
+        },
+        "cache": _breakpoints_described(system, user, cpt),
     }
     return Assembly(
         system=system,
@@ -439,29 +446,48 @@ class _Section:
 SMALLEST_LINE = len("- [pin] x")
 
 
+FADED, BUDGET = "faded", "budget"  # why an item was left out: under the floor, or no room
+
+
 def _lingering(
-    items: Sequence[LingeringItem], now: datetime, limit: int, truncated: dict
-) -> tuple[str, list[int], int, int]:
-    eligible = [item for item in items if item.score >= LINGER_THRESHOLD]  # NaN is left out too
+    items: Sequence[LingeringItem], now: datetime, limit: int, truncated: dict, cpt: float
+) -> tuple[str, dict[int, float], list[dict]]:
+    """The section, the included items' scores by id (as printed) and the items left out, each
+    with its reason, its rank by score among those above the floor, its tokens and the tokens
+    that were left when its turn came."""
+    left_out = [
+        {"id": item.id, "score": round(item.score, 4), "reason": FADED}
+        for item in items
+        if not item.score >= LINGER_THRESHOLD  # NaN is left out too
+    ]
+    eligible = [item for item in items if item.score >= LINGER_THRESHOLD]
     section = _Section(LINGERING, limit, "\n")
     whole, room = section.whole(), section.room()
     chosen: list[tuple[LingeringItem, str]] = []
     # Highest score first, ties by lower id: sorted by id, then (stably) by score.
     by_id = sorted(eligible, key=attrgetter("id"))
-    for item in sorted(by_id, key=attrgetter("score"), reverse=True):
-        if room < SMALLEST_LINE:
-            break  # full: nothing more can fit
+    for rank, item in enumerate(sorted(by_id, key=attrgetter("score"), reverse=True), start=1):
         line = _lingering_line_cached(item.type, item.subject, item.content, item.due, now.tzinfo)
-        if len(line) <= room:
-            text, cut = line, False
-        elif len(line) <= whole:
-            # It would fit an empty section, so it is skipped whole, never cut: most items
-            # below a full section end here, and cost only their cached line.
-            continue
-        else:
-            render = _lingering_render(item, now)
-            text, cut = section.place(render, _clean(item.content), line)
+        text, cut = None, False
+        if room >= SMALLEST_LINE:
+            if len(line) <= room:
+                text = line
+            elif len(line) > whole:
+                render = _lingering_render(item, now)
+                text, cut = section.place(render, _clean(item.content), line)
         if text is None:
+            # No room for it now, though it would fit an empty section: skipped whole, never
+            # cut; smaller items below it still get their chance.
+            left_out.append(
+                {
+                    "id": item.id,
+                    "score": round(item.score, 4),
+                    "reason": BUDGET,
+                    "rank": rank,
+                    "tokens": tokens_for_characters(len(line) + 1, cpt),
+                    "room": tokens_for_characters(max(room, 0), cpt),
+                }
+            )
             continue
         section.add(text)
         room = section.room()
@@ -469,9 +495,8 @@ def _lingering(
         if cut:
             truncated.setdefault("lingering", []).append(item.id)
     chosen.sort(key=lambda pair: (*_type_rank(pair[0].type), pair[0].id))
-    ids = [item.id for item, _ in chosen]
     text = section.text([text for _, text in chosen])
-    return text, ids, len(eligible) - len(chosen), len(items) - len(eligible)
+    return text, {item.id: round(item.score, 4) for item, _ in chosen}, left_out
 
 
 @lru_cache(maxsize=8_192)
@@ -540,7 +565,7 @@ def summaries_behind(
 
 def _summaries(
     items: Sequence[SummaryItem], unsummarised: tuple[int, int] | None, limit: int, truncated: dict
-) -> tuple[str, list[int], bool]:
+) -> tuple[str, list[int], bool, list[dict]]:
     section = _Section(SUMMARIES, limit, SECTION_GAP)
     hole = None
     if unsummarised is not None:
@@ -549,39 +574,63 @@ def _summaries(
             section.add(title)
             hole = title
     chosen: list[tuple[SummaryItem, str]] = []
+    left_out: list[dict] = []
     newest_first = sorted(
         items, key=lambda s: (s.last_event_id, s.first_event_id, s.id), reverse=True
     )
-    for summary in newest_first:
-        title = summary_title(summary.level, summary.first_event_id, summary.last_event_id)
-        text, cut = section.place(_entry_render(title), _clean(summary.content))
+    stopped = False  # never leave a gap: older summaries do not jump over one that did not fit
+    for rank, summary in enumerate(newest_first, start=1):
+        text, cut = None, False
+        if not stopped:
+            title = summary_title(summary.level, summary.first_event_id, summary.last_event_id)
+            text, cut = section.place(_entry_render(title), _clean(summary.content))
         if text is None:
-            break  # never leave a gap: older summaries do not jump over one that did not fit
+            stopped = True
+            left_out.append({"id": summary.id, "reason": BUDGET, "rank": rank})
+            continue
         section.add(text)
         chosen.append((summary, text))
         if cut:
             truncated.setdefault("summaries", []).append(summary.id)
-            break  # it took what was left
+            stopped = True  # it took what was left
     chosen.sort(key=lambda pair: (pair[0].first_event_id, pair[0].last_event_id, pair[0].id))
     texts = [text for _, text in chosen] + ([hole] if hole else [])
-    return section.text(texts), [summary.id for summary, _ in chosen], hole is not None
+    return (
+        section.text(texts),
+        [summary.id for summary, _ in chosen],
+        hole is not None,
+        left_out,
+    )
 
 
-def _recalled(items: Sequence[RecalledItem], limit: int, truncated: dict) -> tuple[str, list[str]]:
+def _recalled(
+    items: Sequence[RecalledItem], limit: int, truncated: dict, cpt: float
+) -> tuple[str, list[str], list[dict]]:
     section = _Section(RECALLED, limit, SECTION_GAP)
     texts: list[str] = []
     keys: list[str] = []
-    for item in items:
+    left_out: list[dict] = []
+    for rank, item in enumerate(items, start=1):
         title = f"### {_one_line(item.key)} ({_one_line(item.tier)})"
         text, cut = section.place(_entry_render(title), _clean(item.text))
         if text is None:
+            left_out.append(
+                {
+                    "key": item.key,
+                    "tier": item.tier,
+                    "reason": BUDGET,
+                    "rank": rank,
+                    "tokens": tokens_for_characters(len(title) + len(item.text) + 3, cpt),
+                    "room": tokens_for_characters(max(section.room(), 0), cpt),
+                }
+            )
             continue
         section.add(text)
         texts.append(text)
         keys.append(item.key)
         if cut:
             truncated.setdefault("recalled", []).append(item.key)
-    return section.text(texts), keys
+    return section.text(texts), keys, left_out
 
 
 def _entry_render(title: str) -> Callable[[str], str]:
@@ -591,11 +640,13 @@ def _entry_render(title: str) -> Callable[[str], str]:
 @dataclass
 class _Recent:
     text: str
+    event_texts: list[str]  # each event's lines, oldest first; the first opens with the heading
     event_ids: dict[str, list[int]]
     flex_event_ids: list[int]
     pool_tokens: dict[str, int]
     dropped: dict[str, int]
     window: "RecentWindow"
+    moved: bool  # the window's start moved on this turn (it was not held)
 
 
 class RecentWindow(NamedTuple):
@@ -612,26 +663,80 @@ class RecentWindow(NamedTuple):
 
 
 NEAR_FULL_SHARE = 0.25  # a window with less than this share of its budget left is nearly full
+# When the window must move, it starts again where this share of the pools holds the newest
+# lines: it then grows by whole turns until full, and its older part stays byte-identical (and
+# read from the prompt cache) all the while.
+RECENT_REFILL_SHARE = 2 / 3
 
 
-def recent_window(lines: Sequence[ConversationLine], budgets: Budgets) -> RecentWindow:
+def recent_window(
+    lines: Sequence[ConversationLine], budgets: Budgets, *, held_from: int | None = None
+) -> RecentWindow:
     """The window the Recent section of ``assemble`` shows for these lines and budgets."""
-    return _recent(lines, budgets, {}).window
+    return _recent(lines, budgets, {}, held_from=held_from).window
 
 
-def _recent(lines: Sequence[ConversationLine], budgets: Budgets, truncated: dict) -> _Recent:
-    caps = {
+def _recent(
+    lines: Sequence[ConversationLine],
+    budgets: Budgets,
+    truncated: dict,
+    *,
+    held_from: int | None = None,
+) -> _Recent:
+    """The Recent section: the newest stretch that fits the pools; given where the last turn's
+    window started (``held_from``), held there while everything since fits, and moved on by a
+    block (to where ``RECENT_REFILL_SHARE`` of the pools holds the newest lines) when not."""
+    caps = _pool_caps(budgets)
+    walk = _recent_walk(lines, caps, budgets)
+    if held_from is None or not lines or held_from > lines[-1].event_id:
+        return _recent_made(lines, walk, caps, truncated, moved=False)
+    held = _recent_walk([line for line in lines if line.event_id >= held_from], caps, budgets)
+    if held.ended_at is None:
+        return _recent_made(lines, held, caps, truncated, moved=False)
+    refill = {pool: math.floor(cap * RECENT_REFILL_SHARE) for pool, cap in caps.items()}
+    start = _recent_walk(lines, refill, budgets).first_whole_event()
+    if start is not None:
+        walk = _recent_walk([line for line in lines if line.event_id >= start], caps, budgets)
+    return _recent_made(lines, walk, caps, truncated, moved=True)
+
+
+def _pool_caps(budgets: Budgets) -> dict[str, int]:
+    return {
         USER: max(budgets.pool_user, 0),
         SAY: max(budgets.pool_say, 0),
         DO: max(budgets.pool_do, 0),
         FLEX: max(budgets.pool_flex, 0),
     }
+
+
+@dataclass
+class _Walk:
+    kept: list[tuple[ConversationLine, str, dict[str, int]]]  # line, text, tokens by pool
+    left: dict[str, int]
+    ended_at: ConversationLine | None  # the newest line left out for want of room
+    cut: list[int]  # event ids of lines cut to fit
+
+    def first_whole_event(self) -> int | None:
+        """The oldest event every line of which was kept."""
+        if not self.kept:
+            return None
+        first = self.kept[0][0].event_id
+        if self.ended_at is not None and self.ended_at.event_id == first:
+            return next((line.event_id for line, _, _ in self.kept if line.event_id != first), None)
+        return first
+
+
+def _recent_walk(
+    lines: Sequence[ConversationLine], caps: dict[str, int], budgets: Budgets
+) -> _Walk:
+    """Lines newest first into the pools until one fits none of them (see the docstring)."""
     left = dict(caps)
     cpt = budgets.chars_per_token
     limit = characters_within(sum(caps.values()), cpt)  # the whole section, in characters
     used = len(RECENT)
-    kept: list[tuple[ConversationLine, str, dict[str, int]]] = []  # line, text, tokens by pool
-    ended_at: ConversationLine | None = None  # the newest line left out: the window ends there
+    kept: list[tuple[ConversationLine, str, dict[str, int]]] = []
+    ended_at: ConversationLine | None = None
+    cut: list[int] = []
     for line in reversed(lines):
         label, content, text = _recent_line(line.actor, line.pool, line.text)
         # A line pays for its text and for the line break(s) after it (after the heading, for the
@@ -655,7 +760,7 @@ def _recent(lines: Sequence[ConversationLine], budgets: Budgets, truncated: dict
             if text is None:
                 ended_at = line
                 break
-            truncated.setdefault("recent", []).append(line.event_id)
+            cut.append(line.event_id)
             cost = tokens_for_characters(joint + len(text), cpt)
         charges = _charge(left, line.pool, cost)
         used += joint + len(text)
@@ -669,12 +774,31 @@ def _recent(lines: Sequence[ConversationLine], budgets: Budgets, truncated: dict
         for _, _, charges in kept[:person]:
             for pool, taken in charges.items():
                 left[pool] += taken
+        dropped_ids = {line.event_id for line, _, _ in kept[:person]}
+        cut = [event_id for event_id in cut if event_id not in dropped_ids]
         ended_at, kept = kept[person - 1][0], kept[person:]
-    parts: list[str] = []
+    return _Walk(kept, left, ended_at, cut)
+
+
+def _recent_made(
+    lines: Sequence[ConversationLine],
+    walk: _Walk,
+    caps: dict[str, int],
+    truncated: dict,
+    *,
+    moved: bool,
+) -> _Recent:
+    kept = walk.kept
+    if walk.cut:
+        truncated.setdefault("recent", []).extend(sorted(set(walk.cut)))
+    event_texts: list[str] = []
     for index, (line, text, _) in enumerate(kept):
-        if index:
-            parts.append("\n" if kept[index - 1][0].event_id == line.event_id else "\n\n")
-        parts.append(text)
+        if index and kept[index - 1][0].event_id == line.event_id:
+            event_texts[-1] += "\n" + text
+        else:
+            event_texts.append(text)
+    if event_texts:
+        event_texts[0] = f"{RECENT}\n{event_texts[0]}"
     event_ids = {
         pool: list(dict.fromkeys(line.event_id for line, _, _ in kept if line.pool == pool))
         for pool in POOLS
@@ -682,24 +806,20 @@ def _recent(lines: Sequence[ConversationLine], budgets: Budgets, truncated: dict
     dropped = dict.fromkeys(POOLS, 0)
     for line in lines[: len(lines) - len(kept)]:  # the window is the lines' newest stretch
         dropped[line.pool] += 1
-    first_event = None
-    if kept:
-        first_event = kept[0][0].event_id
-        if ended_at is not None and ended_at.event_id == first_event:
-            # The window ended inside an event: the event after it is the first one shown whole.
-            first_event = next(
-                (line.event_id for line, _, _ in kept if line.event_id != first_event), None
-            )
-    full = ended_at is not None or sum(left.values()) < NEAR_FULL_SHARE * sum(caps.values())
+    full = walk.ended_at is not None or sum(walk.left.values()) < NEAR_FULL_SHARE * sum(
+        caps.values()
+    )
     return _Recent(
-        text=f"{RECENT}\n{''.join(parts)}" if kept else "",
+        text=SECTION_GAP.join(event_texts),
+        event_texts=event_texts,
         event_ids=event_ids,
         flex_event_ids=list(
             dict.fromkeys(line.event_id for line, _, charges in kept if set(charges) - {line.pool})
         ),
-        pool_tokens={pool: caps[pool] - left[pool] for pool in (*POOLS, FLEX)},
+        pool_tokens={pool: caps[pool] - walk.left[pool] for pool in (*POOLS, FLEX)},
         dropped=dropped,
-        window=RecentWindow(first_event, full),
+        window=RecentWindow(walk.first_whole_event(), full),
+        moved=moved,
     )
 
 
@@ -737,15 +857,35 @@ def _recent_render(label: str, content: str) -> str:
 # --- text helpers ------------------------------------------------------------------------------
 
 
-def _blocks(texts: list[str], *, breakpoints: set[int]) -> list[dict]:
+def _blocks(texts: list[str], *, breakpoints: set[int], ttl: str | None = None) -> list[dict]:
     """Text blocks; every block after the first opens with the blank line that separates it."""
     blocks = []
     for index, text in enumerate(texts):
         block: dict = {"type": "text", "text": SECTION_GAP + text if index else text}
         if index in breakpoints:
-            block["cache_control"] = {"type": "ephemeral"}
+            block["cache_control"] = {"type": "ephemeral", **({"ttl": ttl} if ttl else {})}
         blocks.append(block)
     return blocks
+
+
+def _breakpoints_described(system: list[dict], user: list[dict], cpt: float) -> list[dict]:
+    """Each breakpoint: where it is (``system`` or ``user`` and the block's index), its TTL and
+    the estimated tokens of the prefix it closes (what the cache keeps, if the model's minimum
+    allows)."""
+    described, characters = [], 0
+    for part, blocks in (("system", system), ("user", user)):
+        for index, block in enumerate(blocks):
+            characters += len(block["text"])
+            if control := block.get("cache_control"):
+                described.append(
+                    {
+                        "part": part,
+                        "block": index,
+                        "ttl": control.get("ttl", "5m"),
+                        "prefix_tokens": tokens_for_characters(characters, cpt),
+                    }
+                )
+    return described
 
 
 def _clean(text: str) -> str:

@@ -1,6 +1,8 @@
 """Gathering what Claude wakes up to for one turn, from the stores, for the pure assembler."""
 
 import math
+from collections.abc import Sequence
+from dataclasses import asdict, dataclass
 from datetime import datetime
 from functools import lru_cache
 from zoneinfo import ZoneInfo
@@ -10,10 +12,15 @@ from django.db.models.functions import Length
 
 from events.models import Event
 from events.parse import MARKUP, parse, tidy
-from gem import decay
 from gem.recalled import Recall
 from gem.selectors import GemNow, Identities, decay_pressure, working_memory_scores
-from gem.state import CHARS_PER_TOKEN, PENDING_RECALL, WORKING_MEMORY_FILL, state_get_many
+from gem.state import (
+    CHARS_PER_TOKEN,
+    PENDING_RECALL,
+    RECENT_WINDOW,
+    WORKING_MEMORY_FILL,
+    state_get_many,
+)
 from gem.zone import owner_time_zone
 from heart.assemble import (
     Assembly,
@@ -113,34 +120,88 @@ def _recent_events(*, before: int, chars_wanted: int) -> list[tuple[int, datetim
 _recent_pages_last = {"pages": 1}  # how many pages the last read took, in this process
 
 
+@dataclass(frozen=True)
+class ContextInputs:
+    """What a turn's context is assembled from besides the stores: the moment, the turn counter
+    and the small values kept between turns. Kept with the snapshot, so the context of any past
+    turn can be assembled again (``heart.travel``)."""
+
+    event_id: int
+    now: datetime
+    turn: int
+    zone: str
+    pressure: float
+    chars_per_token: float
+    pending_recall: list[dict]
+    recent_from: int | None  # where the last turn's Recent window started
+
+    def as_json(self) -> dict:
+        return {**asdict(self), "now": self.now.isoformat()}
+
+    @classmethod
+    def from_json(cls, data: dict) -> "ContextInputs":
+        return cls(**{**data, "now": datetime.fromisoformat(data["now"])})
+
+
+def context_inputs(*, event: Event, now: datetime, current_turn: int) -> ContextInputs:
+    """The inputs of the context for answering ``event`` at ``now``, read in one query."""
+    state = state_get_many(
+        {
+            CHARS_PER_TOKEN: DEFAULT_CHARS_PER_TOKEN,
+            PENDING_RECALL: [],
+            WORKING_MEMORY_FILL: 0.0,
+            RECENT_WINDOW: None,
+        }
+    )
+    window = state[RECENT_WINDOW] or {}
+    return ContextInputs(
+        event_id=event.pk,
+        now=now,
+        turn=current_turn,
+        zone=owner_time_zone(),
+        pressure=decay_pressure(state[WORKING_MEMORY_FILL]),
+        chars_per_token=state[CHARS_PER_TOKEN],
+        pending_recall=state[PENDING_RECALL],
+        recent_from=window.get("first_event"),
+    )
+
+
 def context_for_event(*, event: Event, now: datetime, current_turn: int, gem: GemNow) -> Assembly:
     """The assembled context for answering ``event`` at ``now``, from ``gem`` as read for it."""
-    # One read of the turn's small values, the last turn's working-memory fill among them.
-    state = state_get_many(
-        {CHARS_PER_TOKEN: DEFAULT_CHARS_PER_TOKEN, PENDING_RECALL: [], WORKING_MEMORY_FILL: 0.0}
-    )
-    budgets = budgets_from_settings(chars_per_token=state[CHARS_PER_TOKEN])
+    inputs = context_inputs(event=event, now=now, current_turn=current_turn)
+    return context_assemble(event=event, inputs=inputs, gem=gem, working_memory=gem.working_memory)
+
+
+def context_assemble(
+    *, event: Event, inputs: ContextInputs, gem: GemNow, working_memory: Sequence, as_of=None
+) -> Assembly:
+    """The context for ``event`` from ``inputs``, the Gem as read (``gem``: identities, wake
+    text, ambient prose, recall) and its active ``working_memory`` rows; with ``as_of``, the
+    summaries as they stood at that moment (``heart.travel`` assembles a past turn again)."""
+    budgets = budgets_from_settings(chars_per_token=inputs.chars_per_token)
     pools = budgets.pool_user + budgets.pool_say + budgets.pool_do + budgets.pool_flex
     earlier = _recent_events(before=event.pk, chars_wanted=2 * 4 * pools)
-    rows = gem.working_memory
     scores = working_memory_scores(
-        rows,
-        now=now,
-        current_turn=current_turn,
-        pressure=decay_pressure(state[WORKING_MEMORY_FILL]),
+        working_memory, now=inputs.now, current_turn=inputs.turn, pressure=inputs.pressure
     )
-    lingering = [  # in no particular order: the assembler chooses by score
+    lingering = [  # every active item, in no particular order: the assembler chooses by score
         LingeringItem(row.id, row.type, row.content, row.subject, score, row.due)
-        for row, score in zip(rows, scores, strict=True)
-        if decay.is_surfacing(score)
+        for row, score in zip(working_memory, scores, strict=True)
     ]
-    pending = state[PENDING_RECALL]
+    pending = inputs.pending_recall
     recalls = [Recall(r["key"], r["deep"]) for r in pending if "key" in r]
     searches = [r["search"] for r in pending if "search" in r]
     recalled = gem.recalled(recalls) + search_recalled(searches, before_event=event.pk)
     conversation = conversation_lines(earlier, who=gem.identities)
-    local_now = now.astimezone(ZoneInfo(owner_time_zone()))
+    local_now = inputs.now.astimezone(ZoneInfo(inputs.zone))
     cpt = budgets.chars_per_token
+    current = Summary.objects.filter(first_event_id__lt=event.pk)
+    if as_of is None:
+        current = current.filter(superseded_by__isnull=True)
+    else:
+        current = current.filter(created_at__lte=as_of).exclude(
+            superseded_by__created_at__lte=as_of
+        )
     spans = [
         Span(
             pk,
@@ -149,15 +210,15 @@ def context_for_event(*, event: Event, now: datetime, current_turn: int, gem: Ge
             last,
             summary_entry_tokens(summary_title(level, first, last), chars, cpt),
         )
-        for pk, level, first, last, chars in Summary.objects.filter(
-            superseded_by__isnull=True, first_event_id__lt=event.pk
+        for pk, level, first, last, chars in current.annotate(chars=Length("content")).values_list(
+            "id", "level", "first_event_id", "last_event_id", "chars"
         )
-        .annotate(chars=Length("content"))
-        .values_list("id", "level", "first_event_id", "last_event_id", "chars")
     ]
     # Summaries stand for what is older than the Recent window; the window does not depend on
     # the summaries, so it is found first and the summaries are chosen behind it.
-    window_first = recent_window(conversation, budgets).first_event or event.pk
+    window_first = (
+        recent_window(conversation, budgets, held_from=inputs.recent_from).first_event or event.pk
+    )
     chosen, unsummarised = summaries_behind(
         spans,
         window_first=window_first,
@@ -185,6 +246,7 @@ def context_for_event(*, event: Event, now: datetime, current_turn: int, gem: Ge
         message=event.content,
         actor=event.actor,
         budgets=budgets,
+        recent_from=inputs.recent_from,
     )
 
 

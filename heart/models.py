@@ -14,6 +14,11 @@ class ContextSnapshot(models.Model):
     assembled_user = models.TextField()
     token_counts = models.JSONField(default=dict)
     items_included = models.JSONField(default=dict)
+    inputs = models.JSONField(
+        default=dict,
+        blank=True,
+        help_text="What the context was assembled from besides the stores (heart.context).",
+    )
 
     class Meta:
         ordering = ["-ts", "-id"]

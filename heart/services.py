@@ -30,7 +30,7 @@ from gem.state import (
 )
 from heart import offline
 from heart.assemble import Assembly, working_memory_fill
-from heart.context import context_for_event
+from heart.context import context_assemble, context_inputs
 from heart.ingest import COMPANION, USER, event_record, working_memory_ingest
 from heart.models import ContextSnapshot
 from silentstar import claude
@@ -245,9 +245,19 @@ def turn_run(*, turn: Turn, stop: WorkerStop | None = None) -> Turn:
     gem = gem_current()
     who = gem.identities
     try:
-        assembly = context_for_event(event=event, now=clock(), current_turn=turn.number, gem=gem)
+        inputs = context_inputs(event=event, now=clock(), current_turn=turn.number)
+        assembly = context_assemble(
+            event=event, inputs=inputs, gem=gem, working_memory=gem.working_memory
+        )
         _when_unlocked(partial(_working_memory_fill_record, assembly))
-        _when_unlocked(partial(state_set, RECENT_WINDOW, assembly.items_included["recent_window"]))
+        window = assembly.items_included["recent_window"]
+        _when_unlocked(
+            partial(
+                state_set,
+                RECENT_WINDOW,
+                {"first_event": window["first_event"], "full": window["full"]},
+            )
+        )
         reply_event = turn.reply_event
         patience = None
         if reply_event is None:
@@ -297,6 +307,7 @@ def turn_run(*, turn: Turn, stop: WorkerStop | None = None) -> Turn:
                 assembled_user=assembly.user_text,
                 token_counts=assembly.token_counts,
                 items_included=assembly.items_included,
+                inputs=inputs.as_json(),
             ),
             until=patience,
         )

@@ -25,8 +25,9 @@ from silentstar.tokens import estimate_tokens
 pytestmark = pytest.mark.store_free
 
 NOW = datetime(2026, 11, 22, 5, 40, tzinfo=UTC)
-HEADINGS = ("Lingering", "Summaries", "Recalled", "Recent", "Now", "Message")
+HEADINGS = ("Summaries", "Recent", "Lingering", "Recalled", "Now", "Message")
 EPHEMERAL = {"type": "ephemeral"}
+HOUR = {"type": "ephemeral", "ttl": "1h"}
 
 
 def wm(id, score, content="item", type="thought", subject="", due=None):
@@ -73,6 +74,11 @@ def section_text(user_text, name):
     return match[0].rstrip("\n") if match else ""
 
 
+def window(included):
+    """The Recent window's start and fullness, without how it was held."""
+    return {key: included["recent_window"][key] for key in ("first_event", "full")}
+
+
 def breakpoints(blocks):
     return [index for index, block in enumerate(blocks) if "cache_control" in block]
 
@@ -95,10 +101,10 @@ def test_it_orders_the_sections_with_their_headings():
     assembly = full()
     headings = re.findall(r"^## (.+)$", assembly.user_text, re.MULTILINE)
     assert headings == list(HEADINGS)
-    assert assembly.user_text.startswith("## Lingering\n")
-    assert "\n\n## Summaries\n### L0, events 1-40\nThey talked about the garden.\n\n" in (
-        assembly.user_text
+    assert assembly.user_text.startswith(
+        "## Summaries\n### L0, events 1-40\nThey talked about the garden.\n\n## Recent\n"
     )
+    assert "\n\n## Lingering\n- [feeling] protective\n\n## Recalled\n" in assembly.user_text
     assert assembly.user_text.endswith("## Message\nluna:\nhello")
 
 
@@ -374,7 +380,7 @@ def test_a_pool_takes_what_the_others_leave_and_the_window_ends_at_the_first_mis
     assert included["recent_flex"] == [15, 16, 17]
     assert included["pool_tokens"] == {"user": 12, "say": 10, "do": 0, "flex": 3}
     assert included["dropped"]["recent"] == {"user": 10, "say": 5, "do": 0}
-    assert included["recent_window"] == {"first_event": 15, "full": True}
+    assert window(included) == {"first_event": 15, "full": True}
 
 
 def test_it_overflows_into_flex():
@@ -412,7 +418,7 @@ def test_what_a_pool_does_not_use_flows_to_the_others():
     assert included["recent"]["say"] == [29, 31, 33, 35, 37, 39]
     assert included["pool_tokens"]["user"] == 50 and included["pool_tokens"]["flex"] == 10
     assert included["recent_flex"]
-    assert included["recent_window"] == {"first_event": 28, "full": True}
+    assert window(included) == {"first_event": 28, "full": True}
 
 
 def test_the_window_ends_for_every_pool_at_the_first_line_that_does_not_fit():
@@ -460,7 +466,7 @@ def test_a_window_cut_short_opens_with_a_message_of_the_person():
     # The do line of event 2 fits, its say line does not: the reply is not shown in part, and
     # not without the message it answers.
     assert included["recent"] == {"user": [3], "say": [], "do": []}
-    assert included["recent_window"] == {"first_event": 3, "full": True}
+    assert window(included) == {"first_event": 3, "full": True}
     assert included["pool_tokens"]["do"] == 0
 
 
@@ -559,20 +565,50 @@ def test_it_puts_the_time_and_the_last_message_in_the_now_section():
 # --- prompt caching --------------------------------------------------------------------------
 
 
-def test_it_puts_cache_breakpoints_on_wake_system_end_and_the_stable_user_prefix():
+def test_it_puts_cache_breakpoints_on_wake_system_end_and_the_end_of_the_conversation():
     with_image = full()
     assert breakpoints(with_image.system) == [0, 2]
-    assert breakpoints(with_image.user) == [0]
-    assert with_image.user[0]["text"].startswith("## Lingering")
-    assert with_image.user[0]["text"].endswith("They talked about the garden.")
-    assert with_image.user[1]["text"].startswith("\n\n## Recalled")
-    blocks = with_image.system + with_image.user
-    assert all(block["cache_control"] == EPHEMERAL for block in blocks if "cache_control" in block)
-    assert len(breakpoints(blocks)) <= 4
+    assert all(with_image.system[i]["cache_control"] == HOUR for i in (0, 2))
+    # Summaries, then one block per event of Recent, the last of them the breakpoint.
+    assert (
+        with_image.user[0]["text"]
+        == "## Summaries\n### L0, events 1-40\nThey talked about the garden."
+    )
+    assert with_image.user[1]["text"] == "\n\n## Recent\nluna: hi"
+    assert with_image.user[2]["text"] == "\n\nclaude (say): Hello."
+    assert breakpoints(with_image.user) == [2]
+    assert with_image.user[2]["cache_control"] == EPHEMERAL
+    assert with_image.user[3]["text"].startswith("\n\n## Lingering")
+    assert with_image.user[3]["text"].endswith("luna:\nhello")
+    assert len(breakpoints(with_image.system + with_image.user)) <= 4
+    assert with_image.items_included["cache"] == [
+        {
+            "part": "system",
+            "block": 0,
+            "ttl": "1h",
+            "prefix_tokens": estimate_tokens("You are Claude."),
+        },
+        {
+            "part": "system",
+            "block": 2,
+            "ttl": "1h",
+            "prefix_tokens": estimate_tokens(with_image.system_text),
+        },
+        {
+            "part": "user",
+            "block": 2,
+            "ttl": "5m",
+            "prefix_tokens": estimate_tokens(
+                with_image.system_text + "".join(b["text"] for b in with_image.user[:3])
+            ),
+        },
+    ]
 
     without_image = build(lingering=[wm(1, 0.5)])
     assert breakpoints(without_image.system) == [0, 1]
-    assert breakpoints(without_image.user) == [0]
+    assert breakpoints(without_image.user) == []  # nothing held: Lingering changes every turn
+    only_summaries = build(summaries=[SummaryItem(7, "L0", 1, 40, "Garden.")])
+    assert breakpoints(only_summaries.user) == [0]
     only_wake = build(ambient="", lingering=[], summaries=[])
     assert breakpoints(only_wake.system) == [0]
     assert breakpoints(only_wake.user) == []
@@ -583,23 +619,72 @@ def test_it_puts_cache_breakpoints_on_wake_system_end_and_the_stable_user_prefix
 def test_it_shares_the_cached_prefix_between_consecutive_turns():
     shared = {
         "image_text": None,
-        "lingering": [wm(1, 0.9, "protective", type="feeling"), wm(2, 0.4, "the garden")],
         "summaries": [SummaryItem(7, "L0", 1, 40, "They talked about the garden.")],
     }
     conversation = [line(41, "user", "hi"), line(42, "say", "Hello.")]
-    first = build(**shared, conversation=conversation, message="how are you?")
-    shared["lingering"] = [wm(1, 0.7, "protective", type="feeling"), wm(2, 0.39, "the garden")]
+    first = build(
+        **shared,
+        lingering=[wm(1, 0.9, "protective", type="feeling"), wm(2, 0.4, "the garden")],
+        conversation=conversation,
+        message="how are you?",
+    )
     second = build(
         **shared,
+        lingering=[wm(2, 0.39, "the garden"), wm(3, 0.9, "relieved", type="feeling")],
         conversation=[*conversation, line(43, "user", "how are you?"), line(44, "say", "Well.")],
         now=NOW + timedelta(minutes=2),
         last_message_at=NOW,
         message="good",
+        recent_from=first.items_included["recent_window"]["first_event"],
     )
     assert first.system == second.system
-    assert first.user[0] == second.user[0]
-    assert second.user_text.startswith(first.user[0]["text"])
-    assert first.user[1] != second.user[1]
+    # The first turn's cached prefix ends at a block boundary of the second, within 20 blocks
+    # of its breakpoint: the cache finds it there, whatever working memory did.
+    cached = [{k: v for k, v in block.items() if k != "cache_control"} for block in first.user]
+    end = breakpoints(first.user)[-1] + 1
+    assert (
+        second.user[:end] == cached[:end]
+        or [{k: v for k, v in b.items() if k != "cache_control"} for b in second.user[:end]]
+        == cached[:end]
+    )
+    assert breakpoints(second.user)[-1] - (end - 1) <= 20
+    assert breakpoints(second.user)[-1] > end - 1
+    assert "relieved" in second.user[-1]["text"] and "protective" not in second.user_text
+
+
+def test_recent_is_held_from_its_start_until_it_overflows_then_moves_on_by_a_block():
+    budgets = Budgets(pool_user=60, pool_say=60, pool_do=0, pool_flex=0)
+    said = [
+        line(event_id, "user" if event_id % 2 else "say", f"line number {event_id} here")
+        for event_id in range(1, 41)
+    ]
+    tight = build(conversation=said[:20], budgets=budgets)
+    start = tight.items_included["recent_window"]["first_event"]
+    assert start > 1  # the ten lines do not all fit
+    starts, moves = [], []
+    for end in range(21, 41):
+        turn = build(conversation=said[:end], budgets=budgets, recent_from=start)
+        window_now = turn.items_included["recent_window"]
+        assert window_now["held_from"] == start
+        assert estimate_tokens(section_text(turn.user_text, "Recent")) <= 120
+        assert f"line number {end} here" in turn.user_text  # always ends with the newest line
+        if window_now["moved"]:
+            moves.append(end)
+            assert window_now["first_event"] > start
+            # It starts again where two thirds of the pools hold the newest lines.
+            assert estimate_tokens(section_text(turn.user_text, "Recent")) <= 120 * 2 / 3 + 3
+        else:
+            assert window_now["first_event"] == start
+        start = window_now["first_event"]
+        starts.append(start)
+    assert moves and len(moves) < len(starts) / 3  # held for several turns between moves
+    assert starts == sorted(starts)
+
+
+def test_a_held_window_is_let_go_when_the_hint_is_past_the_newest_line():
+    said = [line(1, "user", "hi"), line(2, "say", "Hello.")]
+    assembly = build(conversation=said, recent_from=99)
+    assert assembly.items_included["recent"] == {"user": [1], "say": [2], "do": []}
 
 
 def test_it_shares_the_wake_prefix_with_and_without_an_image():
@@ -628,7 +713,7 @@ def test_it_counts_tokens_and_lists_what_it_included():
         "recalled": ["fairy"],
         "recent": {"user": [41], "say": [42], "do": []},
         "recent_flex": [],
-        "recent_window": {"first_event": 41, "full": False},
+        "recent_window": {"first_event": 41, "full": False, "held_from": None, "moved": False},
         "unsummarised": None,
         "pool_tokens": {
             "user": estimate_tokens("luna: hi\n\n"),
@@ -644,6 +729,9 @@ def test_it_counts_tokens_and_lists_what_it_included():
             "recalled": 0,
             "recent": {"user": 0, "say": 0, "do": 0},
         },
+        "lingering_scores": {1: 0.9},
+        "left_out": {"lingering": [], "summaries": [], "recalled": []},
+        "cache": assembly.items_included["cache"],  # its own test above
     }
 
 
@@ -826,7 +914,7 @@ def test_recent_is_one_window_ending_with_the_newest_line(conversation, pools, c
     included = build(conversation=conversation, budgets=budgets).items_included
     shown = {i for ids in included["recent"].values() for i in ids}
     window = recent_window(conversation, budgets)
-    assert included["recent_window"] == window._asdict()
+    assert {**window._asdict(), "held_from": None, "moved": False} == included["recent_window"]
     if not shown:
         assert window.first_event is None
         return
@@ -951,3 +1039,37 @@ def test_no_message_of_the_person_is_in_neither_recent_nor_a_summary(
         if mirror_runs:
             spans = mirror_after(spans, summarised_to, next_id - 1, sizes)
             summarised_to = next_id - 1
+
+
+# --- what was left out, and why --------------------------------------------------------------
+
+
+def test_it_names_each_item_left_out_with_its_reason_rank_and_tokens():
+    assembly = build(
+        lingering=[
+            wm(1, 0.9, "a" * 30),
+            wm(2, 0.005, "faded away"),
+            wm(3, 0.8, "b" * 45),
+            wm(4, 0.7, "c"),
+        ],
+        summaries=[
+            SummaryItem(7, "L0", 1, 20, "x" * 40),
+            SummaryItem(8, "L0", 21, 40, "y" * 40),
+        ],
+        recalled=[RecalledItem("elf", "ambient", "e"), RecalledItem("fairy", "ambient", "f" * 30)],
+        budgets=Budgets(working_memory=20, summaries=25, recall=16),
+    )
+    included = assembly.items_included
+    assert included["lingering"] == [1, 4]
+    assert included["lingering_scores"] == {1: 0.9, 4: 0.7}
+    left = included["left_out"]
+    faded, cut = left["lingering"]
+    assert faded == {"id": 2, "score": 0.005, "reason": "faded"}
+    assert cut["id"] == 3 and cut["reason"] == "budget" and cut["rank"] == 2
+    assert cut["tokens"] > cut["room"]  # it needed more than was left when its turn came
+    assert included["summaries"] == [8]
+    assert left["summaries"] == [{"id": 7, "reason": "budget", "rank": 2}]
+    assert included["recalled"] == ["elf"]
+    assert [(r["key"], r["reason"], r["rank"]) for r in left["recalled"]] == [
+        ("fairy", "budget", 2)
+    ]

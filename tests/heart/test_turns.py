@@ -96,7 +96,7 @@ def test_it_answers_a_turn_and_records_everything(fake_api):
     assert MESSAGE in snapshot.assembled_user
     assert snapshot.token_counts["total"] > 0
     sent = fake_api.requests[-1]
-    assert sent["system"][-1]["cache_control"] == {"type": "ephemeral"}
+    assert sent["system"][-1]["cache_control"] == {"type": "ephemeral", "ttl": "1h"}
     assert "## Message" in sent["messages"][0]["content"][-1]["text"]
 
 
