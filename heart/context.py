@@ -8,6 +8,7 @@ from functools import lru_cache
 from zoneinfo import ZoneInfo
 
 from django.conf import settings
+from django.db.models import Max
 from django.db.models.functions import Length
 
 from events.models import Event
@@ -134,6 +135,7 @@ class ContextInputs:
     chars_per_token: float
     pending_recall: list[dict]
     recent_from: int | None  # where the last turn's Recent window started
+    summaries_through: int  # the newest summary written by then (0: none)
 
     def as_json(self) -> dict:
         return {**asdict(self), "now": self.now.isoformat()}
@@ -163,6 +165,7 @@ def context_inputs(*, event: Event, now: datetime, current_turn: int) -> Context
         chars_per_token=state[CHARS_PER_TOKEN],
         pending_recall=state[PENDING_RECALL],
         recent_from=window.get("first_event"),
+        summaries_through=Summary.objects.aggregate(last=Max("pk"))["last"] or 0,
     )
 
 
@@ -173,11 +176,12 @@ def context_for_event(*, event: Event, now: datetime, current_turn: int, gem: Ge
 
 
 def context_assemble(
-    *, event: Event, inputs: ContextInputs, gem: GemNow, working_memory: Sequence, as_of=None
+    *, event: Event, inputs: ContextInputs, gem: GemNow, working_memory: Sequence, past=False
 ) -> Assembly:
     """The context for ``event`` from ``inputs``, the Gem as read (``gem``: identities, wake
-    text, ambient prose, recall) and its active ``working_memory`` rows; with ``as_of``, the
-    summaries as they stood at that moment (``heart.travel`` assembles a past turn again)."""
+    text, ambient prose, recall) and its active ``working_memory`` rows. ``past``: the summaries
+    as they stood when ``inputs`` were read, for a past turn assembled again (``heart.travel``);
+    the ids tell, not the clock, which a turn run with ``--at`` does not share."""
     budgets = budgets_from_settings(chars_per_token=inputs.chars_per_token)
     pools = budgets.pool_user + budgets.pool_say + budgets.pool_do + budgets.pool_flex
     earlier = _recent_events(before=event.pk, chars_wanted=2 * 4 * pools)
@@ -196,12 +200,11 @@ def context_assemble(
     local_now = inputs.now.astimezone(ZoneInfo(inputs.zone))
     cpt = budgets.chars_per_token
     current = Summary.objects.filter(first_event_id__lt=event.pk)
-    if as_of is None:
-        current = current.filter(superseded_by__isnull=True)
+    if past:
+        through = inputs.summaries_through
+        current = current.filter(pk__lte=through).exclude(superseded_by__lte=through)
     else:
-        current = current.filter(created_at__lte=as_of).exclude(
-            superseded_by__created_at__lte=as_of
-        )
+        current = current.filter(superseded_by__isnull=True)
     spans = [
         Span(
             pk,

@@ -1,0 +1,134 @@
+"""Time travel: the context of a past turn assembled again from the data as it was then, and
+compared with the snapshot the turn kept.
+
+The event log never changes, and the snapshot keeps the inputs that are not in the stores
+(``heart.context.ContextInputs``: the moment, the turn counter, the pressure, the calibrated
+characters per token, the pending recall requests, where the last Recent window started). The
+rest is read as it stood at that moment: working memory created by then and still active then
+(an item that left later was stamped ``resolved_at``), the summaries written by then and not yet
+superseded. What nobody keeps a history of (the wake text, the ambient prose, a fragment, an
+item's words or decay anchor) is read as it is now; when the two contexts differ, the changes
+made since (the Anvil's log of every write, retags) are named beside the sections that differ.
+"""
+
+import re
+from dataclasses import dataclass, field
+from datetime import datetime
+
+from django.contrib.admin.models import LogEntry
+
+from events.models import Turn
+from gem.models import WorkingMemory
+from gem.selectors import gem_current
+from heart.context import ContextInputs, context_assemble
+from heart.models import ContextSnapshot
+
+SECTION_HEADING = re.compile(r"^## (.+)$", re.MULTILINE)
+# The admin log's entries that can change each part of a context, by model.
+CHANGES_OF = {
+    "system": ("gem.waketext", "gem.ambientprose", "gem.identity"),
+    "Lingering": ("gem.workingmemory",),
+    "Summaries": ("mirror.summary",),
+    "Recalled": ("gem.fragment", "gem.fragmentedge"),
+    "Recent": ("gem.identity",),
+}
+
+
+@dataclass
+class Travel:
+    """A past turn's context assembled again, beside its snapshot."""
+
+    snapshot: ContextSnapshot
+    system: str = ""
+    user: str = ""
+    possible: bool = True
+    why_not: str = ""
+    differing: list[str] = field(default_factory=list)  # "system" and user section headings
+    changes: list[str] = field(default_factory=list)  # what changed since, in sentences
+
+    @property
+    def agrees(self) -> bool:
+        return self.possible and not self.differing
+
+
+def user_sections(user_text: str) -> dict[str, str]:
+    """The user message's ``## `` sections by heading, each with its text."""
+    marks = list(SECTION_HEADING.finditer(user_text))
+    return {
+        mark.group(1): user_text[
+            mark.start() : marks[n + 1].start() if n + 1 < len(marks) else None
+        ]
+        for n, mark in enumerate(marks)
+    }
+
+
+def snapshot_travelled(snapshot: ContextSnapshot) -> Travel:
+    """Assemble the snapshot's turn again as of then, and say where and why it differs."""
+    travel = Travel(snapshot)
+    if not snapshot.inputs or "left_out" not in snapshot.items_included:
+        travel.possible = False
+        travel.why_not = (
+            "This snapshot was taken before snapshots kept their inputs (the moment, the turn "
+            "counter, the pending recall): it cannot be assembled again."
+        )
+        return travel
+    turn = Turn.objects.select_related("event").filter(pk=snapshot.turn).first()
+    if turn is None:
+        travel.possible = False
+        travel.why_not = f"Turn {snapshot.turn} is no longer in the log."
+        return travel
+    inputs = ContextInputs.from_json(snapshot.inputs)
+    assembly = context_assemble(
+        event=turn.event,
+        inputs=inputs,
+        gem=gem_current(),
+        working_memory=working_memory_then(snapshot),
+        past=True,
+    )
+    travel.system, travel.user = assembly.system_text, assembly.user_text
+    if travel.system != snapshot.assembled_system:
+        travel.differing.append("system")
+    then, now = user_sections(snapshot.assembled_user), user_sections(travel.user)
+    travel.differing += [
+        heading for heading in dict.fromkeys([*then, *now]) if then.get(heading) != now.get(heading)
+    ]
+    if travel.differing:
+        travel.changes = changes_since(inputs.now, parts=travel.differing)
+    return travel
+
+
+def working_memory_then(snapshot: ContextSnapshot) -> list[WorkingMemory]:
+    """The items that were active at the snapshot's turn, as they are now: those it included
+    and those it left out (under the floor or for want of room)."""
+    included = snapshot.items_included
+    ids = [*included["lingering"], *(item["id"] for item in included["left_out"]["lingering"])]
+    return list(WorkingMemory.objects.filter(pk__in=ids))
+
+
+def changes_since(moment: datetime, *, parts: list[str]) -> list[str]:
+    """What was changed after ``moment`` that can change these parts of a context."""
+    labels = {label for part in parts for label in CHANGES_OF.get(part, ())}
+    changes = []
+    entries = LogEntry.objects.filter(action_time__gt=moment).select_related("content_type")
+    for entry in entries.order_by("action_time"):
+        label = f"{entry.content_type.app_label}.{entry.content_type.model}"
+        if label in labels:
+            what = entry.get_change_message() or entry.get_action_flag_display()
+            changes.append(
+                f"{entry.action_time:%Y-%m-%d %H:%M}: {entry.content_type.name} "
+                f"“{entry.object_repr}” — {what} (in the Anvil, by {entry.user})"
+            )
+    if "Lingering" in parts:
+        for item in WorkingMemory.objects.filter(
+            refreshed_at__gt=moment, created_at__lte=moment
+        ).order_by("refreshed_at"):
+            changes.append(
+                f"{item.refreshed_at:%Y-%m-%d %H:%M}: working memory #{item.pk} was written "
+                "again, which moved its decay anchor"
+            )
+    if not changes:
+        changes.append(
+            "Nothing recorded explains it: a fragment, the wake text or the ambient prose may "
+            "have changed outside the Anvil."
+        )
+    return changes
