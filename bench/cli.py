@@ -30,7 +30,7 @@ from urllib.parse import urlsplit, urlunsplit
 from django.conf import settings
 from django.core.management import call_command
 
-from bench.cache import cache_replay, exchanges_of, shares
+from bench.cache import cache_replay, exchanges_of, model_price, shares
 from bench.cache import figures_lines as cache_figures_lines
 from bench.continuity import conversation_measure, figures_lines
 from bench.evaluate import (
@@ -1063,6 +1063,10 @@ def _cache(asked: argparse.Namespace) -> None:
     """A real conversation replayed against the prompt cache's rules (bench/cache.py)."""
     if asked.turns < 1 or any(minimum < 1 for minimum in asked.minimums):
         raise BenchError("--turns and each of --minimums must be at least 1")
+    try:
+        model_price(settings.HEART_MODEL)
+    except ValueError as error:
+        raise BenchError(f"{error}: the cost per turn cannot be priced") from error
     try:
         data = dataset_load(asked.dataset)
     except DatasetError as error:

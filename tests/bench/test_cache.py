@@ -18,6 +18,7 @@ from bench.cache import (
     script_of,
     shares,
 )
+from bench.cli import main
 from events.models import Event
 from gem.models import WorkingMemory
 from heart.models import ContextSnapshot
@@ -182,11 +183,23 @@ def test_the_command_replays_once_per_minimum_and_writes_its_figures(bench, tmp_
 
 
 @pytest.mark.store_free
-def test_the_command_refuses_more_turns_than_the_conversation_has(bench, tmp_path):
+def test_the_command_refuses_more_turns_than_the_conversation_has(capsys, tmp_path):
     dataset = tmp_path / "tiny.json"
     dataset.write_text(json.dumps({"conversations": [conversation()], "questions": []}))
 
-    done = bench("cache", str(dataset), "--turns", "13")
+    assert main(["cache", str(dataset), "--turns", "13"]) == 1
+    assert "c1 has 12 turns of Ana answered by Ben; ask for --turns 12 or fewer" in (
+        capsys.readouterr().err
+    )
+    assert main(["cache", str(dataset), "--conversation", "c2"]) == 1
+    assert "no conversation 'c2'" in capsys.readouterr().err
 
-    assert done.returncode == 1
-    assert "c1 has 12 turns of Ana answered by Ben; ask for --turns 12 or fewer" in done.stderr
+
+@pytest.mark.store_free
+def test_the_command_refuses_a_model_it_has_no_price_for(capsys, tmp_path, settings):
+    settings.HEART_MODEL = "claude-unpriced"
+    dataset = tmp_path / "tiny.json"
+    dataset.write_text(json.dumps({"conversations": [conversation()], "questions": []}))
+
+    assert main(["cache", str(dataset), "--turns", "3"]) == 1
+    assert "no price for 'claude-unpriced'" in capsys.readouterr().err
