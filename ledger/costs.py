@@ -1,0 +1,180 @@
+"""What the calls to Claude cost: per call, and summed per day and per component.
+
+A call's dollars come from its tokens and its model's price (``settings.MODEL_PRICES``, the
+table of ``silentstar/pricing.py`` with ``SILENTSTAR_MODEL_PRICES`` laid over it). A model with
+no price has no cost (None, shown as "no price"), never a cost of 0; an offline call reached no
+API and costs nothing. Days are the owner's (``gem.zone.owner_time_zone``): today and the days
+before it.
+"""
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from datetime import date, datetime, time, timedelta
+from zoneinfo import ZoneInfo
+
+from django.db.models import Count, Sum
+from django.db.models.functions import TruncDate
+from django.utils import timezone
+
+from gem.zone import owner_time_zone
+from ledger.models import ModelCall
+from silentstar.pricing import PRICES, PRICES_DATE, Price, cost, for_model
+
+TOKENS = (
+    "input_tokens",
+    "output_tokens",
+    "cache_read_tokens",
+    "cache_write_5m_tokens",
+    "cache_write_1h_tokens",
+)
+
+
+def call_cost(
+    *,
+    model: str,
+    offline: bool,
+    prices: Mapping[str, Price],
+    input_tokens: int,
+    output_tokens: int,
+    cache_read_tokens: int,
+    cache_write_5m_tokens: int,
+    cache_write_1h_tokens: int,
+) -> float | None:
+    """US dollars for a call (or for calls of one model, their tokens summed); None when the
+    model has no price."""
+    if offline:
+        return 0.0
+    price = for_model(prices, model)
+    if price is None:
+        return None
+    return cost(
+        price,
+        input_tokens=input_tokens,
+        output_tokens=output_tokens,
+        cache_read_tokens=cache_read_tokens,
+        cache_write_5m_tokens=cache_write_5m_tokens,
+        cache_write_1h_tokens=cache_write_1h_tokens,
+    )
+
+
+def prices_said(prices: Mapping[str, Price]) -> str:
+    """Which prices the figures are at, for a page or a command's output."""
+    said = f"at Anthropic's prices of {PRICES_DATE}"
+    changed = sorted(name for name, price in prices.items() if PRICES.get(name) != price)
+    if changed:
+        said += f", with SILENTSTAR_MODEL_PRICES for {', '.join(changed)}"
+    return said
+
+
+@dataclass
+class Figures:
+    """Calls, their tokens of each kind and their dollars."""
+
+    calls: int = 0
+    input_tokens: int = 0
+    output_tokens: int = 0
+    cache_read_tokens: int = 0
+    cache_write_5m_tokens: int = 0
+    cache_write_1h_tokens: int = 0
+    dollars: float = 0.0  # of the calls with a price
+    unpriced_calls: int = 0  # calls to a model with no price: not in ``dollars``
+
+    def add(self, other: "Figures") -> None:
+        self.calls += other.calls
+        for name in TOKENS:
+            setattr(self, name, getattr(self, name) + getattr(other, name))
+        self.dollars += other.dollars
+        self.unpriced_calls += other.unpriced_calls
+
+    @property
+    def sent_tokens(self) -> int:
+        """Every token of the prompts: uncached, read from the cache and written to it."""
+        return (
+            self.input_tokens
+            + self.cache_read_tokens
+            + self.cache_write_5m_tokens
+            + self.cache_write_1h_tokens
+        )
+
+    @property
+    def cache_read_share(self) -> float | None:
+        """The share of the prompts' tokens read from the cache (None without any)."""
+        return self.cache_read_tokens / self.sent_tokens if self.sent_tokens else None
+
+    @property
+    def dollars_text(self) -> str:
+        """The dollars as people read them, saying when some or all calls have no price."""
+        if self.calls and self.unpriced_calls == self.calls:
+            return "no price"
+        shown = f"${self.dollars:,.2f}" if self.dollars >= 1 else f"${self.dollars:.4f}"
+        if self.unpriced_calls:
+            calls = "call" if self.unpriced_calls == 1 else "calls"
+            return f"{shown} + {self.unpriced_calls:,} {calls} with no price"
+        return shown
+
+    @property
+    def share_text(self) -> str:
+        share = self.cache_read_share
+        return "—" if share is None else f"{share:.1%}"
+
+
+@dataclass
+class Day:
+    day: date
+    components: dict[str, Figures] = field(default_factory=dict)  # only those with calls
+    total: Figures = field(default_factory=Figures)
+
+
+@dataclass
+class Costs:
+    """The figures of the last ``len(days)`` days, oldest first, every day listed."""
+
+    first: date
+    last: date
+    zone: str
+    days: list[Day]
+    components: dict[str, Figures]  # by name, for the whole period
+    total: Figures
+
+
+def costs_over(*, days: int, prices: Mapping[str, Price], now: datetime | None = None) -> Costs:
+    """The calls of today and the ``days - 1`` days before it, in the owner's time zone, summed
+    per day and per component (one query, grouped by day, component, model and offline)."""
+    zone_name = owner_time_zone()
+    zone = ZoneInfo(zone_name)
+    last = timezone.localtime(now or timezone.now(), zone).date()
+    first = last - timedelta(days=days - 1)
+    start = datetime.combine(first, time(), tzinfo=zone)
+    end = datetime.combine(last + timedelta(days=1), time(), tzinfo=zone)
+    groups = (
+        ModelCall.objects.filter(ts__gte=start, ts__lt=end)
+        .annotate(day=TruncDate("ts", tzinfo=zone))
+        .values("day", "component", "model", "offline")
+        .annotate(calls=Count("id"), **{name: Sum(name) for name in TOKENS})
+        .order_by("day", "component")
+    )
+    by_day = {first + timedelta(days=n): Day(first + timedelta(days=n)) for n in range(days)}
+    components: dict[str, Figures] = {}
+    total = Figures()
+    for group in groups:
+        tokens = {name: group[name] for name in TOKENS}
+        dollars = call_cost(model=group["model"], offline=group["offline"], prices=prices, **tokens)
+        figures = Figures(
+            calls=group["calls"],
+            dollars=dollars or 0.0,
+            unpriced_calls=group["calls"] if dollars is None else 0,
+            **tokens,
+        )
+        day = by_day[group["day"]]
+        day.components.setdefault(group["component"], Figures()).add(figures)
+        day.total.add(figures)
+        components.setdefault(group["component"], Figures()).add(figures)
+        total.add(figures)
+    return Costs(
+        first=first,
+        last=last,
+        zone=zone_name,
+        days=list(by_day.values()),
+        components=dict(sorted(components.items())),
+        total=total,
+    )
