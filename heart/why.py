@@ -1,0 +1,214 @@
+""" "Why didn't she know X?": for the last turns, whether X was in the context, and if not, why.
+
+X is a working-memory item (``#12`` or ``12``), a fragment key, or some words. The answer for a
+turn is one of four, read from its snapshot (what was included, what was left out and why) and
+the stores, without running anything again:
+
+- ``in the context``: where, and with what score or tier;
+- ``cut by the budget``: eligible, but the section was full (at which rank, by how many tokens),
+  or an event older than Recent's window (the conversation's budget);
+- ``not eligible``: stored, but not a candidate (not active, under the 0.01 floor, a fragment
+  nobody recalled);
+- ``never stored``: nothing holds it, or not yet at that turn.
+
+Words are looked for as a phrase, letter case aside: in the text Claude received, then in
+working memory, fragments, summaries and the event log.
+"""
+
+from dataclasses import dataclass
+from datetime import datetime
+
+from django.db.models import Q
+
+from events.models import Event, Turn
+from gem import decay
+from gem.models import Fragment, WorkingMemory
+from heart.context import ContextInputs
+from heart.models import ContextSnapshot
+from mirror.models import Summary
+
+IN_CONTEXT = "in the context"
+CUT = "cut by the budget"
+NOT_ELIGIBLE = "not eligible"
+NEVER_STORED = "never stored"
+ANSWERS = (IN_CONTEXT, CUT, NOT_ELIGIBLE, NEVER_STORED)  # the most present first
+TURNS_DEFAULT = 10
+TURNS_MAX = 200
+
+
+class WhyError(ValueError):
+    """The question cannot be asked as put (empty, or a turn count out of range)."""
+
+
+@dataclass(frozen=True)
+class Verdict:
+    turn: int  # the Turn's id
+    number: int  # the turn counter
+    at: datetime
+    answer: str  # one of ANSWERS
+    reason: str
+
+
+@dataclass(frozen=True)
+class Why:
+    asked: str
+    what: str  # what X was taken to be, in words
+    verdicts: list[Verdict]
+
+
+def why(asked: str, *, turns: int = TURNS_DEFAULT) -> Why:
+    """The verdict on ``asked`` for each of the last ``turns`` turns that kept a snapshot, the
+    newest first."""
+    asked = " ".join(asked.split())
+    if not asked:
+        raise WhyError("Ask about a working-memory item (#12), a fragment key or some words.")
+    if not 1 <= turns <= TURNS_MAX:
+        raise WhyError(f"The number of turns must be from 1 to {TURNS_MAX}, not {turns}.")
+    snapshots = list(ContextSnapshot.objects.order_by("-turn", "-id")[:turns])
+    judged = {s.turn: s for s in snapshots}  # a retried turn keeps its latest snapshot
+    numbers = dict(Turn.objects.filter(pk__in=judged).values_list("pk", "number"))
+    item_id = asked.removeprefix("#")
+    if item_id.isdigit():
+        item = WorkingMemory.objects.filter(pk=int(item_id)).first()
+        what = f"working memory #{item_id}" + (f" ({item.type}: {item.content})" if item else "")
+        verdict = lambda s: _item_verdict(item, int(item_id), s)  # noqa: E731
+    elif fragment := Fragment.objects.filter(key__iexact=asked).first():
+        what = f"the fragment [{fragment.key}]"
+        verdict = lambda s: _fragment_verdict(fragment, s)  # noqa: E731
+    else:
+        what = f"the words “{asked}”"
+        verdict = lambda s: _words_verdict(asked, s)  # noqa: E731
+    verdicts = []
+    for snapshot in judged.values():
+        answer, reason = verdict(snapshot)
+        verdicts.append(
+            Verdict(snapshot.turn, numbers.get(snapshot.turn, 0), snapshot.ts, answer, reason)
+        )
+    return Why(asked, what, verdicts)
+
+
+def _inputs(snapshot: ContextSnapshot) -> ContextInputs | None:
+    return ContextInputs.from_json(snapshot.inputs) if snapshot.inputs else None
+
+
+def _lingering_left(snapshot: ContextSnapshot) -> dict[int, dict]:
+    left = snapshot.items_included.get("left_out", {}).get("lingering", [])
+    return {item["id"]: item for item in left}
+
+
+def _item_verdict(item: WorkingMemory | None, item_id: int, snapshot) -> tuple[str, str]:
+    if item is None:
+        return NEVER_STORED, f"No working-memory item #{item_id} exists."
+    included = snapshot.items_included
+    scores = {int(key): value for key, value in included.get("lingering_scores", {}).items()}
+    if item.pk in included.get("lingering", []):
+        score = f" (score {scores[item.pk]:.3f})" if item.pk in scores else ""
+        return IN_CONTEXT, f"In Lingering{score}."
+    left = _lingering_left(snapshot).get(item.pk)
+    if left and left["reason"] == "faded":
+        return NOT_ELIGIBLE, f"Decayed under the 0.01 floor (score {left['score']:.4f})."
+    if left:
+        why_cut = (
+            f"Cut by the budget at rank {left['rank']}: it needed {left['tokens']} tokens and "
+            f"{left['room']} were left (score {left['score']:.3f})."
+        )
+        inputs = _inputs(snapshot)
+        if inputs and _submerged(item, inputs.now):
+            why_cut += " A submerged plan: it stays at its floor until 48 hours before it is due."
+        return CUT, why_cut
+    inputs = _inputs(snapshot)
+    if inputs is None or "left_out" not in included:
+        return NOT_ELIGIBLE, "Not in Lingering; this older snapshot does not say why."
+    if (item.event_id or 0) > inputs.event_id or (item.turn or 0) > inputs.turn:
+        return NEVER_STORED, "Not stored yet at this turn: it was written later."
+    if item.status != "active":
+        return NOT_ELIGIBLE, f"Not active at this turn (now {item.get_status_display()})."
+    return NOT_ELIGIBLE, "Not active at this turn."
+
+
+def _submerged(item: WorkingMemory, moment: datetime) -> bool:
+    if item.type != "plan" or item.due is None:
+        return False
+    phases = decay.plan_phases(refreshed_at=item.refreshed_at, due=item.due)
+    return any(
+        p.name == "floor" and p.start <= moment and (p.end is None or moment < p.end)
+        for p in phases
+    )
+
+
+def _fragment_verdict(fragment: Fragment, snapshot) -> tuple[str, str]:
+    included = snapshot.items_included
+    if fragment.key in included.get("recalled", []):
+        return IN_CONTEXT, "In Recalled: the reply before asked for it."
+    for left in included.get("left_out", {}).get("recalled", []):
+        if left["key"] == fragment.key:
+            return CUT, (
+                f"Recalled, but cut by the Recalled budget at rank {left['rank']}: it needed "
+                f"{left['tokens']} tokens and {left['room']} were left."
+            )
+    named = f"[{fragment.key}]" in snapshot.assembled_system
+    reason = "Not recalled: the reply before asked for no recall(…) or search(…) that reached it."
+    if named:
+        reason += " The ambient prose names it, so she knew it was there to recall."
+    return NOT_ELIGIBLE, reason
+
+
+def _words_verdict(words: str, snapshot) -> tuple[str, str]:
+    found = _section_holding(words, snapshot)
+    if found:
+        return IN_CONTEXT, f"In {found}."
+    inputs = _inputs(snapshot)
+    before = inputs.event_id if inputs else Turn.objects.get(pk=snapshot.turn).event_id
+    verdicts = []
+    for item in WorkingMemory.objects.filter(content__icontains=words)[:5]:
+        verdicts.append(
+            (
+                _item_verdict(item, item.pk, snapshot),
+                f"working memory #{item.pk}",
+            )
+        )
+    for fragment in Fragment.objects.filter(_fragment_holds(words))[:5]:
+        verdicts.append((_fragment_verdict(fragment, snapshot), f"the fragment [{fragment.key}]"))
+    event = Event.objects.filter(pk__lt=before, content__icontains=words).order_by("-pk").first()
+    if event is not None:
+        verdicts.append((_event_verdict(event, snapshot), f"event #{event.pk}"))
+    if not verdicts:
+        return NEVER_STORED, "Nothing stored holds these words."
+    (answer, reason), where = min(verdicts, key=lambda v: ANSWERS.index(v[0][0]))
+    return answer, f"Held by {where}: {reason}"
+
+
+def _section_holding(words: str, snapshot) -> str | None:
+    needle = words.casefold()
+    if needle in snapshot.assembled_system.casefold():
+        return "the system prompt"
+    heading = None
+    for line in snapshot.assembled_user.split("\n"):
+        if line.startswith("## "):
+            heading = line[3:]
+        elif needle in line.casefold():
+            return heading or "the user message"
+    return None
+
+
+def _fragment_holds(words: str) -> Q:
+    return (
+        Q(ambient__icontains=words)
+        | Q(recognition__icontains=words)
+        | Q(inventory__icontains=words)
+        | Q(key__icontains=words)
+    )
+
+
+def _event_verdict(event: Event, snapshot) -> tuple[str, str]:
+    window = snapshot.items_included.get("recent_window", {})
+    start = window.get("first_event")
+    summary = (
+        Summary.objects.filter(first_event_id__lte=event.pk, last_event_id__gte=event.pk)
+        .filter(pk__in=snapshot.items_included.get("summaries", []))
+        .first()
+    )
+    where = f"; summary #{summary.pk} ({summary.level}) stands for it" if summary else ""
+    if start is not None and event.pk < start:
+        return CUT, f"Said before Recent's window, which started at event #{start}{where}."
+    return NOT_ELIGIBLE, f"Its words are not among those shown{where}."

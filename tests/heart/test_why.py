@@ -1,0 +1,94 @@
+""" "Why didn't she know X?" gives each of its four answers on a scripted conversation."""
+
+from datetime import UTC, datetime, timedelta
+
+import pytest
+from django.core.management import CommandError, call_command
+
+from gem.models import Fragment, WorkingMemory
+from heart.services import turn_claim_next, turn_run, turn_submit
+from heart.why import CUT, IN_CONTEXT, NEVER_STORED, NOT_ELIGIBLE, WhyError, why
+
+pytestmark = pytest.mark.django_db(databases="__all__")
+
+START = datetime(2026, 3, 2, 9, 0, tzinfo=UTC)
+LONG_PIN = "the blue kettle on the third shelf is the one that whistles before it boils, always"
+
+
+def turn(text: str, at: datetime):
+    turn_submit(text=text, actor="luna", at=at, enqueue=False)
+    claimed = turn_claim_next()
+    done = turn_run(turn=claimed)
+    assert done.status == "done", done.error
+    return done
+
+
+@pytest.fixture
+def conversation(settings):
+    settings.BUDGET_WORKING_MEMORY = 30
+    for name in ("BUDGET_POOL_USER", "BUDGET_POOL_SAY"):
+        setattr(settings, name, 40)
+    settings.BUDGET_POOL_DO = settings.BUDGET_POOL_FLEX = 10
+    Fragment.objects.create(key="garden", ambient="The garden behind the house.")
+    WorkingMemory.objects.create(
+        type="feeling", content="restless", turn=0, refreshed_at=START - timedelta(days=9)
+    )
+    at = START
+    turn("<luna><pin>tea without sugar</pin> I planted the marigolds today</luna>", at)
+    turn(f"<luna><pin>{LONG_PIN}</pin> and then it rained</luna>", at := at + timedelta(minutes=2))
+    for n in range(6):
+        turn(f"<luna>small talk number {n}</luna>", at := at + timedelta(minutes=2))
+
+
+def answers(asked: str, turns: int = 1) -> list[tuple[str, str]]:
+    return [(v.answer, v.reason) for v in why(asked, turns=turns).verdicts]
+
+
+def test_it_gives_each_of_its_four_answers(conversation):
+    tea = WorkingMemory.objects.get(content="tea without sugar")
+    kettle = WorkingMemory.objects.get(content=LONG_PIN)
+    restless = WorkingMemory.objects.get(content="restless")
+
+    # The newer pin scores higher and takes the room the older one would need.
+    [(answer, reason)] = answers(f"#{kettle.pk}")
+    assert answer == IN_CONTEXT and reason.startswith("In Lingering (score ")
+    [(answer, reason)] = answers(str(tea.pk))
+    assert answer == CUT and "at rank 2: it needed 7 tokens and 4 were left" in reason
+    [(answer, reason)] = answers(f"#{restless.pk}")
+    assert answer == NOT_ELIGIBLE and "under the 0.01 floor" in reason
+    [(answer, reason)] = answers("#999")
+    assert answer == NEVER_STORED
+
+    [(answer, reason)] = answers("marigolds")
+    assert answer == CUT and "before Recent's window" in reason
+    [(answer, reason)] = answers("small talk number 4")
+    assert answer == IN_CONTEXT and reason == "In Recent."
+    [(answer, reason)] = answers("cilantro")
+    assert answer == NEVER_STORED
+    [(answer, reason)] = answers("garden")
+    assert answer == NOT_ELIGIBLE and reason.startswith("Not recalled")
+
+
+def test_an_item_written_later_was_never_stored_at_the_turns_before(conversation):
+    kettle = WorkingMemory.objects.get(content=LONG_PIN)
+    verdicts = why(f"#{kettle.pk}", turns=8).verdicts
+    assert len(verdicts) == 8
+    assert verdicts[-1].answer == NEVER_STORED  # the first turn, before the pin was written
+    assert "written later" in verdicts[-1].reason
+    assert {v.answer for v in verdicts[:-1]} == {IN_CONTEXT}
+
+
+def test_it_refuses_an_empty_question_or_a_turn_count_out_of_range(conversation):
+    with pytest.raises(WhyError, match="Ask about"):
+        why("   ")
+    with pytest.raises(WhyError, match="from 1 to 200"):
+        why("tea", turns=0)
+
+
+def test_the_command_prints_a_verdict_per_turn(conversation, capsys):
+    call_command("why", "marigolds", "--turns", "3")
+    out = capsys.readouterr().out
+    assert out.startswith("Why didn't she know the words “marigolds”?")
+    assert out.count(": cut by the budget. Held by event #2: Said before Recent's window") == 3
+    with pytest.raises(CommandError, match="from 1 to 200"):
+        call_command("why", "tea", "--turns", "500")
