@@ -5,8 +5,10 @@ It is the project's default admin site (``anvil.apps.AnvilAdminConfig``), so ``a
 ``@admin.register`` are this site, and every admin address stays what it was."""
 
 from django.contrib import admin
-from django.urls import reverse
+from django.urls import path, reverse
+from django.views.decorators.http import require_GET
 
+from anvil.costs import VIEW_PERMISSION, costs_view
 from events.render import identity_colors
 from gem.models import Identity
 
@@ -55,6 +57,19 @@ def _graph_entry() -> dict:
     }
 
 
+def _costs_entry() -> dict:
+    """The Costs page, what the calls to Claude cost, as an entry of the machinery."""
+    return {
+        "model": None,
+        "name": "Costs",
+        "object_name": "Costs",
+        "perms": {"view": True},
+        "admin_url": reverse("admin:costs"),
+        "add_url": None,
+        "view_only": True,
+    }
+
+
 class AnvilSite(admin.AdminSite):
     site_header = "Silentstar — the Anvil"
     site_title = "Silentstar Anvil"
@@ -67,10 +82,20 @@ class AnvilSite(admin.AdminSite):
             "identity_colors": identity_colors(Identity.objects.values_list("name", "color")),
         }
 
+    def get_urls(self):
+        return [
+            path("costs/", self.admin_view(require_GET(self.costs_view)), name="costs"),
+            *super().get_urls(),
+        ]
+
+    def costs_view(self, request):
+        return costs_view(self, request)
+
     def get_app_list(self, request, app_label=None):
         """An app's own page lists its models as the admin does; the index and the menu list
         three groups: what a person curates, the conversation and the Mirror's records, and
-        the machinery (sign-in records, the task queue, link tables, accounts…) below."""
+        the machinery (sign-in records, the task queue, link tables, accounts, the costs of the
+        calls to Claude…) below."""
         if app_label is not None:
             return super().get_app_list(request, app_label)
         entries = {
@@ -85,7 +110,10 @@ class AnvilSite(admin.AdminSite):
             if label == "gem.Fragment" and curated and curated[-1]["admin_url"]:
                 curated.append(_graph_entry())
         recorded = [entries.pop(label) for label in RECORDED if label in entries]
-        machinery = sorted(entries.values(), key=lambda entry: entry["name"].casefold())
+        machinery = list(entries.values())
+        if request.user.has_perm(VIEW_PERMISSION):
+            machinery.append(_costs_entry())
+        machinery.sort(key=lambda entry: entry["name"].casefold())
         groups = [
             _group("Memory to curate", "curation", curated),
             _group("The conversation and the Mirror", "record", recorded),

@@ -30,6 +30,7 @@ from gem.models import (
 )
 from heart.models import ContextSnapshot
 from heart.services import turn_submit
+from ledger.models import ModelCall
 from mirror.models import MirrorRun, Summary, TagSuggestion
 
 pytestmark = pytest.mark.django_db(databases="__all__")
@@ -266,6 +267,16 @@ def rows(settings, tmp_path):
         level="L0", first_event_id=turn.event_id, last_event_id=turn.event_id, content="…", run=run
     )
     TagSuggestion.objects.create(summary=summary, type="pin", content="tea")
+    ModelCall.objects.create(
+        ts=timezone.now(),
+        component="heart",
+        model="claude-opus-5-5",
+        input_tokens=900,
+        output_tokens=40,
+        cache_read_tokens=1200,
+        cache_write_5m_tokens=300,
+        cache_write_1h_tokens=0,
+    )
     Group.objects.create(name="readers")
     Schedule.objects.create(name="crawl", func="math.floor", schedule_type=Schedule.ONCE)
     for success in (True, False):
@@ -293,7 +304,9 @@ def test_it_crawls_every_route_but_the_few_open_to_every_account(rows, admin_use
     routes = [route for route, _ in served_routes()]
     assert set(OPEN_TO_EVERY_ACCOUNT) <= set(routes)
     crawled = crawled_routes()
-    assert {"", "lens/", "admin/", "images/<int:event_id>/"} <= {route for route, _ in crawled}
+    assert {"", "lens/", "admin/", "admin/costs/", "images/<int:event_id>/"} <= {
+        route for route, _ in crawled
+    }
     missed = [
         route
         for route, pattern in crawled
