@@ -340,23 +340,24 @@ def figures_lines(
         f"context on {first['turns_with_summaries']} turns (from turn "
         f"{first['summaries_from_turn']}), Lingering on {first['turns_with_lingering']}",
         "",
-        f"{'minimum':>8} {'read':>7} {'written':>8} {'uncached':>9} {'input/turn':>11} "
-        f"{'$/turn':>9} {'no cache':>9} {'saved':>7}",
+        f"{'minimum':>8} {'warm':>5} {'read':>7} {'written':>8} {'uncached':>9} "
+        f"{'input/turn':>11} {'$/turn':>9} {'no cache':>9} {'ratio':>6} {'idle calls':>10}",
     ]
     for result in results:
         row = shares(result)
         uncached_cost = row["cost_per_turn_uncached"]
-        saved = 1 - row["cost_per_turn"] / uncached_cost if uncached_cost else 0.0
+        ratio = row["cost_per_turn"] / uncached_cost if uncached_cost else 0.0
+        warm = "on" if result.get("keep_warm") else "off"
         lines.append(
-            f"{row['minimum']:>8,} {row['read_share']:>7.1%} {row['written_share']:>8.1%} "
-            f"{row['uncached_share']:>9.1%} {row['input_per_turn']:>11,.0f} "
-            f"{row['cost_per_turn']:>9.5f} {uncached_cost:>9.5f} {saved:>7.1%}"
+            f"{row['minimum']:>8,} {warm:>5} {row['read_share']:>7.1%} "
+            f"{row['written_share']:>8.1%} {row['uncached_share']:>9.1%} "
+            f"{row['input_per_turn']:>11,.0f} {row['cost_per_turn']:>9.5f} "
+            f"{uncached_cost:>9.5f} {ratio:>6.2f} {result['idle']['requests']:>10}"
         )
-    idle_requests = sum(result["idle"]["requests"] for result in results)
-    if idle_requests:
-        lines.append(f"calls made while idle (counted in $/turn): {idle_requests}")
     lines.append(
         "read, written, uncached: shares of the Heart's input tokens; input/turn: tokens sent "
-        "per turn; $/turn: US dollars per turn with the cache, and the same calls with none"
+        "per turn; $/turn: US dollars per turn with the cache (the keep-warm calls included), "
+        "and the same calls with none; ratio: the one over the other; warm: "
+        "SILENTSTAR_CACHE_KEEP_WARM"
     )
     return lines

@@ -15,6 +15,7 @@ pipeline against the fake API's prompt cache, in a new process for each cache mi
 
 import argparse
 import importlib.util
+import itertools
 import json
 import os
 import secrets
@@ -29,6 +30,7 @@ from urllib.parse import urlsplit, urlunsplit
 
 from django.conf import settings
 from django.core.management import call_command
+from django.test import override_settings
 
 from bench.cache import cache_replay, exchanges_of, model_price, shares
 from bench.cache import figures_lines as cache_figures_lines
@@ -50,6 +52,7 @@ from bench.mirror import mirror_measure
 from bench.queue import queue_pickup_measure
 from bench.search import search_measure
 from bench.turns import TurnRunner, overhead_figures, synthetic_gem_build
+from heart.warm import cache_keep_warm
 
 SIZES = {"10k": 10_000, "1M": 1_000_000}
 STORE_URLS = [
@@ -352,7 +355,14 @@ def parser() -> argparse.ArgumentParser:
     cache.add_argument(
         "--json", type=Path, dest="json_file", metavar="FILE", help="also write the figures here"
     )
+    cache.add_argument(
+        "--keep-warm",
+        choices=["off", "on", "both"],
+        default="both",
+        help="replay with SILENTSTAR_CACHE_KEEP_WARM off, on, or each (default: both)",
+    )
     cache.add_argument("--minimum", type=int, help=argparse.SUPPRESS)
+    cache.add_argument("--warm", action="store_true", help=argparse.SUPPRESS)
     _inside_options(cache, size=False)
     cache.set_defaults(run=_cache)
     return top
@@ -1088,18 +1098,26 @@ def _cache(asked: argparse.Namespace) -> None:
         from tqdm import tqdm
 
         _migrate_throwaway_stores()
-        with tqdm(total=asked.turns, desc=f"minimum {asked.minimum}", mininterval=2) as bar:
+        desc = f"minimum {asked.minimum}" + (", kept warm" if asked.warm else "")
+        with (
+            tqdm(total=asked.turns, desc=desc, mininterval=2) as bar,
+            override_settings(CACHE_KEEP_WARM=asked.warm),
+        ):
             result = cache_replay(
                 exchanges=exchanges[: asked.turns],
                 minimum=asked.minimum,
                 seed=asked.seed,
+                idle=(lambda moment: cache_keep_warm(now=moment)) if asked.warm else None,
                 progress=lambda: bar.update(1),
             )
+        result["keep_warm"] = asked.warm
         print(json.dumps(result))
         return
     results = []
-    for minimum in asked.minimums:
-        _note(f"{chosen}: {asked.turns} turns with a cache minimum of {minimum:,} tokens...")
+    warm_modes = {"off": [False], "on": [True], "both": [False, True]}[asked.keep_warm]
+    for minimum, warm in itertools.product(asked.minimums, warm_modes):
+        kept = ", kept warm" if warm else ""
+        _note(f"{chosen}: {asked.turns} turns, a cache minimum of {minimum:,} tokens{kept}...")
         results.append(
             _run_inside(
                 [
@@ -1113,6 +1131,7 @@ def _cache(asked: argparse.Namespace) -> None:
                     str(asked.seed),
                     "--minimum",
                     str(minimum),
+                    *(["--warm"] if warm else []),
                 ]
             )
         )

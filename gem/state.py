@@ -16,6 +16,9 @@ WORKING_MEMORY_FILL = "working_memory_fill"
 # Where the last turn's Recent window started and whether it was full: the Mirror fires before
 # its oldest turns pass the newest summary (``{"first_event": id or None, "full": bool}``).
 RECENT_WINDOW = "recent_window"
+# The last turn whose prompt cache was kept warm, how many times, and when last
+# (``{"turn": id, "times": n, "at": ISO moment}``).
+CACHE_WARMED = "cache_warmed"
 # What the last archive run said of working memory's size, shown in the Anvil ("" when fine).
 ARCHIVE_WARNING = "archive_warning"
 

@@ -18,6 +18,7 @@ from heart.services import (
     turn_run,
     turns_recover,
 )
+from heart.warm import cache_keep_warm
 
 
 def run_turns_task(turn_id: int | None = None) -> list[int]:
@@ -80,6 +81,12 @@ def recover_turns_task() -> list[int]:
     if waiting:
         async_task("heart.tasks.run_turns_task", waiting[0], group="turns")
     return waiting
+
+
+def keep_cache_warm_task() -> bool:
+    """Read the last turn's cached context if the conversation pauses (a schedule runs this every
+    minute; it does nothing unless ``SILENTSTAR_CACHE_KEEP_WARM`` is on)."""
+    return cache_keep_warm()
 
 
 def prune_snapshots_task() -> int:

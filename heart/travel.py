@@ -17,9 +17,10 @@ from datetime import datetime
 
 from django.contrib.admin.models import LogEntry
 
-from events.models import Turn
+from events.models import Event, Turn
 from gem.models import WorkingMemory
 from gem.selectors import gem_current
+from heart.assemble import Assembly
 from heart.context import ContextInputs, context_assemble
 from heart.models import ContextSnapshot
 
@@ -77,14 +78,7 @@ def snapshot_travelled(snapshot: ContextSnapshot) -> Travel:
         travel.possible = False
         travel.why_not = f"Turn {snapshot.turn} is no longer in the log."
         return travel
-    inputs = ContextInputs.from_json(snapshot.inputs)
-    assembly = context_assemble(
-        event=turn.event,
-        inputs=inputs,
-        gem=gem_current(),
-        working_memory=working_memory_then(snapshot),
-        past=True,
-    )
+    assembly = assembled_again(snapshot, event=turn.event)
     travel.system, travel.user = assembly.system_text, assembly.user_text
     if travel.system != snapshot.assembled_system:
         travel.differing.append("system")
@@ -93,8 +87,21 @@ def snapshot_travelled(snapshot: ContextSnapshot) -> Travel:
         heading for heading in dict.fromkeys([*then, *now]) if then.get(heading) != now.get(heading)
     ]
     if travel.differing:
-        travel.changes = changes_since(inputs.now, parts=travel.differing)
+        moment = ContextInputs.from_json(snapshot.inputs).now
+        travel.changes = changes_since(moment, parts=travel.differing)
     return travel
+
+
+def assembled_again(snapshot: ContextSnapshot, *, event: Event) -> Assembly:
+    """The context of the snapshot's turn (whose message is ``event``) assembled again as of
+    then; the snapshot must have its inputs."""
+    return context_assemble(
+        event=event,
+        inputs=ContextInputs.from_json(snapshot.inputs),
+        gem=gem_current(),
+        working_memory=working_memory_then(snapshot),
+        past=True,
+    )
 
 
 def working_memory_then(snapshot: ContextSnapshot) -> list[WorkingMemory]:

@@ -162,12 +162,22 @@ def test_the_command_replays_once_per_minimum_and_writes_its_figures(bench, tmp_
     figures = tmp_path / "figures.json"
 
     done = bench(
-        "cache", str(dataset), "--turns", "8", "--minimums", "1", "1000000", "--json", str(figures)
+        "cache",
+        str(dataset),
+        "--turns",
+        "8",
+        "--minimums",
+        "1",
+        "1000000",
+        "--keep-warm",
+        "off",
+        "--json",
+        str(figures),
     )
 
     assert done.returncode == 0, done.stderr
     header = next(
-        line for line in done.stdout.splitlines() if line.split()[:2] == ["minimum", "read"]
+        line for line in done.stdout.splitlines() if line.split()[:3] == ["minimum", "warm", "read"]
     )
     rows = done.stdout.split(header, 1)[1].splitlines()[1:3]
     assert [row.split()[0] for row in rows] == ["1", "1,000,000"]
