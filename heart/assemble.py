@@ -14,12 +14,13 @@ System prompt (static, cacheable)
     the ambient prose, in that order, each stripped, one text block each, separated by a blank
     line (the separator opens the following block). Empty ones are left out. No budgets here.
 
-User message (dynamic): Markdown sections, each a level-2 heading on its own line::
+User message (dynamic): Markdown sections, each a level-2 heading on its own line, in the
+order that lets consecutive turns share the longest prefix (see "Prompt caching")::
 
-    ## Lingering     working memory          (budget ``working_memory``)
     ## Summaries     Mirror output           (budget ``summaries``)
-    ## Recalled      last turn's recalls     (budget ``recall``)
     ## Recent        the conversation        (budget: the sum of the four pools)
+    ## Lingering     working memory          (budget ``working_memory``)
+    ## Recalled      last turn's recalls     (budget ``recall``)
     ## Now           the time in words
     ## Message       the person's message, verbatim, always last
 
@@ -35,9 +36,9 @@ User message (dynamic): Markdown sections, each a level-2 heading on its own lin
     are never included. Chosen highest score first (ties: lower id first); an item that does not
     fit in what is left is skipped and smaller ones below it still get their chance. Printed by
     type in the order feeling, thought, pattern, desc, plan, pin, secret (other types after,
-    alphabetically), then by id: no score is printed and the order does not follow the score, so
-    the section stays byte-identical from turn to turn while its items do not change, and the
-    prompt cache holds.
+    alphabetically), then by id, so the section reads the same from turn to turn while its items
+    do not change. Each item left out is listed with its reason: ``faded`` (under 0.01) or
+    ``budget`` (its rank by score, its tokens and the tokens left when its turn came).
 
 ``## Summaries``
     ``### L1, events 120-180`` then the summary's text, one entry per summary, blank lines between.
@@ -71,6 +72,12 @@ User message (dynamic): Markdown sections, each a level-2 heading on its own lin
     with every pool filled to the brim, the oldest line gives way).
     The window's start (``recent_window``) is the oldest event all of whose lines are shown:
     when the window ends inside an event, the summaries stand behind the event after it.
+    The window is held: given where the last turn's window started (``recent_from``), it starts
+    there again while every line since fits the pools, and only grows at its newest end, so its
+    older lines stay byte-identical turn after turn and are read from the prompt cache. When
+    they no longer fit, it moves on by a block: it starts again where ``RECENT_REFILL_SHARE``
+    (two thirds) of each pool holds the newest lines, by the same rules, and grows from there.
+    Without ``recent_from`` (the first turn) it is the newest stretch that fits.
 
 ``## Now``
     ``It is Sunday 22 November 2026, 5:40 in the morning. Last message 3 hours ago.``
@@ -92,21 +99,23 @@ Too big to fit
 
 Prompt caching
     Claude's cache works on prefixes and ``cache_control`` marks where one ends; at most four
-    breakpoints are allowed. We use up to three, all ``{"type": "ephemeral"}``:
+    breakpoints are allowed, and a request finds an earlier prefix only at a block boundary up to
+    20 blocks before one of its breakpoints. We use up to three:
 
-    1. the wake block, when other system blocks follow it: turns with an image put the image text
-       between wake and ambient (the SPEC's order), so without this breakpoint a turn with an
-       image and one without would share nothing; with it they share the wake text;
-    2. the last system block: the whole system prompt, identical from turn to turn;
-    3. the first user block, which holds exactly Lingering and Summaries (when there are any):
-       both change only when an item comes, goes or a Mirror run writes, while everything after
-       them (recall results, the conversation, the time, the message) changes every turn and
-       sits in the second user block, which has no breakpoint.
+    1. the wake block, when other system blocks follow it (one hour): turns with an image put the
+       image text between wake and ambient (the SPEC's order), so without this breakpoint a turn
+       with an image and one without would share nothing; with it they share the wake text;
+    2. the last system block (one hour): the whole system prompt, identical from turn to turn;
+    3. the last block of the conversation (five minutes). Summaries come first, in a block of
+       their own, then Recent, one block per event: Recent is held (see above), so the next turn
+       sends the same blocks plus the newest events, and finds this turn's prefix at the block
+       boundary where it ended (two or three blocks back). What changes every turn comes after
+       this breakpoint, in one last block: Lingering (items come and go, scores move), Recalled,
+       Now and the Message.
 
-    There is no fourth on the conversation: once the pools are full, every turn drops the oldest
-    lines and the Recent section changes from its start, so a breakpoint there would pay for a
-    cache write each turn and never be read. The caller should put an image block after these text
-    blocks, so it never sits inside the cached prefix.
+    The caller should put an image block after these text blocks, so it never sits inside the
+    cached prefix. ``cache`` lists each breakpoint with its TTL and the estimated tokens of the
+    prefix it closes: a prefix under the model's minimum is not cached.
 
 ``Assembly``
     ``system`` and ``user``: lists of Messages API text blocks. ``system_text`` and ``user_text``:
@@ -119,11 +128,16 @@ Prompt caching
     unsummarised   [first, last] event ids the not-summarised line names, or None
     recalled       keys, as printed           recent       {pool: event ids, oldest first}
     recent_flex    event ids of lines carried beyond their own pool (by flex or other pools)
-    recent_window  {first_event: the window's start, full: ended for want of room or nearly so}
+    recent_window  {first_event: the window's start, full: ended for want of room or nearly so,
+                    held_from: the ``recent_from`` given, moved: the start moved on}
     pool_tokens    {user, say, do, flex: tokens charged}
     truncated      {section: ids (keys for recalled, event ids for recent) of cut items}
     dropped        {lingering: over budget, lingering_faded: under 0.01, summaries, recalled,
                     recent: {pool: lines dropped}}
+    lingering_scores  {id: score} of the items included
+    left_out       {lingering: [{id, score, reason, rank, tokens, room}], summaries: [{id,
+                    reason, rank}], recalled: [{key, tier, reason, rank, tokens, room}]}
+    cache          [{part, block, ttl, prefix_tokens}], one per breakpoint
 """
 
 import math
