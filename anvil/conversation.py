@@ -2,6 +2,8 @@
 editable."""
 
 from django.contrib import admin
+from django.urls import reverse
+from django.utils.html import format_html
 
 from events.models import Event, EventTag, Turn
 from heart.models import ContextSnapshot
@@ -61,20 +63,27 @@ class TurnAdmin(ReadOnlyAdmin):
         "output_tokens",
         "cache_read_tokens",
         "short_error",
+        "context",
     ]
     list_filter = ["status", "model", "queued_at"]
     search_fields = ["error", "event__content", "partial_text"]
     date_hierarchy = "queued_at"
     list_select_related = ["event"]
+    readonly_fields = ["context"]
 
     @admin.display(description="error")
     def short_error(self, turn):
         return turn.error[:80]
 
+    @admin.display(description="context")
+    def context(self, turn):
+        return context_link(turn.pk)
+
 
 @admin.register(ContextSnapshot)
 class ContextSnapshotAdmin(ReadOnlyAdmin):
-    list_display = ["id", "turn", "ts", "total_tokens"]
+    list_display = ["id", "turn", "ts", "total_tokens", "context"]
+    readonly_fields = ["context"]
     list_filter = ["ts"]
     search_fields = ["assembled_system", "assembled_user"]
     date_hierarchy = "ts"
@@ -82,3 +91,13 @@ class ContextSnapshotAdmin(ReadOnlyAdmin):
     @admin.display(description="tokens")
     def total_tokens(self, snapshot):
         return sum(v for v in snapshot.token_counts.values() if isinstance(v, int))
+
+    @admin.display(description="context")
+    def context(self, snapshot):
+        return context_link(snapshot.turn)
+
+
+def context_link(turn_id: int) -> str:
+    """A link to the context inspector of a turn: why she knew what she knew."""
+    url = reverse("admin:inspector", args=[turn_id])
+    return format_html('<a href="{}">why she knew what she knew</a>', url)

@@ -9,6 +9,7 @@ from django.urls import path, reverse
 from django.views.decorators.http import require_GET
 
 from anvil.costs import VIEW_PERMISSION, costs_view
+from anvil.inspector import inspector_view
 from events.render import identity_colors
 from gem.models import Identity
 
@@ -85,11 +86,19 @@ class AnvilSite(admin.AdminSite):
     def get_urls(self):
         return [
             path("costs/", self.admin_view(require_GET(self.costs_view)), name="costs"),
+            path(
+                "events/turn/<int:turn_id>/context/",
+                self.admin_view(require_GET(self.inspector_view)),
+                name="inspector",
+            ),
             *super().get_urls(),
         ]
 
     def costs_view(self, request):
         return costs_view(self, request)
+
+    def inspector_view(self, request, turn_id: int):
+        return inspector_view(self, request, turn_id=turn_id)
 
     def get_app_list(self, request, app_label=None):
         """An app's own page lists its models as the admin does; the index and the menu list

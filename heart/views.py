@@ -56,7 +56,8 @@ class Speaker:
 
 @dataclass(frozen=True)
 class Entry:
-    """One item of the history: a message, or a turn still pending or failed after its message."""
+    """One item of the history: a message (with the turn it answers, for a reply), or a turn
+    still pending or failed after its message."""
 
     message: Message | None = None
     turn: Turn | None = None
@@ -304,16 +305,16 @@ def _history(*, before: int | None, who: Identities) -> dict:
     page = page[:HISTORY_PAGE_SIZE][::-1]
     ids = [event.pk for event in page]
     turns = list(Turn.objects.filter(Q(event_id__in=ids) | Q(reply_event_id__in=ids)))
-    reply_ids = {turn.reply_event_id for turn in turns if turn.reply_event_id}
+    replied = {turn.reply_event_id: turn for turn in turns if turn.reply_event_id}
     unanswered = {turn.event_id: turn for turn in turns if turn.status != TurnStatus.DONE}
     markers = []
     if settings.MIRROR_HISTORY_MARKERS and page:
         markers = summary_markers(first_event_id=page[0].pk, last_event_id=page[-1].pk)
     entries = []
     for event in page:
-        message = _message(event, who=who, is_reply=event.pk in reply_ids)
+        message = _message(event, who=who, is_reply=event.pk in replied)
         if not message.is_secret:
-            entries.append(Entry(message=message))
+            entries.append(Entry(message=message, turn=replied.get(event.pk)))
         if event.pk in unanswered:
             entries.append(Entry(turn=unanswered[event.pk]))
         while markers and markers[0].last_event_id <= event.pk:
