@@ -10,8 +10,9 @@ applying the prompt cache's rules (``bench/promptcache.py``) on a simulated cloc
   ``at=`` the simulated moment), and answered at once (``turn_claim_next``, ``turn_run``). The
   other speaker's next run of lines is the companion's reply: the fake answers it in ``<say>``.
   A ``<`` that could open a tag gets a space after it (``bench.continuity.untagged``).
-- Messages come one to four minutes apart, with a pause of 10 to 90 minutes before one message
-  in every ``TURNS_PER_PAUSE`` (at least one), all drawn from the seed.
+- Messages come one to four minutes apart, with a pause before one message in every
+  ``TURNS_PER_PAUSE`` (at least one): a short break of 5 to 15 minutes or time away of 30 to 90,
+  as likely one as the other, all drawn from the seed.
 - ``TAGGED`` of the person's lines in the first quarter of the replay (or its first six),
   drawn from the seed, are sent tagged as the chat's tag buttons tag them (plans and pins), so
   Lingering has items.
@@ -54,8 +55,10 @@ from silentstar.pricing import PRICES, Price, cost, for_model
 PERSON = "luna"
 START = datetime(2026, 11, 2, 17, 0, tzinfo=UTC)  # the simulated clock's first message
 GAP_SECONDS = (60, 240)  # between two messages
-PAUSE_MINUTES = (10, 90)  # a longer pause
-TURNS_PER_PAUSE = 40
+# A longer pause is a short break or time away, as likely one as the other: the cache forgets a
+# prefix five minutes after it was last read, so the two cost differently.
+PAUSE_MINUTES = ((5, 15), (30, 90))
+TURNS_PER_PAUSE = 25
 TAGGED = ("plan", "pin", "plan", "pin", "plan", "pin")  # the tags given to the person's lines
 EXCERPT_CHARACTERS = 60
 
@@ -111,7 +114,7 @@ def script_of(count: int, *, seed: int) -> Script:
     """The replay's times, pauses and tags for ``count`` messages, drawn from ``seed``."""
     rng = random.Random(seed)
     pauses = {
-        index: rng.uniform(*PAUSE_MINUTES)
+        index: rng.uniform(*rng.choice(PAUSE_MINUTES))
         for index in sorted(rng.sample(range(1, count), min(count - 1, _pauses(count))))
     }
     at, moment = [], START

@@ -21,7 +21,7 @@ from heart.models import ContextSnapshot
 from heart.travel import assembled_again
 from silentstar import claude
 
-WARM_AFTER = timedelta(minutes=3)  # checked every minute: the read comes 3 to 4 minutes after
+WARM_AFTER = timedelta(minutes=4)  # checked every minute: the read comes 4 to 5 minutes after
 CACHE_LIFETIME = timedelta(minutes=5)
 WARM_NOTE = "(A pause in the conversation: nothing needs an answer.)"
 

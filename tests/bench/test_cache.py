@@ -66,13 +66,19 @@ def test_its_script_is_the_seeds_gaps_a_few_long_pauses_and_tags_in_the_first_qu
 
     assert script == script_of(200, seed=3) and script != script_of(200, seed=4)
     assert script.at[0] == START and len(script.at) == 200
-    assert len(script.pauses) == 5
+    assert len(script.pauses) == 8
+    (short_low, short_high), (away_low, away_high) = PAUSE_MINUTES
+    breaks = 0
     for index in range(1, 200):
         gap = (script.at[index] - script.at[index - 1]).total_seconds()
         if index in script.pauses:
-            assert PAUSE_MINUTES[0] * 60 <= gap <= PAUSE_MINUTES[1] * 60
+            assert (
+                short_low * 60 <= gap <= short_high * 60 or away_low * 60 <= gap <= away_high * 60
+            )
+            breaks += gap <= short_high * 60
         else:
             assert GAP_SECONDS[0] <= gap <= GAP_SECONDS[1]
+    assert 0 < breaks < 8  # short breaks and time away, both
     assert sorted(script.tags.values()) == sorted(TAGGED)
     assert all(index < 50 for index in script.tags)
 

@@ -35,8 +35,8 @@ def test_it_reads_the_last_turns_cached_context_in_a_pause_a_few_times(fake_api,
     done = turn(fake_api, story, START + timedelta(minutes=1))
     replied = done.reply_event.ts
     sent = fake_api.requests[-1]
-    assert not cache_keep_warm(now=replied + timedelta(minutes=2))  # not yet
-    assert cache_keep_warm(now=replied + timedelta(minutes=3, seconds=30))
+    assert not cache_keep_warm(now=replied + timedelta(minutes=3, seconds=50))  # not yet
+    assert cache_keep_warm(now=replied + timedelta(minutes=4, seconds=30))
     asked = fake_api.requests[-1]
     assert asked["max_tokens"] == 1
     assert asked["system"] == sent["system"]
@@ -47,10 +47,10 @@ def test_it_reads_the_last_turns_cached_context_in_a_pause_a_few_times(fake_api,
     assert fake_api.usages[-1]["cache_read_input_tokens"] > 0  # a read, which refreshes it
     assert Turn.objects.count() == 2  # never a turn
 
-    warmed = replied + timedelta(minutes=3, seconds=30)
+    warmed = replied + timedelta(minutes=4, seconds=30)
     assert not cache_keep_warm(now=warmed + timedelta(minutes=1))  # read a minute ago
-    assert cache_keep_warm(now=warmed + timedelta(minutes=3))
-    assert not cache_keep_warm(now=warmed + timedelta(minutes=6))  # twice is the limit
+    assert cache_keep_warm(now=warmed + timedelta(minutes=4))
+    assert not cache_keep_warm(now=warmed + timedelta(minutes=8))  # twice is the limit
     assert len(fake_api.requests) == 4
 
 
@@ -64,7 +64,7 @@ def test_it_lets_the_cache_go_when_it_has_expired_or_a_turn_is_waiting(fake_api,
         at=replied + timedelta(minutes=1),
         enqueue=False,
     )
-    assert not cache_keep_warm(now=replied + timedelta(minutes=4))  # the turn reads it itself
+    assert not cache_keep_warm(now=replied + timedelta(minutes=4, seconds=30))  # it reads it
     settings.CACHE_KEEP_WARM = False
-    assert not cache_keep_warm(now=replied + timedelta(minutes=4))
+    assert not cache_keep_warm(now=replied + timedelta(minutes=4, seconds=30))
     assert len(fake_api.requests) == 1
