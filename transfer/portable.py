@@ -75,6 +75,7 @@ class Kind:
     file: str
     model: type[models.Model]
     fields: tuple[str, ...]
+    later: tuple[str, ...] = ()  # fields an older export lacks: their default is taken
 
 
 # In the order they are written on import: a row after the rows it names.
@@ -115,7 +116,9 @@ KINDS = (
             "assembled_user",
             "token_counts",
             "items_included",
+            "inputs",
         ),
+        later=("inputs",),
     ),
     Kind(
         "fragments.jsonl",
@@ -525,7 +528,8 @@ def _list_problem(name: str, value) -> str | None:
 def _row_problems(kind: Kind, row: dict) -> Iterator[tuple[str, str]]:
     for name in kind.fields:
         if name not in row:
-            yield name, "is missing"
+            if name not in kind.later:
+                yield name, "is missing"
         elif name in (TAGS, FRAGMENTS, SOURCES):
             if problem := _list_problem(name, row[name]):
                 yield name, problem
@@ -649,7 +653,12 @@ def _write(folder: Path, kind: Kind, authors: dict[str, int], bar: tqdm) -> None
     manager = kind.model._default_manager
     for chunk in batched((row for _, row in _lines(folder, kind)), BATCH):
         values = [
-            {field.attname: _imported(field, row[field.name], authors) for field in fields}
+            {
+                field.attname: _imported(field, row[field.name], authors)
+                if field.name in row
+                else field.get_default()
+                for field in fields
+            }
             for row in chunk
         ]
         manager.bulk_create([kind.model(**each) for each in values])

@@ -85,10 +85,11 @@ def test_it_declares_the_schedules_once(capsys):
     call_command("ensure_schedules")
     assert set(Schedule.objects.values_list("func", flat=True)) == {
         "heart.tasks.recover_turns_task",
+        "heart.tasks.keep_cache_warm_task",
         "heart.tasks.prune_snapshots_task",
         "gem.tasks.sweep_decay_task",
         "gem.tasks.archive_working_memory_task",
         "mirror.tasks.run_mirror_task",
     }
-    assert Schedule.objects.count() == 5
+    assert Schedule.objects.count() == 6
     assert "Scheduled: gem: decay sweep" in capsys.readouterr().out

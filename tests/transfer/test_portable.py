@@ -385,3 +385,22 @@ def test_it_imports_an_export_older_than_the_ledger(exported, tmp_path):
 
     assert imported.rows["model_calls.jsonl"] == 0
     assert Turn.objects.exists() and not ModelCall.objects.exists()
+
+
+def test_a_snapshot_exported_before_its_inputs_were_kept_still_imports():
+    from transfer.portable import KINDS, _row_problems
+
+    snapshots = next(kind for kind in KINDS if kind.model.__name__ == "ContextSnapshot")
+    row = {
+        "id": 1,
+        "turn": 1,
+        "ts": "2026-03-02T09:00:00+00:00",
+        "assembled_system": "s",
+        "assembled_user": "u",
+        "token_counts": {},
+        "items_included": {},
+    }
+    assert list(_row_problems(snapshots, row)) == []
+    assert list(_row_problems(snapshots, {k: v for k, v in row.items() if k != "turn"})) == [
+        ("turn", "is missing")
+    ]
