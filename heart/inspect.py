@@ -77,6 +77,13 @@ class Bar:
         share = self.share
         return None if share is None else round(100 * share)
 
+    @property
+    def percent_text(self) -> str:
+        """``60%``; ``under 1%`` for a share that rounds to nothing but is not nothing."""
+        if self.percent == 0 and self.tokens:
+            return "under 1%"
+        return f"{self.percent}%"
+
 
 @dataclass(frozen=True)
 class LingeringShown:
@@ -652,20 +659,21 @@ def _summaries_left_out(inspection: Inspection, included: dict) -> list[LeftOut]
     for row in current.exclude(pk__in=considered).order_by("-last_event_id", "-pk"):
         kind, reason = _summary_not_chosen(row, shown, window_first)
         by_kind.setdefault(kind, []).append((row, reason))
-    for row in superseded.exclude(pk__in=considered).order_by("-last_event_id", "-pk"):
-        by_kind.setdefault("superseded", []).append(
-            (row, f"superseded by summary #{row.superseded_by_id}")
-        )
+    counts = {kind: len(pairs) for kind, pairs in by_kind.items()}
+    superseded = superseded.exclude(pk__in=considered)
+    by_kind["superseded"] = [
+        (row, f"superseded by summary #{row.superseded_by_id}")
+        for row in superseded.order_by("-last_event_id", "-pk")[:LISTED_AT_MOST]
+    ]
+    counts["superseded"] = superseded.count() if by_kind["superseded"] else 0
     for kind, pairs in by_kind.items():
         out += [
             LeftOut("Summaries", _summary_label(row.pk, row), reason, ("summary", str(row.pk)))
             for row, reason in pairs[:LISTED_AT_MOST]
         ]
-        if len(pairs) > LISTED_AT_MOST:
-            rest = len(pairs) - LISTED_AT_MOST
-            out.append(
-                LeftOut("Summaries", f"{_counted(rest, 'older summary')} more", f"{kind}, as above")
-            )
+        if counts[kind] > LISTED_AT_MOST:
+            label = f"and {_counted(counts[kind] - LISTED_AT_MOST, 'older summary')}"
+            out.append(LeftOut("Summaries", label, f"{kind}, as those above"))
     return out
 
 

@@ -10,6 +10,7 @@ from bench.fakeapi import FakeReply
 from events.models import Event, Turn
 from gem.models import Fragment, WorkingMemory
 from gem.services import time_zone_set, working_memory_status_set
+from heart import inspect
 from heart.inspect import entries_of, sections_of, snapshot_of, turn_inspection
 from heart.models import ContextSnapshot
 from heart.services import turn_submit
@@ -232,6 +233,20 @@ def test_the_events_before_recent_are_counted_with_what_covers_them(fake_api, se
     recent = inspection.recent
     assert (recent.first_event_id, recent.last_event_id) == (window_first, events[-1].pk)
     assert recent.events == 10 and recent.pools == {"user": 10, "say": 0, "do": 0}
+
+
+def test_a_long_list_of_summaries_of_one_kind_is_cut_and_counted(fake_api, settings, monkeypatch):
+    monkeypatch.setattr(inspect, "LISTED_AT_MOST", 1)
+    _turn, events, made = summarised_log(settings, fake_api)
+    older = Summary.objects.create(
+        level="L0", first_event_id=events[10].pk, last_event_id=events[19].pk, content="…"
+    )
+    Summary.objects.filter(pk=older.pk).update(superseded_by=made["L1"])
+    turn = answered(fake_api, "<luna>still there?</luna>", START + timedelta(hours=2))
+    said = reasons(turn_inspection(turn=turn), "Summaries")
+    superseded = [label for label, reason in said.items() if reason.startswith("superseded by")]
+    assert superseded == [f"#{older.pk} L0, events {older.first_event_id}–{older.last_event_id}"]
+    assert said["and 1 older summary"] == "superseded, as those above"
 
 
 def test_summaries_a_small_budget_leaves_behind_say_so(fake_api, settings):

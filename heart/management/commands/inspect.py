@@ -91,7 +91,7 @@ def _one_line(text: str) -> str:
 def _bar(bar: Bar) -> str:
     if bar.budget is None:
         return f"{bar.name}: {bar.tokens:,}"
-    return f"{bar.name}: {bar.tokens:,} / {bar.budget:,} tokens ({bar.percent}%)"
+    return f"{bar.name}: {bar.tokens:,} / {bar.budget:,} tokens ({bar.percent_text})"
 
 
 def _included(inspection: Inspection) -> list[str]:
