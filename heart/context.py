@@ -8,7 +8,6 @@ from functools import lru_cache
 from zoneinfo import ZoneInfo
 
 from django.conf import settings
-from django.db.models import Max
 from django.db.models.functions import Length
 
 from events.models import Event
@@ -135,7 +134,6 @@ class ContextInputs:
     chars_per_token: float
     pending_recall: list[dict]
     recent_from: int | None  # where the last turn's Recent window started
-    summaries_through: int  # the newest summary written by then (0: none)
 
     def as_json(self) -> dict:
         return {**asdict(self), "now": self.now.isoformat()}
@@ -165,7 +163,6 @@ def context_inputs(*, event: Event, now: datetime, current_turn: int) -> Context
         chars_per_token=state[CHARS_PER_TOKEN],
         pending_recall=state[PENDING_RECALL],
         recent_from=window.get("first_event"),
-        summaries_through=Summary.objects.aggregate(last=Max("pk"))["last"] or 0,
     )
 
 
@@ -176,12 +173,21 @@ def context_for_event(*, event: Event, now: datetime, current_turn: int, gem: Ge
 
 
 def context_assemble(
-    *, event: Event, inputs: ContextInputs, gem: GemNow, working_memory: Sequence, past=False
+    *,
+    event: Event,
+    inputs: ContextInputs,
+    gem: GemNow,
+    working_memory: Sequence,
+    summaries_through: int | None = None,
 ) -> Assembly:
     """The context for ``event`` from ``inputs``, the Gem as read (``gem``: identities, wake
-    text, ambient prose, recall) and its active ``working_memory`` rows. ``past``: the summaries
-    as they stood when ``inputs`` were read, for a past turn assembled again (``heart.travel``);
-    the ids tell, not the clock, which a turn run with ``--at`` does not share."""
+    text, ambient prose, recall) and its active ``working_memory`` rows.
+
+    ``items_included["summaries_through"]`` is the newest summary that stood then (0: none).
+    Given back as ``summaries_through``, the summaries are read as they stood then, for a past
+    turn assembled again (``heart.travel``): the ids tell, not the clock, which a turn run with
+    ``--at`` does not share, and a summary written later, or one superseded by then, has an id
+    above it, or a successor at or below it."""
     budgets = budgets_from_settings(chars_per_token=inputs.chars_per_token)
     pools = budgets.pool_user + budgets.pool_say + budgets.pool_do + budgets.pool_flex
     earlier = _recent_events(before=event.pk, chars_wanted=2 * 4 * pools)
@@ -200,11 +206,12 @@ def context_assemble(
     local_now = inputs.now.astimezone(ZoneInfo(inputs.zone))
     cpt = budgets.chars_per_token
     current = Summary.objects.filter(first_event_id__lt=event.pk)
-    if past:
-        through = inputs.summaries_through
-        current = current.filter(pk__lte=through).exclude(superseded_by__lte=through)
-    else:
+    if summaries_through is None:
         current = current.filter(superseded_by__isnull=True)
+    else:
+        current = current.filter(pk__lte=summaries_through).exclude(
+            superseded_by__lte=summaries_through
+        )
     spans = [
         Span(
             pk,
@@ -235,7 +242,7 @@ def context_assemble(
         SummaryItem(s.id, s.level, s.first_event_id, s.last_event_id, contents[s.id])
         for s in chosen
     ]
-    return assemble(
+    assembly = assemble(
         wake=gem.wake_text,
         image_text=gem.image_text if event.image else None,
         ambient=gem.ambient_prose,
@@ -251,6 +258,8 @@ def context_assemble(
         budgets=budgets,
         recent_from=inputs.recent_from,
     )
+    assembly.items_included["summaries_through"] = max((s.id for s in spans), default=0)
+    return assembly
 
 
 def _first_event_before(event_id: int, *, spans: list[Span]) -> int | None:

@@ -625,7 +625,7 @@ def _summaries_then(snapshot: ContextSnapshot, event_id: int):
     superseded by then: written by then (the snapshot's ``summaries_through``, the newest id),
     as ``heart.context`` reads them for a past turn; as they stand now for a snapshot that did
     not keep it."""
-    through = (snapshot.inputs or {}).get("summaries_through")
+    through = snapshot.items_included.get("summaries_through")
     before = Summary.objects.filter(first_event_id__lt=event_id).only(
         "id", "level", "first_event_id", "last_event_id", "superseded_by_id"
     )

@@ -35,6 +35,7 @@ from heart.ingest import COMPANION, USER, event_record, working_memory_ingest
 from heart.models import ContextSnapshot
 from silentstar import claude
 from silentstar.claude import ClaudeError
+from silentstar.locks import lock_error, when_unlocked
 from silentstar.tokens import DEFAULT_CHARS_PER_TOKEN, chars_per_token_calibrated
 
 logger = logging.getLogger(__name__)
@@ -177,8 +178,6 @@ EVENT_LOG_LOCK = 7_351_002  # the lock a person's message is written under, on P
 PARTIAL_SAVE_INTERVAL = 0.1  # seconds between saves of the streamed text (each a heartbeat)
 HEARTBEAT_INTERVAL = 1.0  # seconds between heartbeats while the Claude call is silent
 LOCK_PATIENCE = 30.0  # seconds the writes after a reply wait out a locked database, in all
-LOCK_RETRY_FIRST_WAIT = 0.05  # seconds before the first try again; doubles up to the next
-LOCK_RETRY_LONGEST_WAIT = 2.0
 
 
 class TurnStopped(BaseException):
@@ -346,33 +345,9 @@ def _patience() -> float:
 
 
 def _when_unlocked[T](write: Callable[[], T], *, until: float | None = None) -> T:
-    """``write()``, tried again with a growing wait while the database is locked by another
-    writer (a Mirror run, a sweep, a draft), until ``until`` (default: ``LOCK_PATIENCE`` from
-    now). ``write`` must be safe to repeat: a statement, or one transaction, that failed on a
-    lock left nothing behind."""
-    until = _patience() if until is None else until
-    wait = LOCK_RETRY_FIRST_WAIT
-    while True:
-        try:
-            return write()
-        except OperationalError as error:
-            if not _is_lock_error(error) or time.monotonic() + wait > until:
-                raise
-            logger.warning("The database is locked (%s); trying again in %.2f s", error, wait)
-            time.sleep(wait)
-            wait = min(wait * 2, LOCK_RETRY_LONGEST_WAIT)
-
-
-LOCK_SQLSTATES = frozenset({"55P03", "40P01", "40001"})  # lock not available, deadlock, conflict
-
-
-def _is_lock_error(error: OperationalError) -> bool:
-    """SQLite's "database is locked" (another connection held the write lock for longer than
-    the busy timeout), or PostgreSQL's lock timeout, deadlock or serialisation failure."""
-    message = str(error)
-    if "database is locked" in message or "database table is locked" in message:
-        return True
-    return getattr(error.__cause__, "sqlstate", None) in LOCK_SQLSTATES
+    """``write()``, tried again while the database is locked by another writer (a Mirror run, a
+    sweep, a draft), until ``until`` (default: ``LOCK_PATIENCE`` from now)."""
+    return when_unlocked(write, until=_patience() if until is None else until)
 
 
 def _working_memory_fill_record(assembly: Assembly) -> None:
@@ -422,7 +397,7 @@ def _reply_stream(
         try:
             held = _turn_update(turn.pk, attempt=attempt, heartbeat_at=timezone.now(), **changes)
         except OperationalError as error:
-            if not _is_lock_error(error):
+            if not lock_error(error):
                 raise
             logger.warning("The database is locked (%s); this save of the reply waits", error)
             return False

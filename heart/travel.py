@@ -11,7 +11,6 @@ item's words or decay anchor) is read as it is now; when the two contexts differ
 made since (the Anvil's log of every write, retags) are named beside the sections that differ.
 """
 
-import re
 from dataclasses import dataclass, field
 from datetime import datetime
 
@@ -22,9 +21,9 @@ from gem.models import WorkingMemory
 from gem.selectors import gem_current
 from heart.assemble import Assembly
 from heart.context import ContextInputs, context_assemble
+from heart.inspect import sections_of
 from heart.models import ContextSnapshot
 
-SECTION_HEADING = re.compile(r"^## (.+)$", re.MULTILINE)
 # The admin log's entries that can change each part of a context, by model.
 CHANGES_OF = {
     "system": ("gem.waketext", "gem.ambientprose", "gem.identity"),
@@ -52,17 +51,6 @@ class Travel:
         return self.possible and not self.differing
 
 
-def user_sections(user_text: str) -> dict[str, str]:
-    """The user message's ``## `` sections by heading, each with its text."""
-    marks = list(SECTION_HEADING.finditer(user_text))
-    return {
-        mark.group(1): user_text[
-            mark.start() : marks[n + 1].start() if n + 1 < len(marks) else None
-        ]
-        for n, mark in enumerate(marks)
-    }
-
-
 def snapshot_travelled(snapshot: ContextSnapshot) -> Travel:
     """Assemble the snapshot's turn again as of then, and say where and why it differs."""
     travel = Travel(snapshot)
@@ -82,7 +70,7 @@ def snapshot_travelled(snapshot: ContextSnapshot) -> Travel:
     travel.system, travel.user = assembly.system_text, assembly.user_text
     if travel.system != snapshot.assembled_system:
         travel.differing.append("system")
-    then, now = user_sections(snapshot.assembled_user), user_sections(travel.user)
+    then, now = sections_of(snapshot.assembled_user), sections_of(travel.user)
     travel.differing += [
         heading for heading in dict.fromkeys([*then, *now]) if then.get(heading) != now.get(heading)
     ]
@@ -100,7 +88,7 @@ def assembled_again(snapshot: ContextSnapshot, *, event: Event) -> Assembly:
         inputs=ContextInputs.from_json(snapshot.inputs),
         gem=gem_current(),
         working_memory=working_memory_then(snapshot),
-        past=True,
+        summaries_through=snapshot.items_included.get("summaries_through", 0),
     )
 
 

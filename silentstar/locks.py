@@ -26,11 +26,15 @@ def lock_error(error: OperationalError) -> bool:
     return getattr(error.__cause__, "sqlstate", None) in LOCK_SQLSTATES
 
 
-def when_unlocked[T](write: Callable[[], T], *, patience: float) -> T:
+def when_unlocked[T](
+    write: Callable[[], T], *, patience: float | None = None, until: float | None = None
+) -> T:
     """``write()``, tried again with a growing wait while the database is locked, for up to
-    ``patience`` seconds. ``write`` must be safe to repeat: a statement, or one transaction,
-    that failed on a lock left nothing behind."""
-    until = time.monotonic() + patience
+    ``patience`` seconds, or until the moment ``until`` (``time.monotonic()``; several writes
+    can share one). ``write`` must be safe to repeat: a statement, or one transaction, that
+    failed on a lock left nothing behind."""
+    if until is None:
+        until = time.monotonic() + (patience or 0.0)
     wait = FIRST_WAIT
     while True:
         try:

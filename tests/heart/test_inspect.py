@@ -241,7 +241,11 @@ def test_a_long_list_of_summaries_of_one_kind_is_cut_and_counted(fake_api, setti
     older = Summary.objects.create(
         level="L0", first_event_id=events[10].pk, last_event_id=events[19].pk, content="…"
     )
-    Summary.objects.filter(pk=older.pk).update(superseded_by=made["L1"])
+    # Merged since into a coarser summary written after it, as the Mirror merges.
+    merged = Summary.objects.create(
+        level="L1", first_event_id=events[10].pk, last_event_id=events[19].pk, content="…"
+    )
+    Summary.objects.filter(pk=older.pk).update(superseded_by=merged)
     turn = answered(fake_api, "<luna>still there?</luna>", START + timedelta(hours=2))
     said = reasons(turn_inspection(turn=turn), "Summaries")
     superseded = [label for label, reason in said.items() if reason.startswith("superseded by")]

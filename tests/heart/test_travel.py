@@ -8,9 +8,10 @@ from django.contrib.admin.models import CHANGE, LogEntry
 from django.contrib.auth.models import User
 
 from gem.models import WorkingMemory
+from heart.inspect import sections_of
 from heart.models import ContextSnapshot
 from heart.services import turn_claim_next, turn_run, turn_submit
-from heart.travel import snapshot_travelled, user_sections
+from heart.travel import snapshot_travelled
 from tests.heart.test_conversation_long import long_conversation  # noqa: F401 (a fixture)
 
 pytestmark = pytest.mark.django_db(databases="__all__")
@@ -54,8 +55,8 @@ def test_it_names_what_the_anvil_changed_since_a_turn():
     travel = snapshot_travelled(second)
     assert not travel.agrees
     assert travel.differing == ["Lingering"]
-    assert "tea with honey" in user_sections(travel.user)["Lingering"]
-    assert "tea without sugar" in user_sections(second.assembled_user)["Lingering"]
+    assert "tea with honey" in sections_of(travel.user)["Lingering"]
+    assert "tea without sugar" in sections_of(second.assembled_user)["Lingering"]
     assert any(f"“{pin}”" in change and "Changed Content" in change for change in travel.changes)
 
 
