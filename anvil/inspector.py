@@ -16,8 +16,11 @@ from django.urls import reverse
 from django.utils.safestring import SafeString
 
 from anvil.textdiff import text_change_summary, text_diff_html
+from anvil.why import WhyForm
 from events.models import Turn
-from heart.inspect import Bar, LeftOut, SectionChange, turn_inspection
+from heart.inspect import Bar, LeftOut, SectionChange, sections_of, turn_inspection
+from heart.travel import Travel, snapshot_travelled
+from heart.why import TURNS_DEFAULT
 
 VIEW_PERMISSION = "heart.view_contextsnapshot"
 ADMIN_PAGES = {
@@ -88,6 +91,7 @@ def inspector_view(site, request, *, turn_id: int) -> TemplateResponse:
         raise PermissionDenied
     turn = get_object_or_404(Turn.objects.select_related("event", "reply_event"), pk=turn_id)
     inspection = turn_inspection(turn=turn)
+    travel = snapshot_travelled(inspection.snapshot) if inspection.snapshot else None
     return TemplateResponse(
         request,
         "anvil/inspector.html",
@@ -101,8 +105,28 @@ def inspector_view(site, request, *, turn_id: int) -> TemplateResponse:
             "left_out": left_out_rows(inspection.left_out),
             "diffs": diffs_of(inspection.changes),
             "cache_meter": _cache_meter(inspection),
+            "why_form": WhyForm(initial={"turns": TURNS_DEFAULT}),
+            "travel": travel,
+            "travel_diffs": diffs_of(travel_changes(travel)) if travel else [],
         },
     )
+
+
+def travel_changes(travel: Travel) -> list[SectionChange]:
+    """The sections where the turn assembled again differs from its snapshot, as changes from
+    what Claude received to what the data gives now."""
+    if not travel.possible or travel.agrees:
+        return []
+    then = sections_of(travel.snapshot.assembled_user)
+    again = sections_of(travel.user)
+    changes = []
+    for name in travel.differing:
+        if name == "system":
+            before, after = travel.snapshot.assembled_system, travel.system
+        else:
+            before, after = then.get(name, ""), again.get(name, "")
+        changes.append(SectionChange(name, "changed", before, after))
+    return changes
 
 
 def _cache_meter(inspection) -> Meter | None:

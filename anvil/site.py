@@ -10,6 +10,7 @@ from django.views.decorators.http import require_GET
 
 from anvil.costs import VIEW_PERMISSION, costs_view
 from anvil.inspector import inspector_view
+from anvil.why import why_view
 from events.render import identity_colors
 from gem.models import Identity
 
@@ -86,6 +87,7 @@ class AnvilSite(admin.AdminSite):
     def get_urls(self):
         return [
             path("costs/", self.admin_view(require_GET(self.costs_view)), name="costs"),
+            path("why/", self.admin_view(require_GET(self.why_view)), name="why"),
             path(
                 "events/turn/<int:turn_id>/context/",
                 self.admin_view(require_GET(self.inspector_view)),
@@ -99,6 +101,9 @@ class AnvilSite(admin.AdminSite):
 
     def inspector_view(self, request, turn_id: int):
         return inspector_view(self, request, turn_id=turn_id)
+
+    def why_view(self, request):
+        return why_view(self, request)
 
     def get_app_list(self, request, app_label=None):
         """An app's own page lists its models as the admin does; the index and the menu list

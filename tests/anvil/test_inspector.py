@@ -7,6 +7,7 @@ from django.contrib.auth.models import Permission
 from django.urls import reverse
 
 from gem.access import REFUSAL
+from gem.models import WorkingMemory
 from heart.models import ContextSnapshot
 from heart.services import turn_submit
 from tests.heart.test_inspect import START, answered, item
@@ -138,3 +139,15 @@ def test_the_turn_and_its_snapshot_in_the_anvil_link_to_it(admin_client, fake_ap
         reverse("admin:heart_contextsnapshot_change", args=[snapshot.pk]),
     ):
         assert link in admin_client.get(page).text, page
+
+
+def test_it_assembles_the_turn_again_and_says_it_agrees_or_what_changed(admin_client, two_turns):
+    _first, second = two_turns
+    html = admin_client.get(url(second)).text
+    assert "the same as what Claude received, byte for byte" in html
+    assert 'action="/admin/why/"' in html  # the question, asked of the last turns
+    pin = WorkingMemory.objects.get(content="tea without sugar, always")
+    WorkingMemory.objects.filter(pk=pin.pk).update(content="tea with honey, always")
+    html = admin_client.get(url(second)).text
+    assert "it differs from what Claude received in: <strong>Lingering</strong>" in html
+    assert "<strong>Lingering</strong> <span" in html and 'class="anvil-worddiff"' in html
