@@ -237,7 +237,7 @@ def test_the_events_before_recent_are_counted_with_what_covers_them(fake_api, se
 
 def test_a_long_list_of_summaries_of_one_kind_is_cut_and_counted(fake_api, settings, monkeypatch):
     monkeypatch.setattr(inspect, "LISTED_AT_MOST", 1)
-    _turn, events, made = summarised_log(settings, fake_api)
+    _turn, events, _made = summarised_log(settings, fake_api)
     older = Summary.objects.create(
         level="L0", first_event_id=events[10].pk, last_event_id=events[19].pk, content="…"
     )
