@@ -150,4 +150,4 @@ def test_it_assembles_the_turn_again_and_says_it_agrees_or_what_changed(admin_cl
     WorkingMemory.objects.filter(pk=pin.pk).update(content="tea with honey, always")
     html = admin_client.get(url(second)).text
     assert "it differs from what Claude received in: <strong>Lingering</strong>" in html
-    assert "<strong>Lingering</strong> <span" in html and 'class="anvil-worddiff"' in html
+    assert "<strong>Lingering</strong> changed" in html and 'class="anvil-worddiff"' in html
