@@ -17,6 +17,7 @@ working memory, fragments, summaries and the event log.
 
 from dataclasses import dataclass
 from datetime import datetime
+from functools import partial
 
 from django.db.models import Q
 
@@ -71,13 +72,13 @@ def why(asked: str, *, turns: int = TURNS_DEFAULT) -> Why:
     if item_id.isdigit():
         item = WorkingMemory.objects.filter(pk=int(item_id)).first()
         what = f"working memory #{item_id}" + (f" ({item.type}: {item.content})" if item else "")
-        verdict = lambda s: _item_verdict(item, int(item_id), s)  # noqa: E731
+        verdict = partial(_item_verdict, item, int(item_id))
     elif fragment := Fragment.objects.filter(key__iexact=asked).first():
         what = f"the fragment [{fragment.key}]"
-        verdict = lambda s: _fragment_verdict(fragment, s)  # noqa: E731
+        verdict = partial(_fragment_verdict, fragment)
     else:
         what = f"the words “{asked}”"
-        verdict = lambda s: _words_verdict(asked, s)  # noqa: E731
+        verdict = partial(_words_verdict, asked)
     verdicts = []
     for snapshot in judged.values():
         answer, reason = verdict(snapshot)
