@@ -15,12 +15,17 @@ from django.contrib.admin.models import CHANGE, LogEntry
 from django.contrib.auth import get_user_model
 from django.contrib.contenttypes.models import ContentType
 from gem.services import working_memory_create
-from heart.models import ContextSnapshot
+from django.db import connections
 from heart.services import turn_submit
 from mirror.models import Summary
 turn = turn_submit(text="<luna><pin>tea at four</pin> the rain again</luna>", actor="luna",
                    enqueue=False)
-ContextSnapshot.objects.create(turn=turn.pk, assembled_system="s", assembled_user="u")
+with connections["snapshots"].cursor() as cursor:  # the table as it was then
+    cursor.execute(
+        "INSERT INTO heart_contextsnapshot (turn, ts, assembled_system, assembled_user, "
+        "token_counts, items_included) VALUES (%s, %s, 's', 'u', '{}', '{}')",
+        [turn.pk, turn.queued_at],
+    )
 Summary.objects.create(level="L0", first_event_id=turn.event_id, last_event_id=turn.event_id,
                        content="The rain.")
 working_memory_create(type="thought", content="the rain again", actor="claude",
