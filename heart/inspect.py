@@ -17,6 +17,7 @@ Left out, and why (``LeftOut.reason``):
   ``not active: resolved``;
 - summaries the turn did not stand behind Recent: superseded by a coarser one, overlapping
   Recent, covered by a summary shown, or further back than the budget reached;
+- the fragments the ambient prose names that were not recalled: ``not recalled: …``;
 - the events before Recent's window: how many, and which of them the summaries cover.
 
 Snapshots taken before these records were kept have only the counts of what was dropped:
@@ -35,6 +36,7 @@ from django.utils import timezone
 from events.models import Event, Turn, TurnStatus
 from gem.decay import FLOOR_THRESHOLD, PLAN, PLAN_RESURFACE_HOURS, plan_phases
 from gem.models import Fragment, WorkingMemory, WorkingMemoryStatus
+from gem.selectors import AMBIENT_KEY
 from heart.assemble import (
     LINGERING,
     MESSAGE,
@@ -293,6 +295,7 @@ def turn_inspection(*, turn: Turn) -> Inspection:
         *_lingering_left_out(inspection, included),
         *_summaries_left_out(inspection, included),
         *_recalled_left_out(included),
+        *_not_recalled(snapshot.assembled_system, included),
     ]
     inspection.outside_recent = _outside_recent(inspection)
     inspection.cache = _cache_use(turn)
@@ -718,6 +721,27 @@ def _recalled_left_out(included: dict) -> list[LeftOut]:
             _recalled_link(item["key"], fragments),
         )
         for item in left
+    ]
+
+
+def _not_recalled(system_text: str, included: dict) -> list[LeftOut]:
+    """The fragments the ambient prose names that the turn did not recall: she knew they were
+    there, and the reply before asked for none of them."""
+    if "left_out" not in included:
+        return []
+    asked = {*included.get("recalled", []), *(i["key"] for i in included["left_out"]["recalled"])}
+    named = [key for key in dict.fromkeys(AMBIENT_KEY.findall(system_text)) if key not in asked]
+    stored = set(Fragment.objects.filter(pk__in=named).values_list("pk", flat=True))
+    return [
+        LeftOut(
+            "Recalled",
+            key,
+            "not recalled: the ambient prose names it, and the reply before asked for no "
+            "recall(…) or search(…) that reached it",
+            ("fragment", key),
+        )
+        for key in named[:LISTED_AT_MOST]
+        if key in stored
     ]
 
 

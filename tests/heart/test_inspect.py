@@ -8,7 +8,7 @@ from django.core.management import CommandError, call_command
 
 from bench.fakeapi import FakeReply
 from events.models import Event, Turn
-from gem.models import Fragment, WorkingMemory
+from gem.models import AmbientProse, Fragment, WorkingMemory
 from gem.services import time_zone_set, working_memory_status_set
 from heart import inspect
 from heart.inspect import entries_of, sections_of, snapshot_of, turn_inspection
@@ -317,6 +317,19 @@ def test_a_recalled_fragment_with_no_room_left_is_cut_at_its_rank(fake_api, sett
         "well (inventory)": f"cut by the budget at rank 2 (needed {entry['tokens']} tokens, "
         f"{entry['room']} left)"
     }
+
+
+def test_a_fragment_the_ambient_prose_names_and_nobody_recalled_is_not_recalled(fake_api):
+    Fragment.objects.create(key="fairy", ambient="White softness.")
+    Fragment.objects.create(key="well", ambient="Deep and cold.")
+    AmbientProse.objects.create(content="Her [fairy] sweater; the [well] out back; [nowhere].")
+    answered(fake_api, "<luna>hello</luna>", START, "<say>hm</say> recall(fairy)")
+    turn = answered(fake_api, "<luna>and the well?</luna>", START + timedelta(minutes=1))
+    said = reasons(turn_inspection(turn=turn), "Recalled")
+    assert said == {
+        "well": "not recalled: the ambient prose names it, and the reply before asked for no "
+        "recall(…) or search(…) that reached it"
+    }  # fairy was recalled; [nowhere] names no fragment
 
 
 # --- The cache, the turn before, what an old snapshot lacks ---------------------------------------
