@@ -5,6 +5,7 @@ from datetime import UTC, datetime, timedelta
 import pytest
 from django.core.management import CommandError, call_command
 
+from events.models import Event
 from gem.models import Fragment, WorkingMemory
 from heart.services import turn_claim_next, turn_run, turn_submit
 from heart.why import CUT, IN_CONTEXT, NEVER_STORED, NOT_ELIGIBLE, WhyError, why
@@ -89,6 +90,7 @@ def test_the_command_prints_a_verdict_per_turn(conversation, capsys):
     call_command("why", "marigolds", "--turns", "3")
     out = capsys.readouterr().out
     assert out.startswith("Why didn't she know the words “marigolds”?")
-    assert out.count(": cut by the budget. Held by event #2: Said before Recent's window") == 3
+    said = Event.objects.filter(content__contains="marigolds").order_by("pk").last().pk
+    assert out.count(f": cut by the budget. Held by event #{said}: Said before Recent's") == 3
     with pytest.raises(CommandError, match="from 1 to 200"):
         call_command("why", "tea", "--turns", "500")
