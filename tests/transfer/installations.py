@@ -2,6 +2,7 @@
 runs on (SQLite files, or PostgreSQL databases made for the test): what they run, how they are
 made and compared."""
 
+import functools
 import hashlib
 import json
 import os
@@ -134,11 +135,14 @@ def postgres_tools_required() -> None:
 
 
 class Installation:
-    """One Silentstar installation: its data folder and, on PostgreSQL, databases of its own."""
+    """One Silentstar installation: its data folder and, on PostgreSQL, databases of its own.
+    ``set_up_rows``: for a copy of a set-up installation, the rows it was made with (read by
+    the set-up's own process: reading them again would take a process of their own)."""
 
-    def __init__(self, data: Path, database_urls: dict[str, str]):
+    def __init__(self, data: Path, database_urls: dict[str, str], *, set_up_rows=None):
         self.data = data
         self.database_urls = database_urls
+        self.set_up_rows: dict[str, list[str]] | None = set_up_rows
         self.env = {
             **os.environ,
             "SILENTSTAR_DATA_DIR": str(data),
@@ -168,6 +172,12 @@ class Installation:
 
     def rows(self) -> dict[str, list[str]]:
         return json.loads(self.shell(ROWS))
+
+    @functools.cached_property
+    def rows_kept(self) -> dict[str, list[str]]:
+        """``rows()`` read once and kept, for an installation nothing changes any more (the
+        ``filled`` source, which its tests only read)."""
+        return self.rows()
 
     def images(self) -> dict[str, bytes]:
         media = self.data / "media"
@@ -232,7 +242,9 @@ def set_up_installations(tmp_path_factory, postgres_databases):
                 if events_apart:
                     urls["EVENTS_DATABASE_URL"] = postgres_databases.create()
             made[events_apart] = Installation(tmp_path_factory.mktemp("set-up"), urls)
-            made[events_apart].shell(SET_UP)
+            # Its rows read by the same process, after the set-up (ROWS prints them last).
+            said = made[events_apart].shell(SET_UP + ROWS)
+            made[events_apart].set_up_rows = json.loads(said.splitlines()[-1])
         return made[events_apart]
 
     return set_up
@@ -245,7 +257,7 @@ def installation_copy(template: Installation, data: Path, databases) -> Installa
         variable: databases.create(template=urlsplit(url).path.lstrip("/"))
         for variable, url in template.database_urls.items()
     }
-    return Installation(data, urls)
+    return Installation(data, urls, set_up_rows=template.set_up_rows)
 
 
 @pytest.fixture

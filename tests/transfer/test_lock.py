@@ -23,7 +23,7 @@ with FileLock(sys.argv[1]):
 def test_every_restore_and_import_is_refused_while_another_runs(installation, filled, tmp_path):
     _, folder = filled
     target = installation("target")
-    before = target.rows()
+    before = target.set_up_rows
     mira = tmp_path / "mira.jsonl"
     mira.write_text("")
     holder = subprocess.Popen(
@@ -73,7 +73,7 @@ def test_of_two_restores_at_once_one_restores_and_the_other_is_refused(
 
     assert [status for status, _ in outcomes] == [0, 1]
     assert "another restore or import is running" in outcomes[1][1] or "not empty" in outcomes[1][1]
-    assert target.rows() == source.rows()
+    assert target.rows() == source.rows_kept
 
 
 def test_on_postgresql_the_store_s_advisory_lock_also_holds_it(installation, filled):

@@ -18,7 +18,7 @@ def test_it_restores_every_row_and_image_into_a_new_installation(installation, f
     source, folder = filled
     assert folder.parent.name == "backups" and folder.name.startswith("silentstar-")
     manifest = checksums_hold(folder)
-    rows = source.rows()
+    rows = source.rows_kept
     assert manifest["rows"] == {
         "events": len(table(rows, "heart_event")),
         "working_memory": len(table(rows, "gem_workingmemory")),
@@ -79,7 +79,7 @@ def from_a_newer_schema(copy: Path, manifest: dict) -> str:
 def test_it_refuses_a_damaged_backup_and_changes_nothing(installation, filled, tmp_path):
     _, folder = filled
     target = installation("target")
-    before = target.rows()
+    before = target.set_up_rows
     for damage in (altered, missing, from_a_newer_schema):
         copy = shutil.copytree(folder, tmp_path / damage.__name__)
         problem = damage(copy, json.loads((copy / "manifest.json").read_text()))
@@ -109,7 +109,7 @@ def test_it_refuses_a_damaged_store_or_a_wrong_count_and_a_good_backup_follows(
 ):
     source, folder = filled
     target = installation("target")
-    before = target.rows()
+    before = target.set_up_rows
     for damage in (store_damaged, rows_miscounted):
         copy = shutil.copytree(folder, tmp_path / damage.__name__)
         damage(copy)
@@ -123,13 +123,13 @@ def test_it_refuses_a_damaged_store_or_a_wrong_count_and_a_good_backup_follows(
 
     restored = target.restore(folder)
     assert restored.returncode == 0, restored.stderr
-    assert target.rows() == source.rows()
+    assert target.rows() == source.rows_kept
 
 
 def test_a_restore_failing_part_way_puts_everything_back(installation, filled):
     source, folder = filled
     target = installation("target")
-    before = target.rows()
+    before = target.set_up_rows
     # A file where the images' folder goes: the stores are restored, then the first image
     # cannot be written.
     (target.data / "media").mkdir(exist_ok=True)
@@ -147,7 +147,7 @@ def test_a_restore_failing_part_way_puts_everything_back(installation, filled):
     (target.data / "media" / "images").unlink()
     restored = target.restore(folder)
     assert restored.returncode == 0, restored.stderr
-    assert target.rows() == source.rows() and target.images() == source.images()
+    assert target.rows() == source.rows_kept and target.images() == source.images()
 
 
 def test_it_restores_into_an_installation_never_migrated(filled, tmp_path, postgres_databases):
@@ -158,4 +158,4 @@ def test_it_restores_into_an_installation_never_migrated(filled, tmp_path, postg
     restored = target.restore(folder)
 
     assert restored.returncode == 0, restored.stderr
-    assert target.rows() == source.rows() and target.images() == source.images()
+    assert target.rows() == source.rows_kept and target.images() == source.images()
