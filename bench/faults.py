@@ -213,12 +213,13 @@ def faults_run(*, faults: int, seed: int, progress: Callable[[str], None]) -> di
 
     # The recovery check runs in this process: it reads the same silence as the worker.
     settings.TURN_STALE_SECONDS = STALE_SECONDS
-    owner = get_user_model().objects.create_superuser(username="faults", password=None)
-    client = Client(SERVER_NAME="localhost")
-    client.force_login(owner)
     load_before = os.getloadavg()
     began = time.monotonic()
-    with FakeMessagesAPI() as api, _Transfers(moments=random.Random(seed)) as transfers:
+    # The transfers enter first: they keep a copy of the stores before anything is written.
+    with _Transfers(moments=random.Random(seed)) as transfers, FakeMessagesAPI() as api:
+        owner = get_user_model().objects.create_superuser(username="faults", password=None)
+        client = Client(SERVER_NAME="localhost")
+        client.force_login(owner)
         env = {
             **os.environ,
             "ANTHROPIC_API_KEY": "bench",
@@ -643,8 +644,27 @@ class _Transfers:
         self.measured: dict[str, tuple[float, int]] = {}
 
     def __enter__(self) -> "_Transfers":
+        from django.conf import settings
+
         self._folder = tempfile.TemporaryDirectory(prefix="silentstar-bench-faults-")
+        if not settings.DATABASE_URL:
+            self._stores_keep()
         return self
+
+    def _stores_keep(self) -> None:
+        """The bench's SQLite stores as the command migrated them, nothing written yet, copied
+        into the template installation's folder: the same stores a migration of its own would
+        make, without the seconds four migrations take."""
+        from django.conf import settings
+
+        kept = self.folder / "template"
+        kept.mkdir()
+        for alias, name in settings.SQLITE_FILES.items():
+            with (
+                closing(sqlite3.connect(settings.DATABASES[alias]["NAME"])) as store,
+                closing(sqlite3.connect(kept / name)) as copy,
+            ):
+                store.backup(copy)
 
     def __exit__(self, *exc_info) -> None:
         if self._template is not None:
@@ -755,17 +775,19 @@ class _Transfers:
         from django.conf import settings
 
         template = _Installation(data=self.folder / "template")
-        template.data.mkdir()  # on PostgreSQL the settings make none: only media go there
+        migrations = []  # on SQLite its stores are the bench's, kept migrated (_stores_keep)
         if settings.DATABASE_URL:
+            template.data.mkdir()  # the settings make none on PostgreSQL: only media go there
             template.database = f"{_own_database()}_template"
             _postgres(f'CREATE DATABASE "{template.database}"')
+            migrations = [
+                f"call_command('migrate', database={alias!r}, verbosity=0)"
+                for alias in settings.STORE_ALIASES
+            ]
         set_up = "\n".join(
             [
                 "from django.core.management import call_command",
-                *(
-                    f"call_command('migrate', database={alias!r}, verbosity=0)"
-                    for alias in settings.STORE_ALIASES
-                ),
+                *migrations,
                 "call_command('ensure_owner')",
             ]
         )
