@@ -296,15 +296,7 @@ def parser() -> argparse.ArgumentParser:
         "person's messages within its reach that it leaves out (holes), the evidence turns of "
         "older questions it still holds, and how far back its summaries reach.",
     )
-    continuity.add_argument(
-        "dataset",
-        type=Path,
-        nargs="?",
-        default=settings.BASE_DIR.parent / "shared" / "bench" / "locomo-dev.json",
-        metavar="DATASET",
-        help="a dataset in the evaluation harness's format "
-        "(default: ../shared/bench/locomo-dev.json)",
-    )
+    _real_dataset_argument(continuity)
     continuity.add_argument(
         "--conversations",
         type=int,
@@ -328,15 +320,7 @@ def parser() -> argparse.ArgumentParser:
         "Heart's input tokens read from the cache and written to it, the input tokens per turn "
         "and the cost per turn at the Heart model's prices, with the cache and without.",
     )
-    cache.add_argument(
-        "dataset",
-        type=Path,
-        nargs="?",
-        default=settings.BASE_DIR.parent / "shared" / "bench" / "locomo-dev.json",
-        metavar="DATASET",
-        help="a dataset in the evaluation harness's format "
-        "(default: ../shared/bench/locomo-dev.json)",
-    )
+    _real_dataset_argument(cache)
     cache.add_argument("--turns", type=int, default=200, help="turns to replay (default: 200)")
     cache.add_argument(
         "--conversation", metavar="ID", help="the conversation to replay (default: the first)"
@@ -366,6 +350,19 @@ def parser() -> argparse.ArgumentParser:
     _inside_options(cache, size=False)
     cache.set_defaults(run=_cache)
     return top
+
+
+def _real_dataset_argument(parser: argparse.ArgumentParser) -> None:
+    """DATASET, by default the real conversations beside the project (never copied into it)."""
+    parser.add_argument(
+        "dataset",
+        type=Path,
+        nargs="?",
+        default=settings.BASE_DIR.parent / "shared" / "bench" / "locomo-dev.json",
+        metavar="DATASET",
+        help="a dataset in the evaluation harness's format "
+        "(default: ../shared/bench/locomo-dev.json)",
+    )
 
 
 def _sizes_option(parser: argparse.ArgumentParser) -> None:

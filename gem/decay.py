@@ -355,14 +355,7 @@ def floor_crossing(
         return None
     if under(start):
         return start
-    low, high = start, end  # above at low, under at high
-    while high - low > _SECOND:
-        middle = low + (high - low) / 2
-        if under(middle):
-            high = middle
-        else:
-            low = middle
-    return high
+    return _first_moment(start, end, under, resolution=_SECOND)  # above at start, under at end
 
 
 def _rise_overtakes(refreshed_at: datetime, due: datetime) -> datetime:
@@ -373,10 +366,18 @@ def _rise_overtakes(refreshed_at: datetime, due: datetime) -> datetime:
         hours = _hours_between(refreshed_at, moment)
         return _due_curve(hours_to_due=(due - moment) / _HOUR) > _spike(hours=hours)
 
-    low, high = refreshed_at, min(due, refreshed_at + PLAN_SPIKE_HOURS * _HOUR)
-    while high - low > _MICROSECOND:
+    end = min(due, refreshed_at + PLAN_SPIKE_HOURS * _HOUR)
+    return _first_moment(refreshed_at, end, rise_ahead, resolution=_MICROSECOND)
+
+
+def _first_moment(
+    low: datetime, high: datetime, holds: Callable[[datetime], bool], *, resolution: timedelta
+) -> datetime:
+    """The first moment after ``low`` at which ``holds`` is true, to within ``resolution``, by
+    halving: it is false at ``low``, true at ``high``, and stays true once it is."""
+    while high - low > resolution:
         middle = low + (high - low) / 2
-        if rise_ahead(middle):
+        if holds(middle):
             high = middle
         else:
             low = middle
