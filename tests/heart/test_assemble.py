@@ -8,6 +8,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from bench.promptcache import PromptCache, block_tokens
 from gem.recalled import RecalledItem
 from heart.assemble import (
     Budgets,
@@ -72,6 +73,15 @@ def section_text(user_text, name):
     """The section exactly as sent, heading included."""
     match = re.search(rf"^## {name}\n(?:.*\n)*?(?=\n## |\Z)", user_text + "\n", re.MULTILINE)
     return match[0].rstrip("\n") if match else ""
+
+
+def request(assembly):
+    """A Messages API request of the assembly, as the Heart sends it."""
+    return {
+        "model": "model",
+        "system": assembly.system,
+        "messages": [{"role": "user", "content": assembly.user}],
+    }
 
 
 def window(included):
@@ -638,17 +648,17 @@ def test_it_shares_the_cached_prefix_between_consecutive_turns():
         recent_from=first.items_included["recent_window"]["first_event"],
     )
     assert first.system == second.system
-    # The first turn's cached prefix ends at a block boundary of the second, within 20 blocks
-    # of its breakpoint: the cache finds it there, whatever working memory did.
-    cached = [{k: v for k, v in block.items() if k != "cache_control"} for block in first.user]
+    # By the cache's rules, the second turn reads all the first one wrote up to its last
+    # breakpoint (a block boundary of the second, within its lookback), whatever working memory
+    # did, and writes only its newest events.
+    cache = PromptCache({"model": 1}, clock=lambda: 0.0)
+    first_usage, second_usage = (cache.apply(request(turn)) for turn in (first, second))
     end = breakpoints(first.user)[-1] + 1
-    assert (
-        second.user[:end] == cached[:end]
-        or [{k: v for k, v in b.items() if k != "cache_control"} for b in second.user[:end]]
-        == cached[:end]
-    )
-    assert breakpoints(second.user)[-1] - (end - 1) <= 20
-    assert breakpoints(second.user)[-1] > end - 1
+    held = [*first.system, *first.user[:end]]
+    assert second_usage.cache_read_input_tokens == sum(block_tokens(b) for b in held)
+    assert first_usage.cache_read_input_tokens == 0
+    newest = second.user[end : breakpoints(second.user)[-1] + 1]
+    assert second_usage.cache_creation_input_tokens == sum(block_tokens(b) for b in newest)
     assert "relieved" in second.user[-1]["text"] and "protective" not in second.user_text
 
 
