@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 
 from django.contrib.admin.models import LogEntry
+from django.db.models import Q
 
 from events.models import Event, Turn
 from gem.models import WorkingMemory
@@ -76,7 +77,7 @@ def snapshot_travelled(snapshot: ContextSnapshot) -> Travel:
     ]
     if travel.differing:
         moment = ContextInputs.from_json(snapshot.inputs).now
-        travel.changes = changes_since(moment, parts=travel.differing)
+        travel.changes = changes_since(moment, parts=travel.differing, items=active_then(snapshot))
     return travel
 
 
@@ -93,30 +94,43 @@ def assembled_again(snapshot: ContextSnapshot, *, event: Event) -> Assembly:
 
 
 def working_memory_then(snapshot: ContextSnapshot) -> list[WorkingMemory]:
-    """The items that were active at the snapshot's turn, as they are now: those it included
-    and those it left out (under the floor or for want of room)."""
+    """The items that were active at the snapshot's turn, as they are now."""
+    return list(WorkingMemory.objects.filter(pk__in=active_then(snapshot)))
+
+
+def active_then(snapshot: ContextSnapshot) -> list[int]:
+    """The ids of the items active at the snapshot's turn: those it included and those it left
+    out (under the floor or for want of room)."""
     included = snapshot.items_included
-    ids = [*included["lingering"], *(item["id"] for item in included["left_out"]["lingering"])]
-    return list(WorkingMemory.objects.filter(pk__in=ids))
+    return [*included["lingering"], *(item["id"] for item in included["left_out"]["lingering"])]
 
 
-def changes_since(moment: datetime, *, parts: list[str]) -> list[str]:
-    """What was changed after ``moment`` that can change these parts of a context."""
-    labels = {label for part in parts for label in CHANGES_OF.get(part, ())}
+def changes_since(moment: datetime, *, parts: list[str], items: list[int]) -> list[str]:
+    """What was changed after ``moment`` that can change these parts of a context: the Anvil's
+    logged writes to the models behind them and, for Lingering, the ``items`` the turn had that
+    were written again since."""
+    kinds = Q()
+    for label in {label for part in parts for label in CHANGES_OF.get(part, ())}:
+        app_label, model = label.split(".")
+        kinds |= Q(content_type__app_label=app_label, content_type__model=model)
     changes = []
-    entries = LogEntry.objects.filter(action_time__gt=moment).select_related("content_type")
-    for entry in entries.order_by("action_time"):
-        label = f"{entry.content_type.app_label}.{entry.content_type.model}"
-        if label in labels:
-            what = entry.get_change_message() or entry.get_action_flag_display()
-            changes.append(
-                f"{entry.action_time:%Y-%m-%d %H:%M}: {entry.content_type.name} "
-                f"“{entry.object_repr}” — {what} (in the Anvil, by {entry.user})"
-            )
+    entries = (
+        LogEntry.objects.filter(kinds, action_time__gt=moment)
+        .select_related("content_type", "user")
+        .order_by("action_time")
+        if kinds
+        else []
+    )
+    for entry in entries:
+        what = entry.get_change_message() or entry.get_action_flag_display()
+        changes.append(
+            f"{entry.action_time:%Y-%m-%d %H:%M}: {entry.content_type.name} "
+            f"“{entry.object_repr}” — {what} (in the Anvil, by {entry.user})"
+        )
     if "Lingering" in parts:
-        for item in WorkingMemory.objects.filter(
-            refreshed_at__gt=moment, created_at__lte=moment
-        ).order_by("refreshed_at"):
+        for item in WorkingMemory.objects.filter(pk__in=items, refreshed_at__gt=moment).order_by(
+            "refreshed_at"
+        ):
             changes.append(
                 f"{item.refreshed_at:%Y-%m-%d %H:%M}: working memory #{item.pk} was written "
                 "again, which moved its decay anchor"
