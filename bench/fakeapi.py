@@ -14,7 +14,8 @@ the models' own minimums on the real clock): two identical requests with a break
 minimum report a write, then a read, and a request with more than four breakpoints or a 1-hour
 one after a 5-minute one is answered 400, as the API answers it. A reply that scripts
 ``input_tokens`` or a cache field reports those instead (the cache still sees the request).
-``.usages`` holds the usage reported for each reply, output tokens included.
+``.usages`` holds the usage reported for each reply, output tokens included. ``online(api)``
+points the project's Claude client at a running fake, with a key, for a block's length.
 ``POST /v1/messages/count_tokens`` answers an estimate (characters / 4). Requests need an API
 key (``x-api-key`` or ``Authorization: Bearer …``).
 With nothing scripted, the answer is ``DEFAULT_REPLY``, or what ``responder`` (a function of the
@@ -26,12 +27,16 @@ there).
 """
 
 import json
+import os
 import threading
 import time
 from collections import deque
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+from django.test import override_settings
 
 from bench.promptcache import CacheRuleError, CacheUsage, PromptCache
 
@@ -352,3 +357,20 @@ def _chunks(text: str, count: int) -> list[str]:
     count = max(1, min(count, len(text) or 1))
     size = -(-len(text) // count) or 1
     return [text[start : start + size] for start in range(0, len(text), size)] or [""]
+
+
+@contextmanager
+def online(api: FakeMessagesAPI) -> Iterator[None]:
+    """The Claude client pointed at the fake, with a key, for the block's length."""
+    saved = {name: os.environ.get(name) for name in ("ANTHROPIC_BASE_URL", "NO_PROXY")}
+    os.environ["ANTHROPIC_BASE_URL"] = api.url
+    os.environ["NO_PROXY"] = ",".join(filter(None, [saved["NO_PROXY"], "127.0.0.1"]))
+    try:
+        with override_settings(ANTHROPIC_API_KEY="bench", COMPANION_OFFLINE=False):
+            yield
+    finally:
+        for name, value in saved.items():
+            if value is None:
+                os.environ.pop(name, None)
+            else:
+                os.environ[name] = value

@@ -8,7 +8,6 @@ token counts and the number of passes are those of a real run; only the models' 
 time is missing. Every third stretch of twenty turns is heavy with action, so both routes run.
 """
 
-import os
 import re
 import time
 from collections.abc import Callable
@@ -16,7 +15,7 @@ from datetime import UTC, datetime, timedelta
 
 from django.conf import settings
 
-from bench.fakeapi import FakeMessagesAPI, FakeReply
+from bench.fakeapi import FakeMessagesAPI, FakeReply, online
 from events.models import Event
 from mirror.models import MirrorRun, Summary, TagSuggestion
 from mirror.run import MANUAL, mirror_run
@@ -79,12 +78,8 @@ def mirror_measure(*, turns: int, progress: Callable[[str], None]) -> dict:
 
     synthetic_log_build(turns=turns)
     progress(f"{turns:,} turns ({2 * turns:,} events) written; compressing...")
-    with FakeMessagesAPI() as api:
+    with FakeMessagesAPI() as api, online(api):
         api.responder = fake_answer
-        os.environ["ANTHROPIC_BASE_URL"] = api.url
-        os.environ["NO_PROXY"] = ",".join(filter(None, [os.environ.get("NO_PROXY"), "127.0.0.1"]))
-        settings.ANTHROPIC_API_KEY = "bench"
-        settings.COMPANION_OFFLINE = False
         began = time.perf_counter()
         run = mirror_run(kind=MANUAL, force=True)
         seconds = time.perf_counter() - began
