@@ -274,8 +274,7 @@ def turn_inspection(*, turn: Turn) -> Inspection:
         return inspection
     included = snapshot.items_included or {}
     inputs = snapshot.inputs or {}
-    inspection.at = datetime.fromisoformat(inputs["now"]) if "now" in inputs else snapshot.ts
-    inspection.zone = inputs.get("zone") or settings.TIME_ZONE
+    inspection.at, inspection.zone = assembled_when(snapshot)
     inspection.chars_per_token = inputs.get("chars_per_token")
     inspection.missing = missing_records(snapshot)
     inspection.bars, inspection.pools = _bars(snapshot)
@@ -308,6 +307,14 @@ def turn_inspection(*, turn: Turn) -> Inspection:
 def snapshot_of(turn_id: int) -> ContextSnapshot | None:
     """The turn's snapshot (the newest, should a retried turn have kept two)."""
     return ContextSnapshot.objects.filter(turn=turn_id).order_by("-ts", "-id").first()
+
+
+def assembled_when(snapshot: ContextSnapshot) -> tuple[datetime, str]:
+    """The moment the snapshot's context was assembled and the time zone it was read in (the
+    moment it was kept and the zone set now, for a snapshot older than its inputs)."""
+    inputs = snapshot.inputs or {}
+    at = datetime.fromisoformat(inputs["now"]) if "now" in inputs else snapshot.ts
+    return at, inputs.get("zone") or settings.TIME_ZONE
 
 
 def absent_reason(turn: Turn) -> str:
@@ -514,7 +521,9 @@ def _when(moment: datetime, zone: str) -> str:
     return due_in_words(moment, moment.astimezone(ZoneInfo(zone)))
 
 
-def _budget_sentence(rank: int, tokens: int | None = None, room: int | None = None) -> str:
+def budget_sentence(rank: int, tokens: int | None = None, room: int | None = None) -> str:
+    """Why an item the assembler ranked was cut: ``cut by the budget at rank 7 (needed 42
+    tokens, 12 left)``."""
     if tokens is None:
         return f"cut by the budget at rank {rank}"
     return f"cut by the budget at rank {rank} (needed {tokens:,} tokens, {room:,} left)"
@@ -547,19 +556,29 @@ def _lingering_left_out(inspection: Inspection, included: dict) -> list[LeftOut]
     left = (included.get("left_out") or {}).get("lingering")
     if left is None:
         return _dropped_only(included, "Lingering", "lingering", "working-memory item")
-    at, zone = inspection.at, inspection.zone
     rows = WorkingMemory.objects.in_bulk([item["id"] for item in left])
-    out = []
-    for item in left:
-        row = rows.get(item["id"])
-        if item["reason"] == "faded":
-            reason = f"under the {FLOOR_THRESHOLD:g} floor (score {item['score']:g})"
-        else:
-            reason = _budget_sentence(item["rank"], item.get("tokens"), item.get("room"))
-            if submerged := _submerged(row, at, zone):
-                reason = f"{submerged}; {reason}"
-        out.append(LeftOut("Lingering", _item_label(item["id"], row), reason, _wm_link(item["id"])))
+    out = [
+        LeftOut(
+            "Lingering",
+            _item_label(item["id"], rows.get(item["id"])),
+            lingering_left_reason(item, rows.get(item["id"]), inspection.at, inspection.zone),
+            _wm_link(item["id"]),
+        )
+        for item in left
+    ]
     return out + _working_memory_gone(inspection, included, left)
+
+
+def lingering_left_reason(item: dict, row: WorkingMemory | None, at: datetime, zone: str) -> str:
+    """Why the working-memory item a snapshot's ``left_out`` names (``item``; ``row`` is the
+    item now) was left out of a context assembled at ``at``: under the floor, or cut by the
+    budget, a timed plan at its floor being said to be submerged first."""
+    if item["reason"] == "faded":
+        return f"under the {FLOOR_THRESHOLD:g} floor (score {item['score']:g})"
+    reason = budget_sentence(item["rank"], item.get("tokens"), item.get("room"))
+    if submerged := _submerged(row, at, zone):
+        return f"{submerged}; {reason}"
+    return reason
 
 
 def _working_memory_gone(inspection: Inspection, included: dict, left: list) -> list[LeftOut]:
@@ -571,7 +590,7 @@ def _working_memory_gone(inspection: Inspection, included: dict, left: list) -> 
     were_there = set(before.get("lingering", [])) | {
         item["id"] for item in (before.get("left_out") or {}).get("lingering", [])
     }
-    since = _assembled_at(previous) if previous else at - LEFT_RECENTLY
+    since = assembled_when(previous)[0] if previous else at - LEFT_RECENTLY
     gone = WorkingMemory.objects.exclude(pk__in=here).filter(
         Q(pk__in=were_there) | Q(resolved_at__gt=since, resolved_at__lte=at)
     )
@@ -647,7 +666,7 @@ def _summaries_left_out(inspection: Inspection, included: dict) -> list[LeftOut]
         LeftOut(
             "Summaries",
             _summary_label(item["id"], rows.get(item["id"])),
-            f"{_budget_sentence(item['rank'])}: the summaries reach back from Recent without "
+            f"{budget_sentence(item['rank'])}: the summaries reach back from Recent without "
             "gaps and stop at the first that does not fit",
             ("summary", str(item["id"])),
         )
@@ -717,7 +736,7 @@ def _recalled_left_out(included: dict) -> list[LeftOut]:
         LeftOut(
             "Recalled",
             f"{item['key']} ({item['tier']})",
-            _budget_sentence(item["rank"], item.get("tokens"), item.get("room")),
+            budget_sentence(item["rank"], item.get("tokens"), item.get("room")),
             _recalled_link(item["key"], fragments),
         )
         for item in left
@@ -733,16 +752,19 @@ def _not_recalled(system_text: str, included: dict) -> list[LeftOut]:
     named = [key for key in dict.fromkeys(AMBIENT_KEY.findall(system_text)) if key not in asked]
     stored = set(Fragment.objects.filter(pk__in=named).values_list("pk", flat=True))
     return [
-        LeftOut(
-            "Recalled",
-            key,
-            "not recalled: the ambient prose names it, and the reply before asked for no "
-            "recall(…) or search(…) that reached it",
-            ("fragment", key),
-        )
+        LeftOut("Recalled", key, not_recalled(named=True), ("fragment", key))
         for key in named[:LISTED_AT_MOST]
         if key in stored
     ]
+
+
+def not_recalled(*, named: bool) -> str:
+    """Why a stored fragment that was neither recalled nor cut is not in Recalled; ``named``:
+    the ambient prose names it, so she knew it was there."""
+    names = "the ambient prose names it, and " if named else ""
+    return (
+        f"not recalled: {names}the reply before asked for no recall(…) or search(…) that reached it"
+    )
 
 
 def _outside_recent(inspection: Inspection) -> str:
@@ -850,11 +872,6 @@ def _breakpoints(entries: list[dict], minimum: int) -> list[Breakpoint]:
 
 
 # --- Since the turn before ----------------------------------------------------------------------
-
-
-def _assembled_at(snapshot: ContextSnapshot) -> datetime:
-    inputs = snapshot.inputs or {}
-    return datetime.fromisoformat(inputs["now"]) if "now" in inputs else snapshot.ts
 
 
 def snapshot_changes(

@@ -22,9 +22,9 @@ from functools import partial
 from django.db.models import Q
 
 from events.models import Event, Turn
-from gem import decay
 from gem.models import Fragment, WorkingMemory
 from heart.context import ContextInputs
+from heart.inspect import assembled_when, budget_sentence, lingering_left_reason, not_recalled
 from heart.models import ContextSnapshot
 from mirror.models import Summary
 
@@ -106,17 +106,11 @@ def _item_verdict(item: WorkingMemory | None, item_id: int, snapshot) -> tuple[s
         score = f" (score {scores[item.pk]:.3f})" if item.pk in scores else ""
         return IN_CONTEXT, f"In Lingering{score}."
     left = _lingering_left(snapshot).get(item.pk)
-    if left and left["reason"] == "faded":
-        return NOT_ELIGIBLE, f"Decayed under the 0.01 floor (score {left['score']:.4f})."
     if left:
-        why_cut = (
-            f"Cut by the budget at rank {left['rank']}: it needed {left['tokens']} tokens and "
-            f"{left['room']} were left (score {left['score']:.3f})."
-        )
-        inputs = _inputs(snapshot)
-        if inputs and _submerged(item, inputs.now):
-            why_cut += " A submerged plan: it stays at its floor until 48 hours before it is due."
-        return CUT, why_cut
+        reason = lingering_left_reason(left, item, *assembled_when(snapshot))
+        if left["reason"] == "faded":
+            return NOT_ELIGIBLE, f"Left out of Lingering: {reason}."
+        return CUT, f"Left out of Lingering: {reason}; score {left['score']:.3f}."
     inputs = _inputs(snapshot)
     if inputs is None or "left_out" not in included:
         return NOT_ELIGIBLE, "Not in Lingering; this older snapshot does not say why."
@@ -127,31 +121,16 @@ def _item_verdict(item: WorkingMemory | None, item_id: int, snapshot) -> tuple[s
     return NOT_ELIGIBLE, "Not active at this turn."
 
 
-def _submerged(item: WorkingMemory, moment: datetime) -> bool:
-    if item.type != "plan" or item.due is None:
-        return False
-    phases = decay.plan_phases(refreshed_at=item.refreshed_at, due=item.due)
-    return any(
-        p.name == "floor" and p.start <= moment and (p.end is None or moment < p.end)
-        for p in phases
-    )
-
-
 def _fragment_verdict(fragment: Fragment, snapshot) -> tuple[str, str]:
     included = snapshot.items_included
     if fragment.key in included.get("recalled", []):
         return IN_CONTEXT, "In Recalled: the reply before asked for it."
     for left in included.get("left_out", {}).get("recalled", []):
         if left["key"] == fragment.key:
-            return CUT, (
-                f"Recalled, but cut by the Recalled budget at rank {left['rank']}: it needed "
-                f"{left['tokens']} tokens and {left['room']} were left."
-            )
-    named = f"[{fragment.key}]" in snapshot.assembled_system
-    reason = "Not recalled: the reply before asked for no recall(…) or search(…) that reached it."
-    if named:
-        reason += " The ambient prose names it, so she knew it was there to recall."
-    return NOT_ELIGIBLE, reason
+            reason = budget_sentence(left["rank"], left["tokens"], left["room"])
+            return CUT, f"Recalled, but {reason}."
+    reason = not_recalled(named=f"[{fragment.key}]" in snapshot.assembled_system)
+    return NOT_ELIGIBLE, f"{reason[0].upper()}{reason[1:]}."
 
 
 def _words_verdict(words: str, snapshot) -> tuple[str, str]:

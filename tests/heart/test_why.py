@@ -54,7 +54,7 @@ def test_it_gives_each_of_its_four_answers(conversation):
     [(answer, reason)] = answers(f"#{kettle.pk}")
     assert answer == IN_CONTEXT and reason.startswith("In Lingering (score ")
     [(answer, reason)] = answers(str(tea.pk))
-    assert answer == CUT and "at rank 2: it needed 7 tokens and 4 were left" in reason
+    assert answer == CUT and "cut by the budget at rank 2 (needed 7 tokens, 4 left)" in reason
     [(answer, reason)] = answers(f"#{restless.pk}")
     assert answer == NOT_ELIGIBLE and "under the 0.01 floor" in reason
     [(answer, reason)] = answers("#999")
@@ -68,6 +68,23 @@ def test_it_gives_each_of_its_four_answers(conversation):
     assert answer == NEVER_STORED
     [(answer, reason)] = answers("garden")
     assert answer == NOT_ELIGIBLE and reason.startswith("Not recalled")
+
+
+def test_a_plan_cut_at_its_floor_is_said_to_be_submerged(settings):
+    settings.BUDGET_WORKING_MEMORY = 20
+    WorkingMemory.objects.create(type="pin", content="tea without sugar, always", turn=1)
+    plan = WorkingMemory.objects.create(
+        type="plan",
+        content="renew the passport before the trip",
+        turn=1,
+        refreshed_at=START - timedelta(hours=6),
+        due=START + timedelta(days=18),
+    )
+    turn("<luna>hello</luna>", START)
+    [(answer, reason)] = answers(f"#{plan.pk}")
+    assert answer == CUT
+    assert reason.startswith("Left out of Lingering: submerged: a plan at its floor until 48 hours")
+    assert "; cut by the budget at rank 2 (needed " in reason
 
 
 def test_an_item_written_later_was_never_stored_at_the_turns_before(conversation):
