@@ -67,7 +67,8 @@ def why(asked: str, *, turns: int = TURNS_DEFAULT) -> Why:
         raise WhyError(f"The number of turns must be from 1 to {TURNS_MAX}, not {turns}.")
     snapshots = list(ContextSnapshot.objects.order_by("-turn", "-id")[:turns])
     judged = {s.turn: s for s in snapshots}  # a retried turn keeps its latest snapshot
-    numbers = dict(Turn.objects.filter(pk__in=judged).values_list("pk", "number"))
+    turn_rows = list(Turn.objects.filter(pk__in=judged).values_list("pk", "number", "event_id"))
+    numbers = {pk: number for pk, number, _ in turn_rows}
     item_id = asked.removeprefix("#")
     if item_id.isdigit():
         item = WorkingMemory.objects.filter(pk=int(item_id)).first()
@@ -78,7 +79,13 @@ def why(asked: str, *, turns: int = TURNS_DEFAULT) -> Why:
         verdict = partial(_fragment_verdict, fragment)
     else:
         what = f"the words “{asked}”"
-        verdict = partial(_words_verdict, asked)
+        verdict = partial(
+            _words_verdict,
+            asked,
+            list(WorkingMemory.objects.filter(content__icontains=asked)[:5]),
+            list(Fragment.objects.filter(_fragment_holds(asked))[:5]),
+            {pk: event_id for pk, _, event_id in turn_rows},
+        )
     verdicts = []
     for snapshot in judged.values():
         answer, reason = verdict(snapshot)
@@ -133,22 +140,27 @@ def _fragment_verdict(fragment: Fragment, snapshot) -> tuple[str, str]:
     return NOT_ELIGIBLE, f"{reason[0].upper()}{reason[1:]}."
 
 
-def _words_verdict(words: str, snapshot) -> tuple[str, str]:
+def _words_verdict(
+    words: str,
+    items: list[WorkingMemory],
+    fragments: list[Fragment],
+    event_ids: dict[int, int],
+    snapshot,
+) -> tuple[str, str]:
+    """The most present verdict among what holds ``words``: ``items`` and ``fragments`` (read
+    once for every turn), and the newest event said before the turn's message."""
     found = _section_holding(words, snapshot)
     if found:
         return IN_CONTEXT, f"In {found}."
     inputs = _inputs(snapshot)
-    before = inputs.event_id if inputs else Turn.objects.get(pk=snapshot.turn).event_id
-    verdicts = []
-    for item in WorkingMemory.objects.filter(content__icontains=words)[:5]:
-        verdicts.append(
-            (
-                _item_verdict(item, item.pk, snapshot),
-                f"working memory #{item.pk}",
-            )
-        )
-    for fragment in Fragment.objects.filter(_fragment_holds(words))[:5]:
-        verdicts.append((_fragment_verdict(fragment, snapshot), f"the fragment [{fragment.key}]"))
+    before = inputs.event_id if inputs else event_ids[snapshot.turn]
+    verdicts = [
+        (_item_verdict(item, item.pk, snapshot), f"working memory #{item.pk}") for item in items
+    ]
+    verdicts += [
+        (_fragment_verdict(fragment, snapshot), f"the fragment [{fragment.key}]")
+        for fragment in fragments
+    ]
     event = Event.objects.filter(pk__lt=before, content__icontains=words).order_by("-pk").first()
     if event is not None:
         verdicts.append((_event_verdict(event, snapshot), f"event #{event.pk}"))
