@@ -16,13 +16,11 @@ from django.urls import reverse
 from django.utils.safestring import SafeString
 
 from anvil.textdiff import text_change_summary, text_diff_html
-from anvil.why import WhyForm
+from anvil.why import VIEW_PERMISSION, WhyForm
 from events.models import Turn
 from heart.inspect import Bar, LeftOut, SectionChange, sections_of, turn_inspection
 from heart.travel import Travel, snapshot_travelled
-from heart.why import TURNS_DEFAULT
 
-VIEW_PERMISSION = "heart.view_contextsnapshot"
 ADMIN_PAGES = {
     "working_memory": "admin:gem_workingmemory_change",
     "summary": "admin:mirror_summary_change",
@@ -105,7 +103,7 @@ def inspector_view(site, request, *, turn_id: int) -> TemplateResponse:
             "left_out": left_out_rows(inspection.left_out),
             "diffs": diffs_of(inspection.changes),
             "cache_meter": _cache_meter(inspection),
-            "why_form": WhyForm(initial={"turns": TURNS_DEFAULT}),
+            "why_form": WhyForm(),
             "travel": travel,
             "travel_diffs": diffs_of(travel_changes(travel)) if travel else [],
         },

@@ -29,11 +29,13 @@ def why_view(site, request) -> TemplateResponse:
     """The question's form and, once asked, the answer for each of the last turns."""
     if not request.user.has_perm(VIEW_PERMISSION):
         raise PermissionDenied
-    form = WhyForm(request.GET or None, initial={"turns": TURNS_DEFAULT})
+    form = WhyForm(request.GET or None)
     answer = None
     if form.is_valid():
         try:
-            answer = why(form.cleaned_data["asked"], turns=form.cleaned_data["turns"] or 10)
+            answer = why(
+                form.cleaned_data["asked"], turns=form.cleaned_data["turns"] or TURNS_DEFAULT
+            )
         except WhyError as error:
             form.add_error("asked", str(error))
     return TemplateResponse(
