@@ -35,7 +35,7 @@ import random
 import time
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from itertools import pairwise
 
@@ -50,7 +50,7 @@ from heart.models import ContextSnapshot
 from heart.services import turn_claim_next, turn_run, turn_submit, user_text_compose
 from mirror.models import Summary
 from mirror.run import mirror_run
-from silentstar.pricing import PRICES, Price, cost, for_model
+from silentstar.pricing import PRICES, Price, Tokens, cost, for_model
 
 PERSON = "luna"
 START = datetime(2026, 11, 2, 17, 0, tzinfo=UTC)  # the simulated clock's first message
@@ -137,57 +137,36 @@ class Tally:
     """Usage of a set of calls, as the API reported it, added up."""
 
     requests: int = 0
-    read: int = 0
-    written_5m: int = 0
-    written_1h: int = 0
-    uncached: int = 0
-    output: int = 0
+    tokens: Tokens = field(default_factory=Tokens)
 
     def add(self, usages: Sequence[dict]) -> None:
         for usage in usages:
             split = usage.get("cache_creation") or {}
             self.requests += 1
-            self.read += usage["cache_read_input_tokens"]
-            self.written_5m += split.get("ephemeral_5m_input_tokens", 0)
-            self.written_1h += split.get("ephemeral_1h_input_tokens", 0)
-            self.uncached += usage["input_tokens"]
-            self.output += usage["output_tokens"]
-
-    @property
-    def input(self) -> int:
-        return self.read + self.written_5m + self.written_1h + self.uncached
-
-    def cost(self, price: Price) -> float:
-        return cost(
-            price,
-            input_tokens=self.uncached,
-            output_tokens=self.output,
-            cache_read_tokens=self.read,
-            cache_write_5m_tokens=self.written_5m,
-            cache_write_1h_tokens=self.written_1h,
-        )
-
-    def cost_uncached(self, price: Price) -> float:
-        """The same calls with no cache: every input token at the base input price."""
-        return cost(
-            price,
-            input_tokens=self.input,
-            output_tokens=self.output,
-            cache_read_tokens=0,
-            cache_write_5m_tokens=0,
-            cache_write_1h_tokens=0,
-        )
+            self.tokens.add(
+                Tokens(
+                    input_tokens=usage["input_tokens"],
+                    output_tokens=usage["output_tokens"],
+                    cache_read_tokens=usage["cache_read_input_tokens"],
+                    cache_write_5m_tokens=split.get("ephemeral_5m_input_tokens", 0),
+                    cache_write_1h_tokens=split.get("ephemeral_1h_input_tokens", 0),
+                )
+            )
 
     def figures(self, price: Price) -> dict:
+        """The counts, their cost, and the cost of the same calls with no cache: every input
+        token at the base input price."""
+        tokens = self.tokens
+        uncached = Tokens(input_tokens=tokens.sent_tokens, output_tokens=tokens.output_tokens)
         return {
             "requests": self.requests,
-            "read": self.read,
-            "written_5m": self.written_5m,
-            "written_1h": self.written_1h,
-            "uncached": self.uncached,
-            "output": self.output,
-            "cost": self.cost(price),
-            "cost_uncached": self.cost_uncached(price),
+            "read": tokens.cache_read_tokens,
+            "written_5m": tokens.cache_write_5m_tokens,
+            "written_1h": tokens.cache_write_1h_tokens,
+            "uncached": tokens.input_tokens,
+            "output": tokens.output_tokens,
+            "cost": cost(price, tokens),
+            "cost_uncached": cost(price, uncached),
         }
 
 

@@ -18,43 +18,18 @@ from django.utils import timezone
 
 from gem.zone import owner_time_zone
 from ledger.models import ModelCall
-from silentstar.pricing import PRICES, PRICES_DATE, Price, cost, for_model
-
-TOKENS = (
-    "input_tokens",
-    "output_tokens",
-    "cache_read_tokens",
-    "cache_write_5m_tokens",
-    "cache_write_1h_tokens",
-)
+from silentstar.pricing import PRICES, PRICES_DATE, TOKEN_NAMES, Price, Tokens, cost, for_model
 
 
 def call_cost(
-    *,
-    model: str,
-    offline: bool,
-    prices: Mapping[str, Price],
-    input_tokens: int,
-    output_tokens: int,
-    cache_read_tokens: int,
-    cache_write_5m_tokens: int,
-    cache_write_1h_tokens: int,
+    *, model: str, offline: bool, prices: Mapping[str, Price], tokens: Tokens
 ) -> float | None:
     """US dollars for a call (or for calls of one model, their tokens summed); None when the
     model has no price."""
     if offline:
         return 0.0
     price = for_model(prices, model)
-    if price is None:
-        return None
-    return cost(
-        price,
-        input_tokens=input_tokens,
-        output_tokens=output_tokens,
-        cache_read_tokens=cache_read_tokens,
-        cache_write_5m_tokens=cache_write_5m_tokens,
-        cache_write_1h_tokens=cache_write_1h_tokens,
-    )
+    return None if price is None else cost(price, tokens)
 
 
 def prices_said(prices: Mapping[str, Price]) -> str:
@@ -67,34 +42,18 @@ def prices_said(prices: Mapping[str, Price]) -> str:
 
 
 @dataclass
-class Figures:
+class Figures(Tokens):
     """Calls, their tokens of each kind and their dollars."""
 
     calls: int = 0
-    input_tokens: int = 0
-    output_tokens: int = 0
-    cache_read_tokens: int = 0
-    cache_write_5m_tokens: int = 0
-    cache_write_1h_tokens: int = 0
     dollars: float = 0.0  # of the calls with a price
     unpriced_calls: int = 0  # calls to a model with no price: not in ``dollars``
 
     def add(self, other: "Figures") -> None:
+        super().add(other)
         self.calls += other.calls
-        for name in TOKENS:
-            setattr(self, name, getattr(self, name) + getattr(other, name))
         self.dollars += other.dollars
         self.unpriced_calls += other.unpriced_calls
-
-    @property
-    def sent_tokens(self) -> int:
-        """Every token of the prompts: uncached, read from the cache and written to it."""
-        return (
-            self.input_tokens
-            + self.cache_read_tokens
-            + self.cache_write_5m_tokens
-            + self.cache_write_1h_tokens
-        )
 
     @property
     def cache_read_share(self) -> float | None:
@@ -150,21 +109,19 @@ def costs_over(*, days: int, prices: Mapping[str, Price], now: datetime | None =
         ModelCall.objects.filter(ts__gte=start, ts__lt=end)
         .annotate(day=TruncDate("ts", tzinfo=zone))
         .values("day", "component", "model", "offline")
-        .annotate(calls=Count("id"), **{name: Sum(name) for name in TOKENS})
+        .annotate(calls=Count("id"), **{name: Sum(name) for name in TOKEN_NAMES})
         .order_by("day", "component")
     )
     by_day = {first + timedelta(days=n): Day(first + timedelta(days=n)) for n in range(days)}
     components: dict[str, Figures] = {}
     total = Figures()
     for group in groups:
-        tokens = {name: group[name] for name in TOKENS}
-        dollars = call_cost(model=group["model"], offline=group["offline"], prices=prices, **tokens)
-        figures = Figures(
-            calls=group["calls"],
-            dollars=dollars or 0.0,
-            unpriced_calls=group["calls"] if dollars is None else 0,
-            **tokens,
+        figures = Figures(calls=group["calls"], **{name: group[name] for name in TOKEN_NAMES})
+        dollars = call_cost(
+            model=group["model"], offline=group["offline"], prices=prices, tokens=figures
         )
+        figures.dollars = dollars or 0.0
+        figures.unpriced_calls = group["calls"] if dollars is None else 0
         day = by_day[group["day"]]
         day.components.setdefault(group["component"], Figures()).add(figures)
         day.total.add(figures)

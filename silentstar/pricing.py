@@ -91,23 +91,43 @@ def cache_minimum(table: Mapping[str, int], model: str) -> int:
     return CACHE_MINIMUM_UNKNOWN if found is None else found
 
 
-def cost(
-    price: Price,
-    *,
-    input_tokens: int,
-    output_tokens: int,
-    cache_read_tokens: int,
-    cache_write_5m_tokens: int,
-    cache_write_1h_tokens: int,
-) -> float:
-    """US dollars for one call's usage as the API reports it (``input_tokens`` is what was
-    neither read from nor written to the cache)."""
+@dataclass
+class Tokens:
+    """Tokens as the API counts them, of one call or added up over many: ``input_tokens`` were
+    neither read from the cache nor written to it."""
+
+    input_tokens: int = 0
+    output_tokens: int = 0
+    cache_read_tokens: int = 0
+    cache_write_5m_tokens: int = 0
+    cache_write_1h_tokens: int = 0
+
+    def add(self, other: "Tokens") -> None:
+        for name in TOKEN_NAMES:
+            setattr(self, name, getattr(self, name) + getattr(other, name))
+
+    @property
+    def sent_tokens(self) -> int:
+        """Every token of the prompts: uncached, read from the cache and written to it."""
+        return (
+            self.input_tokens
+            + self.cache_read_tokens
+            + self.cache_write_5m_tokens
+            + self.cache_write_1h_tokens
+        )
+
+
+TOKEN_NAMES = tuple(field.name for field in fields(Tokens))
+
+
+def cost(price: Price, tokens: Tokens) -> float:
+    """US dollars for ``tokens`` at ``price``."""
     return (
-        input_tokens * price.input
-        + output_tokens * price.output
-        + cache_read_tokens * price.cache_read
-        + cache_write_5m_tokens * price.cache_write_5m
-        + cache_write_1h_tokens * price.cache_write_1h
+        tokens.input_tokens * price.input
+        + tokens.output_tokens * price.output
+        + tokens.cache_read_tokens * price.cache_read
+        + tokens.cache_write_5m_tokens * price.cache_write_5m
+        + tokens.cache_write_1h_tokens * price.cache_write_1h
     ) / 1_000_000
 
 

@@ -22,7 +22,7 @@ from bench.cli import main
 from events.models import Event
 from gem.models import WorkingMemory
 from heart.models import ContextSnapshot
-from silentstar.pricing import PRICES, cost, for_model
+from silentstar.pricing import PRICES, Tokens, cost, for_model
 
 TURNS = 12
 PLACES = ("the harbour", "the old bakery", "the tram stop", "the allotment", "the bookshop")
@@ -136,11 +136,13 @@ def test_it_replays_through_the_turn_pipeline_and_its_figures_add_up(small_recen
     assert heart["cost"] == pytest.approx(
         cost(
             price,
-            input_tokens=heart["uncached"],
-            output_tokens=heart["output"],
-            cache_read_tokens=heart["read"],
-            cache_write_5m_tokens=heart["written_5m"],
-            cache_write_1h_tokens=heart["written_1h"],
+            Tokens(
+                input_tokens=heart["uncached"],
+                output_tokens=heart["output"],
+                cache_read_tokens=heart["read"],
+                cache_write_5m_tokens=heart["written_5m"],
+                cache_write_1h_tokens=heart["written_1h"],
+            ),
         )
     )
     assert heart["cost_uncached"] == pytest.approx(

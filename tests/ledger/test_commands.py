@@ -13,17 +13,11 @@ from heart.services import turn_submit
 from heart.tasks import run_turns_task
 from ledger.models import ModelCall
 from mirror.run import mirror_run
+from silentstar.pricing import TOKEN_NAMES as TOKENS
 from tests.mirror.conftest import Log, section
 
 pytestmark = pytest.mark.django_db(databases="__all__")
 
-TOKENS = (
-    "input_tokens",
-    "output_tokens",
-    "cache_read_tokens",
-    "cache_write_5m_tokens",
-    "cache_write_1h_tokens",
-)
 HEART = FakeReply(
     "<say>I'm here.</say>",
     input_tokens=1200,

@@ -7,7 +7,7 @@ import pytest
 from gem.services import time_zone_set
 from ledger.costs import Figures, call_cost, costs_over, prices_said
 from ledger.models import ModelCall
-from silentstar.pricing import PRICES, Price
+from silentstar.pricing import PRICES, Price, Tokens
 
 pytestmark = pytest.mark.django_db(databases="__all__")
 
@@ -30,16 +30,20 @@ def made(ts, component="heart", model="claude-opus-5-5", offline=False, **tokens
 
 
 def test_it_prices_a_call_at_its_models_price():
-    assert call_cost(model="claude-opus-5-5", offline=False, prices=PRICES, **TOKENS) == (
+    tokens = Tokens(**TOKENS)
+    assert call_cost(model="claude-opus-5-5", offline=False, prices=PRICES, tokens=tokens) == (
         pytest.approx(OPUS_CALL)
     )
-    dated = call_cost(model="claude-haiku-4-5-20251001", offline=False, prices=PRICES, **TOKENS)
+    dated = call_cost(
+        model="claude-haiku-4-5-20251001", offline=False, prices=PRICES, tokens=tokens
+    )
     assert dated == pytest.approx((1000 * 1 + 200 * 5 + 5000 * 0.1 + 300 * 1.25 + 100 * 2) / 1e6)
 
 
 def test_a_model_with_no_price_has_no_cost_and_an_offline_call_costs_nothing():
-    assert call_cost(model="claude-mystery-1", offline=False, prices=PRICES, **TOKENS) is None
-    assert call_cost(model="offline", offline=True, prices=PRICES, **TOKENS) == 0
+    tokens = Tokens(**TOKENS)
+    assert call_cost(model="claude-mystery-1", offline=False, prices=PRICES, tokens=tokens) is None
+    assert call_cost(model="offline", offline=True, prices=PRICES, tokens=tokens) == 0
 
 
 def test_it_sums_each_day_and_component_of_the_last_days():

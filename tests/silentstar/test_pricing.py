@@ -8,6 +8,7 @@ from silentstar.pricing import (
     CACHE_MINIMUM_TOKENS,
     PRICES,
     Price,
+    Tokens,
     cost,
     minimums_laid_over,
     prices_laid_over,
@@ -46,14 +47,7 @@ def test_it_adds_a_new_model_with_all_five_prices():
     price = prices_laid_over(PRICES, text)["claude-mystery-1"]
 
     assert price == Price(1, 2, 1.25, 2, 0.1)
-    assert cost(
-        price,
-        input_tokens=1_000_000,
-        output_tokens=500_000,
-        cache_read_tokens=0,
-        cache_write_5m_tokens=0,
-        cache_write_1h_tokens=0,
-    ) == pytest.approx(2.0)
+    assert cost(price, Tokens(input_tokens=1_000_000, output_tokens=500_000)) == pytest.approx(2.0)
 
 
 @pytest.mark.parametrize(
