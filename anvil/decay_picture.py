@@ -191,9 +191,14 @@ class DecayPicture:
 
 def decay_picture(item: Any, *, now: datetime) -> DecayPicture:
     """The picture of ``item`` (a `gem.models.WorkingMemory`) at ``now``: its turns since the
-    anchor and over the last week read in one query."""
+    anchor and over the last week read in one query, up to the end of its plot for an item that
+    left (the turns of the months since are never asked for)."""
     since = min(item.refreshed_at, now - PACE_WINDOW)
-    turns = Turn.objects.filter(queued_at__gte=since, queued_at__lte=now).order_by("queued_at")
+    until = now
+    if item.status != "active" and item.resolved_at is not None:
+        start = min(item.refreshed_at, item.resolved_at)
+        until = min(now, _left_plot_end(start=start, record_end=item.resolved_at))
+    turns = Turn.objects.filter(queued_at__gte=since, queued_at__lte=until).order_by("queued_at")
     return picture_build(
         item,
         now=now,
@@ -369,7 +374,7 @@ def _plot_end(
     moment it falls under the floor, or `AHEAD_MAX` ahead when it stays above it."""
     past = record_end - start
     if not active:
-        return max(record_end, start + HOUR)
+        return _left_plot_end(start=start, record_end=record_end)
     if never:
         return now + max(past / 4, DAY)
     if crossing is None:
@@ -377,6 +382,11 @@ def _plot_end(
     if crossing > now:
         return crossing + max((crossing - start) / 10, HOUR)
     return now + max(past / 4, HOUR)
+
+
+def _left_plot_end(*, start: datetime, record_end: datetime) -> datetime:
+    """Where the time axis of an item that left ends: when it left, an hour on at the least."""
+    return max(record_end, start + HOUR)
 
 
 def _when_format(zone: ZoneInfo, now: datetime) -> Callable[[datetime], str]:
