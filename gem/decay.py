@@ -232,13 +232,10 @@ def is_gone_for_good(
 
 @dataclass(frozen=True, slots=True)
 class CurvePoint:
-    """One moment of an item's decay curve: when, the turn counter then, the hours and turns
-    since the item's anchor (clamped at 0, as `score` counts them) and the score."""
+    """One moment of an item's decay curve: when, the turn counter then and the score."""
 
     at: datetime
     turn: int
-    hours: float
-    turns: int
     score: float
 
 
@@ -265,8 +262,7 @@ def curve(
             due=due,
             pressure=pressure,
         )
-        turns = max(0, turn - created_turn) if created_turn is not None else 0
-        points.append(CurvePoint(at, turn, _hours_between(refreshed_at, at), turns, value))
+        points.append(CurvePoint(at, turn, value))
     return points
 
 
