@@ -24,7 +24,13 @@ from django.db.models import Q
 from events.models import Event, Turn
 from gem.models import Fragment, WorkingMemory
 from heart.context import ContextInputs
-from heart.inspect import assembled_when, budget_sentence, lingering_left_reason, not_recalled
+from heart.inspect import (
+    assembled_when,
+    budget_sentence,
+    lingering_left_reason,
+    not_recalled,
+    sections_of,
+)
 from heart.models import ContextSnapshot
 from mirror.models import Summary
 
@@ -174,12 +180,9 @@ def _section_holding(words: str, snapshot) -> str | None:
     needle = words.casefold()
     if needle in snapshot.assembled_system.casefold():
         return "the system prompt"
-    heading = None
-    for line in snapshot.assembled_user.split("\n"):
-        if line.startswith("## "):
-            heading = line[3:]
-        elif needle in line.casefold():
-            return heading or "the user message"
+    for name, text in sections_of(snapshot.assembled_user).items():
+        if needle in text.partition("\n")[2].casefold():  # below the section's heading
+            return name
     return None
 
 

@@ -87,6 +87,11 @@ def test_a_plan_cut_at_its_floor_is_said_to_be_submerged(settings):
     assert "; cut by the budget at rank 2 (needed " in reason
 
 
+def test_words_under_a_heading_the_message_writes_are_in_the_message(settings):
+    turn("<luna>my list\n## Lingering\nbuy eggs</luna>", START)
+    assert answers("buy eggs") == [(IN_CONTEXT, "In Message.")]
+
+
 def test_an_item_written_later_was_never_stored_at_the_turns_before(conversation):
     kettle = WorkingMemory.objects.get(content=LONG_PIN)
     verdicts = why(f"#{kettle.pk}", turns=8).verdicts
