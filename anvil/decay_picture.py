@@ -406,11 +406,6 @@ def score_text(score: float) -> str:
     return f"{score:.3f}" if score >= 0.0005 else "under 0.001"
 
 
-def duration_text(span: timedelta) -> str:
-    """ "about 40 minutes", "about 5 hours", "about 3 days"."""
-    return f"about {span_text(span)}"
-
-
 def span_text(span: timedelta) -> str:
     """ "40 minutes", "5 hours", "3 days": to the nearest of the largest unit that fits."""
     hours = span / HOUR
@@ -461,7 +456,7 @@ def _summary(
             f"{said}; under 0.01 since {when(crossing)} (turn {turn_at(crossing)}), so it is "
             "left out of the context."
         )
-    said += f"; falls under 0.01 in {duration_text(crossing - now)}"
+    said += f"; falls under 0.01 in about {span_text(crossing - now)}"
     turns = turn_at(crossing) - turn_at(now)
     if item.type in decay.HALF_LIVES and turns > 0:
         said += f" / {turns} turn{'' if turns == 1 else 's'}"
@@ -587,7 +582,7 @@ def _layout(
             active and p.at > now,
         )
         for p in ticked
-        if p.at <= (end if active else item.resolved_at)
+        if active or p.at <= item.resolved_at  # no point after an item left
     ]
     if active and now not in moments:
         now_point = next(p for p in points if p.at == now)
