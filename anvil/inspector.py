@@ -18,7 +18,14 @@ from django.utils.safestring import SafeString
 from anvil.textdiff import text_change_summary, text_diff_html
 from anvil.why import VIEW_PERMISSION, WhyForm
 from events.models import Turn
-from heart.inspect import Bar, LeftOut, SectionChange, sections_of, turn_inspection
+from heart.inspect import (
+    Bar,
+    Inspection,
+    LeftOut,
+    SectionChange,
+    sections_of,
+    turn_inspection,
+)
 from heart.travel import Travel, snapshot_travelled
 
 ADMIN_PAGES = {
@@ -60,15 +67,16 @@ def link_of(link: tuple[str, str] | None) -> str:
     return reverse(ADMIN_PAGES[kind], args=[quote(ref)])
 
 
-def left_out_rows(left_out: list[LeftOut]) -> list[tuple[str, list[tuple[LeftOut, str]]]]:
-    grouped: dict[str, list[tuple[LeftOut, str]]] = {}
-    for item in left_out:
-        grouped.setdefault(item.section, []).append((item, link_of(item.link)))
-    return list(grouped.items())
+def left_out_rows(inspection: Inspection) -> list[tuple[str, list[tuple[LeftOut, str]]]]:
+    """What was left out, by section, each with the Anvil's page of its row."""
+    return [
+        (section, [(item, link_of(item.link)) for item in items])
+        for section, items in inspection.left_out_by_section
+    ]
 
 
 def diffs_of(changes: list[SectionChange]) -> list[Diff]:
-    """Each section that changed, with its word diff against the turn before."""
+    """Each change, with its word diff."""
     return [
         Diff(
             change,
@@ -78,7 +86,6 @@ def diffs_of(changes: list[SectionChange]) -> list[Diff]:
             ),
         )
         for change in changes
-        if change.status != "same"
     ]
 
 
@@ -100,8 +107,8 @@ def inspector_view(site, request, *, turn_id: int) -> TemplateResponse:
             "meters": [Meter(bar) for bar in inspection.bars],
             "pool_meters": [Meter(bar) for bar in inspection.pools],
             "recalled": [(item, link_of(item.link)) for item in inspection.recalled],
-            "left_out": left_out_rows(inspection.left_out),
-            "diffs": diffs_of(inspection.changes),
+            "left_out": left_out_rows(inspection),
+            "diffs": diffs_of(inspection.changed),
             "cache_meter": _cache_meter(inspection),
             "why_form": WhyForm(),
             "travel": travel,
