@@ -30,11 +30,9 @@ it, and their cost at the model's prices (``silentstar.pricing``), beside the sa
 with no cache at all (every input token at the base input price).
 """
 
-import os
 import random
 import time
-from collections.abc import Callable, Iterator, Sequence
-from contextlib import contextmanager
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from itertools import pairwise
@@ -43,7 +41,7 @@ from django.conf import settings
 from django.test import override_settings
 
 from bench.continuity import untagged
-from bench.fakeapi import FakeMessagesAPI, FakeReply
+from bench.fakeapi import FakeMessagesAPI, FakeReply, online
 from bench.promptcache import PromptCache
 from events.models import Event
 from heart.models import ContextSnapshot
@@ -196,7 +194,7 @@ def cache_replay(
     mirror_runs = 0
     answer = [""]
     cache = PromptCache({model: minimum}, clock=clock.seconds)
-    with FakeMessagesAPI(cache=cache) as api, _online(api):
+    with FakeMessagesAPI(cache=cache) as api, online(api):
         api.responder = lambda body: FakeReply(f"<say>{answer[0]}</say>")
         replied_at = None
         for index, exchange in enumerate(exchanges):
@@ -260,23 +258,6 @@ def _idle_until(
         idle(moment)
         moment += timedelta(minutes=1)
     return api.usages[before:]
-
-
-@contextmanager
-def _online(api: FakeMessagesAPI) -> Iterator[None]:
-    """The Claude client pointed at the fake, with a key, for the block's length."""
-    saved = {name: os.environ.get(name) for name in ("ANTHROPIC_BASE_URL", "NO_PROXY")}
-    os.environ["ANTHROPIC_BASE_URL"] = api.url
-    os.environ["NO_PROXY"] = ",".join(filter(None, [saved["NO_PROXY"], "127.0.0.1"]))
-    try:
-        with override_settings(ANTHROPIC_API_KEY="bench", COMPANION_OFFLINE=False):
-            yield
-    finally:
-        for name, value in saved.items():
-            if value is None:
-                os.environ.pop(name, None)
-            else:
-                os.environ[name] = value
 
 
 def _excerpt(text: str) -> str:
