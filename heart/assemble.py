@@ -135,8 +135,10 @@ Prompt caching
     dropped        {lingering: over budget, lingering_faded: under 0.01, summaries, recalled,
                     recent: {pool: lines dropped}}
     lingering_scores  {id: score} of the items included
-    left_out       {lingering: [{id, score, reason, rank, tokens, room}], summaries: [{id,
-                    reason, rank}], recalled: [{key, tier, reason, rank, tokens, room}]}
+    left_out       {lingering: [{id, score, reason, rank, tokens, room}] (the first
+                    ``NEAR_MISSES`` cut by the budget; those below in lingering_further: ids),
+                    summaries: [{id, reason, rank}], recalled: [{key, tier, reason, rank,
+                    tokens, room}]}
     cache          [{part, block, ttl, prefix_tokens}], one per breakpoint
 """
 
@@ -290,7 +292,7 @@ def assemble(
 
     truncated: dict[str, list] = {}
     cpt = budgets.chars_per_token
-    lingering_text, lingering_scores, lingering_left = _lingering(
+    lingering_text, lingering_scores, lingering_left, lingering_further = _lingering(
         lingering, now, characters_within(budgets.working_memory, cpt), truncated, cpt
     )
     summaries_text, summary_ids, hole_shown, summaries_left = _summaries(
@@ -339,7 +341,7 @@ def assemble(
         "pool_tokens": recent.pool_tokens,
         "truncated": truncated,
         "dropped": {
-            "lingering": len(lingering_left) - faded,
+            "lingering": len(lingering_left) - faded + len(lingering_further),
             "lingering_faded": faded,
             "summaries": len(summaries) - len(summary_ids),
             "recalled": len(recalled) - len(recalled_keys),
@@ -347,6 +349,7 @@ def assemble(
         },
         "left_out": {
             "lingering": lingering_left,
+            "lingering_further": lingering_further,
             "summaries": summaries_left,
             "recalled": recalled_left,
         },
@@ -461,26 +464,36 @@ SMALLEST_LINE = len("- [pin] x")
 
 
 FADED, BUDGET = "faded", "budget"  # why an item was left out: under the floor, or no room
+# Items cut by the budget named with their rank and tokens; those below are listed by id only
+# (``lingering_further``): a large working memory would otherwise make every snapshot carry,
+# and every turn build, a record for each of its items.
+NEAR_MISSES = 20
 
 
 def _lingering(
     items: Sequence[LingeringItem], now: datetime, limit: int, truncated: dict, cpt: float
-) -> tuple[str, dict[int, float], list[dict]]:
-    """The section, the included items' scores by id (as printed) and the items left out, each
-    with its reason, its rank by score among those above the floor, its tokens and the tokens
-    that were left when its turn came."""
+) -> tuple[str, dict[int, float], list[dict], list[int]]:
+    """The section, the included items' scores by id (as printed), the items left out, each
+    with its reason (and, for the ``NEAR_MISSES`` first cut by the budget, its rank by score
+    among those above the floor, its tokens and the tokens that were left when its turn came),
+    and the ids of the items cut further down."""
     left_out = [
         {"id": item.id, "score": round(item.score, 4), "reason": FADED}
         for item in items
         if not item.score >= LINGER_THRESHOLD  # NaN is left out too
     ]
+    further: list[int] = []
     eligible = [item for item in items if item.score >= LINGER_THRESHOLD]
     section = _Section(LINGERING, limit, "\n")
     whole, room = section.whole(), section.room()
     chosen: list[tuple[LingeringItem, str]] = []
+    near_misses = 0
     # Highest score first, ties by lower id: sorted by id, then (stably) by score.
     by_id = sorted(eligible, key=attrgetter("id"))
     for rank, item in enumerate(sorted(by_id, key=attrgetter("score"), reverse=True), start=1):
+        if room < SMALLEST_LINE and near_misses >= NEAR_MISSES:
+            further.append(item.id)  # full: nothing more can fit, nor needs its line
+            continue
         line = _lingering_line_cached(item.type, item.subject, item.content, item.due, now.tzinfo)
         text, cut = None, False
         if room >= SMALLEST_LINE:
@@ -492,6 +505,10 @@ def _lingering(
         if text is None:
             # No room for it now, though it would fit an empty section: skipped whole, never
             # cut; smaller items below it still get their chance.
+            if near_misses >= NEAR_MISSES:
+                further.append(item.id)
+                continue
+            near_misses += 1
             left_out.append(
                 {
                     "id": item.id,
@@ -510,7 +527,7 @@ def _lingering(
             truncated.setdefault("lingering", []).append(item.id)
     chosen.sort(key=lambda pair: (*_type_rank(pair[0].type), pair[0].id))
     text = section.text([text for _, text in chosen])
-    return text, {item.id: round(item.score, 4) for item, _ in chosen}, left_out
+    return text, {item.id: round(item.score, 4) for item, _ in chosen}, left_out, further
 
 
 @lru_cache(maxsize=8_192)

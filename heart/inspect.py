@@ -566,7 +566,16 @@ def _lingering_left_out(inspection: Inspection, included: dict) -> list[LeftOut]
         )
         for item in left
     ]
-    return out + _working_memory_gone(inspection, included, left)
+    further = included["left_out"].get("lingering_further", [])
+    if further:
+        out.append(
+            LeftOut(
+                "Lingering",
+                f"and {len(further)} more item{'s' if len(further) != 1 else ''}",
+                "cut by the budget, lower in the ranking than those above",
+            )
+        )
+    return out + _working_memory_gone(inspection, included, [*left, *further])
 
 
 def lingering_left_reason(item: dict, row: WorkingMemory | None, at: datetime, zone: str) -> str:
@@ -581,15 +590,20 @@ def lingering_left_reason(item: dict, row: WorkingMemory | None, at: datetime, z
     return reason
 
 
+def _left_id(item: dict | int) -> int:
+    """The id of a left-out item: a near miss's record, or an id further down."""
+    return item if isinstance(item, int) else item["id"]
+
+
 def _working_memory_gone(inspection: Inspection, included: dict, left: list) -> list[LeftOut]:
     """Working memory not active at the turn that was there not long before: in the previous
     snapshot, or left since the turn before (a day before, for a first turn)."""
     at, zone, previous = inspection.at, inspection.zone, inspection.previous_snapshot
-    here = set(included.get("lingering", [])) | {item["id"] for item in left}
+    here = set(included.get("lingering", [])) | {_left_id(item) for item in left}
     before = (previous.items_included or {}) if previous else {}
-    were_there = set(before.get("lingering", [])) | {
-        item["id"] for item in (before.get("left_out") or {}).get("lingering", [])
-    }
+    were_there = set(before.get("lingering", [])) | set(
+        previous.working_memory_active() if previous else ()
+    )
     since = assembled_when(previous)[0] if previous else at - LEFT_RECENTLY
     gone = WorkingMemory.objects.exclude(pk__in=here).filter(
         Q(pk__in=were_there) | Q(resolved_at__gt=since, resolved_at__lte=at)

@@ -25,3 +25,14 @@ class ContextSnapshot(models.Model):
 
     def __str__(self):
         return f"snapshot of turn {self.turn} at {self.ts:%Y-%m-%d %H:%M}"
+
+    def working_memory_active(self) -> list[int]:
+        """The ids of the working memory active at the turn: every active item was a candidate,
+        included or left out (under the floor, a near miss, or further down); [] for a
+        snapshot taken before it kept what it left out."""
+        included = self.items_included
+        left = included.get("left_out")
+        if left is None:
+            return []
+        further = left.get("lingering_further", [])  # absent before it was kept apart
+        return [*included["lingering"], *(item["id"] for item in left["lingering"]), *further]

@@ -77,7 +77,9 @@ def snapshot_travelled(snapshot: ContextSnapshot) -> Travel:
     ]
     if travel.differing:
         moment = ContextInputs.from_json(snapshot.inputs).now
-        travel.changes = changes_since(moment, parts=travel.differing, items=active_then(snapshot))
+        travel.changes = changes_since(
+            moment, parts=travel.differing, items=snapshot.working_memory_active()
+        )
     return travel
 
 
@@ -95,14 +97,7 @@ def assembled_again(snapshot: ContextSnapshot, *, event: Event) -> Assembly:
 
 def working_memory_then(snapshot: ContextSnapshot) -> list[WorkingMemory]:
     """The items that were active at the snapshot's turn, as they are now."""
-    return list(WorkingMemory.objects.filter(pk__in=active_then(snapshot)))
-
-
-def active_then(snapshot: ContextSnapshot) -> list[int]:
-    """The ids of the items active at the snapshot's turn: those it included and those it left
-    out (under the floor or for want of room)."""
-    included = snapshot.items_included
-    return [*included["lingering"], *(item["id"] for item in included["left_out"]["lingering"])]
+    return list(WorkingMemory.objects.filter(pk__in=snapshot.working_memory_active()))
 
 
 def changes_since(moment: datetime, *, parts: list[str], items: list[int]) -> list[str]:

@@ -23,6 +23,7 @@ from django.db.models import Q
 
 from events.models import Event, Turn
 from gem.models import Fragment, WorkingMemory
+from heart.assemble import NEAR_MISSES
 from heart.context import ContextInputs
 from heart.inspect import (
     assembled_when,
@@ -124,6 +125,11 @@ def _item_verdict(item: WorkingMemory | None, item_id: int, snapshot) -> tuple[s
         if left["reason"] == "faded":
             return NOT_ELIGIBLE, f"Left out of Lingering: {reason}."
         return CUT, f"Left out of Lingering: {reason}; score {left['score']:.3f}."
+    if item.pk in included.get("left_out", {}).get("lingering_further", []):
+        return CUT, (
+            "Left out of Lingering: cut by the budget, lower in the ranking than the "
+            f"{NEAR_MISSES} items the snapshot names with their rank."
+        )
     inputs = _inputs(snapshot)
     if inputs is None or "left_out" not in included:
         return NOT_ELIGIBLE, "Not in Lingering; this older snapshot does not say why."

@@ -11,6 +11,7 @@ from hypothesis import strategies as st
 from bench.promptcache import PromptCache, block_tokens
 from gem.recalled import RecalledItem
 from heart.assemble import (
+    NEAR_MISSES,
     Budgets,
     ConversationLine,
     LingeringItem,
@@ -740,7 +741,7 @@ def test_it_counts_tokens_and_lists_what_it_included():
             "recent": {"user": 0, "say": 0, "do": 0},
         },
         "lingering_scores": {1: 0.9},
-        "left_out": {"lingering": [], "summaries": [], "recalled": []},
+        "left_out": {"lingering": [], "lingering_further": [], "summaries": [], "recalled": []},
         "cache": assembly.items_included["cache"],  # its own test above
     }
 
@@ -1083,3 +1084,15 @@ def test_it_names_each_item_left_out_with_its_reason_rank_and_tokens():
     assert [(r["key"], r["reason"], r["rank"]) for r in left["recalled"]] == [
         ("fairy", "budget", 2)
     ]
+
+
+def test_beyond_the_nearest_misses_items_cut_by_the_budget_are_listed_by_id_alone():
+    items = [wm(n, 1 - n / 1000, f"thing number {n}") for n in range(1, 101)]
+    assembly = build(lingering=items, budgets=Budgets(working_memory=40))
+    included = assembly.items_included
+    near, further = included["left_out"]["lingering"], included["left_out"]["lingering_further"]
+    assert len(near) == NEAR_MISSES
+    assert [item["rank"] for item in near] == sorted(item["rank"] for item in near)
+    assert set(included["lingering"]) | {i["id"] for i in near} | set(further) == set(range(1, 101))
+    assert not set(further) & ({i["id"] for i in near} | set(included["lingering"]))
+    assert included["dropped"]["lingering"] == len(near) + len(further)

@@ -10,7 +10,7 @@ from bench.fakeapi import FakeReply
 from events.models import Event, Turn
 from gem.models import AmbientProse, Fragment, WorkingMemory
 from gem.services import time_zone_set, working_memory_status_set
-from heart import inspect
+from heart import assemble, inspect
 from heart.inspect import entries_of, sections_of, snapshot_of, turn_inspection
 from heart.models import ContextSnapshot
 from heart.services import turn_submit
@@ -90,6 +90,19 @@ def test_an_item_with_no_room_left_is_cut_at_its_rank_with_the_tokens_it_needed(
     assert [shown.id for shown in inspection.lingering] == [pins[0].pk]
     lingering = next(bar for bar in inspection.bars if bar.name == "Lingering")
     assert lingering.budget == 30 and 0 < lingering.tokens <= 30
+
+
+def test_items_cut_further_down_than_the_nearest_misses_are_counted(
+    fake_api, settings, monkeypatch
+):
+    monkeypatch.setattr(assemble, "NEAR_MISSES", 1)
+    settings.BUDGET_WORKING_MEMORY = 30
+    for n, word in enumerate(["tea", "rain", "cats", "moss"]):
+        item("pin", f"{word} " * 12, at=START - timedelta(minutes=n))
+    turn = answered(fake_api, "<luna>hello</luna>", START)
+    said = reasons(turn_inspection(turn=turn), "Lingering")
+    assert said["and 2 more items"] == "cut by the budget, lower in the ranking than those above"
+    assert sum(reason.startswith("cut by the budget at rank 2") for reason in said.values()) == 1
 
 
 def test_a_plan_at_its_floor_left_out_is_submerged_until_two_days_before_it_is_due(

@@ -7,6 +7,7 @@ from django.core.management import CommandError, call_command
 
 from events.models import Event
 from gem.models import Fragment, WorkingMemory
+from heart import assemble
 from heart.services import turn_claim_next, turn_run, turn_submit
 from heart.why import CUT, IN_CONTEXT, NEVER_STORED, NOT_ELIGIBLE, WhyError, why
 
@@ -116,3 +117,16 @@ def test_the_command_prints_a_verdict_per_turn(conversation, capsys):
     assert out.count(f": cut by the budget. Held by event #{said}: Said before Recent's") == 3
     with pytest.raises(CommandError, match="from 1 to 200"):
         call_command("why", "tea", "--turns", "500")
+
+
+def test_an_item_cut_further_down_than_the_nearest_misses_is_cut_by_the_budget(
+    settings, monkeypatch
+):
+    monkeypatch.setattr(assemble, "NEAR_MISSES", 0)
+    settings.BUDGET_WORKING_MEMORY = 30
+    for content in ("tea without sugar", LONG_PIN):
+        WorkingMemory.objects.create(type="pin", content=content, turn=0, refreshed_at=START)
+    turn("<luna>hello</luna>", START + timedelta(minutes=1))
+    kettle = WorkingMemory.objects.get(content=LONG_PIN)  # the tie goes to the older
+    [(answer, reason)] = answers(f"#{kettle.pk}")
+    assert answer == CUT and "lower in the ranking" in reason
