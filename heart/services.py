@@ -35,7 +35,7 @@ from heart.ingest import COMPANION, USER, event_record, working_memory_ingest
 from heart.models import ContextSnapshot
 from silentstar import claude
 from silentstar.claude import ClaudeError
-from silentstar.locks import lock_error, when_unlocked
+from silentstar.locks import PATIENCE, lock_error, when_unlocked
 from silentstar.tokens import DEFAULT_CHARS_PER_TOKEN, chars_per_token_calibrated
 
 logger = logging.getLogger(__name__)
@@ -177,7 +177,7 @@ TURN_CLAIM_LOCK = 7_351_001  # any constant: the advisory lock's name on Postgre
 EVENT_LOG_LOCK = 7_351_002  # the lock a person's message is written under, on PostgreSQL
 PARTIAL_SAVE_INTERVAL = 0.1  # seconds between saves of the streamed text (each a heartbeat)
 HEARTBEAT_INTERVAL = 1.0  # seconds between heartbeats while the Claude call is silent
-LOCK_PATIENCE = 30.0  # seconds the writes after a reply wait out a locked database, in all
+LOCK_PATIENCE = PATIENCE  # seconds the writes after a reply wait out a locked database, in all
 
 
 class TurnStopped(BaseException):

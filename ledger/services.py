@@ -7,13 +7,13 @@ from django.db import OperationalError
 
 from ledger.models import ModelCall
 from silentstar.claude import Reply
-from silentstar.locks import when_unlocked
+from silentstar.locks import PATIENCE, when_unlocked
 
 logger = logging.getLogger(__name__)
 
 # Seconds a row waits out a locked events store, as long as the Heart's own writes after a reply
-# wait: the turn would meet the same lock next.
-LOCK_PATIENCE = 30.0
+# wait (silentstar.locks.PATIENCE): the turn would meet the same lock next.
+LOCK_PATIENCE = PATIENCE
 
 
 def model_call_record(*, component: str, reply: Reply, at: datetime) -> ModelCall | None:

@@ -14,6 +14,7 @@ from django.db import OperationalError
 logger = logging.getLogger(__name__)
 
 LOCK_SQLSTATES = frozenset({"55P03", "40P01", "40001"})  # lock not available, deadlock, conflict
+PATIENCE = 30.0  # seconds a write waits out a locked database, unless its caller says otherwise
 FIRST_WAIT = 0.05  # seconds before the first try again; doubles up to the next
 LONGEST_WAIT = 2.0
 
