@@ -1,5 +1,5 @@
 """The Mirror's output in the Anvil: summaries, the suggestion queue (promote and reject, one by
-one or in bulk), runs."""
+one or in bulk; the Compass's plans and the Loom's patterns wait there too), runs."""
 
 from django.contrib import admin, messages
 from django.http import HttpResponseRedirect
@@ -89,19 +89,24 @@ class TagSuggestionAdmin(admin.ModelAdmin):
         "content_excerpt",
         "type",
         "subject",
+        "due_shown",
         "status",
+        "proposer",
         "summary_excerpt",
         "promoted_link",
         "created",
     ]
-    list_filter = [SuggestionStatusFilter, "type", "created_at"]
+    list_filter = [SuggestionStatusFilter, "proposer", "type", "created_at"]
     list_select_related = ["summary"]
     # A summary's suggestions side by side, the newest summary's first.
     ordering = ["-summary_id", "id"]
     search_fields = ["content", "subject"]
     actions = ["promote_selected", "reject_selected"]
-    decided_fields = ["type", "content", "subject"]  # editable until the suggestion is decided
+    # editable until the suggestion is decided
+    decided_fields = ["type", "content", "subject", "due", "hidden"]
     readonly_fields = [
+        "proposer",
+        "reason",
         "status",
         "promoted_link",
         "decided_at",
@@ -138,11 +143,18 @@ class TagSuggestionAdmin(admin.ModelAdmin):
 
     @admin.display(description="content")
     def content_excerpt(self, suggestion):
-        return cut_text(suggestion.content)
+        text = cut_text(suggestion.content)
+        return format_html("{} <em>(hidden)</em>", text) if suggestion.hidden else text
 
-    @admin.display(description="from the summary")
+    @admin.display(description="due", ordering="due")
+    def due_shown(self, suggestion):
+        return short_when(suggestion.due)
+
+    @admin.display(description="from")
     def summary_excerpt(self, suggestion):
         summary = suggestion.summary
+        if summary is None:
+            return cut_text(suggestion.reason) or "—"
         if not getattr(suggestion, "opens_summary", True):
             return mark_safe('<span class="anvil-quiet">same summary as above</span>')
         return format_html(
@@ -162,6 +174,8 @@ class TagSuggestionAdmin(admin.ModelAdmin):
     @admin.display(description="summary")
     def summary_text(self, suggestion):
         summary = suggestion.summary
+        if summary is None:
+            return "—"
         url = reverse("admin:mirror_summary_change", args=[summary.pk])
         return format_html(
             '<a href="{}">{}</a><p class="anvil-prose">{}</p>', url, summary, summary.content
@@ -170,6 +184,8 @@ class TagSuggestionAdmin(admin.ModelAdmin):
     @admin.display(description="source events")
     def source_events(self, suggestion):
         summary = suggestion.summary
+        if summary is None:
+            return "—"
         events = list(
             Event.objects.filter(
                 pk__gte=summary.first_event_id, pk__lte=summary.last_event_id

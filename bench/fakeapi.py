@@ -78,6 +78,9 @@ class FakeReply:
     ephemeral_1h_input_tokens: int | None = None
     fail_after: int | None = None
     error_type: str | None = "overloaded_error"
+    # Searches the web search tool made for this reply, reported in the final usage as the API
+    # reports them (``server_tool_use.web_search_requests``).
+    web_searches: int = 0
 
 
 @dataclass(frozen=True)
@@ -249,7 +252,7 @@ class _Handler(BaseHTTPRequestHandler):
                 **_message_shell(body, reply),
                 "content": [{"type": "text", "text": reply.text}],
                 "stop_reason": reply.stop_reason,
-                "usage": {**usage, "output_tokens": _output_tokens(reply)},
+                "usage": {**usage, **_final_usage(reply)},
             },
         )
 
@@ -304,7 +307,7 @@ class _Handler(BaseHTTPRequestHandler):
                 "message_delta",
                 {
                     "delta": {"stop_reason": reply.stop_reason, "stop_sequence": None},
-                    "usage": {"output_tokens": _output_tokens(reply)},
+                    "usage": _final_usage(reply),
                 },
             )
             self._event("message_stop", {})
@@ -341,6 +344,15 @@ def _usage(body: dict, reply: FakeReply, cached: CacheUsage) -> dict:
             "ephemeral_5m_input_tokens": usage["cache_creation_input_tokens"] - hour,
             "ephemeral_1h_input_tokens": hour,
         }
+    return usage
+
+
+def _final_usage(reply: FakeReply) -> dict:
+    """What the API adds to the usage once the reply is written: its output tokens, and the
+    server tools' use when a search was made."""
+    usage: dict = {"output_tokens": _output_tokens(reply)}
+    if reply.web_searches:
+        usage["server_tool_use"] = {"web_search_requests": reply.web_searches}
     return usage
 
 

@@ -186,6 +186,15 @@ def is_surfacing(score: float) -> bool:
     return score >= FLOOR_THRESHOLD
 
 
+def hidden_plan_surfaces(*, due: datetime, now: datetime) -> bool:
+    """Whether a hidden plan due at ``due`` is in its resurfacing window at ``now``: from
+    `PLAN_RESURFACE_HOURS` before due on. Until then it is left out of context whatever it
+    scores (the seed's hidden plans, which stand in for secrets); from then on its curve
+    applies."""
+    _check_aware(due=due, now=now)
+    return now >= due - PLAN_RESURFACE_HOURS * _HOUR
+
+
 def is_gone_for_good(
     *,
     type: str,

@@ -62,6 +62,13 @@ class WorkingMemory(models.Model):
         db_index=True,
         help_text="Id of the Mirror suggestion it was promoted from (summaries store).",
     )
+    # Only a plan with a due date is hidden (``gem.services.working_memory_create`` sees to it;
+    # a check constraint would make SQLite copy the table, dropping the triggers on it).
+    hidden = models.BooleanField(
+        default=False,
+        help_text="A hidden plan: left out of Lingering until its resurfacing window opens, "
+        "48 hours before it is due.",
+    )
     # Mira's two numbers (seed 003): read by the Lens query's importance and emotion filters.
     importance = models.FloatField(
         default=0.5, help_text="How much this matters, 0 to 1 (Mira's base is 0.5)."

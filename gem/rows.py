@@ -31,7 +31,10 @@ ROW_FIELDS = (
     "near_duplicate_of",
     "fragments",
     "sources",
+    "hidden",
 )
+# Fields added after the first exports: a row written before them reads as their default.
+LATER_FIELDS = {"hidden": False}
 
 
 class RowError(ValueError):
@@ -83,6 +86,7 @@ def working_memory_row(item: WorkingMemory) -> dict:
         "near_duplicate_of": item.near_duplicate_of_id,
         "fragments": sorted(ref.fragment_id for ref in item.refs.all()),
         "sources": sorted(source.event_id for source in item.sources.all()),
+        "hidden": item.hidden,
     }
 
 
@@ -93,7 +97,7 @@ def working_memory_from_row(row: dict, *, keep_id: bool = True) -> WorkingMemory
     A row whose id is taken is not written again (``WorkingMemoryWrite.existed``). The
     semantic hash is the content's, whatever the row says.
     """
-    missing = [name for name in ROW_FIELDS if name not in row]
+    missing = [name for name in ROW_FIELDS if name not in row and name not in LATER_FIELDS]
     if missing:
         raise RowError(f"missing field(s): {', '.join(missing)}")
     return working_memory_create(
@@ -106,6 +110,7 @@ def working_memory_from_row(row: dict, *, keep_id: bool = True) -> WorkingMemory
         event_id=row["event_id"],
         due=_time(row["due"], "due"),
         suggestion_id=row["suggestion_id"],
+        hidden=row.get("hidden", LATER_FIELDS["hidden"]),
         recorded=WorkingMemoryRecorded(
             id=row["id"] if keep_id else None,
             status=row["status"],

@@ -399,6 +399,7 @@ def working_memory_create(
     suggestion_id: int | None = None,
     importance: float | None = None,
     valence: float | None = None,
+    hidden: bool = False,
     recorded: WorkingMemoryRecorded | None = None,
 ) -> WorkingMemoryWrite:
     """Write one working-memory item by every rule of the tag language, whoever writes it.
@@ -414,6 +415,8 @@ def working_memory_create(
       said; default ``at``) in the owner's time zone.
     - Importance and valence are scored (``gem.importance``) unless given.
     - The item is linked to every fragment whose key it names.
+    - ``hidden`` makes a plan with a due date a hidden plan: out of Lingering until its
+      resurfacing window (`gem.decay.hidden_plan_surfaces`). Anything else cannot be hidden.
 
     ``at`` is when it is written (created and refreshed), ``turn`` the turn counter then.
     ``recorded`` writes an item recorded elsewhere exactly as it was (``WorkingMemoryRecorded``).
@@ -434,6 +437,7 @@ def working_memory_create(
             event_id=event_id,
             due=due,
             suggestion_id=suggestion_id,
+            hidden=hidden,
         )
     meaning = semantic_hash(content)
     with transaction.atomic():
@@ -455,6 +459,11 @@ def working_memory_create(
         )
         if type == WorkingMemoryType.PLAN and due is None:
             due = due_from_text(content, written_at=words_at or at, time_zone=owner_time_zone())
+        if hidden and (type != WorkingMemoryType.PLAN or due is None):
+            raise WorkingMemoryError(
+                "Only a plan with a due date can be hidden: it stays out of Lingering until "
+                "48 hours before it is due."
+            )
         keys = _fragment_keys_named(subject, content)
         if valence is None:
             valence = valence_of(content)
@@ -473,6 +482,7 @@ def working_memory_create(
             created_at=at,
             refreshed_at=at,
             suggestion_id=suggestion_id,
+            hidden=hidden,
             importance=importance,
             valence=valence,
             importance_edited=person_scored,

@@ -26,6 +26,9 @@ class ModelCall(models.Model):
     cache_read_tokens = models.PositiveIntegerField()
     cache_write_5m_tokens = models.PositiveIntegerField()
     cache_write_1h_tokens = models.PositiveIntegerField()
+    web_searches = models.PositiveIntegerField(
+        default=0, help_text="Searches the web search tool made, paid for by the search."
+    )
 
     class Meta:
         verbose_name = "model call"

@@ -31,6 +31,7 @@ def model_call_record(*, component: str, reply: Reply, at: datetime) -> ModelCal
         "cache_read_tokens": usage.cache_read_tokens,
         "cache_write_5m_tokens": usage.cache_write_5m_tokens,
         "cache_write_1h_tokens": usage.cache_write_1h_tokens,
+        "web_searches": usage.web_searches,
     }
     try:
         return when_unlocked(lambda: ModelCall.objects.create(**row), patience=LOCK_PATIENCE)

@@ -57,13 +57,40 @@ class SuggestionStatus(models.TextChoices):
     REJECTED = "rejected"
 
 
-class TagSuggestion(models.Model):
-    """A working-memory item the Mirror proposes; a person promotes or rejects it."""
+class Proposer(models.TextChoices):
+    """Who staged a suggestion: each agent proposes what the tag language lets it create."""
 
-    summary = models.ForeignKey(Summary, on_delete=models.PROTECT, related_name="suggestions")
+    MIRROR = "mirror", "the Mirror"
+    COMPASS = "compass", "the Compass"
+    LOOM = "loom", "the Loom"
+
+
+class TagSuggestion(models.Model):
+    """A working-memory item an agent proposes (the Mirror from a summary, the Compass a plan,
+    the Loom's Weaver a pattern); a person promotes or rejects it."""
+
+    summary = models.ForeignKey(
+        Summary,
+        on_delete=models.PROTECT,
+        null=True,
+        blank=True,
+        related_name="suggestions",
+        help_text="The summary the Mirror read it in (the Mirror's suggestions only).",
+    )
+    proposer = models.CharField(
+        max_length=8, choices=Proposer, default=Proposer.MIRROR, db_index=True
+    )
     type = models.CharField(max_length=8, choices=WorkingMemoryType)
     content = models.TextField()
     subject = models.CharField(max_length=200, blank=True)
+    due = models.DateTimeField(
+        null=True, blank=True, help_text="When a plan is due (none: read from its words)."
+    )
+    hidden = models.BooleanField(
+        default=False,
+        help_text="A hidden plan: promoted, it stays out of Lingering until 48 hours before due.",
+    )
+    reason = models.TextField(blank=True, help_text="Why the agent proposes it, in its words.")
     status = models.CharField(
         max_length=8, choices=SuggestionStatus, default=SuggestionStatus.PENDING, db_index=True
     )
@@ -85,6 +112,21 @@ class TagSuggestion(models.Model):
                 condition=models.Q(status__in=SuggestionStatus.values),
                 name="mirror_suggestion_status_valid",
                 violation_error_message="The status must be one of those offered.",
+            ),
+            models.CheckConstraint(
+                condition=models.Q(proposer__in=Proposer.values),
+                name="mirror_suggestion_proposer_valid",
+                violation_error_message="The proposer must be one of those offered.",
+            ),
+            models.CheckConstraint(
+                condition=~models.Q(proposer=Proposer.MIRROR) | models.Q(summary__isnull=False),
+                name="mirror_suggestion_mirror_has_summary",
+                violation_error_message="A Mirror suggestion comes from a summary.",
+            ),
+            models.CheckConstraint(
+                condition=models.Q(hidden=False) | models.Q(type="plan", due__isnull=False),
+                name="mirror_suggestion_hidden_plan_due",
+                violation_error_message="Only a plan with a due date can be hidden.",
             ),
         ]
 

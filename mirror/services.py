@@ -18,14 +18,13 @@ from events.render import COMPANION
 from gem.match import content_words
 from gem.models import WorkingMemory, WorkingMemorySource, WorkingMemoryType
 from gem.selectors import identities_current
-from gem.services import working_memory_create
+from gem.services import WorkingMemoryError, working_memory_create
 from gem.state import turn_counter_current
-from mirror.models import SuggestionStatus, Summary, TagSuggestion
+from mirror.models import Proposer, SuggestionStatus, Summary, TagSuggestion
 from mirror.route import TurnEvent
 from mirror.turns import events_between
 
-EDITABLE = ("type", "content", "subject")
-MIRROR = "mirror"  # the actor of an item in the Mirror's own words
+EDITABLE = ("type", "content", "subject", "due", "hidden")
 
 
 class SuggestionError(ValueError):
@@ -80,7 +79,11 @@ def suggestion_promote(
     *, suggestion_id: int, user_id: int, edits: dict[str, str] | None = None
 ) -> WorkingMemory:
     """Turn a pending suggestion (with a person's edits) into an active working-memory item,
-    each linked to the other."""
+    each linked to the other.
+
+    A Mirror suggestion is said at the events of its summary it comes from; a Compass or Loom
+    suggestion has no event and is said by its agent. A due date that has passed by now, given
+    or staged, is refused: the person gives another (a plan is never promoted overdue)."""
     edits = edits or {}
     unknown = set(edits) - set(EDITABLE)
     if unknown:
@@ -89,24 +92,23 @@ def suggestion_promote(
         raise SuggestionError(f"“{edits['type']}” is not a working-memory type.")
     if "content" in edits and not edits["content"].strip():
         raise SuggestionError("A promoted item needs some content.")
+    if edits.get("due") is not None and timezone.is_naive(edits["due"]):
+        raise SuggestionError("A due date needs its time zone.")
     suggestion = _claim(suggestion_id, SuggestionStatus.PROMOTED)
     fields = {name: edits.get(name, getattr(suggestion, name)) for name in EDITABLE}
+    now = timezone.now()
     try:
-        summary = suggestion.summary
-        sources, own_words = _source_events(summary, f"{fields['subject']} {fields['content']}")
-        # The item is said at its own event, by whoever said its words there: the Mirror
-        # only when they are the Mirror's own.
-        if sources:
-            own = _own_event(sources, subject=fields["subject"])
-            event_id, said_at = own.event_id, own.ts
-            actor = own.actor if own_words and own.actor else MIRROR
-        else:
-            (event_id, said_at), actor = _last_event(summary), MIRROR
+        if fields["due"] is not None and fields["due"] <= now:
+            raise SuggestionError(
+                f"Suggestion {suggestion_id} is due {fields['due']:%Y-%m-%d %H:%M %Z}, which has "
+                "passed: give it a due date to come."
+            )
+        sources, event_id, said_at, actor = _said(suggestion, fields)
         with transaction.atomic():
             item = working_memory_create(
                 **fields,
                 actor=actor,
-                at=timezone.now(),
+                at=now,
                 turn=turn_counter_current(),
                 event_id=event_id,
                 words_at=said_at,
@@ -116,10 +118,11 @@ def suggestion_promote(
                 [WorkingMemorySource(wm=item, event_id=event.event_id) for event in sources],
                 ignore_conflicts=True,
             )
+    except WorkingMemoryError as error:
+        _unclaim(suggestion_id)
+        raise SuggestionError(f"Suggestion {suggestion_id}: {error}") from error
     except Exception:
-        TagSuggestion.objects.filter(pk=suggestion_id).update(
-            status=SuggestionStatus.PENDING, decided_at=None
-        )
+        _unclaim(suggestion_id)
         raise
     TagSuggestion.objects.filter(pk=suggestion_id).update(promoted_wm_id=item.pk, **fields)
     suggestion.refresh_from_db()
@@ -132,9 +135,39 @@ def suggestion_promote(
         + (f", with {', '.join(changed)} edited" if changed else ""),
     )
     LogEntry.objects.log_actions(
-        user_id, [item], ADDITION, f"Promoted from Mirror suggestion {suggestion_id}"
+        user_id,
+        [item],
+        ADDITION,
+        f"Promoted from {suggestion.proposer.title()} suggestion {suggestion_id}",
     )
     return item
+
+
+def _unclaim(suggestion_id: int) -> None:
+    TagSuggestion.objects.filter(pk=suggestion_id).update(
+        status=SuggestionStatus.PENDING, decided_at=None
+    )
+
+
+def _said(
+    suggestion: TagSuggestion, fields: dict
+) -> tuple[list[TurnEvent], int | None, datetime | None, str]:
+    """Where an item promoted from ``suggestion`` (with ``fields``) was said: its source events,
+    its own event and when it was said, and by whom.
+
+    A Mirror suggestion is said at its own event, by whoever said its words there: the Mirror
+    only when they are its own. Another agent's suggestion comes from no event: its agent says
+    it, now."""
+    summary = suggestion.summary
+    if summary is None:
+        return [], None, None, suggestion.proposer
+    sources, own_words = _source_events(summary, f"{fields['subject']} {fields['content']}")
+    if not sources:
+        event_id, said_at = _last_event(summary)
+        return [], event_id, said_at, Proposer.MIRROR
+    own = _own_event(sources, subject=fields["subject"])
+    actor = own.actor if own_words and own.actor else Proposer.MIRROR
+    return sources, own.event_id, own.ts, actor
 
 
 def _last_event(summary: Summary) -> tuple[int, datetime | None]:

@@ -63,6 +63,7 @@ RETRY_MAX_DELAY = 30.0  # the longest backoff between two attempts
 RETRY_AFTER_MAX = 60.0  # the longest the API's retry-after is honoured
 OFFLINE_CHUNKS = 4  # pieces the offline reply is streamed in
 ALIVE_INTERVAL = 1.0  # seconds between calls of ``alive`` during a wait between attempts
+WEB_SEARCH_TOOL = "web_search_20250305"  # the server tool's version every current model takes
 
 # The time.sleep used between attempts; tests replace it to record the waits.
 sleep: Callable[[float], None] = time.sleep
@@ -109,6 +110,7 @@ class Usage:
     cache_read_tokens: int
     cache_write_5m_tokens: int
     cache_write_1h_tokens: int
+    web_searches: int = 0  # searches the web search tool made, paid for apart from tokens
 
     @property
     def cache_write_tokens(self) -> int:
@@ -152,11 +154,14 @@ def complete(
     max_tokens: int | None = None,
     on_text: Callable[[str], None] | None = None,
     alive: Callable[[], None] | None = None,
+    tools: list[dict] | None = None,
 ) -> Reply:
     """Stream Claude's reply to ``messages``, retrying what is worth retrying.
 
     ``component`` names what the call is for, in the ledger. ``system`` is a list of text blocks
-    (``cache_control`` passes through untouched), ``messages`` the Messages API list.
+    (``cache_control`` passes through untouched), ``messages`` the Messages API list, ``tools``
+    the API's tools (the agents pass `web_search_tools`: server tools the API runs itself, so
+    the reply is still one message whose text blocks are the answer).
     ``offline_answer`` gives the reply when the companion is offline. ``on_text`` receives the
     whole text so far each time it grows; ``alive`` is called while the call goes on without new
     text (see the module's docstring). Raises ``ClaudeError``.
@@ -187,6 +192,8 @@ def complete(
     }
     if system:
         request["system"] = system
+    if tools:
+        request["tools"] = tools
     attempts = settings.CLAUDE_MAX_RETRIES + 1
     shown = [""]  # the text on_text was last given
 
@@ -227,6 +234,17 @@ def _client(*, pid: int, api_key: str, base_url: str | None, timeout: float):
     import anthropic
 
     return anthropic.Anthropic(api_key=api_key, base_url=base_url, timeout=timeout, max_retries=0)
+
+
+def web_search_tools() -> list[dict]:
+    """The API's web search tool, when ``settings.WEB_SEARCH`` allows it (``[]`` otherwise),
+    used at most ``settings.WEB_SEARCH_MAX_USES`` times a call: for the agents that look
+    things up (the Compass and the Loom's Researcher), never for the Heart."""
+    if not settings.WEB_SEARCH:
+        return []
+    return [
+        {"type": WEB_SEARCH_TOOL, "name": "web_search", "max_uses": settings.WEB_SEARCH_MAX_USES}
+    ]
 
 
 def image_block(*, data: bytes, media_type: str) -> dict:
@@ -306,6 +324,7 @@ def _stream_once(
     # counts as a 5-minute write, the default lifetime.
     hour = getattr(usage.cache_creation, "ephemeral_1h_input_tokens", 0) or 0
     hour = min(hour, written)
+    searches = getattr(usage.server_tool_use, "web_search_requests", 0) or 0
     return Reply(
         text="".join(block.text for block in message.content if block.type == "text"),
         usage=Usage(
@@ -314,6 +333,7 @@ def _stream_once(
             cache_read_tokens=usage.cache_read_input_tokens or 0,
             cache_write_5m_tokens=written - hour,
             cache_write_1h_tokens=hour,
+            web_searches=searches,
         ),
         model=message.model,
         stop_reason=message.stop_reason,

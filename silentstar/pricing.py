@@ -26,6 +26,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, fields, replace
 
 PRICES_DATE = "2026-11-27"
+# US dollars per search of the API's web search tool ($10 per 1,000), on top of the tokens.
+WEB_SEARCH_PRICE = 10 / 1000
 
 
 @dataclass(frozen=True, slots=True)
@@ -94,13 +96,15 @@ def cache_minimum(table: Mapping[str, int], model: str) -> int:
 @dataclass
 class Tokens:
     """Tokens as the API counts them, of one call or added up over many: ``input_tokens`` were
-    neither read from the cache nor written to it."""
+    neither read from the cache nor written to it. ``web_searches`` counts the web search tool's
+    searches, billed by the search rather than by the token."""
 
     input_tokens: int = 0
     output_tokens: int = 0
     cache_read_tokens: int = 0
     cache_write_5m_tokens: int = 0
     cache_write_1h_tokens: int = 0
+    web_searches: int = 0
 
     def add(self, other: "Tokens") -> None:
         for name in TOKEN_NAMES:
@@ -121,14 +125,14 @@ TOKEN_NAMES = tuple(field.name for field in fields(Tokens))
 
 
 def cost(price: Price, tokens: Tokens) -> float:
-    """US dollars for ``tokens`` at ``price``."""
+    """US dollars for ``tokens`` at ``price``, with the web searches made."""
     return (
         tokens.input_tokens * price.input
         + tokens.output_tokens * price.output
         + tokens.cache_read_tokens * price.cache_read
         + tokens.cache_write_5m_tokens * price.cache_write_5m
         + tokens.cache_write_1h_tokens * price.cache_write_1h
-    ) / 1_000_000
+    ) / 1_000_000 + tokens.web_searches * WEB_SEARCH_PRICE
 
 
 PRICES_EXAMPLE = '{"claude-opus-5-5": {"input": 4, "output": 20}}'

@@ -1,8 +1,10 @@
 """Sends each model to its store (database alias) — the four-store split of schema v5.
 
 The event log lives in ``events``, with the ledger of calls to Claude beside the turns that
-make most of them; context snapshots in ``snapshots``, the Mirror's output in ``summaries``,
-everything else (the Gem, auth, the task queue) in ``default``.
+make most of them; context snapshots in ``snapshots``, the Mirror's output in ``summaries`` with
+the Compass's consultations (their proposals are suggestions of the Mirror's queue), everything
+else (the Gem, the Loom's sessions beside the fragments they work on, auth, the task queue) in
+``default``.
 No relation crosses a store: cross-store references are plain integer ids.
 """
 
@@ -17,6 +19,7 @@ STORE_OF = {
     ("events", None): "events",
     ("ledger", None): "events",
     ("mirror", None): "summaries",
+    ("compass", None): "summaries",
 }
 
 

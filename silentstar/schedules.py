@@ -13,6 +13,8 @@ SCHEDULES = {
         "mirror.tasks.run_mirror_task",
         settings.MIRROR_CHECK_MINUTES,
     ),
+    # Hourly, so a review missed while the worker was stopped comes at the next start.
+    "compass: review once the week is out": ("compass.tasks.review_task", 60),
 }
 
 

@@ -49,6 +49,8 @@ INSTALLED_APPS = [
     "mirror",
     "lens",
     "ledger",
+    "compass",
+    "loom",
     "transfer",
     "anvil",
 ]
@@ -317,6 +319,17 @@ MIRROR_CONTEXT_TURNS = env_int("SILENTSTAR_MIRROR_CONTEXT_TURNS", 5, minimum=0)
 MIRROR_SUGGESTION_CAP = env_int("SILENTSTAR_MIRROR_SUGGESTION_CAP", 2, minimum=0)
 MIRROR_CHECK_MINUTES = env_int("SILENTSTAR_MIRROR_CHECK_MINUTES", 10, minimum=1)
 MIRROR_HISTORY_MARKERS = env_bool("SILENTSTAR_MIRROR_HISTORY_MARKERS", False)
+
+# --- The Compass and the Loom: agents that propose, for a person to decide ------------------
+# The Compass (a planning agent consulted in the Anvil, and on its own every
+# SILENTSTAR_COMPASS_REVIEW_DAYS days; 0: never) and the Loom's three facet agents. The web search
+# tool is offered to the Compass and the Researcher only when SILENTSTAR_WEB_SEARCH allows it.
+COMPASS_MODEL = env_str("SILENTSTAR_COMPASS_MODEL", "claude-opus-5-5")
+COMPASS_REVIEW_DAYS = env_int("SILENTSTAR_COMPASS_REVIEW_DAYS", 7, minimum=0)
+LOOM_MODEL = env_str("SILENTSTAR_LOOM_MODEL", "claude-sonnet-5-5")
+AGENT_MAX_TOKENS = env_int("SILENTSTAR_AGENT_MAX_TOKENS", 8192, minimum=1)
+WEB_SEARCH = env_bool("SILENTSTAR_WEB_SEARCH", False)
+WEB_SEARCH_MAX_USES = env_int("SILENTSTAR_WEB_SEARCH_MAX_USES", 5, minimum=1)
 
 # --- The Lens: the optional semantic half of event search (lens/semantic.py) ----------------
 SEARCH_SEMANTIC = env_bool("SILENTSTAR_SEARCH_SEMANTIC", False)

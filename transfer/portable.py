@@ -47,7 +47,13 @@ from gem.models import (
     WorkingMemoryRef,
     WorkingMemorySource,
 )
-from gem.rows import ROW_FIELDS, time_with_offset, working_memory_from_row, working_memory_row
+from gem.rows import (
+    LATER_FIELDS,
+    ROW_FIELDS,
+    time_with_offset,
+    working_memory_from_row,
+    working_memory_row,
+)
 from heart.models import ContextSnapshot
 from ledger.models import ModelCall
 from mirror.models import MirrorPrompt, MirrorRun, Summary, TagSuggestion
@@ -127,7 +133,7 @@ KINDS = (
     ),
     Kind("edges.jsonl", FragmentEdge, ("id", "source", "target", "relation")),
     Kind("fragment_sources.jsonl", FragmentSource, ("id", "fragment", "event_id")),
-    Kind("working_memory.jsonl", WorkingMemory, ROW_FIELDS),
+    Kind("working_memory.jsonl", WorkingMemory, ROW_FIELDS, later=tuple(LATER_FIELDS)),
     Kind(
         "mira_entries.jsonl",
         MiraEntry,
@@ -185,7 +191,12 @@ KINDS = (
             "promoted_wm_id",
             "created_at",
             "decided_at",
+            "proposer",
+            "due",
+            "hidden",
+            "reason",
         ),
+        later=("proposer", "due", "hidden", "reason"),
     ),
     Kind("mirror_prompts.jsonl", MirrorPrompt, ("id", "kind", "content", "created_at", "author")),
     Kind(
@@ -202,7 +213,9 @@ KINDS = (
             "cache_read_tokens",
             "cache_write_5m_tokens",
             "cache_write_1h_tokens",
+            "web_searches",
         ),
+        later=("web_searches",),
     ),
 )
 # Files of kinds added after the first exports were written: an export without one imports it

@@ -50,6 +50,7 @@ def usage_of(reply: FakeReply) -> dict[str, int]:
         "cache_read_tokens": reply.cache_read_input_tokens,
         "cache_write_5m_tokens": reply.cache_creation_input_tokens - hour,
         "cache_write_1h_tokens": hour,
+        "web_searches": reply.web_searches,
     }
 
 
@@ -101,16 +102,16 @@ def test_cost_prints_the_ledgers_totals_per_component_and_in_all(conversation):
     lines = {tuple(line.split()[:4]): line.split() for line in printed.splitlines()}
     total = lines[("all", "days", "all", "3")]
     sent = [usage_of(reply) for _, reply in conversation]
-    assert total[4:9] == [f"{sum(usage[name] for usage in sent):,}" for name in TOKENS]
+    assert total[4:10] == [f"{sum(usage[name] for usage in sent):,}" for name in TOKENS]
     # heart: 1,200 × $4 + 40 × $20 + 900 × $0.20 + 200 × $5 + 100 × $8 = $0.00758 (Opus 5.5)
     # clean: 2,000 × $0.10 + 500 × $0.50 + 700 × $0.125 = $0.0005375 (Haiku 5.5)
     # summarise: 3,000 × $4 + 800 × $20 + 1,500 × $0.20 = $0.0283, per million tokens
-    assert total[9] == "$0.0364"
-    assert lines[("all", "days", "heart", "1")][9] == "$0.0076"
+    assert total[10] == "$0.0364"
+    assert lines[("all", "days", "heart", "1")][10] == "$0.0076"
     cache_read = 900 + 1500
     sent_tokens = 1200 + 900 + 300 + 2000 + 700 + 3000 + 1500
-    assert total[10] == f"{cache_read / sent_tokens:.1%}"
-    assert f"Total: $0.0364, for 3 calls. Cache-read share: {total[10]}" in printed
+    assert total[11] == f"{cache_read / sent_tokens:.1%}"
+    assert f"Total: $0.0364, for 3 calls. Cache-read share: {total[11]}" in printed
 
 
 def test_an_offline_turn_and_mirror_run_are_recorded_as_offline_and_free(settings):

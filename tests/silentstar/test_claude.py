@@ -233,6 +233,42 @@ def test_it_lets_the_caller_override_model_and_max_tokens(fake_api):
     assert (sent["model"], sent["max_tokens"]) == ("claude-haiku-5-5", 50)
 
 
+def test_it_offers_the_web_search_tool_only_when_the_setting_allows_it(fake_api, settings):
+    settings.WEB_SEARCH = False
+    complete(
+        component="compass-consult",
+        offline_answer=never_offline,
+        system=SYSTEM,
+        messages=MESSAGES,
+        tools=claude.web_search_tools(),
+    )
+    settings.WEB_SEARCH, settings.WEB_SEARCH_MAX_USES = True, 3
+    complete(
+        component="compass-consult",
+        offline_answer=never_offline,
+        system=SYSTEM,
+        messages=MESSAGES,
+        tools=claude.web_search_tools(),
+    )
+
+    assert "tools" not in fake_api.requests[0]
+    assert fake_api.requests[1]["tools"] == [
+        {"type": claude.WEB_SEARCH_TOOL, "name": "web_search", "max_uses": 3}
+    ]
+
+
+def test_it_counts_the_web_searches_the_api_reports(fake_api):
+    fake_api.push(FakeReply("Found it.", web_searches=2), FakeReply("Nothing looked up."))
+    searched = complete(
+        component="loom-researcher", offline_answer=never_offline, system=SYSTEM, messages=MESSAGES
+    )
+    plain = complete(
+        component="loom-researcher", offline_answer=never_offline, system=SYSTEM, messages=MESSAGES
+    )
+
+    assert (searched.usage.web_searches, plain.usage.web_searches) == (2, 0)
+
+
 def test_it_passes_system_blocks_and_messages_through_untouched(fake_api):
     system = [
         {"type": "text", "text": "Wake text.", "cache_control": {"type": "ephemeral", "ttl": "1h"}},

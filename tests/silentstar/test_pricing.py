@@ -7,6 +7,7 @@ import pytest
 from silentstar.pricing import (
     CACHE_MINIMUM_TOKENS,
     PRICES,
+    WEB_SEARCH_PRICE,
     Price,
     Tokens,
     cost,
@@ -96,3 +97,11 @@ def test_it_says_what_is_wrong_with_cache_minimums(text, said):
         minimums_laid_over(CACHE_MINIMUM_TOKENS, text)
 
     assert said in str(raised.value)
+
+
+def test_each_web_search_costs_its_price_on_top_of_the_tokens():
+    price = Price(input=5, output=25, cache_write_5m=6.25, cache_write_1h=10, cache_read=0.5)
+    tokens = Tokens(input_tokens=1_000_000, output_tokens=0)
+
+    assert cost(price, replace(tokens, web_searches=3)) == pytest.approx(5 + 3 * WEB_SEARCH_PRICE)
+    assert WEB_SEARCH_PRICE == pytest.approx(0.01)

@@ -14,6 +14,7 @@ COLUMNS = (
     ("cache read", "cache_read_tokens"),
     ("write 5m", "cache_write_5m_tokens"),
     ("write 1h", "cache_write_1h_tokens"),
+    ("searches", "web_searches"),
 )
 
 
