@@ -104,4 +104,4 @@ def test_each_web_search_costs_its_price_on_top_of_the_tokens():
     tokens = Tokens(input_tokens=1_000_000, output_tokens=0)
 
     assert cost(price, replace(tokens, web_searches=3)) == pytest.approx(5 + 3 * WEB_SEARCH_PRICE)
-    assert WEB_SEARCH_PRICE == pytest.approx(0.01)
+    assert cost(price, replace(tokens, web_searches=1)) - cost(price, tokens) == pytest.approx(0.01)
