@@ -171,6 +171,17 @@ def test_it_resurfaces_a_plan_in_the_two_days_before_due():
     assert rising == sorted(rising)
 
 
+def test_a_hidden_plan_surfaces_from_two_days_before_due_and_stays_surfaced():
+    due = datetime(2026, 12, 10, 18, tzinfo=UTC)
+    opens = due - timedelta(hours=decay.PLAN_RESURFACE_HOURS)
+
+    assert not decay.hidden_plan_surfaces(due=due, now=opens - timedelta(seconds=1))
+    assert decay.hidden_plan_surfaces(due=due, now=opens)
+    assert decay.hidden_plan_surfaces(due=due, now=due + timedelta(days=3))
+    with pytest.raises(ValueError):
+        decay.hidden_plan_surfaces(due=due, now=datetime(2026, 12, 1))
+
+
 def test_it_peaks_at_one_on_the_due_date():
     assert plan_at(240, due_in=240) == pytest.approx(1.0)
 

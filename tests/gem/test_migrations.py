@@ -49,3 +49,24 @@ def test_the_meaning_columns_come_in_place_keeping_the_triggers_and_scoring_old_
             "AND tbl_name = 'gem_workingmemory' ORDER BY name"
         ).fetchall()
     assert "semantic_hash" not in columns and triggers_back == triggers_before
+
+
+@pytest.mark.store_free
+def test_the_hidden_column_comes_in_place_keeping_the_triggers(manage, tmp_path):
+    assert manage("migrate", env=SQLITE_ONLY).returncode == 0
+    assert manage("migrate", "gem", "0012", env=SQLITE_ONLY).returncode == 0
+    store = tmp_path / "data" / "silentstar.sqlite3"
+    triggers = (
+        "SELECT name FROM sqlite_master WHERE type = 'trigger' "
+        "AND tbl_name = 'gem_workingmemory' ORDER BY name"
+    )
+    with sqlite3.connect(store) as gem:
+        triggers_before = gem.execute(triggers).fetchall()
+
+    migrated = manage("migrate", "gem", env=SQLITE_ONLY)
+
+    assert migrated.returncode == 0, migrated.stderr
+    with sqlite3.connect(store) as gem:
+        columns = {line[1] for line in gem.execute("PRAGMA table_info(gem_workingmemory)")}
+        assert gem.execute(triggers).fetchall() == triggers_before
+    assert "hidden" in columns and len(triggers_before) == 7

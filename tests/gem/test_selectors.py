@@ -18,6 +18,7 @@ from gem.selectors import (
     gem_current,
     identities_current,
     wake_text_current,
+    working_memory_scores,
 )
 from gem.services import working_memory_sweep
 from heart.ingest import USER, working_memory_ingest
@@ -62,7 +63,9 @@ def active_contents() -> list[str]:
 
 def remembered(content: str, **fields) -> WorkingMemory:
     return WorkingMemory.objects.create(
-        type="thought", content=content, turn=1, semantic_hash=semantic_hash(content), **fields
+        content=content,
+        semantic_hash=semantic_hash(content),
+        **{"type": "thought", "turn": 1, **fields},
     )
 
 
@@ -77,6 +80,23 @@ def test_it_reads_the_active_working_memory_and_the_texts():
     assert (gem.wake_text, gem.ambient_prose) == ("Good morning.", "Quiet evenings.")
     assert gem.image_text == wake_text_current("image")
     assert gem.identities == identities_current()
+
+
+def test_a_hidden_plan_scores_nothing_until_its_resurfacing_window():
+    now = datetime(2026, 12, 1, 12, tzinfo=UTC)
+    due = now + timedelta(days=5)
+    shown = remembered("the dentist", type="plan", due=due, refreshed_at=now)
+    remembered("a surprise party", type="plan", due=due, refreshed_at=now, hidden=True)
+    rows = sorted(gem_current().working_memory, key=lambda row: row.id)
+
+    def scores_at(moment):
+        return working_memory_scores(rows, now=moment, current_turn=1, pressure=0)
+
+    assert scores_at(now)[1] == 0.0 and scores_at(now)[0] == 1.0
+    assert scores_at(due - timedelta(hours=49)) == [pytest.approx(0.08), 0.0]
+    opened = due - timedelta(hours=24)
+    assert scores_at(opened)[1] == scores_at(opened)[0] == pytest.approx(0.54)
+    assert rows[0].id == shown.id
 
 
 def test_it_asks_one_query_when_nothing_changed(django_assert_num_queries):

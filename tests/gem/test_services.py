@@ -387,6 +387,22 @@ def test_it_refuses_an_unknown_type_or_empty_words():
     assert not WorkingMemory.objects.exists()
 
 
+def test_only_a_plan_with_a_due_date_can_be_hidden():
+    due = NOW + timedelta(days=5)
+    with pytest.raises(WorkingMemoryError, match="Only a plan with a due date can be hidden"):
+        working_memory_create(type="pin", content="x", actor="a", at=NOW, turn=1, hidden=True)
+    with pytest.raises(WorkingMemoryError, match="Only a plan with a due date"):
+        working_memory_create(
+            type="plan", content="someday", actor="a", at=NOW, turn=1, hidden=True
+        )
+
+    plan = working_memory_create(
+        type="plan", content="a surprise", actor="compass", at=NOW, turn=1, due=due, hidden=True
+    ).item
+
+    assert list(WorkingMemory.objects.values_list("pk", "hidden", "due")) == [(plan.pk, True, due)]
+
+
 def test_it_moves_the_item_a_lifecycle_names_and_nothing_when_none_matches():
     plan = WorkingMemory.objects.create(type="plan", content="water the ferns")
 

@@ -1,14 +1,16 @@
-from datetime import datetime
+from datetime import datetime, timedelta
 from zoneinfo import ZoneInfo
 
 import pytest
 from django.contrib.admin.models import LogEntry
+from django.db import IntegrityError
+from django.utils import timezone
 
 from events.models import Event
 from gem.meaning import semantic_hash
 from gem.models import WorkingMemory, WorkingMemorySource
 from gem.state import TURN_COUNTER, state_set
-from mirror.models import Summary, TagSuggestion
+from mirror.models import Proposer, Summary, TagSuggestion
 from mirror.run import mirror_run
 from mirror.services import SuggestionError, suggestion_promote, suggestion_reject
 
@@ -44,6 +46,58 @@ def test_it_promotes_with_a_persons_edits(admin_user, suggestion):
     )
     assert (item.type, item.content) == ("plan", "buy tea friday at 5pm")
     assert TagSuggestion.objects.get().content == "buy tea friday at 5pm"
+
+
+def test_another_agents_plan_is_promoted_with_its_due_date_said_by_its_agent(admin_user):
+    due = timezone.now() + timedelta(days=4)
+    plan = TagSuggestion.objects.create(
+        proposer=Proposer.COMPASS,
+        type="plan",
+        content="a long walk before the move",
+        due=due,
+        hidden=True,
+        reason="the move will be tiring",
+    )
+
+    item = suggestion_promote(user_id=admin_user.pk, suggestion_id=plan.pk)
+
+    assert (item.type, item.due, item.hidden, item.actor, item.event_id) == (
+        "plan",
+        due,
+        True,
+        "compass",
+        None,
+    )
+    assert not WorkingMemorySource.objects.exists()
+    assert LogEntry.objects.filter(change_message=f"Promoted from Compass suggestion {plan.pk}")
+
+
+def test_a_due_date_that_has_passed_is_refused_and_the_suggestion_stays_pending(admin_user):
+    plan = TagSuggestion.objects.create(
+        proposer=Proposer.COMPASS,
+        type="plan",
+        content="stretch",
+        due=timezone.now() + timedelta(minutes=1),
+    )
+    past = timezone.now() - timedelta(hours=1)
+
+    with pytest.raises(SuggestionError, match="which has passed: give it a due date to come"):
+        suggestion_promote(user_id=admin_user.pk, suggestion_id=plan.pk, edits={"due": past})
+    with pytest.raises(SuggestionError, match="Only a plan with a due date can be hidden"):
+        suggestion_promote(
+            user_id=admin_user.pk, suggestion_id=plan.pk, edits={"type": "pin", "hidden": True}
+        )
+
+    assert TagSuggestion.objects.get().status == "pending"
+    assert not WorkingMemory.objects.exists()
+    later = timezone.now() + timedelta(days=2)
+    item = suggestion_promote(user_id=admin_user.pk, suggestion_id=plan.pk, edits={"due": later})
+    assert item.due == later
+
+
+def test_only_the_mirrors_suggestions_need_a_summary():
+    with pytest.raises(IntegrityError):
+        TagSuggestion.objects.create(type="pin", content="tea")
 
 
 def test_it_acts_on_a_suggestion_only_once(admin_user, suggestion):
