@@ -34,7 +34,13 @@ from django.db.models import Count, Max, Min, Q
 from django.utils import timezone
 
 from events.models import Event, Turn, TurnStatus
-from gem.decay import FLOOR_THRESHOLD, PLAN, PLAN_RESURFACE_HOURS, plan_phases
+from gem.decay import (
+    FLOOR_THRESHOLD,
+    PLAN,
+    PLAN_RESURFACE_HOURS,
+    hidden_plan_surfaces,
+    plan_phases,
+)
 from gem.models import Fragment, WorkingMemory, WorkingMemoryStatus
 from gem.selectors import AMBIENT_KEY
 from heart.assemble import (
@@ -581,8 +587,12 @@ def _lingering_left_out(inspection: Inspection, included: dict) -> list[LeftOut]
 def lingering_left_reason(item: dict, row: WorkingMemory | None, at: datetime, zone: str) -> str:
     """Why the working-memory item a snapshot's ``left_out`` names (``item``; ``row`` is the
     item now) was left out of a context assembled at ``at``: under the floor, or cut by the
-    budget, a timed plan at its floor being said to be submerged first."""
+    budget, a timed plan at its floor being said to be submerged first, a hidden plan before
+    its window said to be hidden."""
     if item["reason"] == "faded":
+        if row is not None and row.hidden and not hidden_plan_surfaces(due=row.due, now=at):
+            rises = row.due - timedelta(hours=PLAN_RESURFACE_HOURS)
+            return f"a hidden plan, out of Lingering until {_when(rises, zone)}"
         return f"under the {FLOOR_THRESHOLD:g} floor (score {item['score']:g})"
     reason = budget_sentence(item["rank"], item.get("tokens"), item.get("room"))
     if submerged := _submerged(row, at, zone):

@@ -8,6 +8,7 @@ from django.core.management import CommandError, call_command
 from events.models import Event
 from gem.models import Fragment, WorkingMemory
 from heart import assemble
+from heart.models import ContextSnapshot
 from heart.services import turn_claim_next, turn_run, turn_submit
 from heart.why import CUT, IN_CONTEXT, NEVER_STORED, NOT_ELIGIBLE, WhyError, why
 
@@ -86,6 +87,24 @@ def test_a_plan_cut_at_its_floor_is_said_to_be_submerged(settings):
     assert answer == CUT
     assert reason.startswith("Left out of Lingering: submerged: a plan at its floor until 48 hours")
     assert "; cut by the budget at rank 2 (needed " in reason
+
+
+def test_a_hidden_plan_is_out_of_lingering_until_its_window_and_in_it_from_then(settings):
+    settings.TIME_ZONE = "UTC"
+    due = START + timedelta(days=5)
+    plan = WorkingMemory.objects.create(
+        type="plan", content="the surprise party", turn=1, refreshed_at=START, due=due, hidden=True
+    )
+    turn("<luna>hello</luna>", START + timedelta(minutes=1))
+    [(answer, reason)] = answers(f"#{plan.pk}")
+    assert answer == NOT_ELIGIBLE
+    hidden_until = "Thursday 5 March 2026, 9 am"
+    assert reason == f"Left out of Lingering: a hidden plan, out of Lingering until {hidden_until}."
+
+    turn("<luna>and now?</luna>", due - timedelta(hours=47))
+    [(answer, reason)] = answers(f"#{plan.pk}")
+    assert answer == IN_CONTEXT
+    assert "the surprise party" in ContextSnapshot.objects.latest("pk").assembled_user
 
 
 def test_words_under_a_heading_the_message_writes_are_in_the_message(settings):
