@@ -112,7 +112,16 @@ class WorkingMemoryForm(forms.ModelForm):
 
     class Meta:
         model = WorkingMemory
-        fields = ["type", "content", "subject", "due", "importance", "valence"]
+        fields = ["type", "content", "subject", "due", "hidden", "importance", "valence"]
+
+    def clean(self):
+        """A hidden item is a plan with a due date."""
+        cleaned = super().clean()
+        if cleaned.get("hidden") and cleaned.get("type") != "plan":
+            self.add_error("hidden", "Only a plan can be hidden.")
+        elif cleaned.get("hidden") and not cleaned.get("due"):
+            self.add_error("due", "A hidden plan needs a due date: it resurfaces 48 hours before.")
+        return cleaned
 
     def clean_importance(self):
         return self._number_or_current("importance")

@@ -89,7 +89,7 @@ class WorkingMemoryAdmin(admin.ModelAdmin):
     inlines = [WorkingMemoryRefInline]
     actions = ["status_change"]
     form = WorkingMemoryForm
-    add_fields = ["type", "content", "subject", "due", "importance", "valence"]
+    add_fields = ["type", "content", "subject", "due", "hidden", "importance", "valence"]
     readonly_fields = [
         "twin",
         "importance_edited",
@@ -129,6 +129,7 @@ class WorkingMemoryAdmin(admin.ModelAdmin):
                 content=obj.content,
                 subject=obj.subject,
                 due=obj.due,
+                hidden=obj.hidden,
                 importance=importance,
                 valence=valence,
             )
@@ -144,6 +145,7 @@ class WorkingMemoryAdmin(admin.ModelAdmin):
                 at=timezone.now(),
                 turn=turn_counter_current(),
                 due=obj.due,
+                hidden=obj.hidden,
                 importance=importance,
                 valence=valence,
             ).item.pk

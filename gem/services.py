@@ -588,6 +588,7 @@ def working_memory_update(
     due: "datetime | _Keep | None" = KEEP,
     importance: float | None = None,
     valence: float | None = None,
+    hidden: bool | None = None,
 ) -> WorkingMemoryWrite:
     """Edit an item by the rules a new one follows: every change of working memory but its
     status (``working_memory_status_set``).
@@ -603,6 +604,8 @@ def working_memory_update(
     - ``importance`` or ``valence`` given are a person's and win from now on
       (``importance_edited``); otherwise both stay as they were scored.
     - Fragments its new words name are linked.
+    - ``hidden`` hides a plan with a due date, or shows it again; anything else cannot be
+      hidden (an item edited into something else stops being hidden).
 
     Only the fields that change are written. ``user_id`` writes the edit in the admin log with
     what the rules did; an edit by the application is logged by it.
@@ -625,6 +628,15 @@ def working_memory_update(
             if said is not None and said != item.due:
                 item.due = said
                 notes.append(f"due date read from the new words: {said:%Y-%m-%d %H:%M}")
+        item.hidden = item.hidden if hidden is None else hidden
+        if item.hidden and (item.type != WorkingMemoryType.PLAN or item.due is None):
+            if hidden:
+                raise WorkingMemoryError(
+                    "Only a plan with a due date can be hidden: it stays out of Lingering until "
+                    "48 hours before it is due."
+                )
+            item.hidden = False
+            notes.append("no longer hidden: only a plan with a due date can be")
         superseded: list[int] = []
         if item.status == WorkingMemoryStatus.ACTIVE and (
             item.type != was["type"] or item.subject.lower() != was["subject"].lower()
@@ -664,7 +676,7 @@ def working_memory_update(
     return WorkingMemoryWrite(item=item, superseded=superseded)
 
 
-_EDITED_BY_PERSON = ("type", "content", "subject", "due", "importance", "valence")
+_EDITED_BY_PERSON = ("type", "content", "subject", "due", "hidden", "importance", "valence")
 _EDITABLE = (
     *_EDITED_BY_PERSON,
     "semantic_hash",

@@ -533,6 +533,30 @@ def add_item(client, type_: str, content: str, subject: str = ""):
     )
 
 
+def test_a_person_hides_a_dated_plan_and_is_told_what_cannot_be_hidden(admin_client):
+    url = reverse("admin:gem_workingmemory_add")
+    fields = {"subject": "", "refs-TOTAL_FORMS": "0", "refs-INITIAL_FORMS": "0", "hidden": "on"}
+    undated = {**fields, "type": "plan", "content": "a surprise", "due_0": "", "due_1": ""}
+    pin = {**fields, "type": "pin", "content": "tea", "due_0": "2030-05-01", "due_1": "18:00"}
+
+    assert "A hidden plan needs a due date" in admin_client.post(url, undated).text
+    assert "Only a plan can be hidden." in admin_client.post(url, pin).text
+    assert not WorkingMemory.objects.exists()
+    dated = {**undated, "due_0": "2030-05-01", "due_1": "18:00"}
+    assert admin_client.post(url, dated).status_code == 302
+    plan = WorkingMemory.objects.get()
+    assert plan.hidden and plan.due is not None
+
+    change = {**dated, "content": "a surprise party"}
+    del change["hidden"]
+    response = admin_client.post(reverse("admin:gem_workingmemory_change", args=[plan.pk]), change)
+
+    assert response.status_code == 302
+    plan.refresh_from_db()
+    assert not plan.hidden and plan.content == "a surprise party"
+    assert "Edited content, hidden" in LogEntry.objects.latest("pk").change_message
+
+
 def test_it_adds_an_item_by_the_rules_every_writer_follows(admin_client, fragments):
     state_set("turn_counter", 12)
     old_feeling = WorkingMemory.objects.create(type="feeling", content="restless", turn=1)
