@@ -1,0 +1,448 @@
+"""The Loom's actions: sessions, the photo inbox, and the facet agents' calls with their drafts.
+
+Each action is the one place it happens; the Anvil's pages call them (docs/loom.md). An agent
+only proposes: its draft waits on the call until a person applies it (through the Anvil's
+draft apply, then ``loom_draft_applied`` records it in the same transaction) or drops it, and
+the Weaver's patterns wait in the suggestions' queue.
+"""
+
+import logging
+import mimetypes
+import uuid
+from collections.abc import Iterable
+from dataclasses import dataclass
+from pathlib import Path, PurePosixPath
+
+from django.conf import settings
+from django.contrib.admin.models import CHANGE
+from django.core.files.storage import default_storage
+from django.db import transaction
+from django.db.models import F
+from django.utils import timezone
+from django.utils.text import capfirst
+from django_q.tasks import async_task
+
+from gem.models import Fragment
+from gem.selectors import newest_version
+from gem.services import fragment_log
+from lens.draft import draft_render
+from lens.draft_read import Draft, DraftError, draft_diff, draft_parse
+from lens.extract import LensError, fragment_drafts, keys_checked, neighbours
+from loom.answer import Answer, AnswerError, answer_read
+from loom.models import (
+    Agent,
+    CallStatus,
+    DraftState,
+    InboxImage,
+    LoomCall,
+    LoomPrompt,
+    Session,
+    SessionImage,
+    SessionStatus,
+)
+from loom.offline import offline_answer
+from mirror.models import Proposer, TagSuggestion
+from silentstar import claude
+
+logger = logging.getLogger(__name__)
+
+DEFAULTS = Path(__file__).resolve().parent / "defaults"
+INBOX_FOLDER = "loom/inbox"
+SESSIONS_FOLDER = "loom/sessions"
+QUESTION_MAX_CHARS = 4000
+
+
+class LoomError(ValueError):
+    """An action the Loom refuses, said so a person can act on it."""
+
+
+# --- Prompts ---------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Prompt:
+    text: str
+    version_id: int | None  # None: the shipped default
+
+
+def prompt_current(kind: str) -> Prompt:
+    """The newest saved instructions of an agent (the shipped default if none is saved)."""
+    latest = newest_version(LoomPrompt, kind=kind)
+    if latest is not None:
+        return Prompt(latest.content, latest.pk)
+    return Prompt((DEFAULTS / f"{kind}.md").read_text(encoding="utf-8"), None)
+
+
+# --- Sessions --------------------------------------------------------------------------------
+
+
+def session_create(*, topic: str) -> Session:
+    topic = " ".join(topic.split())
+    if not topic:
+        raise LoomError("Give the session a topic.")
+    return Session.objects.create(topic=topic)
+
+
+def _session_open(session_id: int) -> Session:
+    session = Session.objects.get(pk=session_id)
+    if not session.is_open:
+        raise LoomError(f"The session “{session.topic}” is closed: it can be read, not changed.")
+    return session
+
+
+def _touched(session_id: int) -> None:
+    Session.objects.filter(pk=session_id).update(updated_at=timezone.now())
+
+
+def session_fragment_add(*, session_id: int, key: str) -> None:
+    """Add a fragment of the Gem to an open session (LoomError naming near keys if unknown)."""
+    session = _session_open(session_id)
+    try:
+        (key,) = keys_checked([key.strip()])
+    except LensError as error:
+        raise LoomError(str(error)) from None
+    session.fragments.add(key)
+    _touched(session_id)
+
+
+def session_close(*, session_id: int) -> None:
+    """Close a session: it stays readable with everything it holds; a call still queued or
+    running finishes and its draft can still be applied or dropped from the call's page."""
+    Session.objects.filter(pk=session_id, status=SessionStatus.OPEN).update(
+        status=SessionStatus.CLOSED, closed_at=timezone.now(), updated_at=timezone.now()
+    )
+
+
+# --- The photo inbox -------------------------------------------------------------------------
+
+
+def inbox_add(*, uploads: Iterable[tuple]) -> list[InboxImage]:
+    """Keep checked photos in the inbox: ``uploads`` are (file, extension) pairs, the extension
+    read from the image's real format. All are kept or, if one cannot be written, none."""
+    uploads = list(uploads)
+    saved: list[str] = []
+    try:
+        for upload, extension in uploads:
+            name = f"{INBOX_FOLDER}/{uuid.uuid4().hex}.{extension}"
+            saved.append(default_storage.save(name, upload))
+        with transaction.atomic():
+            return [
+                InboxImage.objects.create(image=name, original_name=(upload.name or "")[:255])
+                for name, (upload, _) in zip(saved, uploads, strict=True)
+            ]
+    except Exception:
+        for name in saved:  # a write cut short (a full disk) leaves nothing behind
+            default_storage.delete(name)
+        raise
+
+
+def session_images_take(*, session_id: int, image_ids: Iterable[int]) -> list[SessionImage]:
+    """Move inbox photos into a session: each file is copied under the session's folder, then
+    the session's image is recorded and the inbox row removed in one transaction, and only then
+    is the inbox file deleted. A failure part-way loses nothing: a photo either is still in the
+    inbox or is the session's (at worst its inbox file is left over on disk)."""
+    session = _session_open(session_id)
+    taken = []
+    for inbox in InboxImage.objects.filter(pk__in=list(image_ids)).order_by("uploaded_at", "id"):
+        suffix = PurePosixPath(inbox.image.name).suffix
+        with inbox.image.open("rb") as source:
+            name = default_storage.save(
+                f"{SESSIONS_FOLDER}/{session.pk}/{uuid.uuid4().hex}{suffix}", source
+            )
+        try:
+            with transaction.atomic():
+                deleted, _ = InboxImage.objects.filter(pk=inbox.pk).delete()
+                image = None
+                if deleted:  # another request may have taken it meanwhile
+                    image = SessionImage.objects.create(
+                        session=session,
+                        image=name,
+                        original_name=inbox.original_name,
+                        uploaded_at=inbox.uploaded_at,
+                    )
+        except Exception:
+            default_storage.delete(name)
+            raise
+        if image is None:
+            default_storage.delete(name)
+            continue
+        default_storage.delete(inbox.image.name)
+        taken.append(image)
+    if taken:
+        _touched(session.pk)
+    return taken
+
+
+# --- Calls -----------------------------------------------------------------------------------
+
+
+def loom_call_start(
+    *,
+    agent: str,
+    fragment_key: str,
+    question: str,
+    session_id: int | None = None,
+    image_ids: Iterable[int] = (),
+    enqueue: bool = True,
+) -> LoomCall:
+    """Queue a call of a facet agent on one fragment; photos only for the Cataloguer, and only
+    the session's own."""
+    if agent not in Agent.values:
+        raise LoomError(f"“{agent}” is not one of the Loom's agents.")
+    question = question.strip()
+    if len(question) > QUESTION_MAX_CHARS:
+        raise LoomError(f"The question is too long: at most {QUESTION_MAX_CHARS} characters.")
+    try:
+        (fragment_key,) = keys_checked([fragment_key.strip()])
+    except LensError as error:
+        raise LoomError(str(error)) from None
+    image_ids = list(dict.fromkeys(image_ids))
+    if image_ids and agent != Agent.CATALOGUER:
+        raise LoomError("Only the Cataloguer looks at photos.")
+    if session_id is not None:
+        _session_open(session_id)
+    images = list(SessionImage.objects.filter(pk__in=image_ids, session_id=session_id))
+    if len(images) != len(image_ids):
+        raise LoomError("Choose photos of this session only.")
+    with transaction.atomic():
+        call = LoomCall.objects.create(
+            session_id=session_id, agent=agent, fragment_key=fragment_key, question=question
+        )
+        call.images.set(images)
+    if session_id is not None:
+        _touched(session_id)
+    if enqueue:
+        _enqueue(call.pk)
+    return call
+
+
+def _enqueue(call_id: int) -> None:
+    async_task("loom.tasks.run_loom_call_task", call_id, group="loom")
+
+
+def loom_call_retry(*, call_id: int, enqueue: bool = True) -> LoomCall:
+    """Queue a failed call again, as it was asked."""
+    updated = LoomCall.objects.filter(pk=call_id, status=CallStatus.FAILED).update(
+        status=CallStatus.QUEUED, error="", finished_at=None
+    )
+    if not updated:
+        raise LoomError("Only a call that failed can be tried again.")
+    if enqueue:
+        _enqueue(call_id)
+    return LoomCall.objects.get(pk=call_id)
+
+
+def loom_call_claim(*, call_id: int) -> bool:
+    """Take a queued call for running; False when it is not queued (taken, done, gone)."""
+    return bool(
+        LoomCall.objects.filter(pk=call_id, status=CallStatus.QUEUED).update(
+            status=CallStatus.RUNNING, attempts=F("attempts") + 1
+        )
+    )
+
+
+class _Refused(Exception):
+    """What the agent answered cannot be used; the message says why, for people."""
+
+
+def loom_call_run(*, call_id: int) -> LoomCall:
+    """Make a claimed call: send the Lens extract (and photos), read the answer, check its draft,
+    then keep notes and draft and stage the Weaver's patterns, all at once; or mark the call
+    failed with a clear message, nothing staged."""
+    call = LoomCall.objects.get(pk=call_id)
+    try:
+        answer, sources = _ask(call)
+    except _Refused as error:
+        return _failed(call, str(error))
+    except Exception as error:  # a fault of ours: the call must not stay "running"
+        logger.exception("Loom call %s failed", call_id)
+        return _failed(call, f"The call failed unexpectedly ({type(error).__name__}: {error}).")
+    with transaction.atomic(using="summaries"), transaction.atomic():
+        staged = [
+            TagSuggestion.objects.create(
+                proposer=Proposer.LOOM,
+                type="pattern",
+                content=pattern.content,
+                reason=pattern.reason,
+            ).pk
+            for pattern in answer.patterns
+        ]
+        LoomCall.objects.filter(pk=call.pk).update(
+            status=CallStatus.DONE,
+            notes=answer.notes,
+            draft=answer.draft,
+            draft_state=DraftState.PROPOSED if answer.draft.strip() else "",
+            sources=sources,
+            suggestion_ids=staged,
+            error="",
+            finished_at=timezone.now(),
+        )
+    return LoomCall.objects.get(pk=call.pk)
+
+
+def _failed(call: LoomCall, message: str) -> LoomCall:
+    LoomCall.objects.filter(pk=call.pk).update(
+        status=CallStatus.FAILED, error=message, finished_at=timezone.now()
+    )
+    return LoomCall.objects.get(pk=call.pk)
+
+
+def _ask(call: LoomCall) -> tuple[Answer, dict]:
+    name = capfirst(call.get_agent_display())
+    try:
+        (fragment,) = fragment_drafts(keys_checked([call.fragment_key]))
+    except LensError as error:
+        raise _Refused(f"The fragment is gone: {error}") from None
+    near = [n.key for n in neighbours(fragment) if n.key != fragment.key]
+    near = list(dict.fromkeys(near))
+    extract = draft_render(Draft(fragments=[fragment, *fragment_drafts(near)]))
+    images = list(call.images.order_by("taken_at", "id")) if call.agent == Agent.CATALOGUER else []
+    content = []
+    for image in images:
+        try:
+            with image.image.open("rb") as handle:
+                data = handle.read()
+            media_type = mimetypes.guess_type(image.image.name)[0] or ""
+            content.append(claude.image_block(data=data, media_type=media_type))
+        except (OSError, ValueError) as error:
+            raise _Refused(f"The photo “{image}” cannot be sent: {error}") from None
+    asked = call.question or "Nothing in particular: look the fragment over."
+    content.append(
+        {
+            "type": "text",
+            "text": (
+                f"The fragment asked about: {call.fragment_key}\n"
+                f"Its neighbours: {', '.join(near) or 'none'}\n"
+                f"Photos attached: {len(images)}\n\n"
+                f"The person asks: {asked}\n\n"
+                f"The Lens extract (the fragment, then its neighbours):\n\n{extract}"
+            ),
+        }
+    )
+    prompt = prompt_current(call.agent)
+    tools = claude.web_search_tools() if call.agent == Agent.RESEARCHER else []
+    try:
+        reply = claude.complete(
+            component=f"loom-{call.agent}",
+            system=[{"type": "text", "text": prompt.text}],
+            messages=[{"role": "user", "content": content}],
+            offline_answer=lambda: offline_answer(
+                agent=call.agent,
+                key=call.fragment_key,
+                inventory=fragment.tiers["inventory"],
+                question=call.question,
+                images=len(images),
+            ),
+            model=settings.LOOM_MODEL,
+            max_tokens=settings.AGENT_MAX_TOKENS,
+            tools=tools,
+        )
+    except claude.ClaudeError as error:
+        raise _Refused(f"{name} could not be reached: {error}") from None
+    sources = {
+        "fragment": call.fragment_key,
+        "neighbours": near,
+        "images": [image.pk for image in images],
+        "prompt": prompt.version_id,
+    }
+    if call.agent == Agent.RESEARCHER:
+        sources["web_search"] = {"offered": bool(tools), "searches": reply.usage.web_searches}
+    if reply.stop_reason == "max_tokens":
+        raise _Refused(
+            f"{name}'s answer was cut off at {settings.AGENT_MAX_TOKENS} tokens "
+            "(SILENTSTAR_AGENT_MAX_TOKENS), so its draft may be incomplete."
+        )
+    try:
+        answer = answer_read(reply.text, patterns_allowed=call.agent == Agent.WEAVER)
+    except AnswerError as error:
+        raise _Refused(f"{name}'s answer cannot be read: {error}") from None
+    _draft_checked(answer, given=[call.fragment_key, *near], name=name)
+    return answer, sources
+
+
+def _draft_checked(answer: Answer, *, given: list[str], name: str) -> None:
+    """The draft must read, name only the fragments the agent was given, and compare with the
+    Gem (its edges and sources name what exists); line numbers are the answer's."""
+    if not answer.draft.strip():
+        return
+    try:
+        draft = draft_parse(answer.draft)
+        for fragment in draft.fragments:
+            if fragment.key not in given:
+                exists = Fragment.objects.filter(pk=fragment.key).exists()
+                why = "which it was not given" if exists else "which the Gem does not have"
+                raise DraftError(
+                    f"the draft names “{fragment.key}”, {why}: a Loom draft may change only "
+                    f"the fragment asked about and the neighbours it was given "
+                    f"({', '.join(given)})",
+                    line=fragment.line,
+                )
+        draft_diff(draft)
+    except DraftError as error:
+        where = ""
+        if error.line is not None:
+            where = f"line {answer.draft_line + error.line} of the answer: "
+        message = str(error).removeprefix(f"line {error.line}: ")
+        raise _Refused(f"{name}'s draft cannot be used: {where}{message}") from None
+
+
+# --- Drafts ----------------------------------------------------------------------------------
+
+
+def loom_draft_applied(*, call_id: int, user_id: int, text: str, keys: Iterable[str]) -> None:
+    """Record that a person applied a call's draft (``text``, maybe edited) to the fragments
+    ``keys``: called in the transaction of the apply, so both happen or neither. Each fragment's
+    admin log says which agent's draft it was and what the agent read."""
+    call = LoomCall.objects.select_for_update().get(pk=call_id)
+    if call.draft_state != DraftState.PROPOSED:
+        raise LoomError(_decided(call))
+    LoomCall.objects.filter(pk=call_id).update(
+        draft_state=DraftState.APPLIED,
+        applied_text="" if text == call.draft else text,
+        decided_by_id=user_id,
+        decided_at=timezone.now(),
+    )
+    edited = " (edited)" if text != call.draft else ""
+    for key in keys:
+        fragment_log(
+            user_id=user_id,
+            fragment_key=key,
+            action=CHANGE,
+            message=f"Applied {call.get_agent_display()}'s draft{edited} of Loom call "
+            f"{call.pk}; it read {sources_text(call.sources)}",
+        )
+
+
+def loom_draft_drop(*, call_id: int, user_id: int) -> None:
+    """Drop a call's draft: nothing changes in the Gem; the call keeps it, marked dropped."""
+    updated = LoomCall.objects.filter(pk=call_id, draft_state=DraftState.PROPOSED).update(
+        draft_state=DraftState.DROPPED, decided_by_id=user_id, decided_at=timezone.now()
+    )
+    if not updated:
+        raise LoomError(_decided(LoomCall.objects.get(pk=call_id)))
+
+
+def _decided(call: LoomCall) -> str:
+    if call.draft_state:
+        return f"This draft was already {call.draft_state}."
+    return "This call has no draft to apply or drop."
+
+
+def sources_text(sources: dict) -> str:
+    """What a call read, in words: for its page and the admin log."""
+    parts = [f"fragment {sources.get('fragment', '?')}"]
+    near = sources.get("neighbours") or []
+    parts.append(f"neighbours {', '.join(near)}" if near else "no neighbours")
+    images = sources.get("images") or []
+    if images:
+        parts.append("photos " + ", ".join(f"#{i}" for i in images))
+    search = sources.get("web_search")
+    if search is not None:
+        if search.get("offered"):
+            count = search.get("searches", 0)
+            parts.append(f"web search offered, {count} search{'es' if count != 1 else ''}")
+        else:
+            parts.append("web search not offered")
+    prompt = sources.get("prompt")
+    parts.append(f"prompt version {prompt}" if prompt else "the default prompt")
+    return "; ".join(parts)
