@@ -1,5 +1,6 @@
 import importlib
 import os
+import shutil
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -10,6 +11,7 @@ from pathlib import Path
 import pytest
 from django.db import connections
 from django_q.conf import Conf
+from filelock import FileLock
 from hypothesis import settings as hypothesis_settings
 
 # Property tests check what holds, never how fast: a busy machine (CI's two cores run two test
@@ -114,6 +116,51 @@ def manage(tmp_path):
         )
 
     return run
+
+
+STORES = ("default", "events", "summaries", "snapshots")
+SQLITE_ONLY = dict.fromkeys(
+    ("DATABASE_URL", "EVENTS_DATABASE_URL", "SUMMARIES_DATABASE_URL", "SNAPSHOTS_DATABASE_URL"), ""
+)
+
+
+@pytest.fixture(scope="session")
+def sqlite_stores_migrated(tmp_path_factory) -> Path:
+    """A data folder whose four SQLite stores ``manage.py`` migrated, alias by alias, in a process
+    with nothing but the defaults: made once for the whole run (its test processes share it)
+    and copied with ``sqlite_stores_copy``, as migrating them takes ten seconds a time."""
+    shared = tmp_path_factory.getbasetemp()
+    if os.environ.get("PYTEST_XDIST_WORKER"):
+        shared = shared.parent  # the run's folder, above each test process's own
+    folder = shared / "sqlite-stores-migrated"
+    with FileLock(shared / "sqlite-stores-migrated.lock"):
+        if not (folder / "silentstar.sqlite3").exists():
+            made = folder.with_name(folder.name + ".making")
+            shutil.rmtree(made, ignore_errors=True)
+            migrate = "from django.core.management import call_command\n" + "".join(
+                f"call_command('migrate', database={alias!r}, verbosity=0)\n" for alias in STORES
+            )
+            done = subprocess.run(
+                [sys.executable, "manage.py", "shell", "--no-imports", "-c", migrate],
+                cwd=REPO,
+                env={**os.environ, **SQLITE_ONLY, "SILENTSTAR_DATA_DIR": str(made)},
+                capture_output=True,
+                text=True,
+                timeout=120,
+            )
+            assert done.returncode == 0, done.stderr
+            made.rename(folder)
+    return folder
+
+
+@pytest.fixture
+def sqlite_stores_copy(sqlite_stores_migrated):
+    """Copy the migrated SQLite stores into a data folder: ``sqlite_stores_copy(folder)``."""
+
+    def copy(data: Path) -> Path:
+        return shutil.copytree(sqlite_stores_migrated, data)
+
+    return copy
 
 
 @pytest.fixture(scope="session")

@@ -50,9 +50,8 @@ def turn_answered(data_dir, turn_id: int, *, timeout: float, what: str) -> tuple
     )
 
 
-def test_it_answers_a_queued_turn_in_a_real_worker(manage, tmp_path):
-    for alias in ("default", "events", "summaries", "snapshots"):
-        assert manage("migrate", "--database", alias, env=SQLITE_ONLY).returncode == 0
+def test_it_answers_a_queued_turn_in_a_real_worker(manage, tmp_path, sqlite_stores_copy):
+    sqlite_stores_copy(tmp_path / "data")
     env = {**os.environ, **SQLITE_ONLY, "SILENTSTAR_DATA_DIR": str(tmp_path / "data")}
     cluster = start_cluster(env)
     try:
@@ -96,16 +95,13 @@ def cluster_stop_as_scripts_run_does(cluster: subprocess.Popen) -> None:
         cluster.wait(timeout=20)
 
 
-def test_a_worker_stopped_mid_reply_puts_the_turn_back_for_the_next_one(manage, tmp_path, fake_api):
+def test_a_worker_stopped_mid_reply_puts_the_turn_back_for_the_next_one(
+    manage, tmp_path, fake_api, sqlite_stores_copy
+):
     """Ctrl-C on scripts/run while a reply streams: the worker gets SIGTERM, the turn goes back
     to the queue at once (not after a silence), and a worker of the next cluster answers it,
     with one reply in the log and one snapshot."""
-    migrate = "from django.core.management import call_command\n" + "".join(
-        f"call_command('migrate', database={alias!r}, verbosity=0)\n"
-        for alias in ("default", "events", "summaries", "snapshots")
-    )
-    migrated = manage("shell", "--no-imports", "-c", migrate, env=SQLITE_ONLY)
-    assert migrated.returncode == 0, migrated.stderr
+    sqlite_stores_copy(tmp_path / "data")
     long_reply = "<say>" + " ".join(f"word{n}" for n in range(60)) + "</say>"
     fake_api.push(FakeReply(long_reply, chunks=60, delay=0.25), FakeReply("<say>all of it</say>"))
     data = tmp_path / "data"

@@ -92,9 +92,8 @@ SQLITE_ONLY = {
 
 
 @pytest.mark.store_free
-def test_it_runs_as_a_command_line(manage):
-    migrated = manage("migrate", "--database", "default", "-v", "0", env=SQLITE_ONLY)
-    assert migrated.returncode == 0, migrated.stderr
+def test_it_runs_as_a_command_line(manage, tmp_path, sqlite_stores_copy):
+    sqlite_stores_copy(tmp_path / "data")
     result = manage("lens", "nothing-here", env=SQLITE_ONLY)
     assert result.returncode == 1
     assert "No fragment “nothing-here”." in result.stderr

@@ -7,8 +7,10 @@ from django.conf import settings
 from django.core.management import call_command
 from django.urls import reverse
 
+from tests.conftest import SQLITE_ONLY
+
 # The tests marked store_free start manage.py with settings of their own: a check reads the
-# settings and never a store, and the WAL test makes SQLite stores of its own.
+# settings and never a store, and the WAL test reads SQLite stores migrated apart from the suite's.
 PRODUCTION = {
     "SILENTSTAR_DEBUG": "false",
     "SILENTSTAR_SECRET_KEY": secrets.token_urlsafe(50),
@@ -140,18 +142,15 @@ def test_it_uses_the_orm_broker_by_default_and_redis_when_configured(manage):
 
 
 @pytest.mark.store_free
-def test_it_keeps_the_sqlite_stores_in_wal_mode_with_immediate_transactions(manage, tmp_path):
-    """Each alias migrates into its own file, in WAL mode, with the event log's triggers."""
-    sqlite_only = {
-        "DATABASE_URL": "",
-        **{f"{a}_DATABASE_URL": "" for a in ("EVENTS", "SUMMARIES", "SNAPSHOTS")},
-    }
-    for alias in ("default", "events", "summaries", "snapshots"):
-        result = manage("migrate", "--database", alias, env=sqlite_only)
-        assert result.returncode == 0, result.stderr
+def test_it_keeps_the_sqlite_stores_in_wal_mode_with_immediate_transactions(
+    manage, tmp_path, sqlite_stores_copy
+):
+    """Each alias migrates into its own file, in WAL mode, with the event log's triggers (the
+    stores ``sqlite_stores_migrated`` had ``manage.py`` migrate with nothing but the defaults)."""
+    data = sqlite_stores_copy(tmp_path / "data")
 
     def objects(name):
-        with sqlite3.connect(tmp_path / "data" / name) as db:
+        with sqlite3.connect(data / name) as db:
             assert db.execute("PRAGMA journal_mode").fetchone() == ("wal",)
             return {row[0] for row in db.execute("SELECT name FROM sqlite_master")}
 
@@ -168,8 +167,8 @@ def test_it_keeps_the_sqlite_stores_in_wal_mode_with_immediate_transactions(mana
         "from django.db import connections; "
         "print(connections['events'].settings_dict['OPTIONS']['transaction_mode'])"
     )
-    assert (
-        manage("shell", "--no-imports", "-c", show, env=sqlite_only).stdout.strip() == "IMMEDIATE"
+    assert manage("shell", "--no-imports", "-c", show, env=SQLITE_ONLY).stdout.strip() == (
+        "IMMEDIATE"
     )
 
 

@@ -20,14 +20,17 @@ from django.db import connections
 from tests.conftest import REPO, requirement_missing
 
 STORES = ("default", "events", "summaries", "snapshots")
-SET_UP = "\n".join(
+MIGRATE = "\n".join(
     [
         "from django.core.management import call_command",
         *(f"call_command('migrate', database={alias!r}, verbosity=0)" for alias in STORES),
-        "call_command('ensure_owner')",
-        "call_command('ensure_schedules')",
     ]
 )
+OWNER_AND_SCHEDULES = """
+from django.core.management import call_command
+call_command('ensure_owner')
+call_command('ensure_schedules')
+"""
 FILL = """
 from django.core.files.base import ContentFile
 from django.core.files.storage import default_storage
@@ -229,21 +232,28 @@ def postgres_databases():
 
 
 @pytest.fixture(scope="session")
-def set_up_installations(tmp_path_factory, postgres_databases):
+def set_up_installations(tmp_path_factory, postgres_databases, request):
     """One migrated installation with its owner and schedules for each layout of the stores,
-    set up once; each test's installations are copies of it."""
+    set up once; each test's installations are copies of it. On SQLite its stores are copies
+    of those the run migrated once (``sqlite_stores_migrated``)."""
     made = {}
 
     def set_up(events_apart: bool) -> Installation:
         if events_apart not in made:
             urls = {}
+            folder = tmp_path_factory.mktemp("set-up")
+            migrate = MIGRATE
             if postgres_databases:
                 urls["DATABASE_URL"] = postgres_databases.create()
                 if events_apart:
                     urls["EVENTS_DATABASE_URL"] = postgres_databases.create()
-            made[events_apart] = Installation(tmp_path_factory.mktemp("set-up"), urls)
+            else:
+                folder.rmdir()
+                shutil.copytree(request.getfixturevalue("sqlite_stores_migrated"), folder)
+                migrate = ""
+            made[events_apart] = Installation(folder, urls)
             # Its rows read by the same process, after the set-up (ROWS prints them last).
-            said = made[events_apart].shell(SET_UP + ROWS)
+            said = made[events_apart].shell(migrate + OWNER_AND_SCHEDULES + ROWS)
             made[events_apart].set_up_rows = json.loads(said.splitlines()[-1])
         return made[events_apart]
 
