@@ -8,6 +8,7 @@ The registrations live in modules named for what they curate; importing them reg
 from anvil import (  # noqa: F401  (each module registers its models' pages)
     conversation,
     fragments,
+    loom,
     records,
     suggestions,
     versions,

@@ -20,7 +20,7 @@ from loom.services import (
     session_images_take,
 )
 from mirror.models import Proposer, SuggestionStatus, TagSuggestion
-from tests.loom.conftest import INVENTORY_DRAFT, answer, png_bytes, png_upload
+from tests.loom.fixtures import INVENTORY_DRAFT, answer, png_bytes, png_upload
 
 pytestmark = pytest.mark.django_db(databases="__all__")
 

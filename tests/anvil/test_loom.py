@@ -1,0 +1,194 @@
+from pathlib import Path
+
+import pytest
+from django.contrib.admin.models import LogEntry
+from django.core.files.uploadedfile import SimpleUploadedFile
+from django.urls import reverse
+
+from bench.fakeapi import FakeReply
+from gem.models import Fragment
+from loom.models import CallStatus, DraftState, InboxImage, LoomCall, LoomPrompt, Session
+from loom.services import loom_call_start
+from tests.loom.fixtures import *  # noqa: F403  (the Loom's fixtures)
+from tests.loom.fixtures import INVENTORY_DRAFT, answer, png_bytes
+
+pytestmark = pytest.mark.django_db(databases="__all__")
+
+
+def _call(fake_api, draft=INVENTORY_DRAFT, **kwargs) -> LoomCall:
+    fake_api.push(FakeReply(answer(draft)))
+    call = loom_call_start(agent="cataloguer", fragment_key="lantern", question="", **kwargs)
+    call.refresh_from_db()
+    assert call.status == CallStatus.DONE, call.error
+    return call
+
+
+def inventory() -> str:
+    return Fragment.objects.get(key="lantern").inventory
+
+
+def test_it_refuses_a_logged_out_visitor(client, gem):
+    response = client.get(reverse("admin:loom_session_changelist"))
+    assert response.status_code == 302
+    assert "login" in response["Location"]
+
+
+def test_it_opens_a_session_from_its_topic(admin_client, gem):
+    response = admin_client.post(reverse("admin:loom_session_add"), {"topic": "The attic"})
+    session = Session.objects.get()
+    assert response["Location"] == reverse("admin:loom_session_change", args=[session.pk])
+    page = admin_client.get(response["Location"])
+    assert page.status_code == 200
+    assert "Session: The attic" in page.text
+    refused = admin_client.post(reverse("admin:loom_session_add"), {"topic": "   "})
+    assert refused.status_code == 200 and Session.objects.count() == 1
+
+
+def test_it_adds_a_fragment_by_key_and_names_near_keys_for_an_unknown_one(admin_client, session):
+    url = reverse("admin:loom-session-fragment-add", args=[session.pk])
+    admin_client.post(url, {"key": "shelf"})
+    assert set(session.fragments.values_list("key", flat=True)) == {"lantern", "shelf"}
+    response = admin_client.post(url, {"key": "lanterns"})
+    assert "No fragment “lanterns” (did you mean lantern?)" in response.text
+    assert admin_client.get(url).status_code == 405
+
+
+def test_a_loom_draft_previews_as_a_diff_and_changes_nothing_until_applied(
+    admin_client, fake_api, session
+):
+    call = _call(fake_api, session_id=session.pk)
+    page = admin_client.get(reverse("admin:loom_session_change", args=[session.pk]))
+    assert "a blue glass pane" in page.text
+    assert "nothing has changed yet" in page.text
+    assert 'class="anvil-diff"' in page.text
+    assert "blue glass" not in inventory()
+
+    response = admin_client.post(reverse("admin:loom-call-apply", args=[call.pk]))
+    assert response.status_code == 302
+    assert inventory() == "- brass, dented\n- a blue glass pane"
+    call.refresh_from_db()
+    assert call.draft_state == DraftState.APPLIED
+    assert call.decided_by.username == "admin" and call.decided_at is not None
+    messages = list(
+        LogEntry.objects.filter(object_id="lantern").values_list("change_message", flat=True)
+    )
+    assert any(m.startswith("Changed from a draft: tiers inventory") for m in messages)
+    (loom_entry,) = [m for m in messages if "Loom call" in m]
+    assert f"Applied the Cataloguer's draft of Loom call {call.pk}" in loom_entry
+    assert "fragment lantern; neighbours shelf" in loom_entry
+    assert f"photos #{session.images.get().pk}" not in loom_entry  # none were chosen
+
+    again = admin_client.post(reverse("admin:loom-call-apply", args=[call.pk]), follow=True)
+    assert "already applied" in again.text
+
+
+def test_a_dropped_draft_changes_nothing(admin_client, fake_api, gem):
+    call = _call(fake_api)
+    admin_client.post(reverse("admin:loom-call-drop", args=[call.pk]))
+    call.refresh_from_db()
+    assert call.draft_state == DraftState.DROPPED
+    assert inventory() == "- brass, dented"
+    assert not LogEntry.objects.exists()
+
+
+def test_an_edited_draft_previews_then_applies_the_edit(admin_client, fake_api, gem):
+    call = _call(fake_api)
+    edit = reverse("admin:loom-call-edit", args=[call.pk])
+    assert "a blue glass pane" in admin_client.get(edit).text
+    edited = INVENTORY_DRAFT.replace("blue", "green")
+    preview = admin_client.post(edit, {"text": edited})
+    assert "green" in preview.text and "blue glass" not in inventory()
+    bad = admin_client.post(edit, {"text": "# lantern\n## nonsense\n"})
+    assert "line 2" in bad.text
+    admin_client.post(reverse("admin:loom-call-apply", args=[call.pk]), {"text": edited})
+    assert inventory() == "- brass, dented\n- a green glass pane"
+    call.refresh_from_db()
+    assert call.applied_text == edited
+    assert (
+        "(edited)" in LogEntry.objects.filter(change_message__contains="Loom").get().change_message
+    )
+
+
+def test_a_failed_call_shows_its_error_and_a_retry(admin_client, fake_api, gem):
+    fake_api.push(FakeReply("no sections at all"))
+    call = loom_call_start(agent="weaver", fragment_key="lantern", question="")
+    page = admin_client.get(reverse("admin:loom_loomcall_change", args=[call.pk]))
+    assert "the answer has no “=== draft ===” line" in page.text
+    assert reverse("admin:loom-call-retry", args=[call.pk]) in page.text
+    fake_api.push(FakeReply(answer(INVENTORY_DRAFT)))
+    admin_client.post(reverse("admin:loom-call-retry", args=[call.pk]))
+    call.refresh_from_db()
+    assert call.status == CallStatus.DONE
+
+
+def test_the_status_partial_polls_while_the_call_waits(admin_client, gem):
+    call = loom_call_start(agent="weaver", fragment_key="lantern", question="", enqueue=False)
+    url = reverse("admin:loom-call-status", args=[call.pk])
+    waiting = admin_client.get(url)
+    assert f'hx-get="{url}"' in waiting.text and "waiting for a worker" in waiting.text
+    LoomCall.objects.filter(pk=call.pk).update(status=CallStatus.FAILED, error="gone")
+    assert "hx-get" not in admin_client.get(url).text
+
+
+def test_it_asks_the_loom_from_a_fragments_page(admin_client, gem):
+    change = admin_client.get(reverse("admin:gem_fragment_change", args=["lantern"]))
+    ask = reverse("admin:loom-call-ask") + "?key=lantern"
+    assert ask in change.text
+    response = admin_client.post(ask, {"agent": "weaver", "question": "Relations?"})
+    call = LoomCall.objects.get()
+    assert (call.session, call.fragment_key, call.question) == (None, "lantern", "Relations?")
+    assert response["Location"] == reverse("admin:loom_loomcall_change", args=[call.pk])
+    assert admin_client.get(reverse("admin:loom-call-ask") + "?key=nope").status_code == 404
+
+
+def test_the_inbox_takes_photos_and_a_session_takes_them_from_it(admin_client, gem, media):
+    upload = reverse("admin:loom_inboximage_add")
+    page = admin_client.get(upload)
+    assert 'accept="image/*"' in page.text and 'capture="environment"' in page.text
+    assert "multiple" in page.text
+    photos = [SimpleUploadedFile(n, png_bytes(), content_type="image/png") for n in "ab"]
+    admin_client.post(upload, {"image": photos})
+    assert InboxImage.objects.count() == 2
+    session = Session.objects.create(topic="The attic")
+    ids = list(InboxImage.objects.values_list("pk", flat=True))
+    admin_client.post(reverse("admin:loom-session-take", args=[session.pk]), {"images": ids})
+    assert not InboxImage.objects.exists()
+    assert session.images.count() == 2
+    image = session.images.first()
+    served = admin_client.get(reverse("admin:loom-session-image", args=[image.pk]))
+    assert b"".join(served.streaming_content) == png_bytes()
+    assert not list((Path(media) / "loom" / "inbox").iterdir())
+
+
+@pytest.mark.parametrize(
+    ("content", "overrides", "reason"),
+    [
+        (b"not an image at all", {}, "That file is not an image that can be read"),
+        (png_bytes(), {"IMAGE_MAX_BYTES": 50}, "images may be at most 50 bytes"),
+    ],
+    ids=["not-an-image", "too-large"],
+)
+def test_the_inbox_refuses_what_the_chat_refuses(
+    admin_client, media, settings, content, overrides, reason
+):
+    for name, value in overrides.items():
+        setattr(settings, name, value)
+    good = SimpleUploadedFile("good.png", png_bytes(), content_type="image/png")
+    bad = SimpleUploadedFile("bad.png", content, content_type="image/png")
+    response = admin_client.post(reverse("admin:loom_inboximage_add"), {"image": [good, bad]})
+    assert response.status_code == 200
+    assert "bad.png: " in response.text and reason in response.text
+    assert not InboxImage.objects.exists()
+    assert not Path(media).exists() or not list(Path(media).rglob("*.png"))
+
+
+def test_the_prompts_are_versioned_texts_starting_from_the_default(admin_client):
+    add = reverse("admin:loom_loomprompt_add")
+    page = admin_client.get(add + "?kind=weaver")
+    assert "You are the Weaver" in page.text
+    admin_client.post(add, {"kind": "weaver", "content": "Look for edges."})
+    admin_client.post(add, {"kind": "weaver", "content": "Look harder."})
+    assert list(LoomPrompt.objects.values_list("content", flat=True)) == [
+        "Look harder.",
+        "Look for edges.",
+    ]
