@@ -14,6 +14,7 @@ from django.urls import URLPattern, URLResolver, get_resolver, resolve, reverse
 from django.utils import timezone
 from django_q.models import OrmQ, Schedule, Task
 
+from compass.models import Consultation
 from events.models import Event, Turn
 from gem.access import REFUSAL
 from gem.models import (
@@ -168,6 +169,8 @@ POSTS = {
     "messages/": {"message": "hello from the crawl", "identity": "luna"},
     "turns/<int:turn_id>/retry/": {},
     "setup/skip/": {},
+    "admin/compass/consultation/<int:consultation_id>/decide/": {},
+    "admin/compass/consultation/<int:consultation_id>/retry/": {},
 }
 WORKS = {200, 201, 301, 302, 303}  # a page, a partial, a message sent, or a redirect
 
@@ -267,6 +270,7 @@ def rows(settings, tmp_path):
         level="L0", first_event_id=turn.event_id, last_event_id=turn.event_id, content="…", run=run
     )
     TagSuggestion.objects.create(summary=summary, type="pin", content="tea")
+    Consultation.objects.create(question="what should this week hold", status="failed")
     ModelCall.objects.create(
         ts=timezone.now(),
         component="heart",
