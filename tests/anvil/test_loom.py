@@ -1,3 +1,4 @@
+import json
 from pathlib import Path
 
 import pytest
@@ -9,6 +10,7 @@ from bench.fakeapi import FakeReply
 from gem.models import Fragment
 from loom.models import CallStatus, DraftState, InboxImage, LoomCall, LoomPrompt, Session
 from loom.services import loom_call_start
+from tests.conftest import REPO
 from tests.loom.fixtures import *  # noqa: F403  (the Loom's fixtures)
 from tests.loom.fixtures import INVENTORY_DRAFT, answer, png_bytes
 
@@ -192,3 +194,10 @@ def test_the_prompts_are_versioned_texts_starting_from_the_default(admin_client)
         "Look harder.",
         "Look for edges.",
     ]
+
+
+def test_the_installed_apps_shortcut_opens_the_inbox_upload_page(admin_client):
+    manifest = json.loads((REPO / "static" / "heart" / "manifest.webmanifest").read_text())
+    (shortcut,) = [s for s in manifest["shortcuts"] if s["name"] == "Photos to the inbox"]
+    assert shortcut["url"] == reverse("admin:loom_inboximage_add")
+    assert 'capture="environment"' in admin_client.get(shortcut["url"]).text
