@@ -10,10 +10,10 @@ from tests.heart.test_worker import SQLITE_ONLY
 
 @pytest.mark.store_free
 def test_the_meaning_columns_come_in_place_keeping_the_triggers_and_scoring_old_items(
-    manage, tmp_path
+    manage, tmp_path, sqlite_stores_copy
 ):
     """SQLite's schema editor would copy the table to add them, dropping its triggers."""
-    assert manage("migrate", env=SQLITE_ONLY).returncode == 0
+    sqlite_stores_copy(tmp_path / "data")
     assert manage("migrate", "gem", "0008", env=SQLITE_ONLY).returncode == 0
     store = tmp_path / "data" / "silentstar.sqlite3"
     with sqlite3.connect(store) as gem:
@@ -52,8 +52,10 @@ def test_the_meaning_columns_come_in_place_keeping_the_triggers_and_scoring_old_
 
 
 @pytest.mark.store_free
-def test_the_hidden_column_comes_in_place_keeping_the_triggers(manage, tmp_path):
-    assert manage("migrate", env=SQLITE_ONLY).returncode == 0
+def test_the_hidden_column_comes_in_place_keeping_the_triggers(
+    manage, tmp_path, sqlite_stores_copy
+):
+    sqlite_stores_copy(tmp_path / "data")
     assert manage("migrate", "gem", "0012", env=SQLITE_ONLY).returncode == 0
     store = tmp_path / "data" / "silentstar.sqlite3"
     triggers = (
