@@ -63,7 +63,7 @@ class ProposalForm(forms.Form):
     hidden = forms.BooleanField(required=False)
 
     def __init__(self, *args, number: int, **kwargs):
-        super().__init__(*args, **kwargs)
+        super().__init__(*args, label_suffix="", **kwargs)
         self.fields["chosen"].label = f"Choose plan {number}"
         self.fields["content"].label = f"Plan {number}"
         self.fields["due"].label = f"Due {number}"
