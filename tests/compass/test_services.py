@@ -5,7 +5,6 @@ from zoneinfo import ZoneInfo
 
 import pytest
 from django.contrib.auth import get_user_model
-from django.utils import timezone
 
 from bench.fakeapi import FakeError, FakeReply
 from compass.answer import answer_render
@@ -18,7 +17,6 @@ from compass.services import (
     consultations_recover,
     review_start,
 )
-from compass.tasks import review_task
 from events.models import Event
 from gem.models import WorkingMemory
 from gem.selectors import gem_current
@@ -302,18 +300,6 @@ def test_a_consultation_left_running_by_a_dead_worker_fails_with_a_retry(fake_ap
     fresh.refresh_from_db()
     assert stuck.status == "failed" and "The worker stopped" in stuck.error
     assert fresh.status == "running"
-
-
-def test_the_hourly_task_recovers_and_reviews(fake_api, settings):
-    overdue_and_clash()
-    stuck = Consultation.objects.create(
-        question="q", status="running", started_at=timezone.now() - timedelta(days=1)
-    )
-    fake_api.push(FakeReply(answer_render("Fine.", [])))
-    review_id = review_task()
-    stuck.refresh_from_db()
-    assert stuck.status == "failed"
-    assert Consultation.objects.get(pk=review_id).kind == "review"
 
 
 def test_a_proposal_cannot_be_promoted_once_its_due_has_passed(fake_api, person):
