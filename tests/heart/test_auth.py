@@ -167,6 +167,7 @@ def test_it_follows_the_limits_in_settings(client, owner, settings):
     assert "try again in 1 minute." in response.text
 
 
+@pytest.mark.store_free  # settings of its own, read in a manage.py process
 def test_it_reads_its_limits_from_the_environment(manage):
     env = {
         "SILENTSTAR_LOGIN_FAILURE_LIMIT": "3",

@@ -644,6 +644,7 @@ def test_it_answers_offline_without_opening_a_connection(fake_api, settings, mon
     assert "are you there?" in parsed.display_text
 
 
+@pytest.mark.store_free  # a process of its own that only imports
 def test_it_does_not_import_the_sdk_at_start_up():
     code = (
         "import sys, django; django.setup(); import silentstar.claude, heart.offline; "

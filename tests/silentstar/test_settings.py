@@ -117,6 +117,7 @@ def test_it_refuses_an_unknown_time_zone(manage):
     assert "SILENTSTAR_TIME_ZONE must be an IANA time zone" in result.stderr
 
 
+@pytest.mark.store_free
 def test_it_bounds_background_tasks():
     cluster = settings.Q_CLUSTER
     assert cluster["timeout"] < cluster["retry"]
