@@ -142,7 +142,7 @@ class SessionAdmin(admin.ModelAdmin):
                 view(require_POST(self.close_view)),
                 name="loom-session-close",
             ),
-            path("photos/<int:image_id>/", view(self.image_view), name="loom-session-image"),
+            path("photos/<int:photo_id>/", view(self.image_view), name="loom-session-image"),
             *super().get_urls(),
         ]
 
@@ -250,10 +250,10 @@ class SessionAdmin(admin.ModelAdmin):
         self.message_user(request, f"Closed “{session.topic}”: it stays here to read.")
         return HttpResponseRedirect(self._workspace_url(session.pk))
 
-    def image_view(self, request, image_id: int):
+    def image_view(self, request, photo_id: int):
         if not self.has_view_permission(request):
             raise PermissionDenied
-        return _image_response(get_object_or_404(SessionImage, pk=image_id).image)
+        return _image_response(get_object_or_404(SessionImage, pk=photo_id).image)
 
 
 # --- The photo inbox -------------------------------------------------------------------------

@@ -32,6 +32,7 @@ from gem.models import (
 from heart.models import ContextSnapshot
 from heart.services import turn_submit
 from ledger.models import ModelCall
+from loom.models import InboxImage, LoomCall, LoomPrompt, Session, SessionImage
 from mirror.models import MirrorRun, Summary, TagSuggestion
 
 pytestmark = pytest.mark.django_db(databases="__all__")
@@ -160,6 +161,7 @@ QUERIES = {
     "admin/autocomplete/": "?app_label=gem&model_name=fragmentedge&field_name=target",
     "history/": "?before={event_id}",
     "lens/connect/": "?keys=fairy+well",
+    "admin/loom/loomcall/ask/": "?key={key}",
 }
 # The admin's "view on site" link answers only for models with a page of their own outside the
 # admin; none has one, so it answers 404 to everyone it lets in.
@@ -171,6 +173,13 @@ POSTS = {
     "setup/skip/": {},
     "admin/compass/consultation/<int:consultation_id>/decide/": {},
     "admin/compass/consultation/<int:consultation_id>/retry/": {},
+    "admin/loom/session/<int:session_id>/fragments/": {"key": "well"},
+    "admin/loom/session/<int:session_id>/take/": {},
+    "admin/loom/session/<int:session_id>/call/": {},
+    "admin/loom/session/<int:session_id>/close/": {},
+    "admin/loom/loomcall/<int:call_id>/apply/": {},
+    "admin/loom/loomcall/<int:call_id>/drop/": {},
+    "admin/loom/loomcall/<int:call_id>/retry/": {},
 }
 WORKS = {200, 201, 301, 302, 303}  # a page, a partial, a message sent, or a redirect
 
@@ -271,6 +280,18 @@ def rows(settings, tmp_path):
     )
     TagSuggestion.objects.create(summary=summary, type="pin", content="tea")
     Consultation.objects.create(question="what should this week hold", status="failed")
+    session = Session.objects.create(topic="the crawl")
+    session.fragments.add(fairy)
+    InboxImage.objects.create(image=default_storage.save("loom/inbox/crawl.png", ContentFile(b"")))
+    photo = SessionImage.objects.create(
+        session=session,
+        image=default_storage.save("loom/sessions/crawl.png", ContentFile(b"\x89PNG\r\n")),
+        uploaded_at=timezone.now(),
+    )
+    LoomCall.objects.create(
+        session=session, agent="weaver", fragment_key="fairy", status="failed", error="overloaded"
+    )
+    LoomPrompt.objects.create(kind="weaver", content="Look for edges.")
     ModelCall.objects.create(
         ts=timezone.now(),
         component="heart",
@@ -297,7 +318,7 @@ def rows(settings, tmp_path):
     AccessAttempt.objects.create(username="guess", failures_since_start=1, **at)
     AccessLog.objects.create(username="guess", **at)
     AccessFailureLog.objects.create(username="guess", **at)
-    return {"turn_id": turn.pk, "event_id": with_image.pk, "key": fairy.key}
+    return {"turn_id": turn.pk, "event_id": with_image.pk, "key": fairy.key, "photo_id": photo.pk}
 
 
 def refused_for_the_memory(response) -> bool:
