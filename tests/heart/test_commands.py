@@ -90,6 +90,7 @@ def test_it_declares_the_schedules_once(capsys):
         "gem.tasks.sweep_decay_task",
         "gem.tasks.archive_working_memory_task",
         "mirror.tasks.run_mirror_task",
+        "compass.tasks.review_task",
     }
-    assert Schedule.objects.count() == 6
+    assert Schedule.objects.count() == 7
     assert "Scheduled: gem: decay sweep" in capsys.readouterr().out
