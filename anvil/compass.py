@@ -74,9 +74,18 @@ class ProposalForm(forms.Form):
         return self.data.get(self.add_prefix("chosen")) in ("on", "true", "1")
 
     def edits_of(self, suggestion: TagSuggestion) -> dict:
-        """What the person changed of the staged suggestion."""
-        fields = {name: self.cleaned_data[name] for name in ("content", "due", "hidden")}
-        return {name: value for name, value in fields.items() if value != getattr(suggestion, name)}
+        """What the person changed of the staged suggestion (a due to the minute, as the
+        field shows it)."""
+        staged = {
+            "content": suggestion.content,
+            "due": suggestion.due.replace(second=0, microsecond=0),
+            "hidden": suggestion.hidden,
+        }
+        return {
+            name: self.cleaned_data[name]
+            for name, value in staged.items()
+            if self.cleaned_data[name] != value
+        }
 
 
 @dataclass

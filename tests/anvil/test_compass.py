@@ -4,6 +4,7 @@ from datetime import datetime, timedelta
 from zoneinfo import ZoneInfo
 
 import pytest
+from django.contrib.admin.models import LogEntry
 from django.urls import reverse
 from django.utils import timezone
 
@@ -206,3 +207,17 @@ def test_the_prompts_are_versioned_texts_starting_from_the_shipped_ones(admin_cl
     assert set(CompassPrompt.objects.values_list("kind", flat=True)) == {"consult", "review"}
     page = admin_client.get(reverse("admin:compass_compassprompt_add"), {"kind": "review"}).text
     assert "weekly review" in page and "You are the Compass" in page
+
+
+def test_a_plan_promoted_as_staged_counts_no_edit_though_its_due_has_seconds(
+    admin_client, answered
+):
+    first = answered.proposals.first().suggestion
+    TagSuggestion.objects.filter(pk=first.pk).update(due=first.due.replace(second=42))
+    data = form_data(answered, **{f"p{first.pk}-chosen": "on", "_promote": "Promote selected"})
+    admin_client.post(reverse("admin:compass_consultation_decide", args=[answered.pk]), data)
+
+    item = WorkingMemory.objects.get()
+    assert item.due.second == 42
+    logged = LogEntry.objects.get(object_id=str(first.pk), content_type__model="tagsuggestion")
+    assert logged.change_message == f"Promoted to working memory item {item.pk}"

@@ -115,3 +115,35 @@ def test_it_consults_the_compass_and_promotes_two_of_three_plans(
         expect(row).to_contain_text(due)
     expect(page.locator("#result_list")).not_to_contain_text(third.content)
     screenshot(page, f"working-memory-{size}")
+
+
+@pytest.mark.parametrize("size", ["desktop", "phone"])
+def test_a_failed_consultation_shows_why_and_its_retry_answers(
+    new_context, signed_in, compass_worker, screenshot, size
+):
+    time_zone_set(name=ZONE)
+    failed = Consultation.objects.create(
+        question="what should this week hold",
+        asked_by="owner",
+        status="failed",
+        attempts=1,
+        error="The Compass's answer was refused, and nothing of it was staged: Proposal 2 "
+        "(“Swim”) is due 2026-11-20 09:00, which is not after 2026-11-24 10:00 "
+        "(Europe/Amsterdam), the consultation's moment.",
+        reply="Reasons.\n\n```json\n[]\n```",
+    )
+    context: BrowserContext = signed_in(new_context(**(DESKTOP if size == "desktop" else PHONE)))
+    page: Page = context.new_page()
+
+    page.goto(f"/admin/compass/consultation/{failed.pk}/change/")
+    expect(page.locator(".errornote")).to_contain_text("Proposal 2 (“Swim”) is due")
+    page.get_by_text("The reply as it came back").click()
+    expect(page.locator(".compass-reply pre")).to_contain_text("Reasons.")
+    assert accessibility_problems(page) == []
+    screenshot(page, f"failed-{size}")
+
+    page.get_by_role("button", name="Retry").click()
+    expect(page.locator(".messagelist")).to_contain_text("Asked again")
+    compass_worker.set()
+    expect(page.get_by_role("button", name="Promote selected")).to_be_visible(timeout=10_000)
+    expect(page.locator(".errornote")).to_have_count(0)
