@@ -7,7 +7,9 @@ Every page is a thin view over ``loom.services``; a draft is applied through the
 """
 
 import mimetypes
+from urllib.parse import urlsplit
 
+from django.conf import settings
 from django.contrib import admin, messages
 from django.core.exceptions import PermissionDenied
 from django.db import transaction
@@ -16,6 +18,7 @@ from django.http import FileResponse, Http404, HttpResponseRedirect
 from django.shortcuts import get_object_or_404
 from django.template.response import TemplateResponse
 from django.urls import path, reverse
+from django.utils import timezone
 from django.utils.html import format_html
 from django.views.decorators.http import require_POST
 
@@ -181,7 +184,9 @@ class SessionAdmin(admin.ModelAdmin):
             fragments=Fragment.objects.filter(key__in=keys).order_by("key"),
             images=images,
             inbox=inbox,
-            calls=[_call_context(request, call) for call in calls],
+            calls=[
+                _call_context(request, call, back=self._workspace_url(session.pk)) for call in calls
+            ],
             call_form=call_form
             or CallForm(keys=keys, images=[(image.pk, str(image)) for image in images]),
             fragment_form=fragment_form or FragmentAddForm(),
@@ -313,9 +318,10 @@ class InboxImageAdmin(admin.ModelAdmin):
 # --- Calls -----------------------------------------------------------------------------------
 
 
-def _call_context(request, call: LoomCall) -> dict:
+def _call_context(request, call: LoomCall, *, back: str) -> dict:
     """A call as its card shows it: the draft's diff against the Gem as it is now, while the
-    draft waits; what it read; its staged suggestions."""
+    draft waits; what it read; its staged suggestions; whether its worker stopped. ``back`` is
+    the page its buttons lead back to."""
     diff = diff_error = None
     if call.draft_state == DraftState.PROPOSED:
         try:
@@ -333,6 +339,8 @@ def _call_context(request, call: LoomCall) -> dict:
         else [],
         "can_apply": _can_apply(request),
         "poll_seconds": POLL_SECONDS,
+        "stalled": call.is_stalled(now=timezone.now(), timeout=settings.Q_CLUSTER["timeout"]),
+        "back": back,
     }
 
 
@@ -383,7 +391,7 @@ class LoomCallAdmin(admin.ModelAdmin):
             "admin/loom/call.html",
             f"{call.get_agent_display().capitalize()} on “{call.fragment_key}”",
             original=call,
-            **_call_context(request, call),
+            **_call_context(request, call, back=request.path),
         )
 
     def _call_url(self, call: LoomCall) -> str:
@@ -396,7 +404,11 @@ class LoomCallAdmin(admin.ModelAdmin):
         if not self.has_view_permission(request):
             raise PermissionDenied
         call = get_object_or_404(LoomCall, pk=call_id)
-        return TemplateResponse(request, "admin/loom/_call.html", _call_context(request, call))
+        # The card's buttons lead back to the page that polls it, which htmx names.
+        shown = urlsplit(request.htmx.current_url or "").path if request.htmx else ""
+        back = shown if shown.startswith("/admin/") else self._call_url(call)
+        context = _call_context(request, call, back=back)
+        return TemplateResponse(request, "admin/loom/_call.html", context)
 
     def ask_view(self, request):
         """Ask the Loom about one fragment, without a session (from the fragment's page)."""

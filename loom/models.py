@@ -135,6 +135,9 @@ class LoomCall(models.Model):
         null=True, blank=True, help_text="The prompt version used (none: the shipped default)."
     )
     created_at = models.DateTimeField(default=timezone.now)
+    started_at = models.DateTimeField(
+        null=True, blank=True, help_text="When a worker last took it."
+    )
     finished_at = models.DateTimeField(null=True, blank=True)
     attempts = models.PositiveSmallIntegerField(default=0)
 
@@ -165,6 +168,14 @@ class LoomCall(models.Model):
     @property
     def is_pending(self) -> bool:
         return self.status in (CallStatus.QUEUED, CallStatus.RUNNING)
+
+    def is_stalled(self, *, now, timeout: float) -> bool:
+        """Running for longer than a worker may run a task: its worker stopped."""
+        return (
+            self.status == CallStatus.RUNNING
+            and self.started_at is not None
+            and (now - self.started_at).total_seconds() > timeout
+        )
 
 
 class LoomPrompt(models.Model):

@@ -11,13 +11,14 @@ import mimetypes
 import uuid
 from collections.abc import Iterable
 from dataclasses import dataclass
+from datetime import timedelta
 from pathlib import Path, PurePosixPath
 
 from django.conf import settings
 from django.contrib.admin.models import CHANGE
 from django.core.files.storage import default_storage
 from django.db import transaction
-from django.db.models import F
+from django.db.models import F, Q
 from django.utils import timezone
 from django.utils.text import capfirst
 from django_q.tasks import async_task
@@ -220,24 +221,42 @@ def _enqueue(call_id: int) -> None:
     async_task("loom.tasks.run_loom_call_task", call_id, group="loom")
 
 
+def _stalled_before(now):
+    """A call running since before this has outlived the worker's task timeout: its worker
+    stopped (django-q2 ends a task at its timeout), so it may be taken again."""
+    return now - timedelta(seconds=settings.Q_CLUSTER["timeout"])
+
+
 def loom_call_retry(*, call_id: int, enqueue: bool = True) -> LoomCall:
-    """Queue a failed call again, as it was asked."""
-    updated = LoomCall.objects.filter(pk=call_id, status=CallStatus.FAILED).update(
-        status=CallStatus.QUEUED, error="", finished_at=None
+    """Queue again, as it was asked, a call that failed or whose worker stopped."""
+    now = timezone.now()
+    updated = (
+        LoomCall.objects.filter(pk=call_id)
+        .filter(
+            Q(status=CallStatus.FAILED)
+            | Q(status=CallStatus.RUNNING, started_at__lt=_stalled_before(now))
+        )
+        .update(status=CallStatus.QUEUED, error="", finished_at=None)
     )
     if not updated:
-        raise LoomError("Only a call that failed can be tried again.")
+        raise LoomError("Only a call that failed (or whose worker stopped) can be tried again.")
     if enqueue:
         _enqueue(call_id)
     return LoomCall.objects.get(pk=call_id)
 
 
 def loom_call_claim(*, call_id: int) -> bool:
-    """Take a queued call for running; False when it is not queued (taken, done, gone)."""
+    """Take a call for running: a queued one, or one whose worker stopped (the task queue
+    delivers a task again when its worker did not finish it). False when there is none to take
+    (taken, done, failed, gone)."""
+    now = timezone.now()
     return bool(
-        LoomCall.objects.filter(pk=call_id, status=CallStatus.QUEUED).update(
-            status=CallStatus.RUNNING, attempts=F("attempts") + 1
+        LoomCall.objects.filter(pk=call_id)
+        .filter(
+            Q(status=CallStatus.QUEUED)
+            | Q(status=CallStatus.RUNNING, started_at__lt=_stalled_before(now))
         )
+        .update(status=CallStatus.RUNNING, started_at=now, attempts=F("attempts") + 1)
     )
 
 

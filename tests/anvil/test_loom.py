@@ -1,15 +1,18 @@
 import json
+from datetime import timedelta
 from pathlib import Path
 
 import pytest
 from django.contrib.admin.models import LogEntry
 from django.core.files.uploadedfile import SimpleUploadedFile
 from django.urls import reverse
+from django.utils import timezone
 
 from bench.fakeapi import FakeReply
 from gem.models import Fragment
 from loom.models import CallStatus, DraftState, InboxImage, LoomCall, LoomPrompt, Session
 from loom.services import loom_call_start
+from loom.tasks import run_loom_call_task
 from tests.conftest import REPO
 from tests.loom.fixtures import *  # noqa: F403  (the Loom's fixtures)
 from tests.loom.fixtures import INVENTORY_DRAFT, answer, png_bytes
@@ -123,13 +126,50 @@ def test_a_failed_call_shows_its_error_and_a_retry(admin_client, fake_api, gem):
     assert call.status == CallStatus.DONE
 
 
-def test_the_status_partial_polls_while_the_call_waits(admin_client, gem):
-    call = loom_call_start(agent="weaver", fragment_key="lantern", question="", enqueue=False)
+def test_the_status_partial_polls_while_the_call_waits_and_leads_back_to_its_page(
+    admin_client, session
+):
+    call = loom_call_start(
+        agent="cataloguer",
+        fragment_key="lantern",
+        question="",
+        session_id=session.pk,
+        enqueue=False,
+    )
     url = reverse("admin:loom-call-status", args=[call.pk])
     waiting = admin_client.get(url)
     assert f'hx-get="{url}"' in waiting.text and "waiting for a worker" in waiting.text
-    LoomCall.objects.filter(pk=call.pk).update(status=CallStatus.FAILED, error="gone")
-    assert "hx-get" not in admin_client.get(url).text
+    run_loom_call_task(call.pk)
+    workspace = reverse("admin:loom_session_change", args=[session.pk])
+    done = admin_client.get(
+        url, headers={"HX-Request": "true", "HX-Current-URL": f"http://testserver{workspace}"}
+    )
+    assert "hx-get" not in done.text
+    assert f'name="next" value="{workspace}"' in done.text
+    assert (
+        admin_client.post(reverse("admin:loom-call-apply", args=[call.pk]), {"next": workspace})[
+            "Location"
+        ]
+        == workspace
+    )
+
+
+def test_a_call_whose_worker_stopped_offers_a_retry_and_is_taken_again(admin_client, gem, settings):
+    call = loom_call_start(agent="weaver", fragment_key="lantern", question="", enqueue=False)
+    assert run_loom_call_task(call.pk) == call.pk
+    long_ago = timezone.now() - timedelta(seconds=settings.Q_CLUSTER["timeout"] + 1)
+    LoomCall.objects.filter(pk=call.pk).update(status=CallStatus.RUNNING, started_at=long_ago)
+    page = admin_client.get(reverse("admin:loom_loomcall_change", args=[call.pk]))
+    assert "its worker stopped" in page.text
+    assert "hx-get" not in page.text
+    admin_client.post(reverse("admin:loom-call-retry", args=[call.pk]))
+    call.refresh_from_db()
+    assert (call.status, call.attempts) == (CallStatus.DONE, 2)
+
+    LoomCall.objects.filter(pk=call.pk).update(status=CallStatus.RUNNING, started_at=long_ago)
+    assert run_loom_call_task(call.pk) == call.pk  # the queue delivering the task again
+    LoomCall.objects.filter(pk=call.pk).update(status=CallStatus.RUNNING, started_at=timezone.now())
+    assert run_loom_call_task(call.pk) is None  # a worker is on it
 
 
 def test_it_asks_the_loom_from_a_fragments_page(admin_client, gem):
