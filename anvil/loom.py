@@ -41,6 +41,7 @@ from loom.models import (
 from loom.services import (
     LoomError,
     inbox_add,
+    inbox_discard,
     loom_call_retry,
     loom_call_start,
     loom_draft_applied,
@@ -282,6 +283,12 @@ class InboxImageAdmin(admin.ModelAdmin):
 
     def has_change_permission(self, request, obj=None):
         return False  # a photo waits as it came; a session takes it
+
+    def delete_model(self, request, obj):
+        inbox_discard(image_ids=[obj.pk])
+
+    def delete_queryset(self, request, queryset):
+        inbox_discard(image_ids=queryset.values_list("pk", flat=True))
 
     def get_urls(self):
         view = self.admin_site.admin_view

@@ -137,6 +137,16 @@ def inbox_add(*, uploads: Iterable[tuple]) -> list[InboxImage]:
         raise
 
 
+def inbox_discard(*, image_ids: Iterable[int]) -> int:
+    """Throw inbox photos away (a blurred shot, the wrong thing): their rows, then their files.
+    Returns how many went."""
+    images = list(InboxImage.objects.filter(pk__in=list(image_ids)))
+    InboxImage.objects.filter(pk__in=[image.pk for image in images]).delete()
+    for image in images:
+        default_storage.delete(image.image.name)
+    return len(images)
+
+
 def session_images_take(*, session_id: int, image_ids: Iterable[int]) -> list[SessionImage]:
     """Move inbox photos into a session: each file is copied under the session's folder, then
     the session's image is recorded and the inbox row removed in one transaction, and only then

@@ -241,3 +241,19 @@ def test_the_installed_apps_shortcut_opens_the_inbox_upload_page(admin_client):
     (shortcut,) = [s for s in manifest["shortcuts"] if s["name"] == "Photos to the inbox"]
     assert shortcut["url"] == reverse("admin:loom_inboximage_add")
     assert 'capture="environment"' in admin_client.get(shortcut["url"]).text
+
+
+def test_discarding_inbox_photos_removes_their_files(admin_client, gem, media):
+    upload = reverse("admin:loom_inboximage_add")
+    photos = [SimpleUploadedFile(n, png_bytes(), content_type="image/png") for n in "ab"]
+    admin_client.post(upload, {"image": photos})
+    admin_client.post(
+        reverse("admin:loom_inboximage_changelist"),
+        {
+            "action": "delete_selected",
+            "_selected_action": list(InboxImage.objects.values_list("pk", flat=True)),
+            "post": "yes",
+        },
+    )
+    assert not InboxImage.objects.exists()
+    assert not list((Path(media) / "loom" / "inbox").iterdir())
