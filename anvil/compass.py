@@ -30,6 +30,7 @@ from compass.services import (
     ConsultationError,
     consultation_ask,
     consultation_retry,
+    review_ask,
 )
 from mirror.models import SuggestionStatus, TagSuggestion
 from mirror.services import SuggestionError, suggestion_promote, suggestion_reject
@@ -150,9 +151,23 @@ class ConsultationAdmin(admin.ModelAdmin):
         ]
 
     def changelist_view(self, request, extra_context=None):
+        """The question box and the past consultations; posted to with ``_review``, a review
+        asked for now."""
+        if request.method == "POST" and "_review" in request.POST:
+            return self._review_ask(request)
         if not self.has_view_permission(request):
             raise PermissionDenied
         return self._consult_page(request, AskForm())
+
+    def _review_ask(self, request):
+        if not self.has_add_permission(request):
+            raise PermissionDenied
+        try:
+            review = review_ask(user=request.user)
+        except ConsultationError as error:
+            self.message_user(request, str(error), messages.WARNING)
+            return HttpResponseRedirect(reverse("admin:compass_consultation_changelist"))
+        return HttpResponseRedirect(reverse("admin:compass_consultation_change", args=[review.pk]))
 
     def _consult_page(self, request, form: AskForm, status: int = 200):
         consultations = Consultation.objects.annotate(

@@ -84,7 +84,7 @@ class Consultation(models.Model):
 
     def __str__(self):
         if self.kind == ConsultationKind.REVIEW:
-            return f"Weekly review of {timezone.localtime(self.created_at):%Y-%m-%d}"
+            return f"Review of working memory, {timezone.localtime(self.created_at):%Y-%m-%d}"
         words = " ".join(self.question.split())
         return words if len(words) <= 60 else words[:59] + "…"
 

@@ -61,6 +61,22 @@ def consultation_ask(*, question: str, user) -> Consultation:
     return consultation
 
 
+def review_ask(*, user) -> Consultation:
+    """Queue a review now, at ``user``'s request, whenever the last one was (the schedule's
+    wait is for reviews nobody asked for)."""
+    try:
+        with transaction.atomic(using="summaries"):
+            review = Consultation.objects.create(
+                kind=ConsultationKind.REVIEW, asked_by=user.get_username()
+            )
+    except IntegrityError as error:
+        raise ConsultationError("A review is already under way: one runs at a time.") from error
+    LogEntry.objects.log_actions(user.pk, [review], ADDITION, "Asked for a review")
+    _enqueue(review.pk)
+    review.refresh_from_db()
+    return review
+
+
 def _enqueue(consultation_id: int) -> None:
     async_task("compass.tasks.run_consultation_task", consultation_id, group="compass")
 

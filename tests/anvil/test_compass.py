@@ -11,7 +11,7 @@ from django.utils import timezone
 from compass.models import CompassPrompt, Consultation
 from compass.services import consultation_run
 from gem.models import WorkingMemory
-from gem.services import time_zone_set
+from gem.services import time_zone_set, working_memory_create
 from mirror.models import TagSuggestion
 
 pytestmark = pytest.mark.django_db(databases="__all__")
@@ -221,3 +221,23 @@ def test_a_plan_promoted_as_staged_counts_no_edit_though_its_due_has_seconds(
     assert item.due.second == 42
     logged = LogEntry.objects.get(object_id=str(first.pk), content_type__model="tagsuggestion")
     assert logged.change_message == f"Promoted to working memory item {item.pk}"
+
+
+def test_a_review_asked_for_on_the_page_opens_with_its_findings(admin_client):
+    working_memory_create(
+        type="plan",
+        content="call the physio",
+        actor="luna",
+        at=timezone.now(),
+        turn=1,
+        due=timezone.now() - timedelta(days=1),
+    )
+    response = admin_client.post(reverse(CONSULT), {"_review": "Review now"}, follow=True)
+    review = Consultation.objects.get()
+    assert response.redirect_chain == [(page_of(review), 302)]
+    assert "What the review found" in response.text
+    assert "Reschedule: call the physio" in response.text
+
+    Consultation.objects.create(kind="review")
+    again = admin_client.post(reverse(CONSULT), {"_review": "Review now"}, follow=True)
+    assert "A review is already under way" in messages_of(again)

@@ -5,6 +5,7 @@ from zoneinfo import ZoneInfo
 
 import pytest
 from django.contrib.auth import get_user_model
+from django.utils import timezone
 
 from bench.fakeapi import FakeError, FakeReply
 from compass.answer import answer_render
@@ -15,6 +16,7 @@ from compass.services import (
     consultation_retry,
     consultation_run,
     consultations_recover,
+    review_ask,
     review_start,
 )
 from events.models import Event
@@ -313,3 +315,16 @@ def test_a_proposal_cannot_be_promoted_once_its_due_has_passed(fake_api, person)
             edits={"due": datetime(2020, 1, 1, tzinfo=AMSTERDAM)},
         )
     assert not WorkingMemory.objects.exists()
+
+
+def test_a_person_asks_for_a_review_at_once_but_only_one_runs_at_a_time(fake_api, person):
+    overdue_and_clash()
+    Consultation.objects.create(kind="review", status="done", started_at=timezone.now())
+    fake_api.push(FakeReply(answer_render("Asked for.", [])))
+    review = review_ask(user=person)
+    assert (review.kind, review.status, review.asked_by) == ("review", "done", "mono")
+    assert "Findings of the review" in fake_api.requests[0]["messages"][0]["content"]
+
+    Consultation.objects.create(kind="review")
+    with pytest.raises(ConsultationError, match="A review is already under way"):
+        review_ask(user=person)
