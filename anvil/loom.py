@@ -180,7 +180,6 @@ class SessionAdmin(admin.ModelAdmin):
             request,
             "admin/loom/session.html",
             f"Session: {session.topic}",
-            original=session,
             session=session,
             fragments=Fragment.objects.filter(key__in=keys).order_by("key"),
             images=images,
@@ -397,7 +396,6 @@ class LoomCallAdmin(admin.ModelAdmin):
             request,
             "admin/loom/call.html",
             f"{call.get_agent_display().capitalize()} on “{call.fragment_key}”",
-            original=call,
             **_call_context(request, call, back=request.path),
         )
 

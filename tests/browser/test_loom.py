@@ -14,6 +14,8 @@ from playwright.sync_api import BrowserContext, Page, expect
 
 from gem.models import Fragment, FragmentEdge
 from loom.models import InboxImage, LoomCall, Session
+from loom.services import loom_call_start
+from loom.tasks import run_loom_call_task
 from mirror.models import TagSuggestion
 from tests.browser.conftest import BROWSER_DB, DESKTOP, PHONE, accessibility_problems
 
@@ -134,3 +136,16 @@ def test_a_call_from_a_fragments_page(new_context, signed_in, lantern, screensho
     page.get_by_role("button", name="Apply this draft").click()
     expect(page.get_by_text("Applied the draft: lantern changed.")).to_be_visible()
     assert Fragment.objects.get(key="lantern").inventory == "- brass, dented\n- made in 1920"
+
+
+def test_a_waiting_calls_card_shows_the_answer_when_it_comes(new_context, signed_in, lantern):
+    call = loom_call_start(agent="weaver", fragment_key="lantern", question="", enqueue=False)
+    page = signed_in(new_context(**PHONE)).new_page()
+    page.goto(f"/admin/loom/loomcall/{call.pk}/change/")
+    expect(page.locator(".loom-status")).to_have_text("waiting for a worker…")
+    run_loom_call_task(call.pk)
+    expect(page.locator(".loom-status")).to_have_text("done")
+    expect(page.locator(".loom-suggestions")).to_contain_text("placeholder pattern")
+    page.get_by_role("button", name="Drop").click()
+    expect(page.get_by_text("Dropped the draft: nothing changed.")).to_be_visible()
+    assert page.url.endswith(f"/admin/loom/loomcall/{call.pk}/change/")
