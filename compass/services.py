@@ -145,9 +145,15 @@ def _answer(consultation: Consultation, *, now: datetime, tools: list[dict]) -> 
     try:
         answer = answer_parse(reply.text, now=now, time_zone=zone)
     except AnswerError as error:
+        cut = (
+            f" The reply was cut off at {settings.AGENT_MAX_TOKENS:,} tokens "
+            "(SILENTSTAR_AGENT_MAX_TOKENS)."
+            if reply.stop_reason == "max_tokens"
+            else ""
+        )
         return _failed(
             consultation,
-            f"The Compass's answer was refused, and nothing of it was staged: {error}",
+            f"The Compass's answer was refused, and nothing of it was staged: {error}{cut}",
             findings=findings,
             reply=reply.text,
             model=reply.model,

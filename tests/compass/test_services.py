@@ -328,3 +328,12 @@ def test_a_person_asks_for_a_review_at_once_but_only_one_runs_at_a_time(fake_api
     Consultation.objects.create(kind="review")
     with pytest.raises(ConsultationError, match="A review is already under way"):
         review_ask(user=person)
+
+
+def test_an_answer_cut_off_at_the_token_limit_says_so(fake_api, settings):
+    settings.AGENT_MAX_TOKENS = 300
+    fake_api.push(FakeReply(THREE_PLANS[:200], stop_reason="max_tokens"))
+    failed = consultation_run(consultation_id=asked().pk, now=NOW)
+    assert failed.status == "failed"
+    assert failed.error.endswith("cut off at 300 tokens (SILENTSTAR_AGENT_MAX_TOKENS).")
+    assert fake_api.requests[0]["max_tokens"] == 300
