@@ -156,10 +156,16 @@ def session_images_take(*, session_id: int, image_ids: Iterable[int]) -> list[Se
     taken = []
     for inbox in InboxImage.objects.filter(pk__in=list(image_ids)).order_by("uploaded_at", "id"):
         suffix = PurePosixPath(inbox.image.name).suffix
-        with inbox.image.open("rb") as source:
-            name = default_storage.save(
-                f"{SESSIONS_FOLDER}/{session.pk}/{uuid.uuid4().hex}{suffix}", source
-            )
+        try:
+            with inbox.image.open("rb") as source:
+                name = default_storage.save(
+                    f"{SESSIONS_FOLDER}/{session.pk}/{uuid.uuid4().hex}{suffix}", source
+                )
+        except FileNotFoundError:
+            raise LoomError(
+                f"The photo “{inbox}” has no file any more; discard it from the inbox"
+                + (f" ({len(taken)} taken before it)." if taken else ".")
+            ) from None
         try:
             with transaction.atomic():
                 deleted, _ = InboxImage.objects.filter(pk=inbox.pk).delete()

@@ -231,3 +231,13 @@ def test_a_dropped_draft_changes_nothing_and_cannot_be_dropped_twice(gem, django
     assert Fragment.objects.get(key="lantern").inventory == "- brass, dented"
     with pytest.raises(LoomError, match="already dropped"):
         loom_draft_drop(call_id=call.pk, user_id=person.pk)
+
+
+def test_a_photo_whose_file_is_gone_is_named_and_the_others_are_taken(gem, media):
+    session = session_create(topic="The lantern")
+    first, second = inbox_add(uploads=[(png_upload("a.png"), "png"), (png_upload("b.png"), "png")])
+    (Path(media) / second.image.name).unlink()
+    with pytest.raises(LoomError, match=r"“b\.png” has no file any more.*1 taken before it"):
+        session_images_take(session_id=session.pk, image_ids=[first.pk, second.pk])
+    assert list(session.images.values_list("original_name", flat=True)) == ["a.png"]
+    assert list(InboxImage.objects.all()) == [second]
