@@ -38,13 +38,11 @@ SUMMARIES, FRAGMENTS, FINDINGS, QUESTION = (
 @dataclass(frozen=True)
 class Reading:
     """What a consultation reads: the items (for the review's findings) and the sections of
-    its request, ``(title, body)`` pairs."""
+    its request, ``(title, body)`` pairs (a body left empty is a section with nothing to say,
+    left out of the request)."""
 
     items: list[Item]
     sections: list[tuple[str, str]]
-
-    def text(self) -> str:
-        return "\n\n".join(f"## {title}\n{body}" for title, body in self.sections if body)
 
 
 def compass_read(*, question: str, now: datetime, time_zone: str) -> Reading:

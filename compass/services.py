@@ -9,7 +9,6 @@ message and stages nothing; ``consultation_retry`` queues it again. Nothing reac
 memory here: a person promotes a proposal (``mirror.services.suggestion_promote``).
 """
 
-import logging
 from datetime import datetime, timedelta
 
 from django.conf import settings
@@ -30,8 +29,6 @@ from gem.zone import owner_time_zone
 from mirror.models import Proposer, TagSuggestion
 from silentstar import claude
 from silentstar.claude import ClaudeError
-
-logger = logging.getLogger(__name__)
 
 QUESTION_CHARS_MAX = 4000
 # A failed review waits this long before the schedule starts another (a person can retry it
@@ -132,7 +129,9 @@ def _answer(consultation: Consultation, *, now: datetime, tools: list[dict]) -> 
             messages=[
                 {
                     "role": "user",
-                    "content": "\n\n".join(f"## {title}\n{body}" for title, body in sections),
+                    "content": "\n\n".join(
+                        f"## {title}\n{body}" for title, body in sections if body
+                    ),
                 }
             ],
             offline_answer=offline_answer,

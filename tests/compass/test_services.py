@@ -97,6 +97,7 @@ def test_a_consultation_stages_plans_with_dues_and_reasons_and_nothing_more(fake
     assert "## The question\na training plan for the next month" in sent["messages"][0]["content"]
     assert "Monday 2027-03-01 09:00 in Europe/Amsterdam" in sent["messages"][0]["content"]
     assert sent["system"][0]["text"].startswith("You are the Compass")
+    assert "## Fragments the question names" not in sent["messages"][0]["content"]
 
 
 def test_promoting_two_of_three_with_an_edit_writes_exactly_two_active_plans(fake_api, person):
