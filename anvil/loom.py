@@ -84,6 +84,11 @@ def _can_apply(request) -> bool:
     return request.user.has_perms(["gem.add_fragment", "gem.change_fragment"])
 
 
+def _can_call(request) -> bool:
+    """Starting a call spends money: it takes the right to add calls, not only to see them."""
+    return request.user.has_perm("loom.add_loomcall")
+
+
 # --- Sessions --------------------------------------------------------------------------------
 
 
@@ -231,6 +236,8 @@ class SessionAdmin(admin.ModelAdmin):
 
     def call_view(self, request, session_id: int):
         session = self._session_for_change(request, session_id)
+        if not _can_call(request):
+            raise PermissionDenied
         keys = list(session.fragments.values_list("key", flat=True))
         images = [(image.pk, str(image)) for image in session.images.all()]
         form = CallForm(request.POST, keys=keys, images=images)
@@ -421,6 +428,8 @@ class LoomCallAdmin(admin.ModelAdmin):
             raise PermissionDenied
         key = request.GET.get("key", "")
         fragment = get_object_or_404(Fragment, pk=key)
+        if request.method == "POST" and not _can_call(request):
+            raise PermissionDenied
         form = CallForm(request.POST or None, keys=None)
         if request.method == "POST" and form.is_valid():
             try:

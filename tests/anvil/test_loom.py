@@ -4,6 +4,7 @@ from pathlib import Path
 
 import pytest
 from django.contrib.admin.models import LogEntry
+from django.contrib.auth.models import Permission
 from django.core.files.uploadedfile import SimpleUploadedFile
 from django.urls import reverse
 from django.utils import timezone
@@ -257,3 +258,19 @@ def test_discarding_inbox_photos_removes_their_files(admin_client, gem, media):
     )
     assert not InboxImage.objects.exists()
     assert not list((Path(media) / "loom" / "inbox").iterdir())
+
+
+def test_starting_a_call_takes_the_right_to_add_calls(client, django_user_model, session):
+    viewer = django_user_model.objects.create_user("viewer", password="x", is_staff=True)
+    viewer.user_permissions.set(
+        Permission.objects.filter(
+            codename__in=["use_memory", "view_loomcall", "view_session", "change_session"]
+        )
+    )
+    client.force_login(viewer)
+    ask = reverse("admin:loom-call-ask") + "?key=lantern"
+    assert client.get(ask).status_code == 200
+    assert client.post(ask, {"agent": "weaver"}).status_code == 403
+    call = reverse("admin:loom-session-call", args=[session.pk])
+    assert client.post(call, {"agent": "weaver", "fragment_key": "lantern"}).status_code == 403
+    assert not LoomCall.objects.exists()
