@@ -80,6 +80,13 @@ def _back(request, default: str) -> HttpResponseRedirect:
     return HttpResponseRedirect(target if target.startswith("/admin/") else default)
 
 
+def _row_id(object_id: str) -> int:
+    """The admin's ``object_id`` (any text in the address) as a row id, or 404."""
+    if not str(object_id).isdigit():
+        raise Http404("No such row.")
+    return int(object_id)
+
+
 def _can_apply(request) -> bool:
     return request.user.has_perms(["gem.add_fragment", "gem.change_fragment"])
 
@@ -172,7 +179,7 @@ class SessionAdmin(admin.ModelAdmin):
         """A session's workspace: its fragments, photos, the inbox, and its calls."""
         if not self.has_view_permission(request):
             raise PermissionDenied
-        session = get_object_or_404(Session, pk=object_id)
+        session = get_object_or_404(Session, pk=_row_id(object_id))
         return self._workspace(request, session)
 
     def _workspace(self, request, session, *, call_form=None, fragment_form=None, take_form=None):
@@ -397,7 +404,7 @@ class LoomCallAdmin(admin.ModelAdmin):
     def change_view(self, request, object_id, form_url="", extra_context=None):
         if not self.has_view_permission(request):
             raise PermissionDenied
-        call = get_object_or_404(LoomCall.objects.select_related("session"), pk=object_id)
+        call = get_object_or_404(LoomCall.objects.select_related("session"), pk=_row_id(object_id))
         return anvil_page(
             self,
             request,

@@ -33,6 +33,12 @@ def inventory() -> str:
     return Fragment.objects.get(key="lantern").inventory
 
 
+def test_it_answers_404_for_an_address_that_names_no_row(admin_client):
+    for name in ("admin:loom_session_change", "admin:loom_loomcall_change"):
+        assert admin_client.get(reverse(name, args=["abc"])).status_code == 404
+        assert admin_client.get(reverse(name, args=[999])).status_code == 404
+
+
 def test_it_refuses_a_logged_out_visitor(client, gem):
     response = client.get(reverse("admin:loom_session_changelist"))
     assert response.status_code == 302
