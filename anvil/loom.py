@@ -20,6 +20,7 @@ from django.template.response import TemplateResponse
 from django.urls import path, reverse
 from django.utils import timezone
 from django.utils.html import format_html
+from django.utils.text import capfirst
 from django.views.decorators.http import require_POST
 
 from anvil.drafts import draft_apply
@@ -409,7 +410,7 @@ class LoomCallAdmin(admin.ModelAdmin):
             self,
             request,
             "admin/loom/call.html",
-            f"{call.get_agent_display().capitalize()} on “{call.fragment_key}”",
+            f"{capfirst(call.get_agent_display())} on “{call.fragment_key}”",
             **_call_context(request, call, back=request.path),
         )
 

@@ -125,6 +125,7 @@ def test_a_failed_call_shows_its_error_and_a_retry(admin_client, fake_api, gem):
     fake_api.push(FakeReply("no sections at all"))
     call = loom_call_start(agent="weaver", fragment_key="lantern", question="")
     page = admin_client.get(reverse("admin:loom_loomcall_change", args=[call.pk]))
+    assert "<h1>The Weaver on “lantern”</h1>" in page.text
     assert "the answer has no “=== draft ===” line" in page.text
     assert reverse("admin:loom-call-retry", args=[call.pk]) in page.text
     fake_api.push(FakeReply(answer(INVENTORY_DRAFT)))
