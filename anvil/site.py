@@ -26,7 +26,7 @@ CURATED = {
     "gem.AmbientProse": "Ambient prose",
     "gem.Identity": "Identities",
 }
-# What was said and what the Mirror made of it: read more than curated.
+# What was said, what the Mirror made of it, and the agents' prompts: read more than curated.
 RECORDED = [
     "events.Event",
     "events.Turn",
@@ -34,6 +34,8 @@ RECORDED = [
     "mirror.Summary",
     "mirror.MirrorRun",
     "mirror.MirrorPrompt",
+    "compass.CompassPrompt",
+    "loom.LoomPrompt",
 ]
 
 
