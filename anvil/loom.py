@@ -457,7 +457,6 @@ class LoomCallAdmin(admin.ModelAdmin):
             f"Ask the Loom about “{fragment.key}”",
             fragment=fragment,
             form=form,
-            agents=Agent,
         )
 
     def apply_view(self, request, call_id: int):
@@ -477,9 +476,9 @@ class LoomCallAdmin(admin.ModelAdmin):
                     keys=[*diff.fragments_created, *diff.fragments_changed()],
                 )
         except (DraftError, LoomError) as error:
-            self.message_user(request, f"The draft was not applied: {error}", messages.ERROR)
-            if "text" in request.POST:
+            if "text" in request.POST:  # from the edit page: back to it, the text kept
                 return self._edit_page(request, call, text=text, error=str(error))
+            self.message_user(request, f"The draft was not applied: {error}", messages.ERROR)
         else:
             changed = [*diff.fragments_created, *diff.fragments_changed()]
             self.message_user(

@@ -112,7 +112,13 @@ def test_an_edited_draft_previews_then_applies_the_edit(admin_client, fake_api, 
     assert "green" in preview.text and "blue glass" not in inventory()
     bad = admin_client.post(edit, {"text": "# lantern\n## nonsense\n"})
     assert "line 2" in bad.text
-    admin_client.post(reverse("admin:loom-call-apply", args=[call.pk]), {"text": edited})
+    apply = reverse("admin:loom-call-apply", args=[call.pk])
+    nowhere = edited + "\n## edges\n\n- → nowhere\n"
+    refused = admin_client.post(apply, {"text": nowhere})
+    assert refused.status_code == 200
+    assert "nowhere" in refused.context["error"] and refused.context["text"] == nowhere
+    assert "blue glass" not in inventory() and "green" not in inventory()
+    admin_client.post(apply, {"text": edited})
     assert inventory() == "- brass, dented\n- a green glass pane"
     call.refresh_from_db()
     assert call.applied_text == edited
