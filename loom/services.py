@@ -24,7 +24,7 @@ from django.utils.text import capfirst
 from django_q.tasks import async_task
 
 from gem.models import Fragment
-from gem.selectors import newest_version
+from gem.selectors import identities_current, newest_version
 from gem.services import fragment_log
 from lens.draft import draft_render
 from lens.draft_read import Draft, DraftError, draft_diff, draft_parse
@@ -342,12 +342,17 @@ def _ask(call: LoomCall) -> tuple[Answer, dict]:
         except (OSError, ValueError) as error:
             raise _Refused(f"The photo “{image}” cannot be sent: {error}") from None
     asked = call.question or "Nothing in particular: look the fragment over."
+    who = identities_current()
+    speakers = ", ".join(
+        f"{name} ({'companion' if name in who.companions else 'person'})" for name in who.names
+    )
     content.append(
         {
             "type": "text",
             "text": (
                 f"The fragment asked about: {call.fragment_key}\n"
                 f"Its neighbours: {', '.join(near) or 'none'}\n"
+                f"The identities who speak: {speakers or 'none'}\n"
                 f"Photos attached: {len(images)}\n\n"
                 f"The person asks: {asked}\n\n"
                 f"The Lens extract (the fragment, then its neighbours):\n\n{extract}"

@@ -50,6 +50,8 @@ def test_it_sends_the_cataloguer_the_lens_extract_and_the_chosen_photos(
     assert "# lantern" in blocks[1]["text"] and "# shelf" in blocks[1]["text"]
     assert "# star" not in blocks[1]["text"]
     assert "Check the panes" in blocks[1]["text"]
+    assert "The identities who speak: hasuki (person), " in blocks[1]["text"]
+    assert "claude (companion)" in blocks[1]["text"]
     assert call.sources["neighbours"] == ["shelf"]
     assert call.sources["images"] == [image.pk]
     assert call.draft_state == DraftState.PROPOSED
