@@ -37,9 +37,7 @@ class CallForm(forms.Form):
         help_text="Only the Cataloguer is sent photos.",
     )
 
-    def __init__(
-        self, *args, keys: list[str] | None, images: list[tuple[int, str]] = (), **kwargs
-    ):
+    def __init__(self, *args, keys: list[str] | None, images: list[tuple[int, str]] = (), **kwargs):
         super().__init__(*args, **kwargs)
         if keys is None:
             del self.fields["fragment_key"]
