@@ -6,8 +6,8 @@
 anything, and then puts it into an empty installation, ids kept. An export of the imported
 installation gives the same files, byte for byte. docs/export.md describes every file and field.
 
-What is exported is the apps' own records (the Heart, the Gem, the Mirror and the ledger of calls
-to Claude). The framework's
+What is exported is the apps' own records (the Heart, the Gem, the Mirror, the ledger of calls
+to Claude, the Compass and the Loom). The framework's
 rows (accounts, sessions, the task queue, sign-in failures) are not memory, and the search
 indexes and change numbers are derived: their triggers make them again as the rows go in.
 """
@@ -31,6 +31,7 @@ from django.core.files.storage import default_storage
 from django.db import DatabaseError, models, transaction
 from tqdm import tqdm
 
+from compass.models import CompassPrompt, Consultation, Proposal
 from events.models import Event, EventTag, Turn
 from gem.archive_store import archive_read, archive_storage, index_read
 from gem.models import (
@@ -200,6 +201,29 @@ KINDS = (
     ),
     Kind("mirror_prompts.jsonl", MirrorPrompt, ("id", "kind", "content", "created_at", "author")),
     Kind(
+        "compass_consultations.jsonl",
+        Consultation,
+        (
+            "id",
+            "kind",
+            "question",
+            "status",
+            "findings",
+            "reasoning",
+            "reply",
+            "error",
+            "asked_by",
+            "model",
+            "web_search",
+            "attempts",
+            "created_at",
+            "started_at",
+            "finished_at",
+        ),
+    ),
+    Kind("compass_proposals.jsonl", Proposal, ("id", "consultation", "suggestion", "position")),
+    Kind("compass_prompts.jsonl", CompassPrompt, ("id", "kind", "content", "created_at", "author")),
+    Kind(
         "model_calls.jsonl",
         ModelCall,
         (
@@ -220,7 +244,14 @@ KINDS = (
 )
 # Files of kinds added after the first exports were written: an export without one imports it
 # as empty (an export written before the ledger holds no model_calls.jsonl).
-ADDED_LATER = frozenset({"model_calls.jsonl"})
+ADDED_LATER = frozenset(
+    {
+        "model_calls.jsonl",
+        "compass_consultations.jsonl",
+        "compass_proposals.jsonl",
+        "compass_prompts.jsonl",
+    }
+)
 # Models whose rows are written inside another file's rows, without ids of their own.
 INSIDE = {
     EventTag: ("events.jsonl", TAGS),
