@@ -1,7 +1,8 @@
 """The memory as JSON Lines a person can read without this software, and back.
 
 ``portable_export`` writes one file per kind of record (``events.jsonl``, ``working_memory.jsonl``
-…), the images the events name, and ``manifest.json`` with each file's row count and SHA-256.
+…), the images the events and the Loom name, and ``manifest.json`` with each file's row count and
+SHA-256.
 ``portable_import`` checks every file, line and field of such a folder before it writes
 anything, and then puts it into an empty installation, ids kept. An export of the imported
 installation gives the same files, byte for byte. docs/export.md describes every file and field.
@@ -57,6 +58,7 @@ from gem.rows import (
 )
 from heart.models import ContextSnapshot
 from ledger.models import ModelCall
+from loom.models import InboxImage, LoomCall, LoomPrompt, Session, SessionImage
 from mirror.models import MirrorPrompt, MirrorRun, Summary, TagSuggestion
 from silentstar.router import ID_MAX, sequences_reset
 from transfer.backup import Progress, installation_rows, linked
@@ -224,6 +226,46 @@ KINDS = (
     Kind("compass_proposals.jsonl", Proposal, ("id", "consultation", "suggestion", "position")),
     Kind("compass_prompts.jsonl", CompassPrompt, ("id", "kind", "content", "created_at", "author")),
     Kind(
+        "loom_sessions.jsonl",
+        Session,
+        ("id", "topic", "status", "created_at", "updated_at", "closed_at"),
+    ),
+    Kind("loom_session_fragments.jsonl", Session.fragments.through, ("id", "session", "fragment")),
+    Kind("loom_inbox.jsonl", InboxImage, ("id", "image", "original_name", "uploaded_at")),
+    Kind(
+        "loom_session_images.jsonl",
+        SessionImage,
+        ("id", "session", "image", "original_name", "uploaded_at", "taken_at"),
+    ),
+    Kind(
+        "loom_calls.jsonl",
+        LoomCall,
+        (
+            "id",
+            "session",
+            "agent",
+            "fragment_key",
+            "question",
+            "status",
+            "error",
+            "notes",
+            "draft",
+            "sources",
+            "draft_state",
+            "applied_text",
+            "decided_by",
+            "decided_at",
+            "suggestion_ids",
+            "prompt_id",
+            "created_at",
+            "started_at",
+            "finished_at",
+            "attempts",
+        ),
+    ),
+    Kind("loom_call_images.jsonl", LoomCall.images.through, ("id", "loomcall", "sessionimage")),
+    Kind("loom_prompts.jsonl", LoomPrompt, ("id", "kind", "content", "created_at", "author")),
+    Kind(
         "model_calls.jsonl",
         ModelCall,
         (
@@ -250,6 +292,13 @@ ADDED_LATER = frozenset(
         "compass_consultations.jsonl",
         "compass_proposals.jsonl",
         "compass_prompts.jsonl",
+        "loom_sessions.jsonl",
+        "loom_session_fragments.jsonl",
+        "loom_inbox.jsonl",
+        "loom_session_images.jsonl",
+        "loom_calls.jsonl",
+        "loom_call_images.jsonl",
+        "loom_prompts.jsonl",
     }
 )
 # Models whose rows are written inside another file's rows, without ids of their own.
@@ -342,9 +391,19 @@ def _safe_name(name: str) -> bool:
     return bool(name) and not path.is_absolute() and ".." not in path.parts
 
 
+# The models whose rows name image files: the chat's images, the Loom's inbox and sessions.
+IMAGE_HOLDERS = (Event, InboxImage, SessionImage)
+
+
 def _images_copy(folder: Path) -> tuple[list[dict], list[str]]:
-    """Copy every image an event names into the folder, under its own name."""
-    names = sorted(set(Event.objects.exclude(image="").values_list("image", flat=True)))
+    """Copy every image a row names into the folder, under its own name."""
+    names = sorted(
+        {
+            name
+            for model in IMAGE_HOLDERS
+            for name in model.objects.exclude(image="").values_list("image", flat=True)
+        }
+    )
     copied, missing = [], []
     for name in tqdm(names, desc="images", unit=" files", disable=None):
         if not _safe_name(name) or not default_storage.exists(name):
@@ -360,7 +419,7 @@ def _images_copy(folder: Path) -> tuple[list[dict], list[str]]:
 
 def portable_export(*, folder: Path, progress: Progress = print) -> dict:
     """Write every record of the memory into ``folder`` (empty or missing): one JSONL file per
-    kind, the images the events name, and ``manifest.json`` last. Returns the manifest. An
+    kind, the images the rows name, and ``manifest.json`` last. Returns the manifest. An
     export that fails leaves the folder empty again; one killed leaves its ``UNFINISHED``
     marker, and the next export into the folder removes what it left."""
     if (begun := _unfinished(folder)) is not None:
@@ -569,12 +628,21 @@ def _list_problem(name: str, value) -> str | None:
     return None
 
 
+# The lists written inside a row, in place of rows of their own: an event's tags, a
+# working-memory item's fragments and source events.
+LISTED = {Event: (TAGS,), WorkingMemory: (FRAGMENTS, SOURCES)}
+
+
+def _listed(kind: Kind, name: str) -> bool:
+    return name in LISTED.get(kind.model, ())
+
+
 def _row_problems(kind: Kind, row: dict) -> Iterator[tuple[str, str]]:
     for name in kind.fields:
         if name not in row:
             if name not in kind.later:
                 yield name, "is missing"
-        elif name in (TAGS, FRAGMENTS, SOURCES):
+        elif _listed(kind, name):
             if problem := _list_problem(name, row[name]):
                 yield name, problem
         elif problem := _field_problem(_model_field(kind, name), row[name]):
@@ -637,12 +705,12 @@ def _check(folder: Path, manifest: dict) -> _Checked:
                     problem(f"{at}: another row has the same {', '.join(names)} {value!r}")
                 values.add(value)
             for name in kind.fields:
-                field = None if name in (TAGS, FRAGMENTS, SOURCES) else _model_field(kind, name)
+                field = None if _listed(kind, name) else _model_field(kind, name)
                 if field is not None and _by_username(field) and row[name] is not None:
                     checked.usernames.add(row[name])
                 elif field is not None and field.is_relation and row[name] is not None:
                     references.append((f"{at}, field “{name}”", field.related_model, row[name]))
-            if kind.model is Event and row["image"] and row["image"] not in images:
+            if kind.model in IMAGE_HOLDERS and row["image"] and row["image"] not in images:
                 problem(f"{at}, field “image”: {row['image']} is not among the export's images")
             if kind.model is WorkingMemory:
                 twin = row["near_duplicate_of"]

@@ -38,6 +38,7 @@ from heart.services import turn_submit
 from ledger.models import ModelCall
 from mirror.models import MirrorPrompt, MirrorRun, Summary, TagSuggestion
 from compass.models import CompassPrompt, Consultation, Proposal
+from loom.models import InboxImage, LoomCall, LoomPrompt, Session, SessionImage
 
 owner = get_user_model().objects.get()
 image = default_storage.save('images/2026/11/photo.png', ContentFile(bytes(range(256)) * 40))
@@ -90,6 +91,22 @@ walk = TagSuggestion.objects.create(proposer='compass', type='plan', content='a 
                                     due=now + timedelta(days=3), hidden=True, reason='fresh air')
 Proposal.objects.create(consultation=asked, suggestion=walk, position=0)
 CompassPrompt.objects.create(kind='review', content='Review it.', author=owner.username)
+session = Session.objects.create(topic='the lighthouse wardrobe', status='closed', closed_at=now)
+session.fragments.add('lighthouse')
+InboxImage.objects.create(image=default_storage.save('loom/inbox/coat.png', ContentFile(b'coat')),
+                          original_name='coat.png')
+shelf = SessionImage.objects.create(
+    session=session, image=default_storage.save('loom/sessions/1/shelf.png', ContentFile(b'shelf')),
+    original_name='shelf.png', uploaded_at=now)
+call = LoomCall.objects.create(session=session, agent='cataloguer', fragment_key='lighthouse',
+                               question='What is on the shelf?', status='done', notes='A lamp.',
+                               draft='# lighthouse', sources={'fragment': 'lighthouse'},
+                               draft_state='applied', decided_by=owner, decided_at=now,
+                               suggestion_ids=[walk.pk], prompt_id=3, started_at=now,
+                               finished_at=now, attempts=1, applied_text='# lighthouse',
+                               error='none')
+call.images.add(shelf)
+LoomPrompt.objects.create(kind='weaver', content='Weave it.', author=owner)
 MiraEntry.objects.create(mira_id='mem_045', working_memory=first, event_id=ids[0],
                          entry={'id': 'mem_045', 'type': 'thought', 'z': [1, 2], 'a': None},
                          written={'content': first.content})
@@ -303,7 +320,7 @@ def test_every_field_of_every_model_of_the_memory_is_exported():
     exported = {kind.model: set(kind.fields) for kind in KINDS}
     missing = [
         f"{model._meta.label}.{field.name}"
-        for app in ("heart", "gem", "mirror", "ledger", "compass")
+        for app in ("heart", "gem", "mirror", "ledger", "compass", "loom")
         for model in apps.get_app_config(app).get_models()
         for field in model._meta.concrete_fields
         if model not in inside and field.name not in exported.get(model, ())
