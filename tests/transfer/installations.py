@@ -7,14 +7,17 @@ import hashlib
 import json
 import os
 import shutil
+import sqlite3
 import subprocess
 import sys
 import uuid
+from contextlib import closing
 from pathlib import Path
 from urllib.parse import urlsplit, urlunsplit
 
 import psycopg
 import pytest
+from django.conf import settings
 from django.db import connections
 
 from tests.conftest import REPO, requirement_missing
@@ -52,23 +55,17 @@ ModelCall.objects.create(ts=Event.objects.get(pk=ids[-1]).ts, component='heart',
                          offline=True, input_tokens=900, output_tokens=30, cache_read_tokens=0,
                          cache_write_5m_tokens=0, cache_write_1h_tokens=0)
 """
-# Every row of every table of each database, the search indexes' own tables included.
-ROWS = """
-import json
-from django.conf import settings
-from django.db import connections
-
-tables, seen = {}, set()
-for alias in settings.STORE_ALIASES:
-    if settings.STORE_LOCATIONS[alias] in seen:
-        continue
-    seen.add(settings.STORE_LOCATIONS[alias])
-    connection = connections[alias]
-    with connection.cursor() as cursor:
-        for table in connection.introspection.table_names(cursor):
-            cursor.execute(f'SELECT * FROM {connection.ops.quote_name(table)}')
-            tables[f'{alias} {table}'] = sorted(repr(row) for row in cursor.fetchall())
-print(json.dumps(tables))
+# The tables Django's introspection names (``table_names()``: tables, not views), on each backend.
+SQLITE_TABLES = (
+    "SELECT name FROM sqlite_master WHERE type = 'table' AND name != 'sqlite_sequence' "
+    "ORDER BY name"
+)
+POSTGRES_TABLES = """
+SELECT c.relname FROM pg_catalog.pg_class c
+JOIN pg_catalog.pg_namespace n ON n.oid = c.relnamespace
+WHERE c.relkind IN ('f', 'p', 'r') AND NOT c.relispartition
+  AND n.nspname NOT IN ('pg_catalog', 'pg_toast') AND pg_catalog.pg_table_is_visible(c.oid)
+ORDER BY c.relname
 """
 EVENT_IDS = (
     "import json; from events.models import Event; "
@@ -139,8 +136,8 @@ def postgres_tools_required() -> None:
 
 class Installation:
     """One Silentstar installation: its data folder and, on PostgreSQL, databases of its own.
-    ``set_up_rows``: for a copy of a set-up installation, the rows it was made with (read by
-    the set-up's own process: reading them again would take a process of their own)."""
+    ``set_up_rows``: for a copy of a set-up installation, the rows it was made with (read once,
+    from the set-up installation)."""
 
     def __init__(self, data: Path, database_urls: dict[str, str], *, set_up_rows=None):
         self.data = data
@@ -173,8 +170,38 @@ class Installation:
         assert done.returncode == 0, done.stderr
         return done.stdout
 
+    def databases(self) -> dict[str, Path | str]:
+        """Each database of the installation (a SQLite file, or a PostgreSQL URL) by the first
+        store it holds."""
+        found: dict[Path | str, str] = {}
+        for alias in STORES:
+            if self.database_urls:
+                variable = "DATABASE_URL" if alias == "default" else f"{alias.upper()}_DATABASE_URL"
+                where = self.database_urls.get(variable) or self.database_urls["DATABASE_URL"]
+            else:
+                where = self.data / settings.SQLITE_FILES[alias]
+            found.setdefault(where, alias)
+        return {alias: where for where, alias in found.items()}
+
     def rows(self) -> dict[str, list[str]]:
-        return json.loads(self.shell(ROWS))
+        """Every row of every table of each database, the search indexes' own tables included,
+        by ``"<store> <table>"``. Read from here, with sqlite3 or psycopg: a ``manage.py``
+        process would spend a second starting Django for each look."""
+        tables = {}
+        for alias, where in self.databases().items():
+            if isinstance(where, Path):
+                if not where.exists():
+                    continue
+                with closing(sqlite3.connect(where)) as connection:
+                    for (name,) in connection.execute(SQLITE_TABLES).fetchall():
+                        found = connection.execute(f'SELECT * FROM "{name}"').fetchall()
+                        tables[f"{alias} {name}"] = sorted(repr(row) for row in found)
+            else:
+                with psycopg.connect(where) as connection:
+                    for (name,) in connection.execute(POSTGRES_TABLES).fetchall():
+                        found = connection.execute(f'SELECT * FROM "{name}"').fetchall()
+                        tables[f"{alias} {name}"] = sorted(repr(row) for row in found)
+        return tables
 
     @functools.cached_property
     def rows_kept(self) -> dict[str, list[str]]:
@@ -252,9 +279,8 @@ def set_up_installations(tmp_path_factory, postgres_databases, request):
                 shutil.copytree(request.getfixturevalue("sqlite_stores_migrated"), folder)
                 migrate = ""
             made[events_apart] = Installation(folder, urls)
-            # Its rows read by the same process, after the set-up (ROWS prints them last).
-            said = made[events_apart].shell(migrate + OWNER_AND_SCHEDULES + ROWS)
-            made[events_apart].set_up_rows = json.loads(said.splitlines()[-1])
+            made[events_apart].shell(migrate + OWNER_AND_SCHEDULES)
+            made[events_apart].set_up_rows = made[events_apart].rows()
         return made[events_apart]
 
     return set_up
