@@ -22,7 +22,7 @@ from django.urls import path, reverse
 from django.views.decorators.http import require_GET, require_POST
 
 from anvil.pages import anvil_page
-from anvil.versions import VersionedTextAdmin
+from anvil.versions import PromptAdmin
 from compass.models import CompassPrompt, CompassPromptKind, Consultation
 from compass.prompts import prompt_current
 from compass.services import (
@@ -305,19 +305,13 @@ def _id_of(object_id: str) -> int:
 
 
 @admin.register(CompassPrompt)
-class CompassPromptAdmin(VersionedTextAdmin):
-    """The Compass's prompts, versioned: saving always adds a version; the newest of a kind is
-    used."""
+class CompassPromptAdmin(PromptAdmin):
+    """The Compass's prompts: a consultation's and the review's."""
 
-    list_display = ["kind", "created_at", "author", "is_current", "excerpt", "compare_previous"]
-    list_filter = ["kind", "created_at"]
-    search_fields = ["content"]
-    version_fields = ("kind", "content")
-    text_fields = ("kind",)
+    default_kind = CompassPromptKind.CONSULT
 
     def author_of(self, request):
         return request.user.get_username()  # a name: accounts live in another store
 
-    def get_changeform_initial_data(self, request):
-        kind = request.GET.get("kind", CompassPromptKind.CONSULT)
-        return {"kind": kind, "content": prompt_current(kind)}
+    def prompt_text(self, kind: str) -> str:
+        return prompt_current(kind)

@@ -317,12 +317,12 @@ class FragmentAdmin(admin.ModelAdmin):
             "Apply a Lens draft",
             form=form,
             diff=diff,
-            fragments=_draft_fragments(diff) if diff else [],
+            fragments=draft_preview_fragments(diff) if diff else [],
             text=form.cleaned_data.get("text", "") if diff else "",
         )
 
 
-def _draft_fragments(diff: DraftDiff) -> list[dict]:
+def draft_preview_fragments(diff: DraftDiff) -> list[dict]:
     """The preview of a draft, fragment by fragment: created or changed, each tier's text
     before and after."""
     created = set(diff.fragments_created)

@@ -24,9 +24,9 @@ from django.utils.text import capfirst
 from django.views.decorators.http import require_POST
 
 from anvil.drafts import draft_apply
-from anvil.fragments import _draft_fragments
+from anvil.fragments import draft_preview_fragments
 from anvil.pages import anvil_page, cut_text, short_when
-from anvil.versions import VersionedTextAdmin
+from anvil.versions import PromptAdmin
 from gem.models import Fragment
 from lens.draft_read import DraftError, draft_diff, draft_parse
 from loom.forms import CallForm, FragmentAddForm, InboxForm, SessionForm, TakeForm
@@ -352,7 +352,7 @@ def _call_context(request, call: LoomCall, *, back: str) -> dict:
     return {
         "call": call,
         "diff": diff,
-        "fragments": _draft_fragments(diff) if diff else [],
+        "fragments": draft_preview_fragments(diff) if diff else [],
         "diff_error": diff_error,
         "sources": sources_text(call.sources) if call.sources else "",
         "suggestions": TagSuggestion.objects.filter(pk__in=call.suggestion_ids)
@@ -513,7 +513,7 @@ class LoomCallAdmin(admin.ModelAdmin):
             call=call,
             text=text,
             diff=diff,
-            fragments=_draft_fragments(diff) if diff else [],
+            fragments=draft_preview_fragments(diff) if diff else [],
             error=error,
             back=self._call_url(call),
         )
@@ -542,18 +542,10 @@ class LoomCallAdmin(admin.ModelAdmin):
 
 
 @admin.register(LoomPrompt)
-class LoomPromptAdmin(VersionedTextAdmin):
-    """The facet agents' prompts, versioned: saving always adds a version; the newest of a kind
-    is used."""
+class LoomPromptAdmin(PromptAdmin):
+    """The facet agents' prompts, one per agent."""
 
-    list_display = ["kind", "created_at", "author", "is_current", "excerpt", "compare_previous"]
-    list_filter = ["kind", "created_at"]
-    search_fields = ["content"]
-    version_fields = ("kind", "content")
-    text_fields = ("kind",)
+    default_kind = Agent.CATALOGUER
 
-    def get_changeform_initial_data(self, request):
-        kind = request.GET.get("kind", Agent.CATALOGUER)
-        if kind not in Agent.values:
-            kind = Agent.CATALOGUER
-        return {"kind": kind, "content": prompt_current(kind).text}
+    def prompt_text(self, kind: str) -> str:
+        return prompt_current(kind).text

@@ -215,19 +215,38 @@ class WakeTextAdmin(VersionedTextAdmin):
         return {"kind": kind, "content": wake_text_current(kind)}
 
 
-@admin.register(MirrorPrompt)
-class MirrorPromptAdmin(VersionedTextAdmin):
-    """The pass prompts, versioned: saving always adds a version; the newest of a kind is used."""
+class PromptAdmin(VersionedTextAdmin):
+    """An agent's prompts, one text per kind, versioned: saving always adds a version, and the
+    newest of a kind is used. A new version starts from the kind's current text (``?kind=``,
+    else ``default_kind``), its shipped default while none is saved."""
 
     list_display = ["kind", "created_at", "author", "is_current", "excerpt", "compare_previous"]
     list_filter = ["kind", "created_at"]
     search_fields = ["content"]
     version_fields = ("kind", "content")
     text_fields = ("kind",)
+    default_kind: str
+
+    def prompt_text(self, kind: str) -> str:
+        """The kind's current instructions."""
+        raise NotImplementedError
+
+    def get_changeform_initial_data(self, request):
+        kinds = self.model._meta.get_field("kind").choices
+        kind = request.GET.get("kind", self.default_kind)
+        if kind not in {value for value, _ in kinds}:
+            kind = self.default_kind
+        return {"kind": kind, "content": self.prompt_text(kind)}
+
+
+@admin.register(MirrorPrompt)
+class MirrorPromptAdmin(PromptAdmin):
+    """The Mirror's pass prompts."""
+
+    default_kind = MirrorPromptKind.SUMMARISE
 
     def author_of(self, request):
         return request.user.get_username()  # a name: accounts live in another store
 
-    def get_changeform_initial_data(self, request):
-        kind = request.GET.get("kind", MirrorPromptKind.SUMMARISE)
-        return {"kind": kind, "content": prompt_current(kind)}
+    def prompt_text(self, kind: str) -> str:
+        return prompt_current(kind)
