@@ -51,6 +51,7 @@ from bench.load import load_measure, port_wait, spare_port
 from bench.mirror import mirror_measure
 from bench.queue import queue_pickup_measure
 from bench.search import search_measure
+from bench.stores import StoresMissing, stores_start
 from bench.turns import TurnRunner, overhead_figures, synthetic_gem_build
 from heart.warm import cache_keep_warm
 
@@ -1155,6 +1156,11 @@ def _run_inside(arguments: list[str], *, env: dict[str, str] | None = None) -> d
     """Run this command again, with --inside, in a new process on throwaway SQLite stores (or
     the stores ``env`` names)."""
     with tempfile.TemporaryDirectory(prefix="silentstar-bench-") as data_dir:
+        if not any((env or {}).get(variable) for variable in STORE_URLS):
+            try:
+                stores_start(Path(data_dir))
+            except StoresMissing as error:
+                raise BenchError(str(error)) from None
         done = subprocess.run(
             _inside_command(arguments),
             cwd=settings.BASE_DIR,

@@ -43,6 +43,7 @@ from django.conf import settings
 from django.db import transaction
 from django.utils import timezone
 
+from bench.stores import stores_start
 from heart.ingest import event_record
 from lens.search import fts5_expression, search
 
@@ -264,6 +265,7 @@ def evaluate_in_throwaway_stores(*, path: Path, ks: Sequence[int], semantic_on: 
             "SILENTSTAR_LOG_LEVEL": "WARNING",
             "SILENTSTAR_SEARCH_SEMANTIC": "true" if semantic_on else "false",
         }
+        stores_start(Path(data_dir))
         command = [sys.executable, "-m", "bench", "eval", str(Path(path).resolve())]
         command += ["--k", *map(str, ks), "--here", "--migrate"]
         done = subprocess.run(

@@ -26,11 +26,16 @@ def small_path(tmp_path) -> Path:
 
 
 @pytest.fixture
-def bench(tmp_path):
-    """Run ``python -m bench`` in a fresh process on a throwaway data folder."""
+def bench(tmp_path, sqlite_stores_migrated):
+    """Run ``python -m bench`` in a fresh process on a throwaway data folder, its throwaway
+    stores copies of those the run migrated once (``SILENTSTAR_BENCH_STORES``)."""
 
     def run(*args: str) -> subprocess.CompletedProcess:
-        env = {**os.environ, "SILENTSTAR_DATA_DIR": str(tmp_path / "data")}
+        env = {
+            **os.environ,
+            "SILENTSTAR_DATA_DIR": str(tmp_path / "data"),
+            "SILENTSTAR_BENCH_STORES": str(sqlite_stores_migrated),
+        }
         return subprocess.run(
             [sys.executable, "-m", "bench", *args],
             cwd=REPO,
