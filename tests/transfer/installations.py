@@ -309,10 +309,11 @@ def installation(tmp_path, set_up_installations, postgres_databases):
     return make
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture(scope="session")
 def filled(tmp_path_factory, set_up_installations, postgres_databases):
-    """An installation holding ``FILL`` and a backup of it, made once for the tests that only
-    read them (restoring the backup elsewhere, damaging copies of it): ``(source, backup)``."""
+    """An installation holding ``FILL`` and a backup of it, made once for every module's tests
+    that only read them (restoring the backup elsewhere, damaging copies of it):
+    ``(source, backup)``."""
     folder = tmp_path_factory.mktemp("filled")
     source = installation_copy(set_up_installations(False), folder / "source", postgres_databases)
     source.shell(FILL)
