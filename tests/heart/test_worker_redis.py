@@ -17,8 +17,6 @@ from tests.heart.test_worker import SQLITE_ONLY, start_cluster, turn_answered, w
 
 pytestmark = pytest.mark.store_free  # SQLite stores of its own, whatever the suite runs on
 
-STORES = ("default", "events", "summaries", "snapshots")
-
 
 def redis_server_required() -> str:
     path = shutil.which("redis-server")
@@ -55,13 +53,9 @@ def redis_url(tmp_path):
 
 
 @pytest.mark.serial
-def test_it_answers_a_queued_turn_through_redis(manage, tmp_path, redis_url):
+def test_it_answers_a_queued_turn_through_redis(manage, tmp_path, redis_url, sqlite_stores_copy):
     env = {**SQLITE_ONLY, "REDIS_URL": redis_url}
-    migrate = "from django.core.management import call_command\n" + "".join(
-        f"call_command('migrate', database={alias!r}, verbosity=0)\n" for alias in STORES
-    )
-    migrated = manage("shell", "--no-imports", "-c", migrate, env=env)
-    assert migrated.returncode == 0, migrated.stderr
+    sqlite_stores_copy(tmp_path / "data")
     cluster = start_cluster({**os.environ, **env, "SILENTSTAR_DATA_DIR": str(tmp_path / "data")})
     try:
         submit = (
