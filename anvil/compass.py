@@ -3,11 +3,13 @@ prompts.
 
 "Consult the Compass" (the consultations' list) holds the question box and the past
 consultations. A consultation's page shows its status (polled with htmx while it is queued or
-running), the review's findings, the reasoning and the proposals, each with its plan, due (the
-owner's local time), hidden tick and why, editable while pending: "Promote selected" promotes
-the ticked ones, with their edits, through ``mirror.services.suggestion_promote`` (the queue's
-one action), "Reject selected" rejects them. A failed consultation shows its error and a Retry
-button. The proposals wait in the suggestion queue too.
+running), the review's findings, the reasoning, a picture of where the proposed plans fall
+among the plans in working memory (``anvil.plans_picture``) and the proposals, each with its
+plan, due (the owner's local time), hidden tick and why, editable while pending: "Promote
+selected" promotes the ticked ones, with their edits, through
+``mirror.services.suggestion_promote`` (the queue's one action), "Reject selected" rejects
+them. A failed consultation shows its error and a Retry button. The proposals wait in the
+suggestion queue too.
 """
 
 from dataclasses import dataclass
@@ -22,6 +24,7 @@ from django.urls import path, reverse
 from django.views.decorators.http import require_GET, require_POST
 
 from anvil.pages import anvil_page
+from anvil.plans_picture import plans_picture
 from anvil.versions import PromptAdmin
 from compass.models import CompassPrompt, CompassPromptKind, Consultation
 from compass.prompts import prompt_current
@@ -226,6 +229,7 @@ class ConsultationAdmin(admin.ModelAdmin):
             str(consultation),
             consultation=consultation,
             rows=rows,
+            plans=plans_picture(consultation),
             pending=any(row.form is not None for row in rows),
             may_decide=self.has_change_permission(request, consultation),
             poll_seconds=POLL_SECONDS,

@@ -271,7 +271,7 @@ def picture_build(
         }
     )
     points = decay.curve(**_scored(item, pressure), moments=[(m, turn_at(m)) for m in moments])
-    when = _when_format(zone, now)
+    when = when_format(zone, now)
     at_end = next(p for p in points if p.at == record_end)
     summary = _summary(
         item,
@@ -389,7 +389,7 @@ def _left_plot_end(*, start: datetime, record_end: datetime) -> datetime:
     return max(record_end, start + HOUR)
 
 
-def _when_format(zone: ZoneInfo, now: datetime) -> Callable[[datetime], str]:
+def when_format(zone: ZoneInfo, now: datetime) -> Callable[[datetime], str]:
     """Moments as the picture writes them, in the owner's time zone: "Tue 3 Mar 14:00", with
     the year when it is not this one."""
     this_year = now.astimezone(zone).year
@@ -545,11 +545,11 @@ def _layout(
 
     past = [p for p in points if p.at <= now] if active else points
     ahead = [p for p in points if p.at >= now] if active else []
-    moments = _ticks(start, end, zone=zone, most=frame.ticks)
+    moments = time_ticks(start, end, zone=zone, most=frame.ticks)
     ticked = decay.curve(**_scored(item, pressure), moments=[(m, turn_at(m)) for m in moments])
     x_ticks = []
     for index, point in enumerate(ticked):
-        label = _tick_label(point.at, moments, index, zone)
+        label = tick_label(point.at, moments, index, zone)
         turn = f"{'≈ ' if active and point.at > now else ''}turn {point.turn}"
         position = x(point.at)
         x_ticks.append(Tick(position, label, turn, anchor_at(position, max(label, turn, key=len))))
@@ -615,7 +615,7 @@ def _dot_title(point: decay.CurvePoint, when, *, ahead: bool) -> str:
     return f"{when(point.at)}, {turn}: score {score_text(point.score)}"
 
 
-def _ticks(start: datetime, end: datetime, *, zone: ZoneInfo, most: int) -> list[datetime]:
+def time_ticks(start: datetime, end: datetime, *, zone: ZoneInfo, most: int) -> list[datetime]:
     """Round moments of the owner's clock between ``start`` and ``end``, at most ``most`` (a
     step that fits ``most - 1`` times may fit once more): on the hour (or its quarters) for a
     short span, at midnight for a long one."""
@@ -636,7 +636,7 @@ def _ticks(start: datetime, end: datetime, *, zone: ZoneInfo, most: int) -> list
     return ticks[:most]
 
 
-def _tick_label(moment: datetime, moments: list[datetime], index: int, zone: ZoneInfo) -> str:
+def tick_label(moment: datetime, moments: list[datetime], index: int, zone: ZoneInfo) -> str:
     """A tick's time: "3 Mar" for a whole day; "14:00", with the day on the first tick and
     wherever the day changes, for shorter steps."""
     local = moment.astimezone(zone)
