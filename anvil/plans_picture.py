@@ -60,8 +60,8 @@ class Frame:
         return round(self.font * 1.35, 1)
 
 
-WIDE = Frame("wide", width=760, left=22, right=22, font=12, ticks=7, label_chars=26)
-NARROW = Frame("narrow", width=360, left=14, right=14, font=11, ticks=5, label_chars=16)
+WIDE = Frame("wide", width=760, left=22, right=22, font=12, ticks=7, label_chars=32)
+NARROW = Frame("narrow", width=360, left=14, right=14, font=11, ticks=5, label_chars=21)
 
 
 @dataclass(frozen=True)

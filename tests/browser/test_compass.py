@@ -7,6 +7,7 @@ follows the consultation from queued to done as it would with django-q2.
 
 import threading
 from collections.abc import Iterator
+from datetime import timedelta
 
 import pytest
 from django.db import connections
@@ -18,7 +19,7 @@ from compass import services
 from compass.models import Consultation
 from compass.tasks import run_consultation_task
 from gem.models import WorkingMemory
-from gem.services import time_zone_set
+from gem.services import time_zone_set, working_memory_create
 from tests.browser.conftest import (
     BROWSER_DB,
     DESKTOP,
@@ -66,6 +67,16 @@ def test_it_consults_the_compass_and_promotes_two_of_three_plans(
     new_context, signed_in, compass_worker, screenshot, size
 ):
     time_zone_set(name=ZONE)
+    now = timezone.now()
+    # Plans already in working memory for the picture: one overdue, one hidden that clashes
+    # with the first proposal (due a day after the consultation).
+    for content, due, hidden in (
+        ("Call the physio about the knee", now - timedelta(days=2), False),
+        ("Surprise dinner for Sam", now + timedelta(days=1, minutes=30), True),
+    ):
+        working_memory_create(
+            type="plan", content=content, actor="luna", at=now, turn=1, due=due, hidden=hidden
+        )
     context: BrowserContext = signed_in(new_context(**(DESKTOP if size == "desktop" else PHONE)))
     page: Page = context.new_page()
 
@@ -81,6 +92,10 @@ def test_it_consults_the_compass_and_promotes_two_of_three_plans(
     compass_worker.set()
     expect(page.get_by_role("button", name="Promote selected")).to_be_visible(timeout=10_000)
     expect(page.locator(".compass-reasoning")).to_contain_text("(offline Compass)")
+    picture = page.locator(f"#compass-plans-{'wide' if size == 'desktop' else 'narrow'}")
+    expect(picture).to_be_visible()
+    expect(picture.locator(".compass-plans-clash")).to_have_count(1)
+    expect(picture.locator(".compass-plans-overdue")).to_have_count(1)
     assert accessibility_problems(page) == []
     screenshot(page, f"proposals-{size}")
 
@@ -98,7 +113,8 @@ def test_it_consults_the_compass_and_promotes_two_of_three_plans(
     assert accessibility_problems(page) == []
     screenshot(page, f"promoted-{size}")
 
-    items = {item.content: item for item in WorkingMemory.objects.filter(type="plan")}
+    promoted = WorkingMemory.objects.filter(type="plan", suggestion_id__isnull=False)
+    items = {item.content: item for item in promoted}
     assert set(items) == {first.content, "Keep going: three easy runs"}
     assert all(item.status == "active" for item in items.values())
     page.get_by_role("link", name=f"working memory item {items[first.content].pk}").click()
