@@ -160,8 +160,10 @@ def plans_picture(consultation: Any) -> PlansPicture | None:
     """The picture of a done ``consultation``'s proposals among the active plans with a due
     date in working memory; None when there is nothing to draw. A promoted proposal is drawn in
     the proposed lane only, though its plan is in working memory now."""
+    if consultation.status != "done":
+        return None
     rows = list(consultation.proposals.select_related("suggestion").order_by("position"))
-    if consultation.status != "done" or not rows:
+    if not rows:
         return None
     now = consultation.started_at or consultation.finished_at
     promoted = {row.suggestion.promoted_wm_id for row in rows} - {None}
@@ -214,8 +216,8 @@ def plans_build(plans: list[Plan], *, now: datetime, zone: ZoneInfo) -> PlansPic
         f"A timeline from {when(now)}, the consultation's moment, to {when(end)}: "
         f"{_count(len(counts[MEMORY]), 'plan')} in working memory"
         f"{f' ({overdue} overdue)' if overdue else ''} and "
-        f"{_count(len(counts[PROPOSED]), 'proposed plan')}"
-        f"{f' ({hidden} of all hidden)' if hidden else ''}; "
+        f"{_count(len(counts[PROPOSED]), 'proposed plan')}; "
+        f"{f'{hidden} hidden; ' if hidden else ''}"
         f"{_count(len(clashes), 'pair')} due within an hour of each other."
     )
     return PlansPicture(
@@ -383,9 +385,7 @@ def _said(plan: Plan, when) -> str:
     what = " ".join(plan.content.split())
     notes = [STATE_WORDS.get(plan.state, "")] + (["hidden"] if plan.hidden else [])
     noted = ", ".join(n for n in notes if n)
-    return f"{plan.name.capitalize()}, due {when(plan.due)}: {what}" + (
-        f" ({noted})" if noted else ""
-    )
+    return f"{plan.name}, due {when(plan.due)}: {what}" + (f" ({noted})" if noted else "")
 
 
 def _order(plan: Plan) -> tuple:

@@ -112,6 +112,7 @@ def test_a_hidden_plan_is_drawn_as_hidden_and_said_so():
     assert marks["plan 1"].plan.hidden
     assert marks["plan 1"].label.endswith("· hidden")
     assert "(hidden)" in marks["plan 1"].title and "(hidden)" in picture.listed[0].text
+    assert "; 1 hidden;" in picture.description
 
 
 def test_labels_of_bunched_plans_take_rows_of_their_own_and_never_overlap():
@@ -184,5 +185,5 @@ def test_the_page_of_a_done_consultation_draws_the_picture(admin_client, setting
     assert "call the physio · hidden" in page
     pending = '<g class="compass-plans-mark compass-plans-in-proposed compass-plans-pending'
     assert page.count(pending) == 6  # three, drawn wide and narrow
-    assert page.count("<li>Proposed: Plan ") == 3
-    assert "<li>In working memory: Wm " in page
+    assert page.count("<li>Proposed: plan ") == 3
+    assert "<li>In working memory: wm " in page
