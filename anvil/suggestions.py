@@ -89,9 +89,7 @@ class TagSuggestionAdmin(admin.ModelAdmin):
         "content_excerpt",
         "type",
         "subject",
-        "due_shown",
         "status",
-        "proposer",
         "summary_excerpt",
         "promoted_link",
         "created",
@@ -143,18 +141,29 @@ class TagSuggestionAdmin(admin.ModelAdmin):
 
     @admin.display(description="content")
     def content_excerpt(self, suggestion):
+        """The words, then a plan's due date and whether it is hidden (a column of their own
+        would push the list past a laptop's width)."""
         text = cut_text(suggestion.content)
-        return format_html("{} <em>(hidden)</em>", text) if suggestion.hidden else text
+        if suggestion.due is None:
+            return text
+        hidden = ", hidden until 48 h before" if suggestion.hidden else ""
+        return format_html(
+            '{}<span class="anvil-event-meta">due {}{}</span>',
+            text,
+            short_when(suggestion.due),
+            hidden,
+        )
 
-    @admin.display(description="due", ordering="due")
-    def due_shown(self, suggestion):
-        return short_when(suggestion.due)
-
-    @admin.display(description="from")
+    @admin.display(description="from", ordering="proposer")
     def summary_excerpt(self, suggestion):
+        """The summary a Mirror suggestion came from; another agent's name and its reason."""
         summary = suggestion.summary
         if summary is None:
-            return cut_text(suggestion.reason) or "—"
+            return format_html(
+                '<span class="anvil-event-meta">{}</span>{}',
+                suggestion.get_proposer_display(),
+                cut_text(suggestion.reason) if suggestion.reason else "",
+            )
         if not getattr(suggestion, "opens_summary", True):
             return mark_safe('<span class="anvil-quiet">same summary as above</span>')
         return format_html(

@@ -1,6 +1,9 @@
+from datetime import timedelta
+
 import pytest
 from django.contrib.admin.models import LogEntry
 from django.urls import reverse
+from django.utils import timezone
 
 from events.models import Event
 from gem.models import WorkingMemory
@@ -92,6 +95,40 @@ def test_it_promotes_with_edits_from_the_suggestions_page(admin_client, suggesti
     assert (suggestion.status, suggestion.promoted_wm_id) == ("promoted", item.pk)
     assert item.suggestion_id == suggestion.pk
     assert f"Promoted 1: {suggestion.pk} → working memory item {item.pk}" in messages_of(response)
+
+
+def test_another_agents_plan_shows_its_due_and_reason_and_is_promoted_hidden(admin_client):
+    due = timezone.now() + timedelta(days=6)
+    plan = TagSuggestion.objects.create(
+        proposer="compass",
+        type="plan",
+        content="a surprise dinner for Sam",
+        due=due,
+        hidden=True,
+        reason="Sam's birthday is that week",
+    )
+    listed = admin_client.get(reverse("admin:mirror_tagsuggestion_changelist")).text
+    assert "the Compass" in listed and "Sam&#x27;s birthday is that week" in listed
+    assert "hidden until 48 h before" in listed
+
+    local = timezone.localtime(due)
+    response = admin_client.post(
+        reverse("admin:mirror_tagsuggestion_change", args=[plan.pk]),
+        {
+            "type": "plan",
+            "content": "a surprise dinner for Sam",
+            "subject": "",
+            "due_0": local.strftime("%Y-%m-%d"),
+            "due_1": local.strftime("%H:%M:%S"),
+            "hidden": "on",
+            "_promote": "1",
+        },
+        follow=True,
+    )
+
+    item = WorkingMemory.objects.get()
+    assert (item.hidden, item.actor, item.due) == (True, "compass", due.replace(microsecond=0))
+    assert f"Promoted 1: {plan.pk} → working memory item {item.pk}" in messages_of(response)
 
 
 def test_it_links_a_promoted_item_and_its_suggestion_both_ways(admin_client, suggestions):

@@ -3,6 +3,7 @@ from django.apps import apps
 from django.db import connections
 from django.db.migrations.executor import MigrationExecutor
 
+from compass.models import Consultation
 from events.models import Event, Turn
 from gem.models import Fragment, WorkingMemory
 from heart.models import ContextSnapshot
@@ -16,6 +17,7 @@ HOMES = {
     ModelCall: "events",
     ContextSnapshot: "snapshots",
     Summary: "summaries",
+    Consultation: "summaries",
     Fragment: "default",
     WorkingMemory: "default",
 }
@@ -29,7 +31,7 @@ def test_it_sends_each_model_to_its_store(model, alias):
 
 def test_it_keeps_framework_models_in_the_default_store():
     for model in apps.get_models():
-        if model._meta.app_label not in {"events", "heart", "ledger", "mirror"}:
+        if model._meta.app_label not in {"events", "heart", "ledger", "mirror", "compass"}:
             assert store_for(model._meta.app_label, model._meta.model_name) == "default"
 
 
