@@ -367,16 +367,17 @@ def test_it_loads_earlier_messages_page_by_page(page):
 # --- The page around the conversation ---------------------------------------------------------
 
 
-def test_it_stops_the_space_under_reduced_motion(page, new_context, signed_in):
+def test_it_stops_the_space_under_reduced_motion(new_context, signed_in):
     running = "() => window.silentstar.spaceRunning()"
+    page = chat_page(signed_in(new_context(**{**DESKTOP, "reduced_motion": "no-preference"})))
     page.wait_for_function(running)
 
     page.emulate_media(reduced_motion="reduce")
     page.wait_for_function("() => !window.silentstar.spaceRunning()")
     assert page.evaluate(running) is False
 
-    still = chat_page(signed_in(new_context(**DESKTOP, reduced_motion="reduce")))
-    assert still.evaluate(running) is False
+    still = chat_page(signed_in(new_context(**DESKTOP)))
+    assert DESKTOP["reduced_motion"] == "reduce" and still.evaluate(running) is False
 
 
 def test_it_shows_the_offline_badge_only_when_offline(page, settings):
