@@ -9,7 +9,6 @@ Every page is a thin view over ``loom.services``; a draft is applied through the
 import mimetypes
 from urllib.parse import urlsplit
 
-from django.conf import settings
 from django.contrib import admin, messages
 from django.core.exceptions import PermissionDenied
 from django.db import transaction
@@ -360,7 +359,7 @@ def _call_context(request, call: LoomCall, *, back: str) -> dict:
         else [],
         "can_apply": _can_apply(request),
         "poll_seconds": POLL_SECONDS,
-        "stalled": call.is_stalled(now=timezone.now(), timeout=settings.Q_CLUSTER["timeout"]),
+        "stalled": call.is_stalled(now=timezone.now()),
         "back": back,
     }
 

@@ -5,6 +5,8 @@ A call's staged pattern suggestions live in the ``summaries`` store (``mirror.Ta
 the call keeps their ids as a plain list.
 """
 
+from datetime import datetime, timedelta
+
 from django.conf import settings
 from django.db import models
 from django.utils import timezone
@@ -98,6 +100,12 @@ class DraftState(models.TextChoices):
     DROPPED = "dropped"
 
 
+def stalled_before(now: datetime) -> datetime:
+    """A call running since before this has outlived the worker's task timeout: its worker
+    stopped (django-q2 ends a task at its timeout), so it may be taken again."""
+    return now - timedelta(seconds=settings.Q_CLUSTER["timeout"])
+
+
 class LoomCall(models.Model):
     """One question to a facet agent about one fragment: its notes and draft once done.
 
@@ -169,12 +177,12 @@ class LoomCall(models.Model):
     def is_pending(self) -> bool:
         return self.status in (CallStatus.QUEUED, CallStatus.RUNNING)
 
-    def is_stalled(self, *, now, timeout: float) -> bool:
+    def is_stalled(self, *, now: datetime) -> bool:
         """Running for longer than a worker may run a task: its worker stopped."""
         return (
             self.status == CallStatus.RUNNING
             and self.started_at is not None
-            and (now - self.started_at).total_seconds() > timeout
+            and self.started_at < stalled_before(now)
         )
 
 

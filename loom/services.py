@@ -11,7 +11,6 @@ import mimetypes
 import uuid
 from collections.abc import Iterable
 from dataclasses import dataclass
-from datetime import timedelta
 from pathlib import Path, PurePosixPath
 
 from django.conf import settings
@@ -40,6 +39,7 @@ from loom.models import (
     Session,
     SessionImage,
     SessionStatus,
+    stalled_before,
 )
 from loom.offline import offline_answer
 from mirror.models import Proposer, TagSuggestion
@@ -237,12 +237,6 @@ def _enqueue(call_id: int) -> None:
     async_task("loom.tasks.run_loom_call_task", call_id, group="loom")
 
 
-def _stalled_before(now):
-    """A call running since before this has outlived the worker's task timeout: its worker
-    stopped (django-q2 ends a task at its timeout), so it may be taken again."""
-    return now - timedelta(seconds=settings.Q_CLUSTER["timeout"])
-
-
 def loom_call_retry(*, call_id: int, enqueue: bool = True) -> LoomCall:
     """Queue again, as it was asked, a call that failed or whose worker stopped."""
     now = timezone.now()
@@ -250,7 +244,7 @@ def loom_call_retry(*, call_id: int, enqueue: bool = True) -> LoomCall:
         LoomCall.objects.filter(pk=call_id)
         .filter(
             Q(status=CallStatus.FAILED)
-            | Q(status=CallStatus.RUNNING, started_at__lt=_stalled_before(now))
+            | Q(status=CallStatus.RUNNING, started_at__lt=stalled_before(now))
         )
         .update(status=CallStatus.QUEUED, error="", finished_at=None)
     )
@@ -270,7 +264,7 @@ def loom_call_claim(*, call_id: int) -> bool:
         LoomCall.objects.filter(pk=call_id)
         .filter(
             Q(status=CallStatus.QUEUED)
-            | Q(status=CallStatus.RUNNING, started_at__lt=_stalled_before(now))
+            | Q(status=CallStatus.RUNNING, started_at__lt=stalled_before(now))
         )
         .update(status=CallStatus.RUNNING, started_at=now, attempts=F("attempts") + 1)
     )
