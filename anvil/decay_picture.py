@@ -535,14 +535,6 @@ def _layout(
     def fits(text: str, width: float) -> bool:
         return len(text) * frame.font * CHAR_WIDTH + 6 <= width
 
-    def anchor_at(position: float, text: str) -> str:
-        half = len(text) * frame.font * CHAR_WIDTH / 2
-        if position - half < 2:
-            return "start"
-        if position + half > frame.width - 2:
-            return "end"
-        return "middle"
-
     past = [p for p in points if p.at <= now] if active else points
     ahead = [p for p in points if p.at >= now] if active else []
     moments = time_ticks(start, end, zone=zone, most=frame.ticks)
@@ -552,7 +544,9 @@ def _layout(
         label = tick_label(point.at, moments, index, zone)
         turn = f"{'≈ ' if active and point.at > now else ''}turn {point.turn}"
         position = x(point.at)
-        x_ticks.append(Tick(position, label, turn, anchor_at(position, max(label, turn, key=len))))
+        x_ticks.append(
+            Tick(position, label, turn, label_anchor(position, max(label, turn, key=len), frame))
+        )
 
     bands = []
     for phase in phases:
@@ -566,10 +560,15 @@ def _layout(
 
     markers = []
     if active:
-        markers.append(Marker("now", "now", x(now), anchor_at(x(now), "now")))
+        markers.append(Marker("now", "now", x(now), label_anchor(x(now), "now", frame)))
     else:
         markers.append(
-            Marker("left", "left", x(item.resolved_at), anchor_at(x(item.resolved_at), "left"))
+            Marker(
+                "left",
+                "left",
+                x(item.resolved_at),
+                label_anchor(x(item.resolved_at), "left", frame),
+            )
         )
     if item.type == decay.PLAN and item.due is not None and start <= item.due <= end:
         markers.append(Marker("due", "due", x(item.due), "start"))
@@ -602,6 +601,17 @@ def _layout(
         dots=dots,
         time_title=f"time ({zone.key}) and turn counter",
     )
+
+
+def label_anchor(position: float, text: str, frame: Any) -> str:
+    """The text-anchor of a label at ``position`` in ``frame`` (its ``font`` and ``width``):
+    centred, or from its start or end where centred it would leave the picture."""
+    half = len(text) * frame.font * CHAR_WIDTH / 2
+    if position - half < 2:
+        return "start"
+    if position + half > frame.width - 2:
+        return "end"
+    return "middle"
 
 
 def _path(points: list[decay.CurvePoint], x, y) -> str:

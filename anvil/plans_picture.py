@@ -16,7 +16,14 @@ from zoneinfo import ZoneInfo
 
 from django.utils.dateformat import format as date_format
 
-from anvil.decay_picture import CHAR_WIDTH, DAY, tick_label, time_ticks, when_format
+from anvil.decay_picture import (
+    CHAR_WIDTH,
+    DAY,
+    label_anchor,
+    tick_label,
+    time_ticks,
+    when_format,
+)
 from compass.findings import CLASH_WINDOW
 from gem.models import WorkingMemory, WorkingMemoryStatus, WorkingMemoryType
 from gem.zone import owner_time_zone
@@ -315,7 +322,7 @@ def _layout(
     for index, moment in enumerate(moments):
         label = tick_label(moment, moments, index, zone)
         position = x(moment)
-        ticks.append(Tick(position, label, _anchor(position, label, frame)))
+        ticks.append(Tick(position, label, label_anchor(position, label, frame)))
     return Layout(
         frame=frame,
         height=round(axis_y + frame.font * 3.4, 1),
@@ -340,7 +347,7 @@ def _place(
         far = plan.due > end
         position = x(plan.due)
         label = _label(plan, frame, zone=zone, far=far)
-        anchor = _anchor(position, label, frame)
+        anchor = label_anchor(position, label, frame)
         left, right = _span(position, anchor, label, font=frame.font)
         row = next((i for i, edge in enumerate(row_ends) if edge + LABEL_GAP <= left), None)
         if row is None:
@@ -399,15 +406,6 @@ def _span(position: float, anchor: str, text: str, *, font: int) -> tuple[float,
     if anchor == "end":
         return position - width, position
     return position - width / 2, position + width / 2
-
-
-def _anchor(position: float, text: str, frame: Frame) -> str:
-    half = len(text) * frame.font * CHAR_WIDTH / 2
-    if position - half < 2:
-        return "start"
-    if position + half > frame.width - 2:
-        return "end"
-    return "middle"
 
 
 def _count(count: int, noun: str) -> str:
