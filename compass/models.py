@@ -6,6 +6,7 @@ The person who asked is kept by user name: accounts live in the ``default`` stor
 
 from django.db import models
 from django.utils import timezone
+from django.utils.text import Truncator
 
 from mirror.models import TagSuggestion
 
@@ -85,8 +86,7 @@ class Consultation(models.Model):
     def __str__(self):
         if self.kind == ConsultationKind.REVIEW:
             return f"Review of working memory, {timezone.localtime(self.created_at):%Y-%m-%d}"
-        words = " ".join(self.question.split())
-        return words if len(words) <= 60 else words[:59] + "…"
+        return Truncator(" ".join(self.question.split())).chars(60)
 
     @property
     def under_way(self) -> bool:
