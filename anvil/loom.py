@@ -183,17 +183,18 @@ class SessionAdmin(admin.ModelAdmin):
         return self._workspace(request, session)
 
     def _workspace(self, request, session, *, call_form=None, fragment_form=None, take_form=None):
-        keys = list(session.fragments.order_by("key").values_list("key", flat=True))
+        fragments = list(session.fragments.order_by("key"))
+        keys = [fragment.key for fragment in fragments]
         images = list(session.images.all())
         inbox = list(InboxImage.objects.order_by("uploaded_at", "id"))
-        calls = list(session.calls.prefetch_related("images"))
+        calls = list(session.calls.select_related("decided_by").prefetch_related("images"))
         return anvil_page(
             self,
             request,
             "admin/loom/session.html",
             f"Session: {session.topic}",
             session=session,
-            fragments=Fragment.objects.filter(key__in=keys).order_by("key"),
+            fragments=fragments,
             images=images,
             inbox=inbox,
             calls=[
@@ -202,7 +203,7 @@ class SessionAdmin(admin.ModelAdmin):
             call_form=call_form
             or CallForm(keys=keys, images=[(image.pk, str(image)) for image in images]),
             fragment_form=fragment_form or FragmentAddForm(),
-            take_form=take_form or TakeForm(images=_inbox_choices()),
+            take_form=take_form or TakeForm(images=[(image.pk, str(image)) for image in inbox]),
             poll_seconds=POLL_SECONDS,
         )
 

@@ -6,13 +6,15 @@ import pytest
 from django.contrib.admin.models import LogEntry
 from django.contrib.auth.models import Permission
 from django.core.files.uploadedfile import SimpleUploadedFile
+from django.db import connection
+from django.test.utils import CaptureQueriesContext
 from django.urls import reverse
 from django.utils import timezone
 
 from bench.fakeapi import FakeReply
 from gem.models import Fragment
 from loom.models import CallStatus, DraftState, InboxImage, LoomCall, LoomPrompt, Session
-from loom.services import loom_call_start
+from loom.services import loom_call_start, loom_draft_drop
 from loom.tasks import run_loom_call_task
 from tests.conftest import REPO
 from tests.loom.fixtures import *  # noqa: F403  (the Loom's fixtures)
@@ -287,3 +289,21 @@ def test_starting_a_call_takes_the_right_to_add_calls(client, django_user_model,
     call = reverse("admin:loom-session-call", args=[session.pk])
     assert client.post(call, {"agent": "weaver", "fragment_key": "lantern"}).status_code == 403
     assert not LoomCall.objects.exists()
+
+
+def test_a_sessions_page_reads_its_decided_calls_without_a_query_each(
+    admin_client, admin_user, session, fake_api
+):
+    def queries() -> int:
+        with CaptureQueriesContext(connection) as read:
+            assert admin_client.get(url).status_code == 200
+        return len(read)
+
+    url = reverse("admin:loom_session_change", args=[session.pk])
+    for _ in range(2):
+        call = _call(fake_api, session_id=session.pk)
+        loom_draft_drop(call_id=call.pk, user_id=admin_user.pk)
+    two = queries()
+    call = _call(fake_api, session_id=session.pk)
+    loom_draft_drop(call_id=call.pk, user_id=admin_user.pk)
+    assert queries() == two
