@@ -26,7 +26,7 @@ from django.views.decorators.http import require_GET, require_POST
 from anvil.pages import anvil_page
 from anvil.plans_picture import plans_picture
 from anvil.versions import PromptAdmin
-from compass.models import CompassPrompt, CompassPromptKind, Consultation
+from compass.models import CompassPrompt, Consultation, ConsultationKind
 from compass.prompts import prompt_current
 from compass.services import (
     QUESTION_CHARS_MAX,
@@ -312,7 +312,7 @@ def _id_of(object_id: str) -> int:
 class CompassPromptAdmin(PromptAdmin):
     """The Compass's prompts: a consultation's and the review's."""
 
-    default_kind = CompassPromptKind.CONSULT
+    default_kind = ConsultationKind.CONSULT
 
     def author_of(self, request):
         return request.user.get_username()  # a name: accounts live in another store

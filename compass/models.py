@@ -119,15 +119,11 @@ class Proposal(models.Model):
         return f"Proposal {self.position + 1} of consultation {self.consultation_id}"
 
 
-class CompassPromptKind(models.TextChoices):
-    CONSULT = "consult", "consultation"
-    REVIEW = "review", "weekly review"
-
-
 class CompassPrompt(models.Model):
-    """One saved version of the Compass's instructions; the newest of a kind is used."""
+    """One saved version of the Compass's instructions; the newest of a kind is used. Its kinds
+    are the consultations' kinds: each kind of consultation has its instructions."""
 
-    kind = models.CharField(max_length=8, choices=CompassPromptKind)
+    kind = models.CharField(max_length=8, choices=ConsultationKind)
     content = models.TextField()
     created_at = models.DateTimeField(default=timezone.now, db_index=True)
     author = models.CharField(
@@ -138,7 +134,7 @@ class CompassPrompt(models.Model):
         ordering = ["kind", "-created_at", "-id"]
         constraints = [
             models.CheckConstraint(
-                condition=models.Q(kind__in=CompassPromptKind.values),
+                condition=models.Q(kind__in=ConsultationKind.values),
                 name="compass_prompt_kind_valid",
                 violation_error_message="The kind must be one of those offered.",
             ),
