@@ -264,6 +264,8 @@ def picture_build(
         specials.append(crossing)
     if timed_plan:
         specials.append(item.due)
+    if timed_plan and item.hidden:  # where a hidden plan comes back
+        specials.append(item.due - decay.PLAN_RESURFACE_HOURS * HOUR)
     moments = sorted(
         {
             *(start + (curve_end - start) * i / SAMPLES for i in range(SAMPLES + 1)),
@@ -358,6 +360,7 @@ def _scored(item: Any, pressure: float) -> dict:
         "created_turn": item.turn,
         "due": item.due,
         "pressure": pressure,
+        "hidden": item.hidden,
     }
 
 

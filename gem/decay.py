@@ -72,8 +72,12 @@ def score(
     current_turn: int,
     due: datetime | None = None,
     pressure: float = 0.0,
+    hidden: bool = False,
 ) -> float:
     """The decay score, in [0, 1], of a working-memory item at ``now``/``current_turn``.
+
+    A ``hidden`` plan with a due date scores 0 until its resurfacing window
+    (`hidden_plan_surfaces`), and its curve from then on.
 
     ``pressure`` (`pressure_from_fill`) shortens the turn half-lives of the
     exponential types by ``1 / (1 + pressure)``: 0 has no effect, 1 halves
@@ -89,7 +93,7 @@ def score(
     _check_type(type)
     _check_aware(refreshed_at=refreshed_at, now=now, due=due)
     return scores(
-        [(type, refreshed_at, created_turn, due)],
+        [(type, refreshed_at, created_turn, due, hidden)],
         now=now,
         current_turn=current_turn,
         pressure=pressure,
@@ -97,14 +101,14 @@ def score(
 
 
 def scores(
-    items: Iterable[tuple[str, datetime, int | None, datetime | None]],
+    items: Iterable[tuple[str, datetime, int | None, datetime | None, bool]],
     *,
     now: datetime,
     current_turn: int,
     pressure: float = 0.0,
 ) -> list[float]:
     """`score` of many items at one moment, in order: ``(type, refreshed_at, created_turn,
-    due)`` each. The same numbers as `score`, bit for bit; the moment and the pressure are
+    due, hidden)`` each. The same numbers as `score`, bit for bit; the moment and the pressure are
     checked once, each item's type and datetimes as it is scored (the context of every turn
     scores all active working memory)."""
     _check_aware(now=now)
@@ -113,13 +117,15 @@ def scores(
     result = []
     append = result.append  # the loop runs for every active item, every turn
     half_lives = {type: (life.hours, life.turns) for type, life in HALF_LIVES.items()}
-    for type, refreshed_at, created_turn, due in items:
+    for type, refreshed_at, created_turn, due, hidden in items:
         half_life = half_lives.get(type)
         if half_life is None:
             _check_type(type)
             _check_aware(refreshed_at=refreshed_at, due=due)
             if type == SECRET or due is None:  # a secret, or an untimed plan
                 append(1.0)
+            elif hidden and not hidden_plan_surfaces(due=due, now=now):
+                append(0.0)
             else:
                 append(plan_curve(refreshed_at=refreshed_at, now=now, due=due))
             continue
@@ -188,9 +194,8 @@ def is_surfacing(score: float) -> bool:
 
 def hidden_plan_surfaces(*, due: datetime, now: datetime) -> bool:
     """Whether a hidden plan due at ``due`` is in its resurfacing window at ``now``: from
-    `PLAN_RESURFACE_HOURS` before due on. Until then it is left out of context whatever it
-    scores (the seed's hidden plans, which stand in for secrets); from then on its curve
-    applies."""
+    `PLAN_RESURFACE_HOURS` before due on. Until then it scores 0, so it is left out of context
+    (the seed's hidden plans, which stand in for secrets); from then on its curve applies."""
     _check_aware(due=due, now=now)
     return now >= due - PLAN_RESURFACE_HOURS * _HOUR
 
@@ -256,6 +261,7 @@ def curve(
     moments: Iterable[tuple[datetime, int]],
     due: datetime | None = None,
     pressure: float = 0.0,
+    hidden: bool = False,
 ) -> list[CurvePoint]:
     """The item's score at each of ``moments`` (``(when, turn counter then)`` pairs), in
     order: `score` itself at each, so a picture of the curve shows the numbers the context
@@ -270,6 +276,7 @@ def curve(
             current_turn=turn,
             due=due,
             pressure=pressure,
+            hidden=hidden,
         )
         points.append(CurvePoint(at, turn, value))
     return points
@@ -327,6 +334,7 @@ def floor_crossing(
     turn_at: Callable[[datetime], int],
     due: datetime | None = None,
     pressure: float = 0.0,
+    hidden: bool = False,
 ) -> datetime | None:
     """The first moment from ``start`` to ``end`` at which the item scores under
     `FLOOR_THRESHOLD`, to the second, the turn counter at each moment being ``turn_at(moment)``
@@ -335,7 +343,8 @@ def floor_crossing(
     The search halves the interval, which is sound because the score never rises again once
     it can fall under the threshold: an exponential type only falls as hours and turns pass
     (`is_gone_for_good`), and a timed plan stays at or above the plan floor until its due,
-    then only falls. Secrets and untimed plans never cross.
+    then only falls (a hidden plan's window has opened by then). Secrets and untimed plans
+    never cross.
     """
     _check_type(type)
     _check_aware(refreshed_at=refreshed_at, start=start, end=end, due=due)
@@ -353,6 +362,7 @@ def floor_crossing(
             current_turn=turn_at(moment),
             due=due,
             pressure=pressure,
+            hidden=hidden,
         )
         return not is_surfacing(value)
 

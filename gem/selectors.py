@@ -86,18 +86,13 @@ def working_memory_scores(
     rows: Sequence[Any], *, now: datetime, current_turn: int, pressure: float | None = None
 ) -> list[float]:
     """The live decay score of each active working-memory row (`GemNow.working_memory`), in
-    the rows' order, under ``pressure`` (by default the current one). A hidden plan scores 0
-    until its resurfacing window (`gem.decay.hidden_plan_surfaces`)."""
-    scores = decay.scores(
-        [(row.type, row.refreshed_at, row.turn, row.due) for row in rows],
+    the rows' order, under ``pressure`` (by default the current one)."""
+    return decay.scores(
+        [(row.type, row.refreshed_at, row.turn, row.due, row.hidden) for row in rows],
         now=now,
         current_turn=current_turn,
         pressure=decay_pressure_current() if pressure is None else pressure,
     )
-    return [
-        0.0 if row.hidden and not decay.hidden_plan_surfaces(due=row.due, now=now) else score
-        for row, score in zip(rows, scores, strict=True)
-    ]
 
 
 def working_memory_scored(

@@ -31,6 +31,7 @@ def an_item(type="thought", **fields):
             "turn": 10,
             "due": None,
             "resolved_at": None,
+            "hidden": False,
             **fields,
         }
     )
@@ -63,6 +64,16 @@ def path_points(path: str) -> list[tuple[float, float]]:
 
 
 pure = pytest.mark.store_free
+
+
+def test_a_hidden_plan_is_drawn_at_nothing_until_its_window_opens():
+    due = NOW + 100 * H
+    shown = build(an_item("plan", refreshed_at=NOW - 6 * H, turn=0, due=due))
+    hidden = build(an_item("plan", refreshed_at=NOW - 6 * H, turn=0, due=due, hidden=True))
+
+    assert shown.summary.startswith("Now 0.08")
+    assert hidden.summary.startswith("Now under 0.001 ")
+    assert hidden.layouts[0].past_path != shown.layouts[0].past_path
 
 
 @pure

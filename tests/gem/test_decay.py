@@ -171,6 +171,21 @@ def test_it_resurfaces_a_plan_in_the_two_days_before_due():
     assert rising == sorted(rising)
 
 
+def test_a_hidden_plan_scores_nothing_until_its_window_and_its_curve_from_then():
+    due = T0 + 100 * H
+
+    def hidden_at(hours: float) -> float:
+        moment = T0 + hours * H
+        kwargs = {"type": "plan", "refreshed_at": T0, "now": moment, "due": due}
+        return decay.score(**kwargs, created_turn=1, current_turn=1, hidden=True)
+
+    assert hidden_at(0) == hidden_at(51.9) == 0.0
+    assert hidden_at(76) == plan_at(76, due_in=100) == pytest.approx(0.54)
+    assert decay.score(
+        type="thought", refreshed_at=T0, now=T0, created_turn=1, current_turn=1, hidden=True
+    ) == pytest.approx(1.0)
+
+
 def test_a_hidden_plan_surfaces_from_two_days_before_due_and_stays_surfaced():
     due = datetime(2026, 12, 10, 18, tzinfo=UTC)
     opens = due - timedelta(hours=decay.PLAN_RESURFACE_HOURS)
@@ -358,6 +373,7 @@ item_st = st.tuples(
     st.floats(min_value=-48, max_value=24 * 400).map(lambda h: T0 - h * H),
     st.none() | st.integers(min_value=0, max_value=1_000),
     due_st,
+    st.booleans(),
 )
 
 
@@ -374,10 +390,11 @@ def test_it_scores_many_items_exactly_as_one_at_a_time(items, turn, pressure):
             current_turn=turn,
             due=due,
             pressure=pressure,
+            hidden=hidden,
         )
-        for type, refreshed_at, created_turn, due in items
+        for type, refreshed_at, created_turn, due, hidden in items
     ]
-    for (type, refreshed_at, created_turn, _), value in zip(items, scored, strict=True):
+    for (type, refreshed_at, created_turn, *_), value in zip(items, scored, strict=True):
         if type in decay.HALF_LIVES:  # the formula of the module docstring, bit for bit
             hours = max(0.0, (T0 - refreshed_at) / H)
             turns = max(0, turn - created_turn) if created_turn is not None else 0
@@ -388,13 +405,13 @@ def test_it_scores_many_items_exactly_as_one_at_a_time(items, turn, pressure):
 
 def test_it_checks_every_item_it_scores_many_of():
     naive = datetime(2026, 3, 1, 9, 0)
-    good = ("thought", T0, 1, None)
+    good = ("thought", T0, 1, None, False)
     with pytest.raises(ValueError, match="refreshed_at must be a timezone-aware"):
-        decay.scores([good, ("thought", naive, 1, None)], now=T0, current_turn=2)
+        decay.scores([good, ("thought", naive, 1, None, False)], now=T0, current_turn=2)
     with pytest.raises(ValueError, match="due must be a timezone-aware"):
-        decay.scores([good, ("feeling", T0, 1, naive)], now=T0, current_turn=2)
+        decay.scores([good, ("feeling", T0, 1, naive, False)], now=T0, current_turn=2)
     with pytest.raises(ValueError, match="Unknown working-memory type"):
-        decay.scores([good, ("mood", T0, 1, None)], now=T0, current_turn=2)
+        decay.scores([good, ("mood", T0, 1, None, False)], now=T0, current_turn=2)
     with pytest.raises(ValueError, match="now must be a timezone-aware"):
         decay.scores([good], now=naive, current_turn=2)
     with pytest.raises(ValueError, match="pressure"):
