@@ -229,7 +229,7 @@ class ConsultationAdmin(admin.ModelAdmin):
             str(consultation),
             consultation=consultation,
             rows=rows,
-            plans=plans_picture(consultation),
+            plans=plans_picture(consultation, [(row.number, row.suggestion) for row in rows]),
             pending=any(row.form is not None for row in rows),
             may_decide=self.has_change_permission(request, consultation),
             poll_seconds=POLL_SECONDS,

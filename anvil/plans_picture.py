@@ -163,17 +163,15 @@ class PlansPicture:
     listed: list[ListedPlan]
 
 
-def plans_picture(consultation: Any) -> PlansPicture | None:
-    """The picture of a done ``consultation``'s proposals among the active plans with a due
-    date in working memory; None when there is nothing to draw. A promoted proposal is drawn in
-    the proposed lane only, though its plan is in working memory now."""
-    if consultation.status != "done":
-        return None
-    rows = list(consultation.proposals.select_related("suggestion").order_by("position"))
-    if not rows:
+def plans_picture(consultation: Any, proposed: list[tuple[int, Any]]) -> PlansPicture | None:
+    """The picture of a done ``consultation``'s proposals (``proposed``: each its number and its
+    suggestion, as its page read them) among the active plans with a due date in working
+    memory; None when there is nothing to draw. A promoted proposal is drawn in the proposed
+    lane only, though its plan is in working memory now."""
+    if consultation.status != "done" or not proposed:
         return None
     now = consultation.started_at or consultation.finished_at
-    promoted = {row.suggestion.promoted_wm_id for row in rows} - {None}
+    promoted = {suggestion.promoted_wm_id for _, suggestion in proposed} - {None}
     items = (
         WorkingMemory.objects.filter(
             type=WorkingMemoryType.PLAN, status=WorkingMemoryStatus.ACTIVE, due__isnull=False
@@ -192,19 +190,19 @@ def plans_picture(consultation: Any) -> PlansPicture | None:
         )
         for item in items
     ]
-    proposed = [
+    proposals = [
         Plan(
             PROPOSED,
-            f"plan {row.position + 1}",
-            row.suggestion.content,
-            row.suggestion.due,
-            row.suggestion.hidden,
-            row.suggestion.status,
+            f"plan {number}",
+            suggestion.content,
+            suggestion.due,
+            suggestion.hidden,
+            suggestion.status,
         )
-        for row in rows
-        if row.suggestion.due is not None
+        for number, suggestion in proposed
+        if suggestion.due is not None
     ]
-    return plans_build(memory + proposed, now=now, zone=ZoneInfo(owner_time_zone()))
+    return plans_build(memory + proposals, now=now, zone=ZoneInfo(owner_time_zone()))
 
 
 def plans_build(plans: list[Plan], *, now: datetime, zone: ZoneInfo) -> PlansPicture:
