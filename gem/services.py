@@ -344,6 +344,17 @@ class WorkingMemoryError(ValueError):
     """A change to working memory that cannot be made, and why."""
 
 
+HIDDEN_REFUSED = (
+    "Only a plan with a due date can be hidden: it stays out of Lingering until 48 hours before "
+    "it is due."
+)
+
+
+def _may_hide(type: str, due: datetime | None) -> bool:
+    """Whether an item of ``type``, due at ``due``, can be a hidden plan."""
+    return type == WorkingMemoryType.PLAN and due is not None
+
+
 FEELING_WORD_CAP = 15
 
 
@@ -459,11 +470,8 @@ def working_memory_create(
         )
         if type == WorkingMemoryType.PLAN and due is None:
             due = due_from_text(content, written_at=words_at or at, time_zone=owner_time_zone())
-        if hidden and (type != WorkingMemoryType.PLAN or due is None):
-            raise WorkingMemoryError(
-                "Only a plan with a due date can be hidden: it stays out of Lingering until "
-                "48 hours before it is due."
-            )
+        if hidden and not _may_hide(type, due):
+            raise WorkingMemoryError(HIDDEN_REFUSED)
         keys = _fragment_keys_named(subject, content)
         if valence is None:
             valence = valence_of(content)
@@ -629,12 +637,9 @@ def working_memory_update(
                 item.due = said
                 notes.append(f"due date read from the new words: {said:%Y-%m-%d %H:%M}")
         item.hidden = item.hidden if hidden is None else hidden
-        if item.hidden and (item.type != WorkingMemoryType.PLAN or item.due is None):
+        if item.hidden and not _may_hide(item.type, item.due):
             if hidden:
-                raise WorkingMemoryError(
-                    "Only a plan with a due date can be hidden: it stays out of Lingering until "
-                    "48 hours before it is due."
-                )
+                raise WorkingMemoryError(HIDDEN_REFUSED)
             item.hidden = False
             notes.append("no longer hidden: only a plan with a due date can be")
         superseded: list[int] = []
