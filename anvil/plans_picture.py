@@ -5,8 +5,8 @@ is bunched together and what is hidden.
 `plans_picture` reads what the picture needs (the consultation's proposals, the active plans
 with a due date, the owner's time zone); `plans_build` turns that into the geometry of an SVG
 that ``admin/compass/consultation/_plans.html`` draws, once wide and once for a phone. The
-time axis is the decay picture's (`time_ticks`, `tick_label`); the clash window is the
-review's (`CLASH_WINDOW`), so the picture and the review's findings agree.
+time axis is the decay picture's (`time_ticks`, `tick_label`); clashes are paired as the
+review pairs them (`compass.findings.clash_pairs`), so the picture and its findings agree.
 """
 
 from dataclasses import dataclass
@@ -24,7 +24,7 @@ from anvil.decay_picture import (
     time_ticks,
     when_format,
 )
-from compass.findings import CLASH_WINDOW
+from compass.findings import clash_pairs
 from gem.models import WorkingMemory, WorkingMemoryStatus, WorkingMemoryType
 from gem.zone import owner_time_zone
 from mirror.models import SuggestionStatus
@@ -247,16 +247,11 @@ def plans_end(dues: list[datetime], *, now: datetime) -> datetime:
 
 
 def clashes_of(plans: list[Plan], *, now: datetime) -> list[tuple[Plan, Plan]]:
-    """Pairs of plans still to come, due within `CLASH_WINDOW` of each other, as the review
-    finds them; a rejected proposal is out of the running."""
-    coming = sorted((p for p in plans if p.due > now and p.state != REJECTED), key=lambda p: p.due)
-    pairs = []
-    for index, first in enumerate(coming):
-        for second in coming[index + 1 :]:
-            if second.due - first.due > CLASH_WINDOW:
-                break
-            pairs.append((first, second))
-    return pairs
+    """Pairs of plans still to come, due within an hour of each other, as the review finds
+    them; a rejected proposal is out of the running."""
+    return clash_pairs(
+        sorted((p for p in plans if p.due > now and p.state != REJECTED), key=lambda p: p.due)
+    )
 
 
 def cut(text: str, chars: int) -> str:

@@ -61,19 +61,15 @@ def findings_of(items: Sequence[Item], *, now: datetime, time_zone: str) -> list
         for plan in dated
         if plan.due <= now
     ]
-    coming = [plan for plan in dated if plan.due > now]
-    for index, first in enumerate(coming):
-        for second in coming[index + 1 :]:
-            if second.due - first.due > CLASH_WINDOW:
-                break
-            found.append(
-                Finding(
-                    CLASH,
-                    (first, second),
-                    f"{_named(first)} (due {_when(first.due, zone)}) and {_named(second)} "
-                    f"(due {_when(second.due, zone)}) are due within an hour of each other.",
-                )
-            )
+    found += [
+        Finding(
+            CLASH,
+            (first, second),
+            f"{_named(first)} (due {_when(first.due, zone)}) and {_named(second)} "
+            f"(due {_when(second.due, zone)}) are due within an hour of each other.",
+        )
+        for first, second in clash_pairs([plan for plan in dated if plan.due > now])
+    ]
     found += [
         Finding(UNDATED, (plan,), f"{_named(plan)} has no due date.")
         for plan in plans
@@ -94,6 +90,18 @@ def findings_of(items: Sequence[Item], *, now: datetime, time_zone: str) -> list
         for item in unplanned[:UNPLANNED_MAX]
     ]
     return found
+
+
+def clash_pairs[T](coming: Sequence[T]) -> list[tuple[T, T]]:
+    """The pairs of ``coming`` (plans in order of their ``due``) due within `CLASH_WINDOW` of
+    each other, earlier first."""
+    pairs = []
+    for index, first in enumerate(coming):
+        for second in coming[index + 1 :]:
+            if second.due - first.due > CLASH_WINDOW:
+                break
+            pairs.append((first, second))
+    return pairs
 
 
 def findings_text(found: Sequence[Finding]) -> str:
