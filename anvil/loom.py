@@ -197,9 +197,7 @@ class SessionAdmin(admin.ModelAdmin):
             fragments=fragments,
             images=images,
             inbox=inbox,
-            calls=[
-                _call_context(request, call, back=self._workspace_url(session.pk)) for call in calls
-            ],
+            calls=_call_contexts(request, calls, back=self._workspace_url(session.pk)),
             call_form=call_form
             or CallForm(keys=keys, images=[(image.pk, str(image)) for image in images]),
             fragment_form=fragment_form or FragmentAddForm(),
@@ -339,7 +337,22 @@ class InboxImageAdmin(admin.ModelAdmin):
 # --- Calls -----------------------------------------------------------------------------------
 
 
-def _call_context(request, call: LoomCall, *, back: str) -> dict:
+def _call_contexts(request, calls: list[LoomCall], *, back: str) -> list[dict]:
+    """Calls as their cards show them, their staged suggestions read in one query."""
+    ids = [pk for call in calls for pk in call.suggestion_ids]
+    staged = list(TagSuggestion.objects.filter(pk__in=ids)) if ids else []
+    return [
+        _call_context(
+            request,
+            call,
+            suggestions=[s for s in staged if s.pk in call.suggestion_ids],
+            back=back,
+        )
+        for call in calls
+    ]
+
+
+def _call_context(request, call: LoomCall, *, suggestions: list, back: str) -> dict:
     """A call as its card shows it: the draft's diff against the Gem as it is now, while the
     draft waits; what it read; its staged suggestions; whether its worker stopped. ``back`` is
     the page its buttons lead back to."""
@@ -355,9 +368,7 @@ def _call_context(request, call: LoomCall, *, back: str) -> dict:
         "fragments": draft_preview_fragments(diff) if diff else [],
         "diff_error": diff_error,
         "sources": sources_text(call.sources) if call.sources else "",
-        "suggestions": TagSuggestion.objects.filter(pk__in=call.suggestion_ids)
-        if call.suggestion_ids
-        else [],
+        "suggestions": suggestions,
         "can_apply": _can_apply(request),
         "poll_seconds": POLL_SECONDS,
         "stalled": call.is_stalled(now=timezone.now()),
@@ -411,7 +422,7 @@ class LoomCallAdmin(admin.ModelAdmin):
             request,
             "admin/loom/call.html",
             f"{capfirst(call.get_agent_display())} on “{call.fragment_key}”",
-            **_call_context(request, call, back=request.path),
+            **_call_contexts(request, [call], back=request.path)[0],
         )
 
     def _call_url(self, call: LoomCall) -> str:
@@ -427,7 +438,7 @@ class LoomCallAdmin(admin.ModelAdmin):
         # The card's buttons lead back to the page that polls it, which htmx names.
         shown = urlsplit(request.htmx.current_url or "").path if request.htmx else ""
         back = shown if shown.startswith("/admin/") else self._call_url(call)
-        context = _call_context(request, call, back=back)
+        (context,) = _call_contexts(request, [call], back=back)
         return TemplateResponse(request, "admin/loom/_call.html", context)
 
     def ask_view(self, request):

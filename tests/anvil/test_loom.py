@@ -6,7 +6,7 @@ import pytest
 from django.contrib.admin.models import LogEntry
 from django.contrib.auth.models import Permission
 from django.core.files.uploadedfile import SimpleUploadedFile
-from django.db import connection
+from django.db import connections
 from django.test.utils import CaptureQueriesContext
 from django.urls import reverse
 from django.utils import timezone
@@ -291,19 +291,30 @@ def test_starting_a_call_takes_the_right_to_add_calls(client, django_user_model,
     assert not LoomCall.objects.exists()
 
 
-def test_a_sessions_page_reads_its_decided_calls_without_a_query_each(
+def test_a_sessions_page_reads_its_calls_without_a_query_each(
     admin_client, admin_user, session, fake_api
 ):
+    """Who decided each call and the patterns each staged are read with the calls."""
+
+    def decided_weaver_call() -> None:
+        fake_api.push(FakeReply(answer(INVENTORY_DRAFT, patterns="- a pattern\n- another")))
+        call = loom_call_start(
+            agent="weaver", fragment_key="lantern", question="", session_id=session.pk
+        )
+        loom_draft_drop(call_id=call.pk, user_id=admin_user.pk)
+
     def queries() -> int:
-        with CaptureQueriesContext(connection) as read:
-            assert admin_client.get(url).status_code == 200
-        return len(read)
+        with (
+            CaptureQueriesContext(connections["default"]) as default,
+            CaptureQueriesContext(connections["summaries"]) as summaries,
+        ):
+            page = admin_client.get(url)
+        assert page.text.count("another</a>") == len(LoomCall.objects.all())
+        return len(default) + len(summaries)
 
     url = reverse("admin:loom_session_change", args=[session.pk])
-    for _ in range(2):
-        call = _call(fake_api, session_id=session.pk)
-        loom_draft_drop(call_id=call.pk, user_id=admin_user.pk)
+    decided_weaver_call()
+    decided_weaver_call()
     two = queries()
-    call = _call(fake_api, session_id=session.pk)
-    loom_draft_drop(call_id=call.pk, user_id=admin_user.pk)
+    decided_weaver_call()
     assert queries() == two
