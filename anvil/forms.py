@@ -6,7 +6,7 @@ from django.conf import settings
 
 from anvil.graph import DEPTH_MAX
 from gem.models import WorkingMemory, WorkingMemoryStatus
-from gem.services import TwinDecision
+from gem.services import TwinDecision, hidden_allowed
 from silentstar.uploads import megabytes
 
 
@@ -115,12 +115,17 @@ class WorkingMemoryForm(forms.ModelForm):
         fields = ["type", "content", "subject", "due", "hidden", "importance", "valence"]
 
     def clean(self):
-        """A hidden item is a plan with a due date."""
+        """A hidden item is a plan with a due date (``gem.services.hidden_allowed``), said on
+        the field to change."""
         cleaned = super().clean()
-        if cleaned.get("hidden") and cleaned.get("type") != "plan":
-            self.add_error("hidden", "Only a plan can be hidden.")
-        elif cleaned.get("hidden") and not cleaned.get("due"):
-            self.add_error("due", "A hidden plan needs a due date: it resurfaces 48 hours before.")
+        type_, due = cleaned.get("type"), cleaned.get("due")
+        if cleaned.get("hidden") and not hidden_allowed(type_, due):
+            if type_ == "plan":
+                self.add_error(
+                    "due", "A hidden plan needs a due date: it resurfaces 48 hours before."
+                )
+            else:
+                self.add_error("hidden", "Only a plan can be hidden.")
         return cleaned
 
     def clean_importance(self):

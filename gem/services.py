@@ -350,7 +350,7 @@ HIDDEN_REFUSED = (
 )
 
 
-def _may_hide(type: str, due: datetime | None) -> bool:
+def hidden_allowed(type: str, due: datetime | None) -> bool:
     """Whether an item of ``type``, due at ``due``, can be a hidden plan."""
     return type == WorkingMemoryType.PLAN and due is not None
 
@@ -470,7 +470,7 @@ def working_memory_create(
         )
         if type == WorkingMemoryType.PLAN and due is None:
             due = due_from_text(content, written_at=words_at or at, time_zone=owner_time_zone())
-        if hidden and not _may_hide(type, due):
+        if hidden and not hidden_allowed(type, due):
             raise WorkingMemoryError(HIDDEN_REFUSED)
         keys = _fragment_keys_named(subject, content)
         if valence is None:
@@ -637,7 +637,7 @@ def working_memory_update(
                 item.due = said
                 notes.append(f"due date read from the new words: {said:%Y-%m-%d %H:%M}")
         item.hidden = item.hidden if hidden is None else hidden
-        if item.hidden and not _may_hide(item.type, item.due):
+        if item.hidden and not hidden_allowed(item.type, item.due):
             if hidden:
                 raise WorkingMemoryError(HIDDEN_REFUSED)
             item.hidden = False
