@@ -6,14 +6,13 @@ Every page is a thin view over ``loom.services``; a draft is applied through the
 ``draft_apply`` and recorded on its call in the same transaction (docs/loom.md).
 """
 
-import mimetypes
 from urllib.parse import urlsplit
 
 from django.contrib import admin, messages
 from django.core.exceptions import PermissionDenied
 from django.db import transaction
 from django.db.models import Count
-from django.http import FileResponse, Http404, HttpResponseRedirect
+from django.http import Http404, HttpResponseRedirect
 from django.shortcuts import get_object_or_404
 from django.template.response import TemplateResponse
 from django.urls import path, reverse
@@ -54,20 +53,9 @@ from loom.services import (
     sources_text,
 )
 from mirror.models import TagSuggestion
+from silentstar.uploads import uploaded_file_response
 
 POLL_SECONDS = 2
-
-
-def _image_response(field) -> FileResponse:
-    """A stored photo, served only to those the Anvil lets in (uploads are never public)."""
-    try:
-        handle = field.open("rb")
-    except FileNotFoundError:
-        raise Http404("The photo's file is missing.") from None
-    content_type = mimetypes.guess_type(field.name)[0] or "application/octet-stream"
-    response = FileResponse(handle, content_type=content_type)
-    response["Cache-Control"] = "private, max-age=86400"
-    return response
 
 
 def _inbox_choices() -> list[tuple[int, str]]:
@@ -271,7 +259,8 @@ class SessionAdmin(admin.ModelAdmin):
     def image_view(self, request, photo_id: int):
         if not self.has_view_permission(request):
             raise PermissionDenied
-        return _image_response(get_object_or_404(SessionImage, pk=photo_id).image)
+        photo = get_object_or_404(SessionImage, pk=photo_id)
+        return uploaded_file_response(photo.image, missing="The photo's file is missing.")
 
 
 # --- The photo inbox -------------------------------------------------------------------------
@@ -331,7 +320,8 @@ class InboxImageAdmin(admin.ModelAdmin):
     def image_view(self, request, image_id: int):
         if not self.has_view_permission(request):
             raise PermissionDenied
-        return _image_response(get_object_or_404(InboxImage, pk=image_id).image)
+        photo = get_object_or_404(InboxImage, pk=image_id)
+        return uploaded_file_response(photo.image, missing="The photo's file is missing.")
 
 
 # --- Calls -----------------------------------------------------------------------------------

@@ -7,7 +7,6 @@ which installers fetch before anyone signs in. Partials live in
 """
 
 import logging
-import mimetypes
 import uuid
 from dataclasses import dataclass
 from pathlib import Path
@@ -20,7 +19,7 @@ from django.core.exceptions import ValidationError
 from django.core.files.storage import default_storage
 from django.db import transaction
 from django.db.models import Q
-from django.http import FileResponse, Http404, HttpResponse, HttpResponseRedirect
+from django.http import Http404, HttpResponse, HttpResponseRedirect
 from django.shortcuts import get_object_or_404, render
 from django.urls import reverse
 from django.utils import timezone
@@ -41,6 +40,7 @@ from heart.forms import HistoryForm, IdentityFormSet, MessageForm, TimeZoneForm
 from heart.services import identity_default, turn_retry, turn_submit, user_text_compose
 from mirror.models import Summary
 from mirror.selectors import summary_markers
+from silentstar.uploads import uploaded_file_response
 
 logger = logging.getLogger(__name__)
 
@@ -214,14 +214,7 @@ def image(request, event_id: int):
     event = get_object_or_404(Event.objects.only("id", "image"), pk=event_id)
     if not event.image:
         raise Http404("This message has no image.")
-    try:
-        handle = event.image.open("rb")
-    except FileNotFoundError:
-        raise Http404("The image file is missing.") from None
-    content_type = mimetypes.guess_type(event.image.name)[0] or "application/octet-stream"
-    response = FileResponse(handle, content_type=content_type)
-    response["Cache-Control"] = "private, max-age=86400"
-    return response
+    return uploaded_file_response(event.image, missing="The image file is missing.")
 
 
 @login_not_required

@@ -10,13 +10,19 @@ What the next handler holds by then (at most the limit) is dropped with the requ
 
 The rest of the body is still read, and thrown away, so that the page can answer. The reverse
 proxy's limit on the body is what turns a huge upload away at the door (docs/deployment.md).
+
+Uploaded files are never served publicly: the views that let a person see one (the chat's
+images, the Loom's photos) answer with ``uploaded_file_response`` once they have checked who
+asks.
 """
 
+import mimetypes
 from io import BytesIO
 
 from django.conf import settings
 from django.core.files.uploadedfile import UploadedFile
 from django.core.files.uploadhandler import FileUploadHandler
+from django.http import FileResponse, Http404
 
 
 def upload_max_bytes(field_name: str) -> int:
@@ -57,3 +63,16 @@ class LimitedUploadHandler(FileUploadHandler):
             charset=self.charset,
             content_type_extra=self.content_type_extra,
         )
+
+
+def uploaded_file_response(field, *, missing: str) -> FileResponse:
+    """The stored file of ``field`` (a ``FieldFile``), kept by the browser for a day, privately;
+    a 404 saying ``missing`` when its file is gone."""
+    try:
+        handle = field.open("rb")
+    except FileNotFoundError:
+        raise Http404(missing) from None
+    content_type = mimetypes.guess_type(field.name)[0] or "application/octet-stream"
+    response = FileResponse(handle, content_type=content_type)
+    response["Cache-Control"] = "private, max-age=86400"
+    return response
