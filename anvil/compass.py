@@ -23,7 +23,7 @@ from django.shortcuts import get_object_or_404
 from django.urls import path, reverse
 from django.views.decorators.http import require_GET, require_POST
 
-from anvil.pages import anvil_page
+from anvil.pages import anvil_page, row_id
 from anvil.plans_picture import plans_picture
 from anvil.versions import PromptAdmin
 from compass.models import CompassPrompt, Consultation, ConsultationKind
@@ -215,7 +215,7 @@ class ConsultationAdmin(admin.ModelAdmin):
         return self._consult_page(request, form, status=400)
 
     def change_view(self, request, object_id, form_url="", extra_context=None):
-        consultation = get_object_or_404(Consultation, pk=_id_of(object_id))
+        consultation = get_object_or_404(Consultation, pk=row_id(object_id))
         if not self.has_view_permission(request, consultation):
             raise PermissionDenied
         return self._page(request, consultation, proposal_rows(consultation))
@@ -299,13 +299,6 @@ class ConsultationAdmin(admin.ModelAdmin):
         return HttpResponseRedirect(
             reverse("admin:compass_consultation_change", args=[consultation_id])
         )
-
-
-def _id_of(object_id: str) -> int:
-    try:
-        return int(object_id)
-    except ValueError:
-        return 0  # no consultation has it: 404
 
 
 @admin.register(CompassPrompt)

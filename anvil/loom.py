@@ -12,7 +12,7 @@ from django.contrib import admin, messages
 from django.core.exceptions import PermissionDenied
 from django.db import transaction
 from django.db.models import Count
-from django.http import Http404, HttpResponseRedirect
+from django.http import HttpResponseRedirect
 from django.shortcuts import get_object_or_404
 from django.template.response import TemplateResponse
 from django.urls import path, reverse
@@ -23,7 +23,7 @@ from django.views.decorators.http import require_POST
 
 from anvil.drafts import draft_apply
 from anvil.fragments import draft_preview_fragments
-from anvil.pages import anvil_page, cut_text, short_when
+from anvil.pages import anvil_page, cut_text, row_id, short_when
 from anvil.versions import PromptAdmin
 from gem.models import Fragment
 from lens.draft_read import DraftError, draft_diff, draft_parse
@@ -66,13 +66,6 @@ def _back(request, default: str) -> HttpResponseRedirect:
     """Back to the page a form came from (a local path only), or ``default``."""
     target = request.POST.get("next", "")
     return HttpResponseRedirect(target if target.startswith("/admin/") else default)
-
-
-def _row_id(object_id: str) -> int:
-    """The admin's ``object_id`` (any text in the address) as a row id, or 404."""
-    if not str(object_id).isdigit():
-        raise Http404("No such row.")
-    return int(object_id)
 
 
 def _can_apply(request) -> bool:
@@ -167,7 +160,7 @@ class SessionAdmin(admin.ModelAdmin):
         """A session's workspace: its fragments, photos, the inbox, and its calls."""
         if not self.has_view_permission(request):
             raise PermissionDenied
-        session = get_object_or_404(Session, pk=_row_id(object_id))
+        session = get_object_or_404(Session, pk=row_id(object_id))
         return self._workspace(request, session)
 
     def _workspace(self, request, session, *, call_form=None, fragment_form=None, take_form=None):
@@ -406,7 +399,7 @@ class LoomCallAdmin(admin.ModelAdmin):
     def change_view(self, request, object_id, form_url="", extra_context=None):
         if not self.has_view_permission(request):
             raise PermissionDenied
-        call = get_object_or_404(LoomCall.objects.select_related("session"), pk=_row_id(object_id))
+        call = get_object_or_404(LoomCall.objects.select_related("session"), pk=row_id(object_id))
         return anvil_page(
             self,
             request,

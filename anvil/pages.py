@@ -1,6 +1,7 @@
 """What every Anvil page shares: the admin's frame around a page of its own, a source event
 shown as one line, a long text cut in a list, a name in its identity's colour."""
 
+from django.http import Http404
 from django.template.response import TemplateResponse
 from django.urls import reverse
 from django.utils import timezone
@@ -73,3 +74,10 @@ def short_when(moment) -> str:
     local = timezone.localtime(moment)
     same_year = local.year == timezone.localtime().year
     return date_format(local, "j M H:i" if same_year else "j M Y H:i")
+
+
+def row_id(object_id: str) -> int:
+    """The admin's ``object_id`` (any text in the address) as a row id, or a 404."""
+    if not str(object_id).isdigit():
+        raise Http404("No such row.")
+    return int(object_id)
