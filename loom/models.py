@@ -139,9 +139,6 @@ class LoomCall(models.Model):
     suggestion_ids = models.JSONField(
         default=list, blank=True, help_text="Pattern suggestions staged (summaries store)."
     )
-    prompt_id = models.PositiveBigIntegerField(
-        null=True, blank=True, help_text="The prompt version used (none: the shipped default)."
-    )
     created_at = models.DateTimeField(default=timezone.now)
     started_at = models.DateTimeField(
         null=True, blank=True, help_text="When a worker last took it."

@@ -256,7 +256,6 @@ KINDS = (
             "decided_by",
             "decided_at",
             "suggestion_ids",
-            "prompt_id",
             "created_at",
             "started_at",
             "finished_at",

@@ -74,7 +74,6 @@ class Migration(migrations.Migration):
                 ('applied_text', models.TextField(blank=True, help_text='The draft as a person edited it before applying (empty: as is).')),
                 ('decided_at', models.DateTimeField(blank=True, null=True)),
                 ('suggestion_ids', models.JSONField(blank=True, default=list, help_text='Pattern suggestions staged (summaries store).')),
-                ('prompt_id', models.PositiveBigIntegerField(blank=True, help_text='The prompt version used (none: the shipped default).', null=True)),
                 ('created_at', models.DateTimeField(default=django.utils.timezone.now)),
                 ('finished_at', models.DateTimeField(blank=True, null=True)),
                 ('attempts', models.PositiveSmallIntegerField(default=0)),

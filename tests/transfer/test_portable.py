@@ -102,7 +102,7 @@ call = LoomCall.objects.create(session=session, agent='cataloguer', fragment_key
                                question='What is on the shelf?', status='done', notes='A lamp.',
                                draft='# lighthouse', sources={'fragment': 'lighthouse'},
                                draft_state='applied', decided_by=owner, decided_at=now,
-                               suggestion_ids=[walk.pk], prompt_id=3, started_at=now,
+                               suggestion_ids=[walk.pk], started_at=now,
                                finished_at=now, attempts=1, applied_text='# lighthouse',
                                error='none')
 call.images.add(shelf)
