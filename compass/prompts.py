@@ -4,13 +4,10 @@ them in the Anvil), else the shipped default in ``compass/defaults/``."""
 from pathlib import Path
 
 from compass.models import CompassPrompt
-from gem.selectors import newest_version
+from gem.selectors import agent_prompt
 
 DEFAULTS = Path(__file__).resolve().parent / "defaults"
 
 
 def prompt_current(kind: str) -> str:
-    latest = newest_version(CompassPrompt, kind=kind)
-    if latest is not None:
-        return latest.content
-    return (DEFAULTS / f"{kind}.md").read_text(encoding="utf-8")
+    return agent_prompt(CompassPrompt, kind=kind, defaults=DEFAULTS).text

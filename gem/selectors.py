@@ -6,6 +6,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from functools import cached_property
+from pathlib import Path
 from typing import Any
 
 from django.conf import settings
@@ -23,6 +24,24 @@ def newest_version(model: type[models.Model], *same_text: models.Q, **same):
     Mirror's prompts): of those matching ``same_text`` and ``same``, the last created (the
     higher id on a tie); None when there is none."""
     return model.objects.filter(*same_text, **same).order_by("-created_at", "-id").first()
+
+
+@dataclass(frozen=True)
+class Prompt:
+    """An agent's instructions in use: the newest saved version, or its shipped default
+    (``version_id`` None)."""
+
+    text: str
+    version_id: int | None
+
+
+def agent_prompt(model: type[models.Model], *, kind: str, defaults: Path) -> Prompt:
+    """The newest saved ``model`` (an agent's versioned prompts: the Mirror's, the Compass's,
+    the Loom's) of ``kind``, else the shipped default ``defaults/<kind>.md``."""
+    latest = newest_version(model, kind=kind)
+    if latest is not None:
+        return Prompt(latest.content, latest.pk)
+    return Prompt((defaults / f"{kind}.md").read_text(encoding="utf-8"), None)
 
 
 def wake_text_current(kind: str) -> str:

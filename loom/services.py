@@ -10,7 +10,6 @@ import logging
 import mimetypes
 import uuid
 from collections.abc import Iterable
-from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 
 from django.conf import settings
@@ -23,7 +22,7 @@ from django.utils.text import capfirst
 from django_q.tasks import async_task
 
 from gem.models import Fragment
-from gem.selectors import identities_current, newest_version
+from gem.selectors import Prompt, agent_prompt, identities_current
 from gem.services import fragment_log
 from lens.draft import draft_render
 from lens.draft_read import Draft, DraftError, draft_diff, draft_parse
@@ -60,18 +59,9 @@ class LoomError(ValueError):
 # --- Prompts ---------------------------------------------------------------------------------
 
 
-@dataclass(frozen=True)
-class Prompt:
-    text: str
-    version_id: int | None  # None: the shipped default
-
-
 def prompt_current(kind: str) -> Prompt:
     """The newest saved instructions of an agent (the shipped default if none is saved)."""
-    latest = newest_version(LoomPrompt, kind=kind)
-    if latest is not None:
-        return Prompt(latest.content, latest.pk)
-    return Prompt((DEFAULTS / f"{kind}.md").read_text(encoding="utf-8"), None)
+    return agent_prompt(LoomPrompt, kind=kind, defaults=DEFAULTS)
 
 
 # --- Sessions --------------------------------------------------------------------------------

@@ -18,7 +18,7 @@ from pathlib import Path
 
 from django.conf import settings
 
-from gem.selectors import newest_version
+from gem.selectors import agent_prompt
 from mirror import offline
 from mirror.models import MirrorPrompt
 from mirror.output import Output, output_parse
@@ -72,10 +72,7 @@ def model_for(role: str) -> str:
 
 def prompt_current(kind: str) -> str:
     """The newest saved instructions of a pass (the shipped default if none is saved)."""
-    latest = newest_version(MirrorPrompt, kind=kind)
-    if latest is not None:
-        return latest.content
-    return (DEFAULTS / f"{kind}.md").read_text(encoding="utf-8")
+    return agent_prompt(MirrorPrompt, kind=kind, defaults=DEFAULTS).text
 
 
 def transcript(turns: Sequence[Turn]) -> str:
