@@ -1,0 +1,283 @@
+"""Character cards (V1, V2 ``chara_card_v2``, V3 ``chara_card_v3``), read from JSON, from a PNG's
+text chunks or from a CHARX zip, and written as V3 JSON or PNG.
+
+A PNG carries the card base64-encoded in a ``tEXt`` chunk (``zTXt`` and ``iTXt`` are read too):
+``ccv3`` for V3, ``chara`` for V2; when both are there ``ccv3`` is the card, the other a copy for
+older readers (V3 spec, "Embedding Methods"). A CHARX file is a zip with ``card.json`` at its
+root, its assets beside it.
+
+The card's texts are kept exactly, macros such as ``{{char}}`` and ``{{user}}`` included.
+"""
+
+import base64
+import binascii
+import io
+import json
+import struct
+import zipfile
+import zlib
+
+from transfer.bundle import BridgeError, Bundle, LoreEntry, WakePart
+from transfer.formats.reading import (
+    Checks,
+    field_path,
+    fragment_of,
+    json_parsed,
+    kind,
+    text_decoded,
+)
+
+PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
+ZIP_SIGNATURE = b"PK\x03\x04"
+CARD_KEYWORDS = ("ccv3", "chara")  # the first found wins
+CARD_JSON_MAX_BYTES = 50_000_000
+WAKE_FIELDS = (
+    ("description", "Description"),
+    ("personality", "Personality"),
+    ("scenario", "Scenario"),
+    ("system_prompt", "System prompt"),
+)
+ENTRY_MAPPED = frozenset({"keys", "secondary_keys", "content", "constant", "enabled"})
+# Fields V3 added to a card's data and to a book entry, left out of the V2 copy of a PNG.
+V3_ONLY_DATA = ("group_only_greetings", "assets", "nickname", "creator_notes_multilingual")
+V3_ONLY_ENTRY = ("use_regex",)
+IMAGE_SIDE = 64
+IMAGE_COLOUR = bytes((0x3A, 0x3F, 0x5C))
+
+
+def card_read(data: bytes, *, zone: str) -> Bundle:
+    """A character card in any of its containers, told apart by their first bytes.
+
+    ``zone`` is unused (what a card dates is kept as written); every reader takes it alike.
+    """
+    if data.startswith(PNG_SIGNATURE):
+        card, read_from = _png_card(data)
+    elif data.startswith(ZIP_SIGNATURE):
+        card, read_from = _charx_card(data), "charx card.json"
+    else:
+        card, read_from = json_parsed(text_decoded(data)), "json"
+    return _card_bundle(card, read_from=read_from)
+
+
+def _png_card(data: bytes) -> tuple[object, str]:
+    texts = {}
+    offset = len(PNG_SIGNATURE)
+    while offset < len(data):
+        if offset + 12 > len(data):
+            raise BridgeError(f"PNG: the chunk at byte {offset} is cut short")
+        length, kind_of = struct.unpack(">I4s", data[offset : offset + 8])
+        body = data[offset + 8 : offset + 8 + length]
+        if len(body) < length or offset + 12 + length > len(data):
+            raise BridgeError(f"PNG: the chunk at byte {offset} is cut short")
+        offset += 12 + length
+        if kind_of == b"IEND":
+            break
+        if kind_of in (b"tEXt", b"zTXt", b"iTXt"):
+            keyword, text = _png_text(kind_of, body, offset)
+            texts.setdefault(keyword.lower(), text)
+    keyword = next((keyword for keyword in CARD_KEYWORDS if keyword in texts), None)
+    if keyword is None:
+        raise BridgeError("PNG: holds no character card (no ccv3 or chara text chunk)")
+    try:
+        decoded = base64.b64decode(texts[keyword], validate=False).decode("utf-8-sig")
+    except (binascii.Error, ValueError):
+        raise BridgeError(f"PNG {keyword} chunk: not base64-encoded UTF-8 text") from None
+    return json_parsed(decoded, what=f"PNG {keyword} chunk: "), f"png {keyword} chunk"
+
+
+def _png_text(kind_of: bytes, body: bytes, offset: int) -> tuple[str, str]:
+    """The keyword and text of a PNG text chunk."""
+    keyword, _, rest = body.partition(b"\0")
+    try:
+        if kind_of == b"tEXt":
+            return keyword.decode("latin-1"), rest.decode("latin-1")
+        if kind_of == b"zTXt":
+            return keyword.decode("latin-1"), zlib.decompress(rest[1:]).decode("latin-1")
+        compressed, rest = rest[0], rest[2:]
+        _language, _, rest = rest.partition(b"\0")
+        _translated, _, text = rest.partition(b"\0")
+        return keyword.decode("latin-1"), (zlib.decompress(text) if compressed else text).decode(
+            "utf-8"
+        )
+    except (IndexError, zlib.error, UnicodeDecodeError):
+        raise BridgeError(
+            f"PNG: the {kind_of.decode()} chunk ending at byte {offset} cannot be read"
+        ) from None
+
+
+def _charx_card(data: bytes) -> object:
+    try:
+        with zipfile.ZipFile(io.BytesIO(data)) as archive:
+            try:
+                info = archive.getinfo("card.json")
+            except KeyError:
+                raise BridgeError("CHARX: no card.json at the root of the archive") from None
+            if info.file_size > CARD_JSON_MAX_BYTES:
+                raise BridgeError(
+                    f"CHARX: card.json is {info.file_size:,} bytes; "
+                    f"at most {CARD_JSON_MAX_BYTES:,} are read"
+                )
+            raw = archive.read(info)
+    except (zipfile.BadZipFile, zlib.error, EOFError) as error:
+        raise BridgeError(f"CHARX: not a readable zip archive ({error})") from None
+    return json_parsed(text_decoded(raw), what="CHARX card.json: ")
+
+
+def _card_bundle(card: object, *, read_from: str) -> Bundle:
+    checks = Checks()
+    if not isinstance(card, dict):
+        raise BridgeError(f"not a character card: the file holds {kind(card)}, not an object")
+    spec = card.get("spec")
+    if spec in ("chara_card_v2", "chara_card_v3"):
+        data = checks.object(card.get("data"), "data")
+        checks.refuse()
+        where = "data"
+        outside = {"spec": spec, "spec_version": card.get("spec_version")}
+        # Fields beside ``data`` (V2 cards often repeat the V1 fields there) are kept apart, so
+        # that none is lost under a field of ``data`` of the same name.
+        if beside := checks.kept(card, "", mapped={"data", "spec", "spec_version"}):
+            outside["beside_data"] = beside
+    elif spec is None and isinstance(card.get("name"), str):
+        data, where, outside = card, "", {}
+    else:
+        raise BridgeError(
+            f"spec: not a character card ({json.dumps(spec)[:60]}; "
+            "chara_card_v2 or chara_card_v3 expected)"
+        )
+    name = checks.text(data, "name", where)
+    wake = []
+    for field, title in WAKE_FIELDS:
+        if text := checks.text(data, field, where, default=""):
+            wake.append(WakePart(title=title, text=text))
+    mapped = {"name", "character_book", *(field for field, _ in WAKE_FIELDS)}
+    kept = {**checks.kept(data, where, mapped=mapped), **outside, "read_from": read_from}
+    entries = []
+    book = data.get("character_book")
+    if book is not None:
+        book_where = field_path(where, "character_book")
+        book = checks.object(book, book_where) or {}
+        kept["character_book"] = checks.kept(book, book_where, mapped={"entries"})
+        entries = _book_entries(book, book_where, checks)
+    checks.refuse()
+    return Bundle(format="card", name=name, entries=entries, wake=wake, kept=kept)
+
+
+def _book_entries(book: dict, book_where: str, checks: Checks) -> list[LoreEntry]:
+    listed = book.get("entries", [])
+    if not isinstance(listed, list):
+        checks.add(f"{book_where}.entries", f"must be a list, not {kind(listed)}")
+        return []
+    entries = []
+    for index, raw in enumerate(listed):
+        where = f"{book_where}.entries[{index}]"
+        entry = checks.object(raw, where)
+        if entry is None:
+            continue
+        comment = checks.text(entry, "comment", where, default="")
+        title = checks.text(entry, "name", where, default="")
+        named_by = "comment" if comment or not title else "name"
+        entries.append(
+            LoreEntry(
+                name=comment or title,
+                keys=checks.texts(entry, "keys", where),
+                secondary_keys=checks.texts(entry, "secondary_keys", where),
+                content=checks.text(entry, "content", where),
+                constant=checks.flag(entry, "constant", where, default=False),
+                enabled=checks.flag(entry, "enabled", where, default=True),
+                where=where,
+                kept=checks.kept(entry, where, mapped=ENTRY_MAPPED | {named_by}),
+                fragment=fragment_of(entry),
+            )
+        )
+    return entries
+
+
+# --- writing --------------------------------------------------------------------------------
+
+
+def card_dump(*, name: str, description: str, entries: list[LoreEntry], png: bool) -> bytes:
+    """A V3 character card of ``name``, its book holding ``entries`` (each carrying the fragment
+    it came from in ``extensions.silentstar``): JSON, or a small plain PNG carrying it in a
+    ``ccv3`` chunk and a V2 copy in a ``chara`` chunk for readers that know only V2."""
+    card = {
+        "spec": "chara_card_v3",
+        "spec_version": "3.0",
+        "data": _card_data(name, description, entries),
+    }
+    if not png:
+        return json.dumps(card, ensure_ascii=False, indent=2).encode()
+    return _png_written({"chara": _v2_copy(card), "ccv3": card})
+
+
+def _card_data(name: str, description: str, entries: list[LoreEntry]) -> dict:
+    return {
+        "name": name,
+        "description": description,
+        "personality": "",
+        "scenario": "",
+        "first_mes": "",
+        "mes_example": "",
+        "creator_notes": "",
+        "system_prompt": "",
+        "post_history_instructions": "",
+        "alternate_greetings": [],
+        "tags": [],
+        "creator": "",
+        "character_version": "",
+        "extensions": {},
+        "group_only_greetings": [],
+        "character_book": {
+            "name": name,
+            "extensions": {},
+            "entries": [_book_entry(index, entry) for index, entry in enumerate(entries)],
+        },
+    }
+
+
+def _book_entry(index: int, entry: LoreEntry) -> dict:
+    return {
+        "id": index,
+        "keys": list(entry.keys),
+        "secondary_keys": list(entry.secondary_keys),
+        "comment": entry.name,
+        "content": entry.content,
+        "constant": entry.constant,
+        "selective": bool(entry.secondary_keys),
+        "enabled": entry.enabled,
+        "insertion_order": 100,
+        "case_sensitive": False,
+        "use_regex": False,
+        "position": "before_char",
+        "extensions": {} if entry.fragment is None else {"silentstar": entry.fragment},
+    }
+
+
+def _v2_copy(card: dict) -> dict:
+    data = {key: value for key, value in card["data"].items() if key not in V3_ONLY_DATA}
+    book = data["character_book"]
+    data["character_book"] = {
+        **book,
+        "entries": [
+            {key: value for key, value in entry.items() if key not in V3_ONLY_ENTRY}
+            for entry in book["entries"]
+        ],
+    }
+    return {"spec": "chara_card_v2", "spec_version": "2.0", "data": data}
+
+
+def _png_written(cards: dict[str, dict]) -> bytes:
+    """A plain square PNG with each card base64-encoded in a tEXt chunk of its keyword."""
+    header = struct.pack(">IIBBBBB", IMAGE_SIDE, IMAGE_SIDE, 8, 2, 0, 0, 0)
+    rows = (b"\0" + IMAGE_COLOUR * IMAGE_SIDE) * IMAGE_SIDE
+    chunks = [(b"IHDR", header)]
+    for keyword, card in cards.items():
+        encoded = base64.b64encode(json.dumps(card, ensure_ascii=False).encode())
+        chunks.append((b"tEXt", keyword.encode() + b"\0" + encoded))
+    chunks += [(b"IDAT", zlib.compress(rows, 9)), (b"IEND", b"")]
+    return PNG_SIGNATURE + b"".join(
+        struct.pack(">I", len(body))
+        + kind_of
+        + body
+        + struct.pack(">I", zlib.crc32(kind_of + body))
+        for kind_of, body in chunks
+    )
