@@ -63,6 +63,7 @@ class Proposer(models.TextChoices):
     MIRROR = "mirror", "the Mirror"
     COMPASS = "compass", "the Compass"
     LOOM = "loom", "the Loom"
+    IMPORT = "import", "an import"
 
 
 class TagSuggestion(models.Model):

@@ -20,6 +20,9 @@ STORE_OF = {
     ("ledger", None): "events",
     ("mirror", None): "summaries",
     ("compass", None): "summaries",
+    # What an import from another companion wrote, beside what it wrote (transfer.models).
+    ("transfer", "importedmessage"): "events",
+    ("transfer", "importedmemory"): "summaries",
 }
 
 

@@ -1,0 +1,337 @@
+"""Other companions' memory brought in: a plan that writes nothing, an import that writes what
+it said once, refusals before any write, and the way back out."""
+
+import json
+from datetime import UTC, datetime
+
+import pytest
+from django.contrib.auth import get_user_model
+
+from anvil.drafts import draft_apply
+from events.models import Event, EventTag
+from gem.models import Fragment, FragmentEdge, WorkingMemory
+from mirror.models import Proposer, TagSuggestion
+from mirror.services import suggestion_promote
+from transfer.bridges import (
+    bridge_import,
+    bridge_plan,
+    bundle_read,
+    fragments_exported,
+    speakers_read,
+    wake_proposed,
+)
+from transfer.bundle import BridgeError
+from transfer.formats.sillytavern import lorebook_dump
+from transfer.models import ImportedMemory, ImportedMessage, ImportedProposal, ImportRun
+
+pytestmark = pytest.mark.django_db(databases="__all__")
+
+LOREBOOK = {
+    "name": "Harbour",
+    "entries": {
+        "0": {
+            "uid": 0,
+            "key": ["harbour", "docks"],
+            "keysecondary": [],
+            "comment": "Old Harbour",
+            "content": "Where {{char}} first met {{user}}. Ships from the Lighthouse pass by.",
+            "constant": True,
+            "disable": False,
+            "ignoreBudget": True,
+            "triggers": ["normal"],
+        },
+        "1": {
+            "uid": 1,
+            "key": ["lighthouse"],
+            "keysecondary": ["beacon"],
+            "comment": "Lighthouse",
+            "content": "A white tower.\n\nIts keeper sings at night.",
+            "constant": False,
+            "disable": False,
+        },
+    },
+}
+
+
+def chat_lines(count=4, *, character="Seraphina"):
+    header = {
+        "user_name": "Luna",
+        "character_name": character,
+        "create_date": "2025-05-16@13h45m07s",
+        "chat_metadata": {},
+    }
+    lines = [header]
+    for n in range(count):
+        user = n % 2 == 0
+        message = {
+            "name": "Luna" if user else character,
+            "is_user": user,
+            "is_system": False,
+            "send_date": f"2025-05-16T13:{n:02d}:00Z",
+            "mes": f"message {n}",
+            "extra": {"note": n},
+        }
+        if not user:
+            message |= {"swipes": [f"other {n}", f"message {n}"], "swipe_id": 1}
+        lines.append(message)
+    return "\n".join(json.dumps(line) for line in lines).encode()
+
+
+MEM0 = {
+    "results": [
+        {
+            "id": "m-1",
+            "memory": "Prefers green tea",
+            "hash": "h1",
+            "created_at": "2025-01-02T10:00:00Z",
+            "updated_at": None,
+            "user_id": "luna",
+            "metadata": {"source": "chat"},
+        },
+        {
+            "id": "m-2",
+            "memory": "Works as a nurse",
+            "hash": "h2",
+            "created_at": "2025-01-03T10:00:00Z",
+            "updated_at": None,
+            "user_id": "luna",
+            "metadata": None,
+        },
+    ]
+}
+
+
+def planned(format, data, *, speakers=None, file_name="file"):
+    bundle = bundle_read(format=format, data=data)
+    return bridge_plan(bundle, file_name=file_name, format=format, speakers=speakers)
+
+
+def imported(format, data, **options):
+    plan = planned(format, data, speakers=options.pop("speakers", None))
+    return bridge_import(plan, file_sha256="0" * 64, **options)
+
+
+def test_a_lorebook_is_proposed_as_a_draft_and_the_gem_is_untouched():
+    plan = planned("sillytavern", json.dumps(LOREBOOK).encode())
+
+    assert [f.key for f in plan.fragments] == ["old-harbour", "lighthouse"]
+    diff = plan.draft_diff
+    assert diff.fragments_created == ["old-harbour", "lighthouse"]
+    assert "Where Seraphina first met" not in plan.draft_text  # no card: the companion's name
+    assert "Where claude first met hasuki." in plan.draft_text
+    assert [(e.source, e.target) for e in diff.edges_added] == [("old-harbour", "lighthouse")]
+    report = bridge_import(plan, file_sha256="0" * 64)
+
+    assert report.counts["drafts"] == 1
+    proposal = ImportedProposal.objects.get()
+    assert proposal.text == plan.draft_text
+    assert proposal.kept["entries"]["entries.0"]["ignoreBudget"] is True
+    assert proposal.kept["entries"]["entries.0"]["triggers"] == ["normal"]
+    assert not Fragment.objects.exists()
+
+
+def test_an_applied_draft_gives_the_fragments_with_their_keys_for_search():
+    imported("sillytavern", json.dumps(LOREBOOK).encode())
+    user = get_user_model().objects.create_superuser("anvil", password="x")
+
+    draft_apply(ImportedProposal.objects.get().text, user=user)
+
+    harbour = Fragment.objects.get(key="old-harbour")
+    assert harbour.ambient.startswith("Where claude first met")
+    assert harbour.recognition == "Keys: harbour, docks"
+    lighthouse = Fragment.objects.get(key="lighthouse")
+    assert lighthouse.recognition == "A white tower.\n\nKeys: beacon"
+    assert lighthouse.inventory == "A white tower.\n\nIts keeper sings at night."
+    assert FragmentEdge.objects.filter(source="old-harbour", target="lighthouse").exists()
+
+
+def test_a_second_import_adds_nothing_even_once_the_draft_is_applied():
+    data = json.dumps(LOREBOOK).encode()
+    imported("sillytavern", data)
+    user = get_user_model().objects.create_superuser("anvil", password="x")
+    draft_apply(ImportedProposal.objects.get().text, user=user)
+
+    plan = planned("sillytavern", data)
+    assert plan.draft_here and plan.is_empty
+    report = bridge_import(plan, file_sha256="0" * 64)
+
+    assert report.counts["drafts"] == 0 and report.counts["proposals_here"] == 1
+    assert ImportedProposal.objects.count() == 1
+
+
+def test_a_chat_becomes_events_at_their_times_with_the_chosen_swipe_and_the_others_kept():
+    report = imported("sillytavern", chat_lines(), speakers={"Luna": "luna", "Seraphina": "claude"})
+
+    assert report.counts["events"] == 4
+    events = list(Event.objects.order_by("pk"))
+    assert [e.content for e in events] == ["message 0", "message 1", "message 2", "message 3"]
+    assert [e.actor for e in events] == ["luna", "claude", "luna", "claude"]
+    assert events[1].ts == datetime(2025, 5, 16, 13, 1, tzinfo=UTC)
+    marker = ImportedMessage.objects.get(event=events[1])
+    assert marker.kept["swipes"] == ["other 1", "message 1"]
+    assert marker.kept["extra"] == {"note": 1}
+    assert marker.speaker == "Seraphina"
+    run = ImportRun.objects.get()
+    assert run.finished_at is not None and run.counts["events"] == 4
+
+
+def test_a_speaker_with_an_identitys_name_needs_no_mapping_and_tags_are_logged():
+    data = chat_lines(2, character="Claude")
+    lines = data.decode().split("\n")
+    first = json.loads(lines[1]) | {"mes": "<say>hello</say>"}
+    data = "\n".join([lines[0], json.dumps(first), lines[2]]).encode()
+
+    imported("sillytavern", data, speakers={"Luna": "luna"})
+
+    assert list(Event.objects.values_list("actor", flat=True)) == ["luna", "claude"]
+    assert EventTag.objects.filter(tag="say").count() == 1
+
+
+def test_an_unknown_speaker_is_asked_for_and_nothing_is_written():
+    plan = planned("sillytavern", chat_lines())
+    assert [s.name for s in plan.unknown_speakers] == ["Seraphina"]  # Luna is an identity
+
+    with pytest.raises(BridgeError, match="Who is “Seraphina”"):
+        bridge_import(plan, file_sha256="0" * 64)
+
+    assert not Event.objects.exists() and not ImportRun.objects.exists()
+
+
+def test_a_speaker_mapped_to_the_wrong_side_or_nobody_is_refused():
+    plan = planned("sillytavern", chat_lines(), speakers={"Luna": "claude", "Nobody": "luna"})
+
+    with pytest.raises(BridgeError) as refused:
+        bridge_import(plan, file_sha256="0" * 64)
+
+    assert "Luna speaks on the user’s side" in str(refused.value)
+    assert "--as Nobody: nobody of that name speaks" in str(refused.value)
+    assert not Event.objects.exists()
+
+
+def test_mapping_pairs_are_read_and_a_bad_one_is_named():
+    assert speakers_read(["Seraphina=claude", "A = B=luna"]) == {
+        "Seraphina": "claude",
+        "A = B": "luna",
+    }
+    with pytest.raises(BridgeError, match="“Seraphina”"):
+        speakers_read(["Seraphina"])
+
+
+def test_a_chat_stopped_part_way_is_finished_by_the_next_run_and_then_adds_nothing():
+    data = chat_lines(6)
+    speakers = {"Luna": "luna", "Seraphina": "claude"}
+
+    def stop(done, total):
+        raise KeyboardInterrupt
+
+    with pytest.raises(KeyboardInterrupt):
+        imported("sillytavern", data, speakers=speakers, batch=2, progress=stop)
+    assert Event.objects.count() == 2
+    assert ImportRun.objects.get().finished_at is None
+
+    report = imported("sillytavern", data, speakers=speakers, batch=2)
+    assert report.counts["events"] == 4 and report.counts["events_here"] == 2
+    again = imported("sillytavern", data, speakers=speakers)
+    assert again.counts["events"] == 0 and again.counts["events_here"] == 6
+    assert Event.objects.count() == 6 == ImportedMessage.objects.count()
+
+
+def test_the_preview_counts_turns_and_what_compressing_them_would_cost():
+    plan = planned("sillytavern", chat_lines(6), speakers={"Luna": "luna", "Seraphina": "claude"})
+
+    assert len(plan.turns) == 3
+    assert plan.turns[0] == "#0 luna: message 0\n#0 claude: message 1"
+    estimate = plan.estimate
+    assert estimate.turns == 3 and estimate.chunks == 1
+    assert 0 < estimate.cost_about < estimate.cost_most
+
+
+def test_memories_are_staged_as_typed_suggestions_with_their_times_once():
+    report = imported("mem0", json.dumps(MEM0).encode())
+
+    assert report.counts["suggestions"] == 2
+    tea, nurse = TagSuggestion.objects.order_by("created_at")
+    assert (tea.type, tea.proposer, tea.content) == ("pin", Proposer.IMPORT, "Prefers green tea")
+    assert tea.created_at == datetime(2025, 1, 2, 10, tzinfo=UTC)
+    assert nurse.type == "desc"
+    assert ImportedMemory.objects.get(suggestion=tea).kept["metadata"] == {"source": "chat"}
+    assert not WorkingMemory.objects.exists()
+
+    again = imported("mem0", json.dumps(MEM0).encode())
+    assert again.counts["suggestions"] == 0 and again.counts["suggestions_here"] == 2
+    assert TagSuggestion.objects.count() == 2
+
+
+def test_an_imported_memory_is_promoted_like_any_suggestion():
+    imported("mem0", json.dumps(MEM0).encode())
+    user = get_user_model().objects.create_superuser("anvil", password="x")
+    tea = TagSuggestion.objects.get(content="Prefers green tea")
+
+    item = suggestion_promote(suggestion_id=tea.pk, user_id=user.pk)
+
+    assert (item.type, item.content, item.actor) == ("pin", "Prefers green tea", "import")
+
+
+def test_a_card_proposes_a_wake_text_after_the_one_in_use():
+    card = {
+        "spec": "chara_card_v2",
+        "spec_version": "2.0",
+        "data": {
+            "name": "Seraphina",
+            "description": "{{char}} is a guardian of the forest.",
+            "personality": "Kind, watchful.",
+            "scenario": "",
+            "first_mes": "Hello.",
+            "mes_example": "",
+            "creator_notes": "",
+            "system_prompt": "",
+            "post_history_instructions": "",
+            "alternate_greetings": [],
+            "tags": ["fantasy"],
+            "creator": "someone",
+            "character_version": "1",
+            "extensions": {},
+        },
+    }
+    plan = planned("card", json.dumps(card).encode())
+
+    assert plan.wake_section.startswith("# Who you are: Seraphina")
+    assert "Seraphina is a guardian of the forest." in plan.wake_section
+    assert "## Personality\n\nKind, watchful." in plan.wake_section
+    assert plan.wake_text.endswith(plan.wake_section + "\n")
+    bridge_import(plan, file_sha256="0" * 64)
+    proposal = ImportedProposal.objects.get(kind="wake")
+    assert proposal.kept["file"]["first_mes"] == "Hello."
+    assert wake_proposed(proposal.text) == plan.wake_text
+
+
+def test_a_malformed_file_is_refused_whole_before_anything_is_written():
+    broken = json.loads(json.dumps(LOREBOOK))
+    broken["entries"]["1"]["content"] = 7
+    with pytest.raises(BridgeError, match=r"entries\.1\.content"):
+        planned("sillytavern", json.dumps(broken).encode())
+    assert not ImportRun.objects.exists()
+
+
+def test_a_lorebook_exported_and_imported_again_gives_the_same_fragments():
+    Fragment.objects.create(key="fairy", ambient="A small light.", recognition="Keys: sprite")
+    Fragment.objects.create(key="well", recognition="Deep.", inventory="Deep.\n\n## Not a tier")
+    FragmentEdge.objects.create(source_id="fairy", target_id="well", relation="lives in")
+    before = list(
+        Fragment.objects.order_by("key").values_list("key", "ambient", "recognition", "inventory")
+    )
+    data = lorebook_dump(fragments_exported(), name="claude")
+    assert planned("sillytavern", data).draft_diff.is_empty
+
+    Fragment.objects.all().delete()
+    imported("sillytavern", data)
+    user = get_user_model().objects.create_superuser("anvil", password="x")
+    draft_apply(ImportedProposal.objects.get().text, user=user)
+
+    after = list(
+        Fragment.objects.order_by("key").values_list("key", "ambient", "recognition", "inventory")
+    )
+    assert after == before
+    assert list(FragmentEdge.objects.values_list("source", "target", "relation")) == [
+        ("fairy", "well", "lives in")
+    ]

@@ -1,0 +1,552 @@
+"""Another companion's memory brought in: a plan of everything an import would do, then the
+import itself (``manage.py import_from``, the Anvil's import page; docs/bridges.md).
+
+Curated knowledge is never written here: a lorebook's entries (a card's book, Letta's blocks)
+become a draft in the draft format, and a card's description or Letta's persona a proposed
+addition to the wake text, both staged as ``ImportedProposal`` for a person to apply, edit or
+drop in the Anvil. Memories become suggestions of the queue, typed by what they say. Messages
+become events, with their original times, said by the identities their speakers are mapped to.
+
+``bridge_plan`` reads the stores and writes nothing: it is the preview, and every refusal comes
+from it or from the reader, before anything is written. ``bridge_import`` writes what the plan
+says, each part with its marker in the same transaction, so a second import adds nothing and
+one stopped part-way is finished by the next.
+"""
+
+import hashlib
+import json
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass, field
+from datetime import datetime
+from functools import cached_property
+
+from django.db import connections, router, transaction
+from django.db.models import Q
+from django.utils import timezone
+
+from events.models import Event, EventTag
+from events.parse import parse
+from gem.models import TIERS, Fragment, FragmentEdge, IdentitySide
+from gem.selectors import identities_current, wake_text_current
+from gem.zone import owner_time_zone
+from lens.draft import draft_render, edges_ordered
+from lens.draft_read import Draft, DraftDiff, DraftEdge, DraftFragment, draft_diff, draft_parse
+from mirror.estimate import CompressionEstimate, compression_estimate
+from mirror.models import Proposer, TagSuggestion
+from transfer.bundle import BridgeError, Bundle, LoreEntry, Message
+from transfer.facts import fact_typed
+from transfer.formats.card import card_read
+from transfer.formats.letta import letta_read
+from transfer.formats.mem0 import mem0_read
+from transfer.formats.sillytavern import sillytavern_read
+from transfer.lore import (
+    FragmentData,
+    LoreFragment,
+    entries_of,
+    fragments_of,
+    key_of,
+    macros_replaced,
+)
+from transfer.models import (
+    BridgeFormat,
+    ImportedMemory,
+    ImportedMessage,
+    ImportedProposal,
+    ImportRun,
+    ProposalKind,
+)
+
+READERS = {
+    BridgeFormat.SILLYTAVERN: sillytavern_read,
+    BridgeFormat.CARD: card_read,
+    BridgeFormat.LETTA: letta_read,
+    BridgeFormat.MEM0: mem0_read,
+}
+BATCH = 2_000  # messages (events, tags and markers) per transaction
+LOOKUP_BATCH = 5_000  # origins per query when finding what is already here
+FORMAT_NAMES = {
+    "sillytavern-lorebook": "SillyTavern lorebook",
+    "sillytavern-chat": "SillyTavern chat",
+    "card": "character card",
+    "letta": "Letta agent file",
+    "mem0": "mem0 memories",
+}
+
+CHARACTER_NAMED = ("card", "letta", "sillytavern-chat")
+
+Progress = Callable[[int, int], None]
+
+
+def bundle_read(*, format: str, data: bytes) -> Bundle:
+    """The file read in its format; ``BridgeError`` names what is wrong with it."""
+    if format not in READERS:
+        raise BridgeError(f"“{format}” is not a format here: {', '.join(READERS)}")
+    return READERS[format](data, zone=owner_time_zone())
+
+
+def speakers_read(pairs: Iterable[str]) -> dict[str, str]:
+    """``NAME=IDENTITY`` pairs (``--as``) as a mapping; ``BridgeError`` names a bad one."""
+    mapping = {}
+    for pair in pairs:
+        name, equals, identity = pair.rpartition("=")
+        if not equals or not name.strip() or not identity.strip():
+            raise BridgeError(f"--as “{pair}”: write NAME=IDENTITY, like Seraphina=claude")
+        mapping[name.strip()] = identity.strip()
+    return mapping
+
+
+@dataclass(frozen=True)
+class Speaker:
+    """A name the conversation gives, on one side, and the identity it is said by here."""
+
+    name: str
+    is_user: bool
+    messages: int
+    identity: str | None  # None: not known yet, to be asked for
+
+    @property
+    def side(self) -> str:
+        return IdentitySide.USER if self.is_user else IdentitySide.COMPANION
+
+
+@dataclass(frozen=True)
+class SuggestionPlan:
+    origin: str
+    type: str
+    content: str
+    due: datetime | None
+    at: datetime | None
+    kept: dict
+    here: bool  # imported before
+
+
+@dataclass
+class BridgePlan:
+    """Everything an import of one file would do, read from the stores as they are now."""
+
+    bundle: Bundle
+    file_name: str
+    format: str
+    fragments: list[LoreFragment]
+    draft_text: str  # "" when the file holds no lorebook
+    draft_here: bool
+    wake_section: str  # "" when the file says nothing of who the companion is
+    wake_here: bool
+    suggestions: list[SuggestionPlan]
+    speakers: list[Speaker]
+    messages_here: set[str] = field(repr=False)  # origins imported before
+    problems: list[str] = field(default_factory=list)  # what stops the import, said to a person
+
+    @property
+    def messages_new(self) -> list[Message]:
+        return [m for m in self.bundle.messages if m.origin not in self.messages_here]
+
+    @property
+    def unknown_speakers(self) -> list[Speaker]:
+        return [speaker for speaker in self.speakers if speaker.identity is None]
+
+    @property
+    def suggestions_new(self) -> list[SuggestionPlan]:
+        return [s for s in self.suggestions if not s.here]
+
+    @cached_property
+    def draft_diff(self) -> DraftDiff | None:
+        """The draft against the Gem as it is now."""
+        return draft_diff(draft_parse(self.draft_text)) if self.draft_text else None
+
+    @property
+    def wake_text(self) -> str:
+        """The wake text proposed: the one in use with the file's section after it."""
+        return wake_proposed(self.wake_section)
+
+    @cached_property
+    def turns(self) -> list[str]:
+        """The new messages as the Mirror would read them, one transcript per turn."""
+        identity_of = {(s.name, s.is_user): s.identity or s.name for s in self.speakers}
+        turns: list[list[str]] = []
+        for message in self.messages_new:
+            if not turns or message.is_user:
+                turns.append([])
+            speaker = identity_of[(message.speaker, message.is_user)]
+            turns[-1].append(f"#0 {speaker}: {' '.join(message.text.split())}")
+        return ["\n".join(lines) for lines in turns]
+
+    @cached_property
+    def estimate(self) -> CompressionEstimate:
+        return compression_estimate(self.turns)
+
+    @property
+    def is_empty(self) -> bool:
+        """Whether importing would add nothing."""
+        return (
+            (not self.draft_text or self.draft_here)
+            and (not self.wake_section or self.wake_here)
+            and not self.suggestions_new
+            and not self.messages_new
+        )
+
+
+def _digest(kind: str, text: str) -> str:
+    return hashlib.sha256(f"{kind}\n{text}".encode()).hexdigest()
+
+
+def wake_proposed(section: str) -> str:
+    """The wake text in use with ``section`` after it (unchanged when it is there already)."""
+    current = wake_text_current("wake")
+    if not section or section in current:
+        return current
+    return f"{current.rstrip()}\n\n{section}\n"
+
+
+def bridge_plan(
+    bundle: Bundle, *, file_name: str, format: str, speakers: dict[str, str] | None = None
+) -> BridgePlan:
+    """What importing ``bundle`` would do. Reads the stores, writes nothing.
+
+    ``speakers``: names of the conversation mapped to identities (``--as``); a name not
+    mapped is its identity's when an identity has that name on the same side.
+    """
+    identities = identities_current()
+    user_name = identities.users[0] if identities.users else "the person"
+    # A lorebook's name is the book's; a card's, an agent's or a chat's is the character's.
+    character = bundle.name if bundle.format in CHARACTER_NAMED else ""
+    macros = {"char": character or identities.default_companion, "user": user_name}
+    fragments = fragments_of(bundle.entries, names=macros)
+    draft_text = _draft_text(bundle, fragments, file_name=file_name) if fragments else ""
+    wake_section = _wake_section(bundle, macros)
+    plan = BridgePlan(
+        bundle=bundle,
+        file_name=file_name,
+        format=format,
+        fragments=fragments,
+        draft_text=draft_text,
+        draft_here=bool(draft_text) and _proposal_here(ProposalKind.DRAFT, fragments),
+        wake_section=wake_section,
+        wake_here=bool(wake_section) and _proposal_here(ProposalKind.WAKE, wake_section),
+        suggestions=_suggestions_planned(bundle),
+        speakers=[],
+        messages_here=_origins_here(ImportedMessage, [m.origin for m in bundle.messages]),
+    )
+    plan.speakers = _speakers_mapped(bundle.messages, speakers or {}, identities, plan.problems)
+    return plan
+
+
+def _proposal_here(kind: str, content) -> bool:
+    return ImportedProposal.objects.filter(digest=_proposal_digest(kind, content)).exists()
+
+
+def _proposal_digest(kind: str, content) -> str:
+    """A draft is the same when its fragments are (whatever the Gem holds around them)."""
+    if kind == ProposalKind.DRAFT:
+        content = json.dumps(
+            [[f.key, f.tiers, f.edges] for f in content], ensure_ascii=False, sort_keys=True
+        )
+    return _digest(kind, content)
+
+
+def _draft_text(bundle: Bundle, fragments: list[LoreFragment], *, file_name: str) -> str:
+    """The draft of the fragments: each sets the tiers the file gives it. A fragment an edge is
+    proposed for lists the Gem's edges touching it too, since a draft's edges are the whole set;
+    an edge the Gem has between the same two keys stays as it is."""
+    keys = {fragment.key for fragment in fragments}
+    existing = {
+        DraftEdge(source, target, relation)
+        for source, target, relation in FragmentEdge.objects.filter(
+            Q(source_id__in=keys) | Q(target_id__in=keys)
+        ).values_list("source_id", "target_id", "relation")
+    }
+    pairs = {(edge.source, edge.target) for edge in existing}
+    targets = {target for fragment in fragments for target, _ in fragment.edges}
+    known = keys | set(Fragment.objects.filter(key__in=targets).values_list("key", flat=True))
+    proposed = {
+        DraftEdge(fragment.key, target, relation)
+        for fragment in fragments
+        for target, relation in fragment.edges
+        if (fragment.key, target) not in pairs and target in known
+    }
+    touched = {key for edge in proposed for key in (edge.source, edge.target)}
+    edges: dict[str, set[DraftEdge]] = {key: set() for key in touched}
+    for edge in existing | proposed:
+        for key in {edge.source, edge.target} & touched:
+            edges[key].add(edge)
+    draft = Draft(
+        fragments=[
+            DraftFragment(
+                key=fragment.key,
+                tiers=fragment.tiers,
+                edges=edges_ordered(fragment.key, edges[fragment.key])
+                if fragment.key in touched
+                else None,
+            )
+            for fragment in fragments
+        ],
+        preface=_preface(bundle, fragments, file_name=file_name),
+    )
+    return draft_render(draft)
+
+
+def _preface(bundle: Bundle, fragments: list[LoreFragment], *, file_name: str) -> str:
+    """What the draft comes from, entry by entry (a preface is kept, never applied)."""
+    what = FORMAT_NAMES.get(bundle.format, bundle.format)
+    named = f" “{bundle.name}”" if bundle.name else ""
+    lines = [f"Imported from the {what}{named} ({file_name}): {len(bundle.entries)} entries."]
+    disabled = [entry.where for entry in bundle.entries if not entry.enabled]
+    if disabled:
+        lines.append(f"Disabled there, so never ambient here: {', '.join(disabled)}.")
+    lines += [f"- {fragment.key} ← {', '.join(fragment.entries)}" for fragment in fragments]
+    return "\n".join(lines)
+
+
+def _wake_section(bundle: Bundle, macros: dict[str, str]) -> str:
+    if not bundle.wake:
+        return ""
+    what = FORMAT_NAMES.get(bundle.format, bundle.format)
+    title = f"# Who you are: {bundle.name}" if bundle.name else "# Who you are"
+    parts = [f"{title}\n\n(From the {what}.)"]
+    parts += [
+        f"## {part.title}\n\n{macros_replaced(part.text.strip(), macros)}" for part in bundle.wake
+    ]
+    return "\n\n".join(parts)
+
+
+def _suggestions_planned(bundle: Bundle) -> list[SuggestionPlan]:
+    here = _origins_here(ImportedMemory, [memory.origin for memory in bundle.memories])
+    zone = owner_time_zone()
+    planned = []
+    for memory in bundle.memories:
+        type, due = fact_typed(memory.text, at=memory.at or timezone.now(), zone=zone)
+        planned.append(
+            SuggestionPlan(
+                origin=memory.origin,
+                type=type,
+                content=memory.text.strip(),
+                due=due,
+                at=memory.at,
+                kept=memory.kept,
+                here=memory.origin in here,
+            )
+        )
+    return planned
+
+
+def _origins_here(model, origins: Sequence[str]) -> set[str]:
+    """The origins among ``origins`` that ``model`` already marks."""
+    here: set[str] = set()
+    for start in range(0, len(origins), LOOKUP_BATCH):
+        batch = origins[start : start + LOOKUP_BATCH]
+        here.update(model.objects.filter(origin__in=batch).values_list("origin", flat=True))
+    return here
+
+
+def _speakers_mapped(
+    messages: Sequence[Message], mapping: dict[str, str], identities, problems: list[str]
+) -> list[Speaker]:
+    """Each speaker of the conversation with the identity it is said by, checking the mapping:
+    a mapped identity must exist and be on the speaker's side."""
+    counts: dict[tuple[str, bool], int] = {}
+    for message in messages:
+        counts[(message.speaker, message.is_user)] = (
+            counts.get((message.speaker, message.is_user), 0) + 1
+        )
+    sides = identities.sides
+    by_fold = {name.casefold(): name for name in identities.names}
+    unused = set(mapping)
+    speakers = []
+    for (name, is_user), count in counts.items():
+        side = IdentitySide.USER if is_user else IdentitySide.COMPANION
+        identity = mapping.get(name)
+        unused.discard(name)
+        if identity is not None:
+            if identity not in sides:
+                problems.append(
+                    f"“{identity}” (for {name}) is not an identity here: "
+                    f"{', '.join(identities.names)}"
+                )
+                identity = None
+            elif sides[identity] != side:
+                problems.append(
+                    f"{name} speaks on the {side}’s side, and “{identity}” is on the "
+                    f"{sides[identity]}’s"
+                )
+                identity = None
+        else:
+            found = by_fold.get(name.casefold()) or by_fold.get(key_of(name))
+            identity = found if found and sides[found] == side else None
+        speakers.append(Speaker(name, is_user, count, identity))
+    problems += [f"--as {name}: nobody of that name speaks in this file" for name in sorted(unused)]
+    return speakers
+
+
+@dataclass
+class BridgeReport:
+    """What an import added, and what it found already here."""
+
+    run: ImportRun
+    counts: dict[str, int]
+
+    def __str__(self) -> str:
+        c = self.counts
+        return (
+            f"{c['events']:,} messages logged as events ({c['events_here']:,} already here), "
+            f"{c['suggestions']:,} memories staged as suggestions ({c['suggestions_here']:,} "
+            f"already here), {c['drafts']} draft and {c['wakes']} wake text proposed "
+            f"({c['proposals_here']} already here)."
+        )
+
+
+def bridge_import(
+    plan: BridgePlan,
+    *,
+    file_sha256: str,
+    user=None,
+    progress: Progress | None = None,
+    batch: int = BATCH,
+) -> BridgeReport:
+    """Write what ``plan`` says. Refused (``BridgeError``) while a speaker has no identity or
+    the mapping is wrong, before anything is written."""
+    problems = plan.problems + [
+        f"Who is “{s.name}” (on the {s.side}’s side, {s.messages:,} messages)? "
+        f'Map the name to an identity (--as "{s.name}=IDENTITY")'
+        for s in plan.unknown_speakers
+    ]
+    if problems:
+        raise BridgeError("\n".join(problems))
+    run = ImportRun.objects.create(
+        format=plan.format, file_name=plan.file_name[:255], file_sha256=file_sha256, user=user
+    )
+    counts = {
+        "drafts": 0,
+        "wakes": 0,
+        "proposals_here": 0,
+        "suggestions": 0,
+        "suggestions_here": 0,
+        "events": 0,
+        "events_here": 0,
+    }
+    _proposals_stage(plan, run, counts)
+    _suggestions_stage(plan, counts)
+    _events_write(plan, counts, progress=progress, batch=batch)
+    run.counts = counts
+    run.finished_at = timezone.now()
+    run.save(update_fields=["counts", "finished_at"])
+    return BridgeReport(run, counts)
+
+
+def _proposals_stage(plan: BridgePlan, run: ImportRun, counts: dict[str, int]) -> None:
+    bundle = plan.bundle
+    what = FORMAT_NAMES.get(bundle.format, bundle.format)
+    named = f" “{bundle.name}”" if bundle.name else ""
+    staged = []
+    if plan.draft_text:
+        staged.append(
+            (
+                ProposalKind.DRAFT,
+                _proposal_digest(ProposalKind.DRAFT, plan.fragments),
+                f"{len(plan.fragments)} fragments from the {what}{named}",
+                plan.draft_text,
+                {"file": bundle.kept, "entries": {e.where: e.kept for e in bundle.entries}},
+                "drafts",
+            )
+        )
+    if plan.wake_section:
+        staged.append(
+            (
+                ProposalKind.WAKE,
+                _proposal_digest(ProposalKind.WAKE, plan.wake_section),
+                f"Who she is, from the {what}{named}",
+                plan.wake_section,
+                {"file": bundle.kept},
+                "wakes",
+            )
+        )
+    for kind, digest, title, text, kept, counter in staged:
+        _, created = ImportedProposal.objects.get_or_create(
+            digest=digest,
+            defaults={"kind": kind, "run": run, "title": title[:200], "text": text, "kept": kept},
+        )
+        counts[counter if created else "proposals_here"] += 1
+
+
+def _suggestions_stage(plan: BridgePlan, counts: dict[str, int]) -> None:
+    what = FORMAT_NAMES.get(plan.bundle.format, plan.bundle.format)
+    with transaction.atomic(using=router.db_for_write(TagSuggestion)):
+        here = _origins_here(ImportedMemory, [s.origin for s in plan.suggestions])
+        fresh = [s for s in plan.suggestions if s.origin not in here]
+        counts["suggestions_here"] = len(plan.suggestions) - len(fresh)
+        now = timezone.now()
+        created = TagSuggestion.objects.bulk_create(
+            TagSuggestion(
+                proposer=Proposer.IMPORT,
+                type=s.type,
+                content=s.content,
+                due=s.due,
+                reason=f"Remembered in {what} ({s.origin})"
+                + (f" on {s.at:%Y-%m-%d}" if s.at else ""),
+                created_at=s.at or now,
+            )
+            for s in fresh
+        )
+        ImportedMemory.objects.bulk_create(
+            ImportedMemory(suggestion=suggestion, origin=s.origin, kept=s.kept)
+            for suggestion, s in zip(created, fresh, strict=True)
+        )
+        counts["suggestions"] = len(created)
+
+
+def _events_write(
+    plan: BridgePlan, counts: dict[str, int], *, progress: Progress | None, batch: int
+) -> None:
+    """The new messages as events, ``batch`` to a transaction with their tags and markers."""
+    identity_of = {(s.name, s.is_user): s.identity for s in plan.speakers}
+    names = identities_current().names
+    messages = plan.bundle.messages
+    total = len(messages)
+    done = 0
+    for start in range(0, total, batch):
+        chunk = messages[start : start + batch]
+        with transaction.atomic(using=router.db_for_write(Event)):
+            here = _origins_here(ImportedMessage, [m.origin for m in chunk])
+            fresh = [m for m in chunk if m.origin not in here]
+            counts["events_here"] += len(chunk) - len(fresh)
+            events = Event.objects.bulk_create(
+                Event(ts=m.at, content=m.text, actor=identity_of[(m.speaker, m.is_user)] or "")
+                for m in fresh
+            )
+            _tags_insert(
+                (event.pk, tag)
+                for event in events
+                for tag in sorted(parse(event.content, identities=names).tags)
+            )
+            ImportedMessage.objects.bulk_create(
+                ImportedMessage(event=event, origin=m.origin, speaker=m.speaker, kept=m.kept)
+                for event, m in zip(events, fresh, strict=True)
+            )
+            counts["events"] += len(events)
+        done += len(chunk)
+        if progress is not None:
+            progress(done, total)
+
+
+def _tags_insert(rows: Iterable[tuple[int, str]]) -> None:
+    rows = list(rows)
+    if not rows:
+        return
+    with connections[router.db_for_write(EventTag)].cursor() as cursor:
+        cursor.executemany(
+            f"INSERT INTO {EventTag._meta.db_table} (event_id, tag) VALUES (%s, %s)", rows
+        )
+
+
+def fragments_exported() -> list[LoreEntry]:
+    """Every fragment as lorebook entries, with its edges out, in key order."""
+    edges: dict[str, list[tuple[str, str]]] = {}
+    for source, target, relation in FragmentEdge.objects.order_by(
+        "source_id", "target_id"
+    ).values_list("source_id", "target_id", "relation"):
+        edges.setdefault(source, []).append((target, relation))
+    return entries_of(
+        FragmentData(key, ambient, recognition, inventory, tuple(edges.get(key, ())))
+        for key, ambient, recognition, inventory in Fragment.objects.order_by("key").values_list(
+            "key", *TIERS
+        )
+    )

@@ -1,0 +1,249 @@
+"""Lorebook entries as fragments, and fragments as lorebook entries (docs/bridges.md).
+
+Pure: plain data in and out, no Django.
+
+An entry from elsewhere becomes a fragment like this:
+- its key is its title (the entry's comment or name), else its first key, written as one word
+  of the Gem's keys ("Old Harbour" → ``old-harbour``); two entries of one key are told apart
+  by a number (``old-harbour-2``);
+- a constant entry is always in SillyTavern's context, so its content is the fragment's
+  ambient tier; a disabled one never is, so even a constant disabled entry is only recognition;
+- any other entry is recognition when it is a single short paragraph, else its first
+  paragraph is the recognition and the whole content the inventory (recall reads the
+  inventory first, the recognition when asked for less);
+- its keys and secondary keys, other than the key itself, end the recognition tier in one
+  ``Keys:`` line, so search finds the fragment by them and recall shows them;
+- an entry whose content names another entry's key (a whole word, any case) proposes an edge
+  from it to that other fragment, "names".
+
+An entry exported from here carries its fragment (``LoreEntry.fragment``: key, the tiers it
+holds, its edges out), and is read back as that fragment exactly.
+"""
+
+import re
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+
+from transfer.bundle import LoreEntry
+
+KEY_MAX = 100  # gem.models.Fragment.key
+KEY_PATTERN = re.compile(r"[\w][\w'-]*")  # gem.models.KEY_VALIDATOR
+RECOGNITION_CHARS = 600  # a single paragraph up to this is recognition alone
+KEYS_PREFIX = "Keys: "
+NAMES = "names"  # the relation of an edge proposed because one entry names another
+MENTION_MIN_CHARS = 3  # shorter keys ("a", "it") name nothing
+TIERS = ("ambient", "recognition", "inventory")
+_WORD = re.compile(r"[\w']+")
+_PARAGRAPH_BREAK = re.compile(r"\n[ \t]*\n")
+
+
+@dataclass
+class LoreFragment:
+    """What a draft says of one fragment: the tiers it sets (absent ones stay as they are) and
+    the edges it proposes, from it (``target``, ``relation``)."""
+
+    key: str
+    tiers: dict[str, str] = field(default_factory=dict)
+    edges: list[tuple[str, str]] = field(default_factory=list)
+    entries: list[str] = field(default_factory=list)  # where in the file it came from
+
+
+def key_of(title: str) -> str:
+    """A title as one key word: lower case, words joined by hyphens; empty when no word."""
+    words = _WORD.findall(title.casefold())
+    key = "-".join(word.strip("'") for word in words if word.strip("'"))
+    return key[:KEY_MAX].rstrip("-")
+
+
+def fragments_of(
+    entries: Sequence[LoreEntry], *, names: dict[str, str] | None = None
+) -> list[LoreFragment]:
+    """The fragments a lorebook's entries propose, in the file's order.
+
+    ``names``: what the macros of SillyTavern stand for (``{"char": "Seraphina", "user":
+    "luna"}``), replaced in the contents of entries from elsewhere.
+    """
+    by_key: dict[str, LoreFragment] = {}
+    keys_of_entry: list[tuple[str, LoreEntry]] = []
+    for entry in entries:
+        marked = _marked(entry)
+        if marked is not None:
+            fragment = by_key.setdefault(marked["key"], LoreFragment(marked["key"]))
+            fragment.tiers.update({tier: marked[tier] for tier in TIERS if tier in marked})
+            fragment.edges += [tuple(edge) for edge in marked.get("edges", [])]
+            fragment.entries.append(entry.where)
+            continue
+        key = _key_free(_title(entry), taken=by_key)
+        fragment = by_key[key] = LoreFragment(key, entries=[entry.where])
+        fragment.tiers = _tiers(entry, key=key, names=names or {})
+        keys_of_entry.append((key, entry))
+    _mentions_proposed(keys_of_entry, by_key)
+    for fragment in by_key.values():
+        fragment.edges = list(dict.fromkeys(fragment.edges))
+    return list(by_key.values())
+
+
+def _marked(entry: LoreEntry) -> dict | None:
+    """The fragment an entry exported from here carries, if it is whole."""
+    marked = entry.fragment
+    if not isinstance(marked, dict) or not isinstance(marked.get("key"), str):
+        return None
+    if not KEY_PATTERN.fullmatch(marked["key"]) or len(marked["key"]) > KEY_MAX:
+        return None
+    if not all(isinstance(marked.get(tier, ""), str) for tier in TIERS):
+        return None
+    edges = marked.get("edges", [])
+    if not isinstance(edges, list) or not all(
+        isinstance(edge, list) and len(edge) == 2 and all(isinstance(part, str) for part in edge)
+        for edge in edges
+    ):
+        return None
+    return marked
+
+
+def _title(entry: LoreEntry) -> str:
+    for title in (entry.name, *entry.keys):
+        if key_of(title):
+            return title
+    return f"entry {entry.where}"
+
+
+def _key_free(title: str, *, taken: dict) -> str:
+    key = key_of(title)
+    number = 2
+    while key in taken:
+        suffix = f"-{number}"
+        key = key_of(title)[: KEY_MAX - len(suffix)] + suffix
+        number += 1
+    return key
+
+
+def macros_replaced(text: str, names: dict[str, str]) -> str:
+    """SillyTavern's ``{{char}}`` and ``{{user}}`` (any case) as the names they stand for."""
+    for macro, name in names.items():
+        text = re.sub(r"\{\{\s*" + re.escape(macro) + r"\s*\}\}", name, text, flags=re.I)
+    return text
+
+
+def _tiers(entry: LoreEntry, *, key: str, names: dict[str, str]) -> dict[str, str]:
+    content = macros_replaced(entry.content.strip(), names)
+    keys = [
+        word
+        for word in dict.fromkeys(k.strip() for k in (*entry.keys, *entry.secondary_keys))
+        if word and key_of(word) != key
+    ]
+    keys_line = KEYS_PREFIX + ", ".join(keys) if keys else ""
+    if entry.constant and entry.enabled:
+        tiers = {"ambient": content}
+        if keys_line:
+            tiers["recognition"] = keys_line
+        return tiers
+    paragraphs = [part.strip() for part in _PARAGRAPH_BREAK.split(content) if part.strip()]
+    if len(paragraphs) <= 1 and len(content) <= RECOGNITION_CHARS:
+        recognition, inventory = content, ""
+    else:
+        recognition, inventory = paragraphs[0], content
+    tiers = {"recognition": "\n\n".join(part for part in (recognition, keys_line) if part)}
+    if inventory:
+        tiers["inventory"] = inventory
+    return tiers
+
+
+def _mentions_proposed(
+    keys_of_entry: list[tuple[str, LoreEntry]], by_key: dict[str, LoreFragment]
+) -> None:
+    """An edge from each entry to every other entry whose key it names in its content."""
+    words_of = {
+        key: [
+            word
+            for word in dict.fromkeys((entry.name, *entry.keys))
+            if len(word.strip()) >= MENTION_MIN_CHARS
+        ]
+        for key, entry in keys_of_entry
+    }
+    patterns = {
+        key: re.compile(
+            "|".join(r"(?<!\w)" + re.escape(word.strip()) + r"(?!\w)" for word in words), re.I
+        )
+        for key, words in words_of.items()
+        if words
+    }
+    for key, entry in keys_of_entry:
+        for other, pattern in patterns.items():
+            if other != key and pattern.search(entry.content):
+                by_key[key].edges.append((other, NAMES))
+
+
+def keys_line_split(recognition: str) -> tuple[str, list[str]]:
+    """A recognition tier without its closing ``Keys:`` line, and the keys that line lists."""
+    head, _, last = recognition.rpartition("\n")
+    if not last.startswith(KEYS_PREFIX):
+        return recognition, []
+    keys = [word.strip() for word in last[len(KEYS_PREFIX) :].split(",") if word.strip()]
+    return head.rstrip("\n"), keys
+
+
+@dataclass(frozen=True)
+class FragmentData:
+    """A fragment as the export reads it from the Gem."""
+
+    key: str
+    ambient: str
+    recognition: str
+    inventory: str
+    edges: tuple[tuple[str, str], ...] = ()  # edges out: target, relation
+
+
+def entries_of(fragments: Iterable[FragmentData]) -> list[LoreEntry]:
+    """Fragments as lorebook entries: the ambient tier a constant entry, recognition and
+    inventory one entry that recall would find by the fragment's key and the keys of its
+    ``Keys:`` line. Each carries its part of the fragment, to be read back exactly."""
+    entries: list[LoreEntry] = []
+    for fragment in fragments:
+        recognition, keys = keys_line_split(fragment.recognition)
+        all_keys = (fragment.key, *(k for k in keys if k != fragment.key))
+        whole = {
+            "key": fragment.key,
+            **{tier: getattr(fragment, tier) for tier in TIERS},
+            "edges": [list(edge) for edge in fragment.edges],
+        }
+        content = _deep_content(recognition, fragment.inventory)
+        deep = bool(content) or not fragment.ambient
+        if fragment.ambient:
+            entries.append(
+                LoreEntry(
+                    name=f"{fragment.key} (ambient)",
+                    keys=all_keys,
+                    secondary_keys=(),
+                    content=fragment.ambient,
+                    constant=True,
+                    enabled=True,
+                    where=f"{fragment.key}.ambient",
+                    # The whole fragment rides on one of its entries.
+                    fragment={"key": fragment.key, "ambient": fragment.ambient} if deep else whole,
+                )
+            )
+        if deep:
+            entries.append(
+                LoreEntry(
+                    name=fragment.key,
+                    keys=all_keys,
+                    secondary_keys=(),
+                    content=content,
+                    constant=False,
+                    enabled=True,
+                    where=fragment.key,
+                    fragment=whole,
+                )
+            )
+    return entries
+
+
+def _deep_content(recognition: str, inventory: str) -> str:
+    """What another app should show when the fragment comes up: the recognition, then the
+    inventory unless it already begins with the recognition."""
+    if not inventory:
+        return recognition
+    if not recognition or inventory.startswith(recognition):
+        return inventory
+    return f"{recognition}\n\n{inventory}"
