@@ -6,6 +6,7 @@ The registrations live in modules named for what they curate; importing them reg
 """
 
 from anvil import (  # noqa: F401  (each module registers its models' pages)
+    bridges,
     compass,
     conversation,
     fragments,

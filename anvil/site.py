@@ -26,6 +26,10 @@ CURATED = {
     "gem.AmbientProse": "Ambient prose",
     "gem.Identity": "Identities",
 }
+# What imports from other companions wrote and proposed, beside the page that imports (shown
+# to those who may import: anvil.bridges).
+IMPORTS = ["transfer.ImportRun", "transfer.ImportedProposal"]
+IMPORT_PERMISSION = "transfer.add_importrun"
 # What was said, what the Mirror made of it, and the agents' prompts: read more than curated.
 RECORDED = [
     "events.Event",
@@ -50,28 +54,15 @@ def _group(name: str, label: str, models: list[dict]) -> dict:
     }
 
 
-def _graph_entry() -> dict:
-    """The fragment graph, a page of the fragments' own, as an entry of its own (shown to
-    those who may see the fragments)."""
+def _page_entry(name: str, url_name: str) -> dict:
+    """A page of the Anvil's own, not a model's list, as an entry of the index and the menu
+    (added only for those who may see it)."""
     return {
         "model": None,
-        "name": "Fragment graph",
-        "object_name": "FragmentGraph",
+        "name": name,
+        "object_name": name.title().replace(" ", ""),
         "perms": {"view": True},
-        "admin_url": reverse("admin:gem_fragment_graph"),
-        "add_url": None,
-        "view_only": True,
-    }
-
-
-def _costs_entry() -> dict:
-    """The Costs page, what the calls to Claude cost, as an entry of the machinery."""
-    return {
-        "model": None,
-        "name": "Costs",
-        "object_name": "Costs",
-        "perms": {"view": True},
-        "admin_url": reverse("admin:costs"),
+        "admin_url": reverse(url_name),
         "add_url": None,
         "view_only": True,
     }
@@ -112,9 +103,9 @@ class AnvilSite(admin.AdminSite):
 
     def get_app_list(self, request, app_label=None):
         """An app's own page lists its models as the admin does; the index and the menu list
-        three groups: what a person curates, the conversation and the Mirror's records, and
-        the machinery (sign-in records, the task queue, link tables, accounts, the costs of the
-        calls to Claude…) below."""
+        four groups: what a person curates, what imports from other companions brought, the
+        conversation and the Mirror's records, and the machinery (sign-in records, the task
+        queue, link tables, accounts, the costs of the calls to Claude…) below."""
         if app_label is not None:
             return super().get_app_list(request, app_label)
         entries = {
@@ -127,14 +118,20 @@ class AnvilSite(admin.AdminSite):
             if label in entries:
                 curated.append({**entries.pop(label), "name": name})
             if label == "gem.Fragment" and curated and curated[-1]["admin_url"]:
-                curated.append(_graph_entry())
+                curated.append(_page_entry("Fragment graph", "admin:gem_fragment_graph"))
+        imports = [entries.pop(label) for label in IMPORTS if label in entries]
+        if request.user.has_perm(IMPORT_PERMISSION):
+            imports.insert(
+                0, _page_entry("Import from another companion", "admin:transfer-import-upload")
+            )
         recorded = [entries.pop(label) for label in RECORDED if label in entries]
         machinery = list(entries.values())
         if request.user.has_perm(VIEW_PERMISSION):
-            machinery.append(_costs_entry())
+            machinery.append(_page_entry("Costs", "admin:costs"))
         machinery.sort(key=lambda entry: entry["name"].casefold())
         groups = [
             _group("Memory to curate", "curation", curated),
+            _group("From other companions", "imports", imports),
             _group("The conversation and the Mirror", "record", recorded),
             _group("Machinery", "machinery", machinery),
         ]

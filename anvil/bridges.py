@@ -1,0 +1,548 @@
+"""Imports from other companions in the Anvil: the upload page and its preview (the draft and
+the wake text as diffs, the memories to stage, the conversation with its speakers asked for,
+the Mirror's cost), the import itself, each run's page, and the proposals an import staged,
+applied, edited or dropped one by one (``anvil.proposals``).
+
+Every page is a thin view over ``transfer.bridges``: the uploaded file is kept in the default
+storage under ``imports/<sha256>``, so the Import button reads the very bytes the preview read,
+and the original stays (docs/bridges.md).
+"""
+
+import hashlib
+
+from django import forms
+from django.contrib import admin, messages
+from django.core.exceptions import PermissionDenied
+from django.core.files.base import ContentFile
+from django.core.files.storage import default_storage
+from django.db.models import Max, Min
+from django.http import HttpResponseRedirect
+from django.shortcuts import get_object_or_404
+from django.urls import path, reverse
+from django.utils.http import url_has_allowed_host_and_scheme
+from django.views.decorators.http import require_POST
+
+from anvil.fragments import draft_preview_fragments
+from anvil.pages import anvil_page, row_id, short_when
+from anvil.proposals import ProposalError, proposal_apply, proposal_drop, proposal_may_decide
+from anvil.site import IMPORT_PERMISSION
+from anvil.textdiff import text_diff_html
+from gem.models import IdentitySide
+from gem.selectors import identities_current, wake_text_current
+from lens.draft_read import DraftError, draft_diff, draft_parse
+from mirror.models import Proposer
+from silentstar.uploads import megabytes, upload_max_bytes
+from transfer.bridges import (
+    FORMAT_NAMES,
+    LOOKUP_BATCH,
+    BridgePlan,
+    Speaker,
+    bridge_import,
+    bridge_plan,
+    bundle_read,
+    wake_proposed,
+)
+from transfer.bundle import BridgeError
+from transfer.lock import TransferBusy, one_at_a_time
+from transfer.models import (
+    BridgeFormat,
+    ImportedMessage,
+    ImportedProposal,
+    ImportRun,
+    ProposalKind,
+    ProposalState,
+)
+
+KEPT_FOLDER = "imports"
+FILE_FIELD = "file"  # its upload limit is the upload handler's for this name
+COUNT_WORDS = [
+    ("events", "messages logged as events"),
+    ("events_here", "messages already here"),
+    ("suggestions", "memories staged as suggestions"),
+    ("suggestions_here", "memories already here"),
+    ("drafts", "drafts proposed"),
+    ("wakes", "wake texts proposed"),
+    ("proposals_here", "proposals already here"),
+]
+
+
+# --- The kept file ---------------------------------------------------------------------------
+
+
+def import_file_keep(data: bytes) -> str:
+    """Keep an uploaded file under its SHA-256 (once: the same bytes have the same name)."""
+    sha256 = hashlib.sha256(data).hexdigest()
+    name = f"{KEPT_FOLDER}/{sha256}"
+    if not default_storage.exists(name):
+        default_storage.save(name, ContentFile(data))
+    return sha256
+
+
+def import_file_read(sha256: str) -> bytes:
+    """The kept file of that SHA-256; ``BridgeError`` when it is gone or is not what was kept."""
+    try:
+        with default_storage.open(f"{KEPT_FOLDER}/{sha256}", "rb") as kept:
+            data = kept.read()
+    except FileNotFoundError:
+        raise BridgeError("The uploaded file is no longer kept here: upload it again.") from None
+    if hashlib.sha256(data).hexdigest() != sha256:
+        raise BridgeError("The kept file has changed since it was uploaded: upload it again.")
+    return data
+
+
+def kept_plan(
+    *, sha256: str, format: str, file_name: str, speakers: dict[str, str] | None = None
+) -> BridgePlan:
+    """The plan of importing the kept file (``BridgeError`` when it cannot be read)."""
+    bundle = bundle_read(format=format, data=import_file_read(sha256))
+    return bridge_plan(bundle, file_name=file_name, format=format, speakers=speakers)
+
+
+def run_conversation(run: ImportRun) -> tuple[int, int] | None:
+    """The first and last event of the conversation a run's file holds, as imported (by this
+    run or an earlier one), or None when it holds none or its file is no longer kept."""
+    try:
+        bundle = bundle_read(format=run.format, data=import_file_read(run.file_sha256))
+    except BridgeError:
+        return None
+    origins = [message.origin for message in bundle.messages]
+    first = last = None
+    for start in range(0, len(origins), LOOKUP_BATCH):
+        span = ImportedMessage.objects.filter(
+            origin__in=origins[start : start + LOOKUP_BATCH]
+        ).aggregate(first=Min("event_id"), last=Max("event_id"))
+        if span["first"] is not None:
+            first = span["first"] if first is None else min(first, span["first"])
+            last = span["last"] if last is None else max(last, span["last"])
+    return None if first is None else (first, last)
+
+
+# --- Forms -----------------------------------------------------------------------------------
+
+
+class ImportUploadForm(forms.Form):
+    """Which format, and the file."""
+
+    format = forms.ChoiceField(choices=BridgeFormat.choices, label="What the file is")
+    file = forms.FileField(label="The file", allow_empty_file=True)
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.limit = upload_max_bytes(FILE_FIELD)
+        self.fields["file"].help_text = f"At most {megabytes(self.limit)}."
+
+    def clean_file(self):
+        upload = self.cleaned_data["file"]
+        if upload.size == 0:
+            raise forms.ValidationError(f"“{upload.name}” is empty: there is nothing to import.")
+        if upload.size > self.limit:
+            raise forms.ValidationError(
+                f"“{upload.name}” is {megabytes(upload.size)}; a file to import may be at most "
+                f"{megabytes(self.limit)}."
+            )
+        return upload
+
+
+class KeptFileForm(forms.Form):
+    """The file the preview read: its SHA-256, format and name (the Import button's post)."""
+
+    sha256 = forms.RegexField(regex=r"^[0-9a-f]{64}$", widget=forms.HiddenInput)
+    format = forms.ChoiceField(choices=BridgeFormat.choices, widget=forms.HiddenInput)
+    file_name = forms.CharField(max_length=255, widget=forms.HiddenInput)
+
+
+class SpeakersForm(forms.Form):
+    """Who each speaker of the conversation is here: one of the identities on its side,
+    chosen already when one has its name, to be chosen when none has."""
+
+    def __init__(self, *args, speakers: list[Speaker], **kwargs):
+        super().__init__(*args, **kwargs)
+        self.speakers = speakers
+        who = identities_current()
+        sides = who.sides
+        for index, speaker in enumerate(speakers):
+            names = [name for name in who.names if sides[name] == speaker.side]
+            side = "the person’s" if speaker.side == IdentitySide.USER else "the companion’s"
+            self.fields[f"speaker_{index}"] = forms.ChoiceField(
+                choices=[("", "— choose —"), *((name, name) for name in names)],
+                initial=speaker.identity or "",
+                label=speaker.name,
+                help_text=f"On {side} side, {speaker.messages:,} messages.",
+                error_messages={"required": f"Choose who “{speaker.name}” is here."},
+            )
+
+    def mapping(self) -> dict[str, str]:
+        return {
+            speaker.name: self.cleaned_data[f"speaker_{index}"]
+            for index, speaker in enumerate(self.speakers)
+        }
+
+
+class ProposalEditForm(forms.Form):
+    text = forms.CharField(
+        strip=False,
+        label="The text to apply",
+        widget=forms.Textarea(attrs={"rows": 18, "spellcheck": "false"}),
+    )
+
+
+# --- What the pages show ---------------------------------------------------------------------
+
+
+def preview_context(plan: BridgePlan, *, kept: KeptFileForm, speakers: SpeakersForm) -> dict:
+    """The preview of an import, as its page shows it."""
+    diff = draft_error = None
+    if plan.draft_text and not plan.draft_here:
+        try:
+            diff = plan.draft_diff
+        except DraftError as error:
+            draft_error = str(error)
+    wake_diff = None
+    if plan.wake_section and not plan.wake_here:
+        wake_diff = text_diff_html(
+            wake_text_current("wake"),
+            plan.wake_text,
+            old_label="in use now",
+            new_label="with the import",
+        )
+    times = [message.at for message in plan.bundle.messages]
+    return {
+        "plan": plan,
+        "format_name": FORMAT_NAMES.get(plan.bundle.format, plan.bundle.format),
+        "diff": diff,
+        "fragments": draft_preview_fragments(diff) if diff else [],
+        "draft_error": draft_error,
+        "wake_diff": wake_diff,
+        "first_at": min(times) if times else None,
+        "last_at": max(times) if times else None,
+        "estimate": plan.estimate if plan.bundle.messages else None,
+        "kept": kept,
+        "speakers_form": speakers,
+        "speaker_fields": [speakers[name] for name in speakers.fields],
+    }
+
+
+def proposal_card(request, proposal: ImportedProposal, *, back: str) -> dict:
+    """A proposal as its card shows it: while it waits, what applying it would change now."""
+    diff = diff_error = wake_diff = None
+    if proposal.state == ProposalState.PENDING:
+        if proposal.kind == ProposalKind.DRAFT:
+            try:
+                diff = draft_diff(draft_parse(proposal.text))
+            except DraftError as error:
+                diff_error = str(error)
+        else:
+            wake_diff = _wake_diff(proposal.text)
+    return {
+        "proposal": proposal,
+        "diff": diff,
+        "fragments": draft_preview_fragments(diff) if diff else [],
+        "diff_error": diff_error,
+        "wake_diff": wake_diff,
+        "can_decide": proposal_may_decide(request.user, proposal),
+        "back": back,
+    }
+
+
+def _wake_diff(section: str):
+    return text_diff_html(
+        wake_text_current("wake"),
+        wake_proposed(section),
+        old_label="in use now",
+        new_label="with the proposal",
+    )
+
+
+def counts_said(counts: dict) -> list[tuple[str, int]]:
+    return [(words, counts[name]) for name, words in COUNT_WORDS if name in counts]
+
+
+def _back(request, default: str) -> HttpResponseRedirect:
+    """Back to the page a button came from (this site's own), or ``default``."""
+    target = request.POST.get("next", "")
+    allowed = url_has_allowed_host_and_scheme(
+        target, allowed_hosts={request.get_host()}, require_https=request.is_secure()
+    )
+    return HttpResponseRedirect(target if allowed and target.startswith("/admin/") else default)
+
+
+# --- Runs and the upload page ----------------------------------------------------------------
+
+
+@admin.register(ImportRun)
+class ImportRunAdmin(admin.ModelAdmin):
+    list_display = ["file_name", "format", "started", "finished", "added"]
+    list_filter = ["format", "started_at"]
+    search_fields = ["file_name", "file_sha256"]
+
+    @admin.display(description="started", ordering="started_at")
+    def started(self, run):
+        return short_when(run.started_at)
+
+    @admin.display(description="finished", ordering="finished_at")
+    def finished(self, run):
+        return short_when(run.finished_at) if run.finished_at else "stopped part-way"
+
+    @admin.display(description="added")
+    def added(self, run):
+        c = run.counts
+        if not c:
+            return "—"
+        return (
+            f"{c.get('events', 0):,} messages, {c.get('suggestions', 0):,} memories, "
+            f"{c.get('drafts', 0) + c.get('wakes', 0)} proposals"
+        )
+
+    def has_add_permission(self, request):
+        return False  # a run is made by an import, from the upload page
+
+    def has_change_permission(self, request, obj=None):
+        return False
+
+    def has_delete_permission(self, request, obj=None):
+        return False
+
+    def changelist_view(self, request, extra_context=None):
+        extra_context = {**(extra_context or {}), "can_import": _can_import(request)}
+        return super().changelist_view(request, extra_context)
+
+    def get_urls(self):
+        view = self.admin_site.admin_view
+        return [
+            path("upload/", view(self.upload_view), name="transfer-import-upload"),
+            path("import/", view(require_POST(self.import_view)), name="transfer-import-run"),
+            *super().get_urls(),
+        ]
+
+    def upload_view(self, request):
+        """The form, then the preview of what importing the file would do."""
+        if not _can_import(request):
+            raise PermissionDenied
+        form = ImportUploadForm(request.POST or None, request.FILES or None)
+        if request.method == "POST" and form.is_valid():
+            upload, format = form.cleaned_data["file"], form.cleaned_data["format"]
+            data = upload.read()
+            try:
+                plan = bridge_plan(
+                    bundle_read(format=format, data=data), file_name=upload.name, format=format
+                )
+            except BridgeError as error:
+                form.add_error(
+                    "file",
+                    [f"“{upload.name}” was refused, nothing imported:", *str(error).splitlines()],
+                )
+            else:
+                kept = KeptFileForm(
+                    initial={
+                        "sha256": import_file_keep(data),
+                        "format": format,
+                        "file_name": upload.name,
+                    }
+                )
+                return self._preview(request, plan, kept, SpeakersForm(speakers=plan.speakers))
+        return anvil_page(
+            self, request, "admin/transfer/upload.html", "Import from another companion", form=form
+        )
+
+    def _preview(self, request, plan: BridgePlan, kept, speakers):
+        return anvil_page(
+            self,
+            request,
+            "admin/transfer/preview.html",
+            f"Import {plan.file_name}: what it would do",
+            **preview_context(plan, kept=kept, speakers=speakers),
+        )
+
+    def import_view(self, request):
+        """Import the file the preview read, its speakers as chosen there."""
+        if not _can_import(request):
+            raise PermissionDenied
+        kept = KeptFileForm(request.POST)
+        if not kept.is_valid():
+            self.message_user(request, "Upload the file again to import it.", messages.ERROR)
+            return HttpResponseRedirect(reverse("admin:transfer-import-upload"))
+        file = kept.cleaned_data
+        try:
+            plan = kept_plan(**file)
+        except BridgeError as error:
+            self.message_user(request, f"Nothing imported: {error}", messages.ERROR)
+            return HttpResponseRedirect(reverse("admin:transfer-import-upload"))
+        speakers = SpeakersForm(request.POST, speakers=plan.speakers)
+        if not speakers.is_valid():
+            return self._preview(request, plan, kept, speakers)
+        plan = kept_plan(**file, speakers=speakers.mapping())
+        try:
+            with one_at_a_time(what="import"):
+                report = bridge_import(plan, file_sha256=file["sha256"], user=request.user)
+        except (BridgeError, TransferBusy) as error:
+            self.message_user(request, f"Nothing imported: {error}", messages.ERROR)
+            return self._preview(request, plan, kept, speakers)
+        self.message_user(request, f"Imported {plan.file_name}: {report}")
+        return HttpResponseRedirect(
+            reverse("admin:transfer_importrun_change", args=[report.run.pk])
+        )
+
+    def change_view(self, request, object_id, form_url="", extra_context=None):
+        """A run's page: what it added, where to find it, and the proposals it staged."""
+        if not self.has_view_permission(request):
+            raise PermissionDenied
+        run = get_object_or_404(ImportRun.objects.select_related("user"), pk=row_id(object_id))
+        back = request.path
+        conversation = run_conversation(run)
+        return anvil_page(
+            self,
+            request,
+            "admin/transfer/run.html",
+            f"Import of {run.file_name}",
+            original=run,
+            run=run,
+            counts=counts_said(run.counts),
+            cards=[
+                proposal_card(request, proposal, back=back)
+                for proposal in run.proposals.select_related("decided_by")
+            ],
+            queue_url=reverse("admin:mirror_tagsuggestion_changelist")
+            + f"?proposer__exact={Proposer.IMPORT}",
+            chat_url=reverse("heart-chat") + f"?before={conversation[1] + 1}"
+            if conversation
+            else None,
+        )
+
+
+def _can_import(request) -> bool:
+    return request.user.has_perm(IMPORT_PERMISSION)
+
+
+# --- Proposals -------------------------------------------------------------------------------
+
+
+@admin.register(ImportedProposal)
+class ImportedProposalAdmin(admin.ModelAdmin):
+    list_display = ["title", "kind", "state", "run", "created"]
+    list_filter = ["state", "kind"]
+    search_fields = ["title", "text"]
+    list_select_related = ["run"]
+
+    @admin.display(description="proposed", ordering="created_at")
+    def created(self, proposal):
+        return short_when(proposal.created_at)
+
+    def has_add_permission(self, request):
+        return False  # an import stages proposals; a person decides on them
+
+    def has_change_permission(self, request, obj=None):
+        return False  # decided by its buttons, never edited as a row
+
+    def has_delete_permission(self, request, obj=None):
+        return False
+
+    def get_urls(self):
+        view = self.admin_site.admin_view
+        return [
+            path(
+                "<int:proposal_id>/apply/",
+                view(require_POST(self.apply_view)),
+                name="transfer-proposal-apply",
+            ),
+            path("<int:proposal_id>/edit/", view(self.edit_view), name="transfer-proposal-edit"),
+            path(
+                "<int:proposal_id>/drop/",
+                view(require_POST(self.drop_view)),
+                name="transfer-proposal-drop",
+            ),
+            *super().get_urls(),
+        ]
+
+    def _page_url(self, proposal_id: int) -> str:
+        return reverse("admin:transfer_importedproposal_change", args=[proposal_id])
+
+    def _decidable(self, request, proposal_id: int) -> ImportedProposal:
+        proposal = get_object_or_404(ImportedProposal, pk=proposal_id)
+        if not proposal_may_decide(request.user, proposal):
+            raise PermissionDenied
+        return proposal
+
+    def change_view(self, request, object_id, form_url="", extra_context=None):
+        if not self.has_view_permission(request):
+            raise PermissionDenied
+        proposal = get_object_or_404(
+            ImportedProposal.objects.select_related("run", "decided_by"), pk=row_id(object_id)
+        )
+        return anvil_page(
+            self,
+            request,
+            "admin/transfer/proposal.html",
+            proposal.title,
+            original=proposal,
+            **proposal_card(request, proposal, back=request.path),
+        )
+
+    def apply_view(self, request, proposal_id: int):
+        """Apply a proposal as it came, or the text a person edited (``text``)."""
+        proposal = self._decidable(request, proposal_id)
+        form = ProposalEditForm(request.POST) if "text" in request.POST else None
+        if form is not None and not form.is_valid():
+            return self._edit_page(request, proposal, form)
+        text = form.cleaned_data["text"] if form is not None else None
+        try:
+            applied = proposal_apply(proposal_id=proposal.pk, user=request.user, text=text)
+        except DraftError as error:
+            if form is not None:  # from the edit page: back to it, the text kept
+                return self._edit_page(request, proposal, form, error=str(error))
+            self.message_user(request, f"Nothing applied: {error}", messages.ERROR)
+        except ProposalError as error:
+            self.message_user(request, str(error), messages.ERROR)
+        else:
+            self.message_user(request, _applied_said(applied))
+        return _back(request, self._page_url(proposal.pk))
+
+    def edit_view(self, request, proposal_id: int):
+        """Edit a proposal's text, preview what it would change, then apply it."""
+        proposal = self._decidable(request, proposal_id)
+        form = ProposalEditForm(request.POST or None, initial={"text": proposal.text})
+        return self._edit_page(request, proposal, form)
+
+    def _edit_page(self, request, proposal, form, *, error: str = ""):
+        text = form.cleaned_data["text"] if form.is_bound and form.is_valid() else proposal.text
+        diff = wake_diff = None
+        if proposal.kind == ProposalKind.WAKE:
+            wake_diff = _wake_diff(text)
+        elif not error:
+            try:
+                diff = draft_diff(draft_parse(text))
+            except DraftError as problem:
+                error = str(problem)
+        return anvil_page(
+            self,
+            request,
+            "admin/transfer/proposal_edit.html",
+            f"Edit “{proposal.title}”",
+            original=proposal,
+            proposal=proposal,
+            form=form,
+            diff=diff,
+            fragments=draft_preview_fragments(diff) if diff else [],
+            wake_diff=wake_diff,
+            error=error,
+            back=self._page_url(proposal.pk),
+        )
+
+    def drop_view(self, request, proposal_id: int):
+        proposal = self._decidable(request, proposal_id)
+        try:
+            proposal_drop(proposal_id=proposal.pk, user=request.user)
+        except ProposalError as error:
+            self.message_user(request, str(error), messages.ERROR)
+        else:
+            self.message_user(request, f"Dropped “{proposal.title}”: nothing of it was written.")
+        return _back(request, self._page_url(proposal.pk))
+
+
+def _applied_said(applied) -> str:
+    title = applied.proposal.title
+    if applied.wake is not None:
+        return f"Applied “{title}”: the wake context has a new version, {applied.wake}."
+    changed = [*applied.diff.fragments_created, *applied.diff.fragments_changed()]
+    if not changed:
+        return f"Applied “{title}”: the Gem already held it, nothing changed."
+    return f"Applied “{title}”: {', '.join(changed)} changed."

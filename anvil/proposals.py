@@ -1,0 +1,110 @@
+"""What an import proposes, decided in the Anvil: a draft of fragments applied through the
+Anvil's own ``draft_apply``, or a wake text added as a new version; or dropped.
+
+A proposal is decided once: the row is claimed (pending → applied or dropped) in the same
+transaction as what applying it writes, so a draft that cannot be applied leaves it pending,
+and a second click, or a second person, finds it decided and changes nothing.
+"""
+
+from dataclasses import dataclass
+
+from django.contrib.admin.models import ADDITION, LogEntry
+from django.db import transaction
+from django.utils import timezone
+
+from anvil.drafts import draft_apply
+from anvil.textdiff import text_change_summary
+from gem.models import WakeText, WakeTextKind
+from gem.selectors import wake_text_current
+from lens.draft_read import DraftDiff
+from transfer.bridges import wake_proposed
+from transfer.models import ImportedProposal, ProposalKind, ProposalState
+
+# What deciding a proposal of each kind takes: what the draft page and a new wake text take.
+PERMISSIONS = {
+    ProposalKind.DRAFT: ("gem.add_fragment", "gem.change_fragment"),
+    ProposalKind.WAKE: ("gem.add_waketext",),
+}
+
+
+class ProposalError(Exception):
+    """A proposal that is not there, or was decided already."""
+
+
+@dataclass
+class ProposalApplied:
+    proposal: ImportedProposal
+    diff: DraftDiff | None = None  # a draft's: what it changed in the Gem
+    wake: WakeText | None = None  # a wake text's: the version it added
+
+
+def proposal_may_decide(user, proposal: ImportedProposal) -> bool:
+    """Whether ``user`` may apply, edit or drop ``proposal``."""
+    return user.has_perms(PERMISSIONS[proposal.kind])
+
+
+def proposal_apply(*, proposal_id: int, user, text: str | None = None) -> ProposalApplied:
+    """Apply a pending proposal as it came, or ``text`` when a person edited it (both are kept:
+    ``text`` in ``applied_text``). A ``DraftError`` leaves it pending and the Gem unchanged."""
+    proposal = _pending(proposal_id)
+    chosen = proposal.text if text is None else text
+    with transaction.atomic():
+        _claim(
+            proposal,
+            user=user,
+            state=ProposalState.APPLIED,
+            applied_text="" if chosen == proposal.text else chosen,
+        )
+        if proposal.kind == ProposalKind.DRAFT:
+            return ProposalApplied(proposal, diff=draft_apply(chosen, user=user))
+        before = wake_text_current(WakeTextKind.WAKE)
+        wake = WakeText.objects.create(
+            kind=WakeTextKind.WAKE, content=wake_proposed(chosen), author=user
+        )
+        LogEntry.objects.log_actions(
+            user.pk,
+            [wake],
+            ADDITION,
+            f"New version from an import: {text_change_summary(before, wake.content)}",
+            single_object=True,
+        )
+    return ProposalApplied(proposal, wake=wake)
+
+
+def proposal_drop(*, proposal_id: int, user) -> ImportedProposal:
+    """Drop a pending proposal: nothing of it is written."""
+    proposal = _pending(proposal_id)
+    _claim(proposal, user=user, state=ProposalState.DROPPED, applied_text="")
+    return proposal
+
+
+def _pending(proposal_id: int) -> ImportedProposal:
+    proposal = ImportedProposal.objects.select_related("decided_by").filter(pk=proposal_id).first()
+    if proposal is None:
+        raise ProposalError(f"There is no proposal {proposal_id}.")
+    if proposal.state != ProposalState.PENDING:
+        raise _decided(proposal)
+    return proposal
+
+
+def _claim(proposal: ImportedProposal, *, user, state: str, applied_text: str) -> None:
+    """Mark ``proposal`` decided, unless someone decided it since it was read."""
+    now = timezone.now()
+    claimed = ImportedProposal.objects.filter(pk=proposal.pk, state=ProposalState.PENDING).update(
+        state=state, decided_at=now, decided_by=user, applied_text=applied_text
+    )
+    if not claimed:
+        proposal.refresh_from_db()
+        raise _decided(proposal)
+    proposal.state, proposal.decided_at, proposal.decided_by = state, now, user
+    proposal.applied_text = applied_text
+
+
+def _decided(proposal: ImportedProposal) -> ProposalError:
+    who = f" by {proposal.decided_by}" if proposal.decided_by else ""
+    when = (
+        f" on {timezone.localtime(proposal.decided_at):%Y-%m-%d %H:%M}"
+        if proposal.decided_at
+        else ""
+    )
+    return ProposalError(f"“{proposal.title}” was already {proposal.state}{who}{when}.")

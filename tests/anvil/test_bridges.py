@@ -1,0 +1,228 @@
+import hashlib
+import re
+
+import pytest
+from django.contrib.auth.models import Permission, User
+from django.core.files.storage import default_storage
+from django.core.files.uploadedfile import SimpleUploadedFile
+from django.urls import reverse
+
+from events.models import Event
+from mirror.models import Proposer, TagSuggestion
+from tests.conftest import REPO
+from transfer.bundle import LoreEntry
+from transfer.formats.card import card_dump
+from transfer.lock import one_at_a_time
+from transfer.models import ImportedMessage, ImportedProposal, ImportRun
+
+pytestmark = pytest.mark.django_db(databases="__all__")
+
+FIXTURES = REPO / "tests" / "transfer" / "fixtures" / "bridges"
+UPLOAD = reverse("admin:transfer-import-upload")
+IMPORT = reverse("admin:transfer-import-run")
+
+
+@pytest.fixture(autouse=True)
+def media(settings, tmp_path):
+    settings.MEDIA_ROOT = tmp_path / "media"
+
+
+def fixture(name: str) -> bytes:
+    return (FIXTURES / name).read_bytes()
+
+
+def card_png() -> bytes:
+    lantern = LoreEntry(
+        name="The lantern",
+        keys=("lantern", "lamp"),
+        secondary_keys=(),
+        content="A brass lantern, dented on one side, that she carries to the pier.",
+        constant=False,
+        enabled=True,
+        where="0",
+    )
+    return card_dump(
+        name="Seraphina",
+        description="A keeper of the north light who speaks softly.",
+        entries=[lantern],
+        png=True,
+    )
+
+
+def upload(client, data: bytes, *, name: str, format: str):
+    return client.post(
+        UPLOAD, {"format": format, "file": SimpleUploadedFile(name, data)}, follow=False
+    )
+
+
+def import_post(client, preview, **speakers):
+    """The Import button of ``preview``: its hidden fields, and the speakers chosen."""
+    fields = dict(re.findall(r'<input type="hidden" name="(\w+)" value="([^"]*)"', preview.text))
+    fields.pop("csrfmiddlewaretoken", None)
+    return client.post(IMPORT, {**fields, **speakers})
+
+
+def test_it_keeps_a_card_and_previews_its_draft_and_wake_text(admin_client):
+    data = card_png()
+    preview = upload(admin_client, data, name="seraphina.png", format="card")
+    assert preview.status_code == 200
+    assert "A draft of 1 fragment" in preview.text
+    assert "new fragment" in preview.text  # the draft's diff against the Gem
+    assert "A brass lantern, dented" in preview.text
+    assert "Who the companion is" in preview.text
+    assert "A keeper of the north light" in preview.text  # the wake text's diff
+    assert "in use now" in preview.text
+    assert "Nothing has been written yet" in preview.text
+    sha256 = hashlib.sha256(data).hexdigest()
+    with default_storage.open(f"imports/{sha256}", "rb") as kept:
+        assert kept.read() == data
+    assert f'value="{sha256}"' in preview.text
+    assert not ImportRun.objects.exists() and not ImportedProposal.objects.exists()
+
+
+def test_it_imports_a_card_as_proposals_and_then_finds_nothing_new(admin_client):
+    data = card_png()
+    preview = upload(admin_client, data, name="seraphina.png", format="card")
+    response = import_post(admin_client, preview)
+    run = ImportRun.objects.get()
+    assert response.status_code == 302
+    assert response["Location"] == reverse("admin:transfer_importrun_change", args=[run.pk])
+    assert run.file_name == "seraphina.png" and run.finished_at is not None
+    assert run.user.username == "admin"
+    assert sorted(run.proposals.values_list("kind", flat=True)) == ["draft", "wake"]
+
+    page = admin_client.get(response["Location"])
+    assert "1 drafts proposed" in page.text and "1 wake texts proposed" in page.text
+    assert page.text.count('class="loom-call"') == 2  # a card for each proposal
+    assert "Apply" in page.text and "Edit" in page.text and "Drop" in page.text
+
+    again = upload(admin_client, data, name="seraphina.png", format="card")
+    assert "Nothing new" in again.text
+    assert "Already proposed by an earlier import" in again.text
+    assert 'value="Import"' not in again.text
+
+
+def test_a_chat_asks_who_speaks_and_imports_nothing_until_every_speaker_is_chosen(
+    admin_client,
+):
+    preview = upload(admin_client, fixture("chat.jsonl"), name="chat.jsonl", format="sillytavern")
+    assert "Who speaks" in preview.text
+    assert "8 messages to log as events, 0 already here" in preview.text
+    assert "16 May 2024" in preview.text  # the conversation's first and last times
+    assert re.search(
+        r"the Mirror would make \d+ calls?: about \$[\d.]+, at most \$[\d.]+", preview.text
+    )
+    assert "1 SillyTavern system note (narration" in preview.text  # left out, and said
+
+    refused = import_post(admin_client, preview, speaker_0="claude")
+    assert refused.status_code == 200
+    assert "Choose who “Nell” is here." in refused.text
+    assert not Event.objects.exists() and not ImportRun.objects.exists()
+
+    done = import_post(admin_client, preview, speaker_0="claude", speaker_1="hasuki")
+    assert done.status_code == 302
+    assert set(Event.objects.values_list("actor", flat=True)) == {"claude", "hasuki"}
+    assert ImportedMessage.objects.count() == Event.objects.count() == 8
+    last = Event.objects.order_by("-id").first()
+    page = admin_client.get(done["Location"])
+    assert "8 messages logged as events" in page.text
+    assert f"{reverse('heart-chat')}?before={last.pk + 1}" in page.text
+
+    again = upload(admin_client, fixture("chat.jsonl"), name="chat.jsonl", format="sillytavern")
+    assert "0 messages to log as events, 8 already here" in again.text
+    assert "Nothing new" in again.text
+
+
+def test_a_speaker_cannot_be_given_an_identity_of_the_other_side(admin_client):
+    preview = upload(admin_client, fixture("chat.jsonl"), name="chat.jsonl", format="sillytavern")
+    refused = import_post(admin_client, preview, speaker_0="hasuki", speaker_1="hasuki")
+    assert refused.status_code == 200
+    assert "Select a valid choice" in refused.text
+    assert not Event.objects.exists()
+
+
+def test_memories_are_staged_in_the_queue_for_the_run_page_to_lead_to(admin_client):
+    preview = upload(admin_client, fixture("mem0_list.json"), name="m.json", format="mem0")
+    assert "2 memories to stage as suggestions" in preview.text
+    assert "Is afraid of the dark pier" in preview.text
+    assert "26 Jul 2024" in preview.text  # when it was remembered
+    done = import_post(admin_client, preview)
+    staged = TagSuggestion.objects.filter(proposer=Proposer.IMPORT)
+    assert staged.count() == 2
+    page = admin_client.get(done["Location"])
+    queue = reverse("admin:mirror_tagsuggestion_changelist") + "?proposer__exact=import"
+    assert queue in page.text
+    listed = admin_client.get(queue)
+    assert "Is afraid of the dark pier" in listed.text
+
+
+def test_a_malformed_file_is_refused_naming_each_line_at_fault(admin_client):
+    broken = b'[{"id": "a", "memory": "Likes tea"}, {"memory": 3}]'
+    response = upload(admin_client, broken, name="broken.json", format="mem0")
+    assert response.status_code == 200
+    assert "“broken.json” was refused, nothing imported:" in response.text
+    assert "[1].id" in response.text and "[1].memory" in response.text
+    assert not default_storage.exists("imports")
+    assert not ImportRun.objects.exists()
+
+
+def test_an_empty_file_and_one_over_the_limit_are_refused_saying_the_limit(admin_client, settings):
+    empty = upload(admin_client, b"", name="empty.json", format="mem0")
+    assert "“empty.json” is empty: there is nothing to import." in empty.text
+    settings.UPLOAD_MAX_BYTES = {"image": 10, "upload": 10}
+    page = admin_client.get(UPLOAD)
+    assert "At most 10 bytes." in page.text
+    large = upload(admin_client, fixture("mem0_list.json"), name="m.json", format="mem0")
+    assert "a file to import may be at most 10 bytes" in large.text
+    assert not ImportRun.objects.exists()
+
+
+def test_an_import_while_another_runs_is_refused_and_writes_nothing(admin_client):
+    preview = upload(admin_client, fixture("mem0_list.json"), name="m.json", format="mem0")
+    with one_at_a_time(what="restore"):
+        response = import_post(admin_client, preview)
+    assert response.status_code == 200
+    assert "another restore or import is running" in response.text
+    assert not TagSuggestion.objects.exists() and not ImportRun.objects.exists()
+
+
+def test_an_import_of_a_file_no_longer_kept_asks_for_it_again(admin_client):
+    preview = upload(admin_client, fixture("mem0_list.json"), name="m.json", format="mem0")
+    (kept,) = default_storage.listdir("imports")[1]
+    default_storage.delete(f"imports/{kept}")
+    response = import_post(admin_client, preview)
+    assert response["Location"] == UPLOAD
+    page = admin_client.get(UPLOAD)
+    assert "no longer kept here: upload it again" in page.text
+    assert not ImportRun.objects.exists()
+
+
+def test_the_runs_list_says_a_run_stopped_part_way_and_offers_the_upload_page(admin_client):
+    ImportRun.objects.create(format="mem0", file_name="half.json", file_sha256="0" * 64)
+    page = admin_client.get(reverse("admin:transfer_importrun_changelist"))
+    assert "half.json" in page.text and "stopped part-way" in page.text
+    assert UPLOAD in page.text
+    assert "Import from another companion" in admin_client.get(reverse("admin:index")).text
+    run_page = admin_client.get(
+        reverse("admin:transfer_importrun_change", args=[ImportRun.objects.get().pk])
+    )
+    assert "stopped part-way" in run_page.text
+    assert admin_client.get(reverse("admin:transfer_importrun_add")).status_code == 403
+
+
+def test_importing_takes_the_right_to_add_imports(client, admin_client):
+    assert client.get(UPLOAD).status_code == 302  # signed out: to the sign-in page
+    staff = User.objects.create_user("reader", password="pw", is_staff=True)
+    for codename in ("use_memory", "view_importrun"):
+        staff.user_permissions.add(Permission.objects.get(codename=codename))
+    client.force_login(staff)
+    assert client.get(reverse("admin:transfer_importrun_changelist")).status_code == 200
+    assert client.get(UPLOAD).status_code == 403
+    assert client.post(IMPORT, {}).status_code == 403
+    assert "Import from another companion" not in client.get(reverse("admin:index")).text
+    staff.user_permissions.add(Permission.objects.get(codename="add_importrun"))
+    assert client.get(UPLOAD).status_code == 200
+
+
+def test_the_import_answers_only_a_post(admin_client):
+    assert admin_client.get(IMPORT).status_code == 405
