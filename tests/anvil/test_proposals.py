@@ -1,0 +1,175 @@
+import pytest
+from django.contrib.admin.models import ADDITION, LogEntry
+from django.contrib.auth.models import Permission, User
+from django.urls import reverse
+
+from anvil.proposals import ProposalError, proposal_apply, proposal_drop
+from gem.models import Fragment, WakeText
+from gem.selectors import wake_text_current
+from lens.draft_read import DraftError
+from tests.anvil.test_bridges import card_png
+from transfer.bridges import bridge_import, bridge_plan, bundle_read
+from transfer.models import ImportedProposal, ProposalKind, ProposalState
+
+pytestmark = pytest.mark.django_db(databases="__all__")
+
+DESCRIPTION = "A keeper of the north light who speaks softly."
+
+
+@pytest.fixture
+def proposals() -> dict[str, ImportedProposal]:
+    """A character card's import: a draft of one fragment and a wake text, both pending."""
+    data = card_png()
+    plan = bridge_plan(bundle_read(format="card", data=data), file_name="s.png", format="card")
+    bridge_import(plan, file_sha256="0" * 64)
+    return {proposal.kind: proposal for proposal in ImportedProposal.objects.all()}
+
+
+@pytest.fixture
+def draft(proposals) -> ImportedProposal:
+    return proposals[ProposalKind.DRAFT]
+
+
+@pytest.fixture
+def wake(proposals) -> ImportedProposal:
+    return proposals[ProposalKind.WAKE]
+
+
+def url(name: str, proposal) -> str:
+    return reverse(f"admin:transfer-proposal-{name}", args=[proposal.pk])
+
+
+def page_of(proposal) -> str:
+    return reverse("admin:transfer_importedproposal_change", args=[proposal.pk])
+
+
+def test_a_draft_proposal_shows_its_diff_and_applies_into_the_gem_once(admin_client, draft):
+    page = admin_client.get(page_of(draft))
+    assert "new fragment" in page.text and "A brass lantern, dented" in page.text
+    assert not Fragment.objects.exists()
+
+    response = admin_client.post(url("apply", draft), {"next": page_of(draft)})
+    assert response["Location"] == page_of(draft)
+    (fragment,) = Fragment.objects.all()
+    assert "A brass lantern, dented" in " ".join(
+        [fragment.ambient, fragment.recognition, fragment.inventory]
+    )
+    draft.refresh_from_db()
+    assert draft.state == ProposalState.APPLIED and draft.decided_by.username == "admin"
+    assert draft.decided_at is not None and draft.applied_text == ""
+    assert LogEntry.objects.filter(object_id=fragment.key, action_flag=ADDITION).exists()
+
+    again = admin_client.post(url("apply", draft), follow=True)
+    assert "was already applied by admin" in again.text
+    assert Fragment.objects.count() == 1
+    assert "Applied by admin" in admin_client.get(page_of(draft)).text
+
+
+def test_a_wake_proposal_shows_the_wake_text_in_use_beside_the_proposed_one(admin_client, wake):
+    in_use = wake_text_current("wake")
+    page = admin_client.get(page_of(wake))
+    assert "in use now" in page.text and "with the proposal" in page.text
+    assert DESCRIPTION in page.text
+
+    admin_client.post(url("apply", wake))
+    newest = WakeText.objects.filter(kind="wake").order_by("-created_at", "-id").first()
+    assert newest.content.startswith(in_use.rstrip())
+    assert DESCRIPTION in newest.content and newest.author.username == "admin"
+    logged = LogEntry.objects.get(object_id=str(newest.pk))
+    assert logged.action_flag == ADDITION and "line(s) added" in logged.change_message
+    wake.refresh_from_db()
+    assert wake.state == ProposalState.APPLIED
+
+
+def test_an_edited_draft_is_previewed_then_applied_and_both_texts_are_kept(admin_client, draft):
+    edit = admin_client.get(url("edit", draft))
+    assert "A brass lantern, dented" in edit.text and "<textarea" in edit.text
+    edited = draft.text.replace("dented on one side", "polished")
+    preview = admin_client.post(url("edit", draft), {"text": edited})
+    assert "What it changes" in preview.text and "polished" in preview.text
+    assert not Fragment.objects.exists()
+
+    admin_client.post(url("apply", draft), {"text": edited})
+    draft.refresh_from_db()
+    assert draft.applied_text == edited and "dented on one side" in draft.text
+    fragment = Fragment.objects.get()
+    assert "polished" in fragment.ambient + fragment.recognition + fragment.inventory
+
+
+def test_an_edited_wake_text_is_applied_as_edited(admin_client, wake):
+    preview = admin_client.post(url("edit", wake), {"text": "# Who you are\n\nA quiet keeper."})
+    assert "A quiet keeper." in preview.text and "with the proposal" in preview.text
+    admin_client.post(url("apply", wake), {"text": "# Who you are\n\nA quiet keeper."})
+    assert wake_text_current("wake").endswith("# Who you are\n\nA quiet keeper.\n")
+    wake.refresh_from_db()
+    assert wake.applied_text == "# Who you are\n\nA quiet keeper."
+
+
+def test_a_draft_that_cannot_be_applied_stays_pending_and_says_its_line(admin_client, draft):
+    broken = "## ambient\nno fragment heads this tier\n"
+    response = admin_client.post(url("apply", draft), {"text": broken})
+    assert response.status_code == 200
+    assert "line 1" in response.text
+    assert broken.strip().splitlines()[1] in response.text  # the text is kept for fixing
+    draft.refresh_from_db()
+    assert draft.state == ProposalState.PENDING and draft.decided_at is None
+    assert not Fragment.objects.exists()
+
+
+def test_a_dropped_proposal_writes_nothing_and_cannot_be_applied_after(admin_client, proposals):
+    wakes_before = WakeText.objects.count()
+    for proposal in proposals.values():
+        response = admin_client.post(url("drop", proposal), follow=True)
+        assert "nothing of it was written" in response.text
+        proposal.refresh_from_db()
+        assert proposal.state == ProposalState.DROPPED
+    assert not Fragment.objects.exists() and WakeText.objects.count() == wakes_before
+    refused = admin_client.post(url("apply", proposals["wake"]), follow=True)
+    assert "was already dropped" in refused.text
+    assert WakeText.objects.count() == wakes_before
+
+
+def test_a_proposal_is_decided_once_whoever_comes_second(draft):
+    admin = User.objects.create_superuser("first", password="pw")
+    second = User.objects.create_superuser("second", password="pw")
+    proposal_drop(proposal_id=draft.pk, user=admin)
+    with pytest.raises(ProposalError, match="already dropped by first"):
+        proposal_apply(proposal_id=draft.pk, user=second)
+    with pytest.raises(ProposalError, match="already dropped"):
+        proposal_drop(proposal_id=draft.pk, user=second)
+    with pytest.raises(ProposalError, match="no proposal 999"):
+        proposal_drop(proposal_id=999, user=second)
+
+
+def test_the_service_leaves_a_draft_pending_when_it_cannot_be_applied(draft):
+    admin = User.objects.create_superuser("first", password="pw")
+    with pytest.raises(DraftError):
+        proposal_apply(proposal_id=draft.pk, user=admin, text="## ambient\nno heading\n")
+    draft.refresh_from_db()
+    assert draft.state == ProposalState.PENDING
+
+
+def test_deciding_takes_the_draft_pages_and_the_wake_texts_permissions(client, draft, wake):
+    staff = User.objects.create_user("curator", password="pw", is_staff=True)
+    for codename in ("use_memory", "view_importedproposal", "add_waketext"):
+        staff.user_permissions.add(Permission.objects.get(codename=codename))
+    client.force_login(staff)
+    page = client.get(page_of(draft))
+    assert page.status_code == 200 and "takes the right to change fragments" in page.text
+    for name in ("apply", "drop"):
+        assert client.post(url(name, draft)).status_code == 403
+    assert client.get(url("edit", draft)).status_code == 403
+    assert client.post(url("apply", wake)).status_code == 302
+    wake.refresh_from_db()
+    assert wake.state == ProposalState.APPLIED
+    for codename in ("add_fragment", "change_fragment"):
+        staff.user_permissions.add(Permission.objects.get(codename=codename))
+    assert client.post(url("drop", draft)).status_code == 302
+
+
+def test_the_buttons_answer_only_a_post_and_a_list_offers_no_add(admin_client, draft):
+    assert admin_client.get(url("apply", draft)).status_code == 405
+    assert admin_client.get(url("drop", draft)).status_code == 405
+    assert admin_client.get(reverse("admin:transfer_importedproposal_add")).status_code == 403
+    listed = admin_client.get(reverse("admin:transfer_importedproposal_changelist"))
+    assert draft.title in listed.text
