@@ -139,9 +139,10 @@ class _Reading:
         if said.get("created_at") is None:
             checks.add(f"{where}.created_at", "missing")
         content, content_key = self.content(said, where)
-        mapped = {"id", "role", "name", "created_at"}
+        mapped = {"id", "role", "created_at"}
         if role == "user":
             speaker = checks.text(said, "name", where, default="") or "user"
+            mapped.add("name")
             text, note = _unwrapped(content)
             if note:
                 return self.leave_out(LETTA_NOTES.get(note, f"Letta {note} note"))

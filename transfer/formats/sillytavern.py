@@ -9,6 +9,7 @@ missing here too. A chat is a header line (``user_name``, ``character_name``, ``
 import hashlib
 import io
 import json
+import re
 
 from transfer.bundle import BridgeError, Bundle, LoreEntry, Message
 from transfer.formats.dates import moment_read, zone_of
@@ -17,6 +18,8 @@ from transfer.limits import LINE_MAX_CHARS, TEXT_MAX_CHARS, json_problem, lines_
 
 LOREBOOK_MAPPED = frozenset({"key", "keysecondary", "comment", "content", "constant", "disable"})
 MESSAGE_MAPPED = frozenset({"name", "is_user", "mes", "send_date"})
+FIRST_LINE = re.compile(rb"\s*([^\n]*)")
+BOM = b"\xef\xbb\xbf"
 HEADER_FIELDS = ("user_name", "character_name", "chat_metadata", "create_date")
 
 # SillyTavern's new-entry template (``newWorldInfoEntryDefinition`` in
@@ -68,10 +71,8 @@ ENTRY_TEMPLATE = {
 def sillytavern_read(data: bytes, *, zone: str) -> Bundle:
     """A SillyTavern lorebook or chat, told apart by the first line: a chat's is its header,
     a whole JSON object on one line; a lorebook's is the start of one JSON document."""
-    text = text_decoded(data)
-    first = text.lstrip().split("\n", 1)[0]
     try:
-        header = json.loads(first)
+        header = json.loads(FIRST_LINE.match(data.removeprefix(BOM))[1])
     except ValueError:
         header = None
     if isinstance(header, dict) and "entries" not in header and _is_header(header):
@@ -139,7 +140,6 @@ def lorebook_dump(entries: list[LoreEntry], *, name: str) -> bytes:
             comment=entry.name,
             content=entry.content,
             constant=entry.constant,
-            selective=bool(entry.secondary_keys) or ENTRY_TEMPLATE["selective"],
             disable=not entry.enabled,
         )
         if entry.fragment is not None:
@@ -163,16 +163,28 @@ def chat_read(data: bytes, *, zone: str) -> Bundle:
     - The text is ``mes``: it is what SillyTavern shows and what it sent to the model. Choosing
       a swipe copies it into ``mes``, and editing a message writes ``mes`` (and the swipe it is
       on); so ``swipes[swipe_id]`` can only be out of date. The swipes stay in ``kept``.
-    - ``is_system`` messages are left out and counted in ``skipped``: SillyTavern marks so its
-      own notes (narration, comments, help: each with an ``extra.type``) and any message the
-      person hid from the model (the ghost button, ``/hide``): neither is the conversation the
-      companion remembers.
+    - SillyTavern's own messages are left out and counted in ``skipped``: its notes (narration
+      by ``/sys``, comments, help, welcome: each with an ``extra.type``, narration even with
+      ``is_system`` false, as the model reads it), and the messages the person hid from the
+      model (the ghost button, ``/hide``: ``is_system`` true). Neither was said between the
+      person and the companion as the companion remembers it.
     - Blank lines are passed over; a message's origin is ``<chat id>:<line>``, so a longer
       export of the same chat gives its old lines the same origins.
     """
+    try:
+        return _chat_read(data, zone=zone)
+    except UnicodeDecodeError:
+        # Decoded as it is read, a chat stays the size of its bytes in memory; only a file that
+        # is not UTF-8 is decoded whole, for the line of its first bad byte.
+        text_decoded(data)
+        raise
+
+
+def _chat_read(data: bytes, *, zone: str) -> Bundle:
     tz = zone_of(zone)
     checks = Checks()
-    lines = lines_bounded(io.StringIO(text_decoded(data)))
+    stream = io.TextIOWrapper(io.BytesIO(data), encoding="utf-8-sig", newline="\n")
+    lines = lines_bounded(stream)
     header, chat_id = _header_read(lines, checks)
     messages: list[Message] = []
     notes = hidden = 0
@@ -194,12 +206,12 @@ def chat_read(data: bytes, *, zone: str) -> Bundle:
         is_system = said.get("is_system")
         if is_system is not None and not isinstance(is_system, bool):
             checks.add(where, f"is_system: must be true or false, not {kind(is_system)}")
+        extra = said.get("extra")
+        if isinstance(extra, dict) and extra.get("type"):
+            notes += 1
+            continue
         if is_system is True:
-            extra = said.get("extra")
-            if isinstance(extra, dict) and extra.get("type"):
-                notes += 1
-            else:
-                hidden += 1
+            hidden += 1
             continue
         message = _message_read(said, line, number, chat_id=chat_id, zone=tz, checks=checks)
         if message is not None:

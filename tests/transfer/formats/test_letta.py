@@ -84,6 +84,7 @@ def test_it_reads_an_older_agent_file():
             at=datetime(2025, 4, 1, 3, 48, 2, tzinfo=UTC),
             kept={
                 "content": sent["content"],
+                "name": None,
                 "model": "gpt-4o-mini",
                 "tool_calls": sent["tool_calls"],
             },

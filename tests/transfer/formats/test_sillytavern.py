@@ -231,7 +231,7 @@ def test_it_reads_a_chat_with_swipes_system_notes_and_every_send_date_shape():
     assert (chat.format, chat.name) == ("sillytavern-chat", "Seraphina")
     assert chat.kept == {**HEADER, "chat_metadata": {"note_prompt": "", "tainted": True}}
     assert chat.skipped == [
-        "1 SillyTavern system note (narration, comments)",
+        "2 SillyTavern system notes (narration, comments)",
         "1 message hidden from the model in SillyTavern",
     ]
     chat_id = chat.messages[0].origin.split(":")[0]
@@ -403,3 +403,10 @@ def test_it_names_the_line_of_a_byte_that_is_not_utf8():
     assert refusal(chat_read, data) == [
         f"line 3: not UTF-8 text (byte {len(before) + 1} cannot be read as UTF-8)"
     ]
+
+
+def test_it_tells_a_one_line_lorebook_from_a_chat():
+    one_line = json.dumps(json.loads(LOREBOOK)).encode()
+
+    assert sillytavern_read(one_line, zone="UTC").format == "sillytavern-lorebook"
+    assert sillytavern_read(b"\n\n" + CHAT, zone="UTC").format == "sillytavern-chat"
