@@ -32,6 +32,7 @@ from django.conf import settings
 from django.core.management import call_command
 from django.test import override_settings
 
+from bench.bridges import bridges_measure, sillytavern_chat_write
 from bench.cache import cache_replay, exchanges_of, model_price, shares
 from bench.cache import figures_lines as cache_figures_lines
 from bench.continuity import conversation_measure, figures_lines
@@ -287,6 +288,19 @@ def parser() -> argparse.ArgumentParser:
     legacy.add_argument("--pair", type=Path, help=argparse.SUPPRESS)
     _inside_options(legacy, size=False)
     legacy.set_defaults(run=_legacy)
+
+    bridges = words.add_parser(
+        "bridges",
+        help="manage.py import_from sillytavern on a long synthetic chat",
+        description="Write a SillyTavern chat of --messages messages (every reply with three "
+        "swipes) and import it into throwaway SQLite stores as manage.py import_from does, then "
+        "once more: messages per second, the importing process's peak memory, the second run's "
+        "time, and what the preview says compressing it would cost.",
+    )
+    bridges.add_argument("--messages", type=int, default=100_000, help="messages in the chat")
+    bridges.add_argument("--chat", type=Path, help=argparse.SUPPRESS)
+    _inside_options(bridges, size=False)
+    bridges.set_defaults(run=_bridges)
 
     continuity = words.add_parser(
         "continuity",
@@ -990,6 +1004,48 @@ def _legacy(asked: argparse.Namespace) -> None:
     )
     print(f"a second run: {result['again_seconds']:,.1f} s, {result['again_imported']} rows added")
     print("rows: " + ", ".join(f"{table} {n:,}" for table, n in rows.items()))
+    before, after = result["load_before"], result["load_after"]
+    print(
+        f"machine load (1, 5, 15 min) on {os.cpu_count()} processors: before "
+        f"{' '.join(f'{n:.2f}' for n in before)}, after {' '.join(f'{n:.2f}' for n in after)}"
+    )
+
+
+# --- bridges -----------------------------------------------------------------------------------
+
+
+def _bridges(asked: argparse.Namespace) -> None:
+    """A long SillyTavern chat imported by transfer.bridges (bench/bridges.py)."""
+    if asked.messages < 1:
+        raise BenchError("--messages must be at least 1")
+    if asked.inside:
+        _migrate_throwaway_stores()
+        load_before = os.getloadavg()
+        result = bridges_measure(path=asked.chat, progress=_note)
+        print(json.dumps({**result, "load_before": load_before, "load_after": os.getloadavg()}))
+        return
+    with tempfile.TemporaryDirectory(prefix="silentstar-bench-bridges-") as folder:
+        chat = Path(folder) / "chat.jsonl"
+        _note(f"writing a SillyTavern chat of {asked.messages:,} messages...")
+        sillytavern_chat_write(chat, messages=asked.messages)
+        result = _run_inside(["bridges", "--messages", str(asked.messages), "--chat", str(chat)])
+    stages = result["stages"]
+    print(
+        f"SillyTavern chat, {result['messages']:,} messages ({result['file_mb']:,.1f} MB), "
+        f"imported in {result['seconds']:,.1f} s: {result['messages_per_s']:,.0f} messages/s "
+        f"(read {stages['read']:,.1f} s, plan {stages['plan']:,.1f} s, "
+        f"write {stages['write']:,.1f} s); {result['events']:,} events"
+    )
+    print(
+        f"peak memory of the importing process (ru_maxrss): {result['peak_rss_mb']:,.0f} MB "
+        f"({result['before_rss_mb']:,.0f} MB before the import)"
+    )
+    print(f"a second run: {result['again_seconds']:,.1f} s, {result['again_events']} events added")
+    print(
+        f"the preview: {result['turns']:,} turns; compressing them, about "
+        f"{result['estimate_calls']:,} calls, about ${result['estimate_about']:,.2f}, "
+        f"at most ${result['estimate_most']:,.2f}"
+    )
     before, after = result["load_before"], result["load_after"]
     print(
         f"machine load (1, 5, 15 min) on {os.cpu_count()} processors: before "

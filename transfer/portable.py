@@ -8,7 +8,8 @@ anything, and then puts it into an empty installation, ids kept. An export of th
 installation gives the same files, byte for byte. docs/export.md describes every file and field.
 
 What is exported is the apps' own records (the Heart, the Gem, the Mirror, the ledger of calls
-to Claude, the Compass and the Loom). The framework's
+to Claude, the Compass and the Loom, and the marks of imports from other companions). The
+framework's
 rows (accounts, sessions, the task queue, sign-in failures) are not memory, and the search
 indexes and change numbers are derived: their triggers make them again as the rows go in.
 """
@@ -63,6 +64,7 @@ from mirror.models import MirrorPrompt, MirrorRun, Summary, TagSuggestion
 from silentstar.router import ID_MAX, sequences_reset
 from transfer.backup import Progress, installation_rows, linked
 from transfer.limits import LINE_MAX_CHARS, json_problem, lines_bounded, text_max, text_problem
+from transfer.models import ImportedMemory, ImportedMessage, ImportedProposal, ImportRun
 
 FORMAT = 1
 MANIFEST = "manifest.json"
@@ -265,6 +267,31 @@ KINDS = (
     Kind("loom_call_images.jsonl", LoomCall.images.through, ("id", "loomcall", "sessionimage")),
     Kind("loom_prompts.jsonl", LoomPrompt, ("id", "kind", "content", "created_at", "author")),
     Kind(
+        "import_runs.jsonl",
+        ImportRun,
+        ("id", "format", "file_name", "file_sha256", "user", "started_at", "finished_at", "counts"),
+    ),
+    Kind(
+        "import_proposals.jsonl",
+        ImportedProposal,
+        (
+            "id",
+            "kind",
+            "digest",
+            "run",
+            "title",
+            "text",
+            "kept",
+            "state",
+            "applied_text",
+            "decided_at",
+            "decided_by",
+            "created_at",
+        ),
+    ),
+    Kind("imported_messages.jsonl", ImportedMessage, ("id", "event", "origin", "speaker", "kept")),
+    Kind("imported_memories.jsonl", ImportedMemory, ("id", "suggestion", "origin", "kept")),
+    Kind(
         "model_calls.jsonl",
         ModelCall,
         (
@@ -298,6 +325,10 @@ ADDED_LATER = frozenset(
         "loom_calls.jsonl",
         "loom_call_images.jsonl",
         "loom_prompts.jsonl",
+        "import_runs.jsonl",
+        "import_proposals.jsonl",
+        "imported_messages.jsonl",
+        "imported_memories.jsonl",
     }
 )
 # Models whose rows are written inside another file's rows, without ids of their own.

@@ -107,6 +107,19 @@ call = LoomCall.objects.create(session=session, agent='cataloguer', fragment_key
                                error='none')
 call.images.add(shelf)
 LoomPrompt.objects.create(kind='weaver', content='Weave it.', author=owner)
+from transfer.models import ImportedMemory, ImportedMessage, ImportedProposal, ImportRun
+arrived = ImportRun.objects.create(format='sillytavern', file_name='chat.jsonl',
+                                   file_sha256='ab' * 32, user=owner, finished_at=now,
+                                   counts={'events': 1})
+ImportedProposal.objects.create(kind='draft', digest='cd' * 32, run=arrived, title='1 fragment',
+                                text='# keeper', kept={'entries': {'entries.0': {'uid': 0}}},
+                                state='applied', applied_text='# keeper\\n', decided_at=now,
+                                decided_by=owner)
+ImportedMessage.objects.create(event_id=ids[0], origin='0123abcd:2', speaker='Luna',
+                               kept={'swipes': ['a', 'b'], 'swipe_id': 1})
+remembered = TagSuggestion.objects.create(proposer='import', type='pin', content='green tea',
+                                          reason='Remembered in mem0 memories (mem0:m-1)')
+ImportedMemory.objects.create(suggestion=remembered, origin='mem0:m-1', kept={'hash': 'h1'})
 MiraEntry.objects.create(mira_id='mem_045', working_memory=first, event_id=ids[0],
                          entry={'id': 'mem_045', 'type': 'thought', 'z': [1, 2], 'a': None},
                          written={'content': first.content})
@@ -320,7 +333,7 @@ def test_every_field_of_every_model_of_the_memory_is_exported():
     exported = {kind.model: set(kind.fields) for kind in KINDS}
     missing = [
         f"{model._meta.label}.{field.name}"
-        for app in ("heart", "gem", "mirror", "ledger", "compass", "loom")
+        for app in ("heart", "gem", "mirror", "ledger", "compass", "loom", "transfer")
         for model in apps.get_app_config(app).get_models()
         for field in model._meta.concrete_fields
         if model not in inside and field.name not in exported.get(model, ())

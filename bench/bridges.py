@@ -1,0 +1,105 @@
+"""``python -m bench bridges``: import a long SillyTavern chat as ``manage.py import_from`` does.
+
+``sillytavern_chat_write`` writes a chat of ``messages`` messages in SillyTavern's JSONL: a header
+line, then the person and the companion in turn a minute apart, every reply with three swipes
+(the second chosen) and an ``extra`` of its own, as SillyTavern writes them. ``bridges_measure``
+reads, plans and imports it into the configured (throwaway) stores, then once more (which adds
+nothing), and reports the time, messages per second and the process's peak memory.
+"""
+
+import json
+import random
+import resource
+import time
+from collections.abc import Callable
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+
+from transfer.bridges import bridge_import, bridge_plan, bundle_read
+
+START = datetime(2024, 3, 1, 18, 0, tzinfo=UTC)
+WORDS = (
+    "tea garden letter sea lighthouse lace stairs rain window lamp quiet walk friday music "
+    "sewing crochet dress blanket morning evening tired glad plan call council tower keeper "
+    "shop train bread soup book"
+).split()
+USER, CHARACTER = "Luna", "Seraphina"
+SPEAKERS = {USER: "luna", CHARACTER: "claude"}
+
+
+def sillytavern_chat_write(path: Path, *, messages: int, seed: int = 7) -> Path:
+    """A SillyTavern chat of ``messages`` messages at ``path``."""
+    pick = random.Random(seed)
+    with path.open("w", encoding="utf-8") as out:
+        header = {
+            "user_name": USER,
+            "character_name": CHARACTER,
+            "create_date": "2024-3-1@18h00m00s",
+            "chat_metadata": {"note_prompt": "", "integrity": "a1b2"},
+        }
+        out.write(json.dumps(header) + "\n")
+        for n in range(messages):
+            user = n % 2 == 0
+            said = " ".join(pick.choices(WORDS, k=pick.randint(8, 40)))
+            message = {
+                "name": USER if user else CHARACTER,
+                "is_user": user,
+                "is_system": False,
+                "send_date": (START + timedelta(minutes=n)).isoformat(),
+                "mes": said,
+                "extra": {} if user else {"api": "claude", "model": "claude-opus-5-5"},
+            }
+            if not user:
+                message |= {"swipes": [f"first {said}", said, f"third {said}"], "swipe_id": 1}
+            out.write(json.dumps(message) + "\n")
+    return path
+
+
+def bridges_measure(*, path: Path, progress: Callable[[str], None]) -> dict:
+    """Import the chat into the configured (empty, throwaway) stores, then again; the figures.
+
+    Peak memory is the process's maximum resident set (``getrusage``'s ``ru_maxrss``), read
+    before the import (Django and the migrated stores) and after it."""
+    before_kb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    data = path.read_bytes()
+    reported = {"step": 0}
+
+    def stage(done: int, total: int) -> None:
+        step = max(total // 10, 1)
+        if done == total or done // step != reported["step"]:
+            reported["step"] = done // step
+            progress(f"  messages {done:,}/{total:,}")
+
+    def run() -> tuple[dict, dict[str, float], object]:
+        began = time.perf_counter()
+        bundle = bundle_read(format="sillytavern", data=data)
+        read = time.perf_counter()
+        plan = bridge_plan(bundle, file_name=path.name, format="sillytavern", speakers=SPEAKERS)
+        planned = time.perf_counter()
+        report = bridge_import(plan, file_sha256="0" * 64, progress=stage)
+        done = time.perf_counter()
+        seconds = {"read": read - began, "plan": planned - read, "write": done - planned}
+        return report.counts, seconds, plan
+
+    counts, seconds, plan = run()
+    peak_kb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    estimate = plan.estimate
+    progress("again, which must add nothing...")
+    again, again_seconds, _ = run()
+    total = sum(seconds.values())
+    return {
+        "messages": len(plan.bundle.messages),
+        "events": counts["events"],
+        "turns": len(plan.turns),
+        "seconds": total,
+        "stages": seconds,
+        "messages_per_s": len(plan.bundle.messages) / total,
+        "peak_rss_mb": peak_kb / 1024,
+        "before_rss_mb": before_kb / 1024,
+        "again_seconds": sum(again_seconds.values()),
+        "again_events": again["events"],
+        "file_mb": path.stat().st_size / 2**20,
+        "estimate_about": estimate.cost_about,
+        "estimate_most": estimate.cost_most,
+        "estimate_calls": estimate.calls,
+    }

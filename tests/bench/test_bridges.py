@@ -1,0 +1,48 @@
+"""``python -m bench bridges``: its synthetic SillyTavern chat, and the command on a short one."""
+
+import json
+
+import pytest
+
+from bench.bridges import SPEAKERS, sillytavern_chat_write
+from events.models import Event
+from transfer.bridges import bridge_import, bridge_plan, bundle_read
+from transfer.models import ImportedMessage
+
+
+@pytest.mark.django_db(databases="__all__")
+def test_the_chat_is_one_sillytavern_reads_with_a_swipe_chosen_of_three(tmp_path):
+    path = sillytavern_chat_write(tmp_path / "chat.jsonl", messages=9)
+    lines = path.read_text().splitlines()
+    assert json.loads(lines[0])["character_name"] == "Seraphina" and len(lines) == 10
+
+    bundle = bundle_read(format="sillytavern", data=path.read_bytes())
+    plan = bridge_plan(bundle, file_name="chat.jsonl", format="sillytavern", speakers=SPEAKERS)
+    report = bridge_import(plan, file_sha256="0" * 64)
+
+    assert report.counts["events"] == 9 == Event.objects.count()
+    reply = json.loads(lines[2])
+    event = Event.objects.order_by("pk")[1]
+    assert event.content == reply["swipes"][1] and event.actor == "claude"
+    assert ImportedMessage.objects.get(event=event).kept["swipes"] == reply["swipes"]
+    assert len(plan.turns) == 5
+
+
+@pytest.mark.store_free
+def test_the_command_imports_a_chat_and_prints_its_figures(bench):
+    done = bench("bridges", "--messages", "3000")
+
+    assert done.returncode == 0, done.stderr
+    lines = done.stdout.splitlines()
+    assert lines[0].startswith("SillyTavern chat, 3,000 messages")
+    assert "messages/s" in lines[0] and lines[0].endswith("3,000 events")
+    assert lines[1].startswith("peak memory of the importing process (ru_maxrss):")
+    assert lines[2].endswith(", 0 events added")
+    assert lines[3].startswith("the preview: 1,500 turns; compressing them, about")
+
+
+@pytest.mark.store_free
+def test_the_command_refuses_no_messages(bench):
+    done = bench("bridges", "--messages", "0")
+
+    assert done.returncode == 1 and "--messages must be at least 1" in done.stderr
