@@ -55,14 +55,14 @@ from transfer.models import (
 
 KEPT_FOLDER = "imports"
 FILE_FIELD = "file"  # its upload limit is the upload handler's for this name
-COUNT_WORDS = [
-    ("events", "messages logged as events"),
-    ("events_here", "messages already here"),
-    ("suggestions", "memories staged as suggestions"),
-    ("suggestions_here", "memories already here"),
-    ("drafts", "drafts proposed"),
-    ("wakes", "wake texts proposed"),
-    ("proposals_here", "proposals already here"),
+COUNT_WORDS = [  # what a run's counts say, one and many
+    ("events", "message logged as an event", "messages logged as events"),
+    ("events_here", "message already here", "messages already here"),
+    ("suggestions", "memory staged as a suggestion", "memories staged as suggestions"),
+    ("suggestions_here", "memory already here", "memories already here"),
+    ("drafts", "draft proposed", "drafts proposed"),
+    ("wakes", "wake text proposed", "wake texts proposed"),
+    ("proposals_here", "proposal already here", "proposals already here"),
 ]
 
 
@@ -123,8 +123,8 @@ def run_conversation(run: ImportRun) -> tuple[int, int] | None:
 class ImportUploadForm(forms.Form):
     """Which format, and the file."""
 
-    format = forms.ChoiceField(choices=BridgeFormat.choices, label="What the file is")
-    file = forms.FileField(label="The file", allow_empty_file=True)
+    format = forms.ChoiceField(choices=BridgeFormat.choices, label="Format")
+    file = forms.FileField(label="File", allow_empty_file=True)
 
     def __init__(self, *args, **kwargs):
         super().__init__(*args, **kwargs)
@@ -167,7 +167,8 @@ class SpeakersForm(forms.Form):
                 choices=[("", "— choose —"), *((name, name) for name in names)],
                 initial=speaker.identity or "",
                 label=speaker.name,
-                help_text=f"On {side} side, {speaker.messages:,} messages.",
+                help_text=f"On {side} side, {speaker.messages:,} "
+                + ("message." if speaker.messages == 1 else "messages."),
                 error_messages={"required": f"Choose who “{speaker.name}” is here."},
             )
 
@@ -253,8 +254,13 @@ def _wake_diff(section: str):
     )
 
 
-def counts_said(counts: dict) -> list[tuple[str, int]]:
-    return [(words, counts[name]) for name, words in COUNT_WORDS if name in counts]
+def counts_said(counts: dict) -> list[str]:
+    """A run's counts in words, those that are not naught."""
+    return [
+        f"{counts[name]:,} {one if counts[name] == 1 else many}"
+        for name, one, many in COUNT_WORDS
+        if counts.get(name)
+    ]
 
 
 def _back(request, default: str) -> HttpResponseRedirect:
@@ -394,7 +400,6 @@ class ImportRunAdmin(admin.ModelAdmin):
             request,
             "admin/transfer/run.html",
             f"Import of {run.file_name}",
-            original=run,
             run=run,
             counts=counts_said(run.counts),
             cards=[
@@ -402,7 +407,9 @@ class ImportRunAdmin(admin.ModelAdmin):
                 for proposal in run.proposals.select_related("decided_by")
             ],
             queue_url=reverse("admin:mirror_tagsuggestion_changelist")
-            + f"?proposer__exact={Proposer.IMPORT}",
+            + f"?proposer__exact={Proposer.IMPORT}"
+            if not run.counts or run.counts.get("suggestions") or run.counts.get("suggestions_here")
+            else None,
             chat_url=reverse("heart-chat") + f"?before={conversation[1] + 1}"
             if conversation
             else None,

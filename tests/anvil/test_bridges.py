@@ -92,7 +92,9 @@ def test_it_imports_a_card_as_proposals_and_then_finds_nothing_new(admin_client)
     assert sorted(run.proposals.values_list("kind", flat=True)) == ["draft", "wake"]
 
     page = admin_client.get(response["Location"])
-    assert "1 drafts proposed" in page.text and "1 wake texts proposed" in page.text
+    assert "1 draft proposed" in page.text and "1 wake text proposed" in page.text
+    assert "<li>0 " not in page.text  # a card holds no conversation nor memories
+    assert "?proposer__exact=import" not in page.text
     assert page.text.count('class="loom-call"') == 2  # a card for each proposal
     assert "Apply" in page.text and "Edit" in page.text and "Drop" in page.text
 
@@ -112,7 +114,7 @@ def test_a_chat_asks_who_speaks_and_imports_nothing_until_every_speaker_is_chose
     assert re.search(
         r"the Mirror would make \d+ calls?: about \$[\d.]+, at most \$[\d.]+", preview.text
     )
-    assert "1 SillyTavern system note (narration" in preview.text  # left out, and said
+    assert "SillyTavern system notes (narration, comments)" in preview.text  # left out, said
 
     refused = import_post(admin_client, preview, speaker_0="claude")
     assert refused.status_code == 200
