@@ -29,7 +29,7 @@ from anvil.site import IMPORT_PERMISSION
 from anvil.textdiff import text_diff_html
 from gem.models import IdentitySide
 from gem.selectors import identities_current, wake_text_current
-from lens.draft_read import DraftError, draft_diff, draft_parse
+from lens.draft_read import DraftDiff, DraftError, draft_diff, draft_parse
 from mirror.models import Proposer
 from silentstar.uploads import megabytes, upload_max_bytes
 from transfer.bridges import (
@@ -225,13 +225,11 @@ def preview_context(plan: BridgePlan, *, kept: KeptFileForm, speakers: SpeakersF
 
 def proposal_card(request, proposal: ImportedProposal, *, back: str) -> dict:
     """A proposal as its card shows it: while it waits, what applying it would change now."""
-    diff = diff_error = wake_diff = None
+    diff = wake_diff = None
+    diff_error = ""
     if proposal.state == ProposalState.PENDING:
         if proposal.kind == ProposalKind.DRAFT:
-            try:
-                diff = draft_diff(draft_parse(proposal.text))
-            except DraftError as error:
-                diff_error = str(error)
+            diff, diff_error = _draft_read(proposal.text)
         else:
             wake_diff = _wake_diff(proposal.text)
     return {
@@ -243,6 +241,14 @@ def proposal_card(request, proposal: ImportedProposal, *, back: str) -> dict:
         "can_decide": proposal_may_decide(request.user, proposal),
         "back": back,
     }
+
+
+def _draft_read(text: str) -> tuple[DraftDiff | None, str]:
+    """What a draft would change in the Gem now, or why it cannot be read."""
+    try:
+        return draft_diff(draft_parse(text)), ""
+    except DraftError as error:
+        return None, str(error)
 
 
 def _wake_diff(section: str):
@@ -515,10 +521,7 @@ class ImportedProposalAdmin(admin.ModelAdmin):
         if proposal.kind == ProposalKind.WAKE:
             wake_diff = _wake_diff(text)
         elif not error:
-            try:
-                diff = draft_diff(draft_parse(text))
-            except DraftError as problem:
-                error = str(problem)
+            diff, error = _draft_read(text)
         return anvil_page(
             self,
             request,
