@@ -90,17 +90,17 @@ def import_file_read(sha256: str) -> bytes:
     return data
 
 
-def kept_plan(
-    *, sha256: str, format: str, file_name: str, speakers: dict[str, str] | None = None
-) -> BridgePlan:
+def kept_plan(*, sha256: str, format: str, file_name: str) -> BridgePlan:
     """The plan of importing the kept file (``BridgeError`` when it cannot be read)."""
     bundle = bundle_read(format=format, data=import_file_read(sha256))
-    return bridge_plan(bundle, file_name=file_name, format=format, speakers=speakers)
+    return bridge_plan(bundle, file_name=file_name, format=format)
 
 
 def run_conversation(run: ImportRun) -> tuple[int, int] | None:
     """The first and last event of the conversation a run's file holds, as imported (by this
     run or an earlier one), or None when it holds none or its file is no longer kept."""
+    if run.counts and not (run.counts.get("events") or run.counts.get("events_here")):
+        return None  # a finished run that met no message: its file is not read again
     try:
         bundle = bundle_read(format=run.format, data=import_file_read(run.file_sha256))
     except BridgeError:
@@ -382,7 +382,12 @@ class ImportRunAdmin(admin.ModelAdmin):
         speakers = SpeakersForm(request.POST, speakers=plan.speakers)
         if not speakers.is_valid():
             return self._preview(request, plan, kept, speakers)
-        plan = kept_plan(**file, speakers=speakers.mapping())
+        plan = bridge_plan(
+            plan.bundle,
+            file_name=file["file_name"],
+            format=file["format"],
+            speakers=speakers.mapping(),
+        )
         try:
             with one_at_a_time(what="import"):
                 report = bridge_import(plan, file_sha256=file["sha256"], user=request.user)
@@ -486,7 +491,6 @@ class ImportedProposalAdmin(admin.ModelAdmin):
             request,
             "admin/transfer/proposal.html",
             proposal.title,
-            original=proposal,
             **proposal_card(request, proposal, back=request.path),
         )
 
