@@ -68,11 +68,19 @@ def test_a_card_is_previewed_imported_and_its_proposals_applied(
     expect(draft).to_contain_text("Applied by owner")
 
     wake = page.locator(".loom-call", has_text="Who she is")
-    wake.get_by_role("button", name="Apply").click()
+    wake.get_by_role("link", name="Edit").click()
+    text = page.get_by_label("The text to apply")
+    text.fill(text.input_value().replace("speaks softly", "hums to the lamp"))
+    page.get_by_role("button", name="Preview").click()
+    expect(page.locator(".anvil-diff")).to_contain_text("hums to the lamp")
+    looked_at(page, screenshot, "card-wake-edit", size)
+    page.get_by_role("button", name="Apply this text").click()
     expect(page.locator(".messagelist")).to_contain_text("the wake context has a new version")
-    assert "A keeper of the north light" in wake_text_current("wake")
-    expect(wake).to_contain_text("Applied by owner")
-    looked_at(page, screenshot, "card-run-applied", size)
+    assert "A keeper of the north light who hums to the lamp" in wake_text_current("wake")
+    decided = page.locator(".loom-call")  # back on the proposal's page
+    expect(decided).to_contain_text("Applied by owner")
+    expect(decided).to_contain_text("edited before applying")
+    looked_at(page, screenshot, "card-proposal-applied", size)
 
 
 @pytest.mark.parametrize("size", SIZES)
