@@ -554,7 +554,9 @@ class ImportedProposalAdmin(admin.ModelAdmin):
 
 def _applied_said(applied) -> str:
     title = applied.proposal.title
-    if applied.wake is not None:
+    if applied.proposal.kind == ProposalKind.WAKE:
+        if applied.wake is None:
+            return f"Applied “{title}”: the wake text in use held it already, nothing changed."
         return f"Applied “{title}”: the wake context has a new version, {applied.wake}."
     changed = [*applied.diff.fragments_created, *applied.diff.fragments_changed()]
     if not changed:

@@ -35,7 +35,7 @@ class ProposalError(Exception):
 class ProposalApplied:
     proposal: ImportedProposal
     diff: DraftDiff | None = None  # a draft's: what it changed in the Gem
-    wake: WakeText | None = None  # a wake text's: the version it added
+    wake: WakeText | None = None  # a wake text's: the version it added, if it added one
 
 
 def proposal_may_decide(user, proposal: ImportedProposal) -> bool:
@@ -58,9 +58,10 @@ def proposal_apply(*, proposal_id: int, user, text: str | None = None) -> Propos
         if proposal.kind == ProposalKind.DRAFT:
             return ProposalApplied(proposal, diff=draft_apply(chosen, user=user))
         before = wake_text_current(WakeTextKind.WAKE)
-        wake = WakeText.objects.create(
-            kind=WakeTextKind.WAKE, content=wake_proposed(chosen), author=user
-        )
+        after = wake_proposed(chosen)
+        if after == before:  # the wake text in use holds it already: no second copy of it
+            return ProposalApplied(proposal)
+        wake = WakeText.objects.create(kind=WakeTextKind.WAKE, content=after, author=user)
         LogEntry.objects.log_actions(
             user.pk,
             [wake],

@@ -173,3 +173,14 @@ def test_the_buttons_answer_only_a_post_and_a_list_offers_no_add(admin_client, d
     assert admin_client.get(reverse("admin:transfer_importedproposal_add")).status_code == 403
     listed = admin_client.get(reverse("admin:transfer_importedproposal_changelist"))
     assert draft.title in listed.text
+
+
+def test_a_wake_text_already_in_use_is_applied_without_a_second_copy(admin_client, wake):
+    in_use = WakeText.objects.filter(kind="wake").order_by("-created_at", "-id").first()
+    WakeText.objects.create(kind="wake", content=f"{in_use.content}\n\n{wake.text}\n")
+    versions = WakeText.objects.count()
+    response = admin_client.post(url("apply", wake), follow=True)
+    assert "the wake text in use held it already, nothing changed" in response.text
+    assert WakeText.objects.count() == versions
+    wake.refresh_from_db()
+    assert wake.state == ProposalState.APPLIED
