@@ -34,7 +34,6 @@ from mirror.models import Proposer
 from silentstar.uploads import megabytes, upload_max_bytes
 from transfer.bridges import (
     FORMAT_NAMES,
-    LOOKUP_BATCH,
     BridgePlan,
     Speaker,
     bridge_import,
@@ -97,24 +96,11 @@ def kept_plan(*, sha256: str, format: str, file_name: str) -> BridgePlan:
 
 
 def run_conversation(run: ImportRun) -> tuple[int, int] | None:
-    """The first and last event of the conversation a run's file holds, as imported (by this
-    run or an earlier one), or None when it holds none or its file is no longer kept."""
-    if run.counts and not (run.counts.get("events") or run.counts.get("events_here")):
-        return None  # a finished run that met no message: its file is not read again
-    try:
-        bundle = bundle_read(format=run.format, data=import_file_read(run.file_sha256))
-    except BridgeError:
-        return None
-    origins = [message.origin for message in bundle.messages]
-    first = last = None
-    for start in range(0, len(origins), LOOKUP_BATCH):
-        span = ImportedMessage.objects.filter(
-            origin__in=origins[start : start + LOOKUP_BATCH]
-        ).aggregate(first=Min("event_id"), last=Max("event_id"))
-        if span["first"] is not None:
-            first = span["first"] if first is None else min(first, span["first"])
-            last = span["last"] if last is None else max(last, span["last"])
-    return None if first is None else (first, last)
+    """The first and last event a run wrote, or None when it wrote none."""
+    span = ImportedMessage.objects.filter(run_id=run.pk).aggregate(
+        first=Min("event_id"), last=Max("event_id")
+    )
+    return None if span["first"] is None else (span["first"], span["last"])
 
 
 # --- Forms -----------------------------------------------------------------------------------

@@ -15,6 +15,7 @@ one stopped part-way is finished by the next.
 
 import hashlib
 import json
+import re
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -72,6 +73,7 @@ FORMAT_NAMES = {
     "mem0": "mem0 memories",
 }
 
+SAY_CLOSE = re.compile(r"</say>", re.IGNORECASE)
 CHARACTER_NAMED = ("card", "letta", "sillytavern-chat")
 
 Progress = Callable[[int, int], None]
@@ -309,6 +311,10 @@ def _wake_section(bundle: Bundle, macros: dict[str, str]) -> str:
     return "\n\n".join(parts)
 
 
+def _count(number: int, thing: str) -> str:
+    return f"{number:,} {thing}{'s' * (number != 1)}"
+
+
 def _suggestions_planned(bundle: Bundle) -> list[SuggestionPlan]:
     here = _origins_here(ImportedMemory, [memory.origin for memory in bundle.memories])
     zone = owner_time_zone()
@@ -405,8 +411,8 @@ def bridge_import(
     """Write what ``plan`` says. Refused (``BridgeError``) while a speaker has no identity or
     the mapping is wrong, before anything is written."""
     problems = plan.problems + [
-        f"Who is “{s.name}” (on the {s.side}’s side, {s.messages:,} messages)? "
-        f'Map the name to an identity (--as "{s.name}=IDENTITY")'
+        f"Who is “{s.name}” (on the {s.side}’s side, {_count(s.messages, 'message')})? "
+        f'Map the name to an identity (in the preview, or --as "{s.name}=IDENTITY")'
         for s in plan.unknown_speakers
     ]
     if problems:
@@ -424,8 +430,8 @@ def bridge_import(
         "events_here": 0,
     }
     _proposals_stage(plan, run, counts)
-    _suggestions_stage(plan, counts)
-    _events_write(plan, counts, progress=progress, batch=batch)
+    _suggestions_stage(plan, run, counts)
+    _events_write(plan, run, counts, progress=progress, batch=batch)
     run.counts = counts
     run.finished_at = timezone.now()
     run.save(update_fields=["counts", "finished_at"])
@@ -442,7 +448,7 @@ def _proposals_stage(plan: BridgePlan, run: ImportRun, counts: dict[str, int]) -
             (
                 ProposalKind.DRAFT,
                 _proposal_digest(ProposalKind.DRAFT, plan.fragments),
-                f"{len(plan.fragments)} fragments from the {what}{named}",
+                f"{_count(len(plan.fragments), 'fragment')} from the {what}{named}",
                 plan.draft_text,
                 {"file": bundle.kept, "entries": {e.where: e.kept for e in bundle.entries}},
                 "drafts",
@@ -453,7 +459,7 @@ def _proposals_stage(plan: BridgePlan, run: ImportRun, counts: dict[str, int]) -
             (
                 ProposalKind.WAKE,
                 _proposal_digest(ProposalKind.WAKE, plan.wake_section),
-                f"Who she is, from the {what}{named}",
+                f"Who {bundle.name or 'the companion'} is, from the {what}",
                 plan.wake_section,
                 {"file": bundle.kept},
                 "wakes",
@@ -467,7 +473,7 @@ def _proposals_stage(plan: BridgePlan, run: ImportRun, counts: dict[str, int]) -
         counts[counter if created else "proposals_here"] += 1
 
 
-def _suggestions_stage(plan: BridgePlan, counts: dict[str, int]) -> None:
+def _suggestions_stage(plan: BridgePlan, run: ImportRun, counts: dict[str, int]) -> None:
     what = FORMAT_NAMES.get(plan.bundle.format, plan.bundle.format)
     with transaction.atomic(using=router.db_for_write(TagSuggestion)):
         here = _origins_here(ImportedMemory, [s.origin for s in plan.suggestions])
@@ -487,14 +493,19 @@ def _suggestions_stage(plan: BridgePlan, counts: dict[str, int]) -> None:
             for s in fresh
         )
         ImportedMemory.objects.bulk_create(
-            ImportedMemory(suggestion=suggestion, origin=s.origin, kept=s.kept)
+            ImportedMemory(suggestion=suggestion, origin=s.origin, run_id=run.pk, kept=s.kept)
             for suggestion, s in zip(created, fresh, strict=True)
         )
         counts["suggestions"] = len(created)
 
 
 def _events_write(
-    plan: BridgePlan, counts: dict[str, int], *, progress: Progress | None, batch: int
+    plan: BridgePlan,
+    run: ImportRun,
+    counts: dict[str, int],
+    *,
+    progress: Progress | None,
+    batch: int,
 ) -> None:
     """The new messages as events, ``batch`` to a transaction with their tags and markers.
 
@@ -511,31 +522,53 @@ def _events_write(
             here = _origins_here(ImportedMessage, [m.origin for m in chunk])
             fresh = [m for m in chunk if m.origin not in here]
             counts["events_here"] += len(chunk) - len(fresh)
+            texts = [message_text(m) for m in fresh]
             ids = _rows_insert(
                 Event,
                 ("ts", "content", "actor", "image"),
-                [(m.at, m.text, identity_of[(m.speaker, m.is_user)] or "", "") for m in fresh],
+                [
+                    (m.at, text, identity_of[(m.speaker, m.is_user)] or "", "")
+                    for m, text in zip(fresh, texts, strict=True)
+                ],
             )
             _rows_insert(
                 EventTag,
                 ("event", "tag"),
                 [
                     (event_id, tag)
-                    for event_id, m in zip(ids, fresh, strict=True)
-                    # A tag is written in angle brackets: a text without one holds none.
-                    if "<" in m.text
-                    for tag in sorted(parse(m.text, identities=names).tags)
+                    for event_id, m, text in zip(ids, fresh, texts, strict=True)
+                    for tag in _tags(m, text, names)
                 ],
             )
             _rows_insert(
                 ImportedMessage,
-                ("event", "origin", "speaker", "kept"),
-                [(i, m.origin, m.speaker, m.kept) for i, m in zip(ids, fresh, strict=True)],
+                ("event", "origin", "run_id", "speaker", "kept"),
+                [
+                    (event_id, m.origin, run.pk, m.speaker, m.kept)
+                    for event_id, m in zip(ids, fresh, strict=True)
+                ],
             )
             counts["events"] += len(ids)
         done += len(chunk)
         if progress is not None:
             progress(done, total)
+
+
+def message_text(message: Message) -> str:
+    """The event's text of a message: the person's as written; the companion's in ``<say>``,
+    since the tag language shows a companion only what is inside a display tag. A ``</say>``
+    in the text is written ``</ say>`` (not a tag), so the whole message is said."""
+    if message.is_user:
+        return message.text
+    return f"<say>{SAY_CLOSE.sub('</ say>', message.text)}</say>"
+
+
+def _tags(message: Message, text: str, names: list[str]) -> list[str]:
+    """The tags an event's text holds, as the chat's parser reads them. A tag is written in
+    angle brackets: a message without one holds none but the ``say`` it was wrapped in."""
+    if "<" not in message.text:
+        return [] if message.is_user else ["say"]
+    return sorted(parse(text, identities=names).tags)
 
 
 def _rows_insert(model, names: Sequence[str], rows: list[tuple]) -> list[int]:

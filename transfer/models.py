@@ -115,6 +115,9 @@ class ImportedMessage(AppendOnlyModel):
 
     event = models.OneToOneField(Event, on_delete=models.PROTECT, related_name="imported")
     origin = models.CharField(max_length=200, unique=True)
+    run_id = models.PositiveBigIntegerField(
+        db_index=True, help_text="Id of the import that wrote it (default store)."
+    )
     speaker = models.CharField(max_length=200, help_text="The name the file gave, as written.")
     kept = models.JSONField(default=dict)
 
@@ -129,6 +132,9 @@ class ImportedMemory(models.Model):
         TagSuggestion, on_delete=models.PROTECT, related_name="imported"
     )
     origin = models.CharField(max_length=200, unique=True)
+    run_id = models.PositiveBigIntegerField(
+        db_index=True, help_text="Id of the import that staged it (default store)."
+    )
     kept = models.JSONField(default=dict)
 
     class Meta:

@@ -289,8 +289,14 @@ KINDS = (
             "created_at",
         ),
     ),
-    Kind("imported_messages.jsonl", ImportedMessage, ("id", "event", "origin", "speaker", "kept")),
-    Kind("imported_memories.jsonl", ImportedMemory, ("id", "suggestion", "origin", "kept")),
+    Kind(
+        "imported_messages.jsonl",
+        ImportedMessage,
+        ("id", "event", "origin", "run_id", "speaker", "kept"),
+    ),
+    Kind(
+        "imported_memories.jsonl", ImportedMemory, ("id", "suggestion", "origin", "run_id", "kept")
+    ),
     Kind(
         "model_calls.jsonl",
         ModelCall,

@@ -23,7 +23,7 @@ def test_the_chat_is_one_sillytavern_reads_with_a_swipe_chosen_of_three(tmp_path
     assert report.counts["events"] == 9 == Event.objects.count()
     reply = json.loads(lines[2])
     event = Event.objects.order_by("pk")[1]
-    assert event.content == reply["swipes"][1] and event.actor == "claude"
+    assert event.content == f"<say>{reply['swipes'][1]}</say>" and event.actor == "claude"
     assert ImportedMessage.objects.get(event=event).kept["swipes"] == reply["swipes"]
     assert len(plan.turns) == 5
 

@@ -9,6 +9,7 @@ from django.contrib.auth import get_user_model
 
 from anvil.drafts import draft_apply
 from events.models import Event, EventTag
+from events.render import message_display
 from gem.models import Fragment, FragmentEdge, WorkingMemory
 from mirror.models import Proposer, TagSuggestion
 from mirror.services import suggestion_promote
@@ -164,7 +165,12 @@ def test_a_chat_becomes_events_at_their_times_with_the_chosen_swipe_and_the_othe
 
     assert report.counts["events"] == 4
     events = list(Event.objects.order_by("pk"))
-    assert [e.content for e in events] == ["message 0", "message 1", "message 2", "message 3"]
+    assert [e.content for e in events] == [
+        "message 0",
+        "<say>message 1</say>",
+        "message 2",
+        "<say>message 3</say>",
+    ]
     assert [e.actor for e in events] == ["luna", "claude", "luna", "claude"]
     assert events[1].ts == datetime(2025, 5, 16, 13, 1, tzinfo=UTC)
     marker = ImportedMessage.objects.get(event=events[1])
@@ -184,7 +190,23 @@ def test_a_speaker_with_an_identitys_name_needs_no_mapping_and_tags_are_logged()
     imported("sillytavern", data, speakers={"Luna": "luna"})
 
     assert list(Event.objects.values_list("actor", flat=True)) == ["luna", "claude"]
-    assert EventTag.objects.filter(tag="say").count() == 1
+    assert list(EventTag.objects.values_list("tag", flat=True)) == ["say", "say"]
+
+
+def test_the_companions_words_are_shown_on_the_chat_page_whole():
+    data = chat_lines(2)
+    lines = data.decode().split("\n")
+    reply = json.loads(lines[2]) | {"mes": "I wrote </SAY> once, *smiling*."}
+    data = "\n".join([lines[0], lines[1], json.dumps(reply)]).encode()
+
+    imported("sillytavern", data, speakers={"Seraphina": "claude"})
+
+    event = Event.objects.get(actor="claude")
+    assert event.content == "<say>I wrote </ say> once, *smiling*.</say>"
+    shown = message_display(
+        event_id=event.pk, content=event.content, actor="claude", sides={"claude": "companion"}
+    )
+    assert [segment.text for segment in shown.segments] == ["I wrote </ say> once, *smiling*."]
 
 
 def test_an_unknown_speaker_is_asked_for_and_nothing_is_written():

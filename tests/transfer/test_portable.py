@@ -115,11 +115,13 @@ ImportedProposal.objects.create(kind='draft', digest='cd' * 32, run=arrived, tit
                                 text='# keeper', kept={'entries': {'entries.0': {'uid': 0}}},
                                 state='applied', applied_text='# keeper\\n', decided_at=now,
                                 decided_by=owner)
-ImportedMessage.objects.create(event_id=ids[0], origin='0123abcd:2', speaker='Luna',
+ImportedMessage.objects.create(event_id=ids[0], origin='0123abcd:2', run_id=arrived.pk,
+                               speaker='Luna',
                                kept={'swipes': ['a', 'b'], 'swipe_id': 1})
 remembered = TagSuggestion.objects.create(proposer='import', type='pin', content='green tea',
                                           reason='Remembered in mem0 memories (mem0:m-1)')
-ImportedMemory.objects.create(suggestion=remembered, origin='mem0:m-1', kept={'hash': 'h1'})
+ImportedMemory.objects.create(suggestion=remembered, origin='mem0:m-1', run_id=arrived.pk,
+                              kept={'hash': 'h1'})
 MiraEntry.objects.create(mira_id='mem_045', working_memory=first, event_id=ids[0],
                          entry={'id': 'mem_045', 'type': 'thought', 'z': [1, 2], 'a': None},
                          written={'content': first.content})
