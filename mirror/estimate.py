@@ -40,7 +40,13 @@ class CompressionEstimate:
 
     @property
     def calls(self) -> int:
+        """The calls of the estimate *about*: two passes a chunk, and the merges."""
         return self.chunks * 2 + self.merges
+
+    @property
+    def calls_most(self) -> int:
+        """The calls of the estimate *at most*: three passes a chunk, and the merges."""
+        return self.chunks * 3 + self.merges
 
     @property
     def unpriced(self) -> list[str]:

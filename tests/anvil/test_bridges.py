@@ -112,7 +112,7 @@ def test_a_chat_asks_who_speaks_and_imports_nothing_until_every_speaker_is_chose
     assert "8 messages to log as events, 0 already here" in preview.text
     assert "16 May 2024" in preview.text  # the conversation's first and last times
     assert re.search(
-        r"the Mirror would make \d+ calls?: about \$[\d.]+, at most \$[\d.]+", preview.text
+        r"the Mirror would make \d+ to \d+ calls: about \$[\d.]+, at most \$[\d.]+", preview.text
     )
     assert "SillyTavern system notes (narration, comments)" in preview.text  # left out, said
 

@@ -42,7 +42,7 @@ def test_a_dry_run_says_what_it_would_do_and_writes_nothing(tmp_path):
 
     assert "2 messages to log as events (0 already here), 1 turns." in said
     assert "Seraphina (companion, 1) → claude" in said
-    assert "Compressing them, the Mirror would make about 2 calls" in said
+    assert "Compressing them, the Mirror would make 2 to 3 calls" in said
     assert "Dry run: nothing was written." in said
     assert not Event.objects.exists() and not ImportRun.objects.exists()
 

@@ -114,7 +114,8 @@ def plan_said(plan: BridgePlan) -> str:
         estimate = plan.estimate
         if estimate.turns:
             lines.append(
-                f"Compressing them, the Mirror would make about {estimate.calls:,} calls: "
+                f"Compressing them, the Mirror would make {estimate.calls:,} to "
+                f"{estimate.calls_most:,} calls: "
                 f"about ${estimate.cost_about:,.2f}, at most ${estimate.cost_most:,.2f}"
                 + (f" (no price for {', '.join(estimate.unpriced)})" if estimate.unpriced else "")
                 + "."
