@@ -395,7 +395,10 @@ IMAGE_MAX_PIXELS = env_int("SILENTSTAR_IMAGE_MAX_PIXELS", 50_000_000, minimum=1)
 DRAFT_MAX_BYTES = env_int("SILENTSTAR_DRAFT_MAX_BYTES", 2 * 2**20, minimum=1)
 # No uploaded file is kept past its form field's limit (silentstar/uploads.py); the other
 # fields of a post hold at most a pasted draft and a little more.
-UPLOAD_MAX_BYTES = {"image": IMAGE_MAX_BYTES, "upload": DRAFT_MAX_BYTES}
+# Another companion's file for the Anvil's import page (transfer.bridges): a long chat runs to
+# tens of megabytes.
+IMPORT_MAX_BYTES = env_int("SILENTSTAR_IMPORT_MAX_BYTES", 100 * 2**20, minimum=1)
+UPLOAD_MAX_BYTES = {"image": IMAGE_MAX_BYTES, "upload": DRAFT_MAX_BYTES, "file": IMPORT_MAX_BYTES}
 FILE_UPLOAD_HANDLERS = [
     "silentstar.uploads.LimitedUploadHandler",
     "django.core.files.uploadhandler.MemoryFileUploadHandler",

@@ -3,9 +3,10 @@
 Django's own upload handlers keep a whole file, in memory or in a temporary file, before any
 form sees its size. ``LimitedUploadHandler`` comes first in ``FILE_UPLOAD_HANDLERS`` and passes
 a file's bytes on to them only up to the limit of its form field (``UPLOAD_MAX_BYTES``, by field
-name; the largest of those for any other field). Past the limit it passes nothing more on and
-only counts the rest as it goes by; the form then receives, in place of the file, an empty
-``UploadTooLarge`` of the real size, which the form's own size check refuses with its message.
+name; the smallest of those for any other field, which no form of the site has). Past the limit
+it passes nothing more on and only counts the rest as it goes by; the form then receives, in
+place of the file, an empty ``UploadTooLarge`` of the real size, which the form's own size check
+refuses with its message.
 What the next handler holds by then (at most the limit) is dropped with the request.
 
 The rest of the body is still read, and thrown away, so that the page can answer. The reverse
@@ -27,7 +28,7 @@ from django.http import FileResponse, Http404
 
 def upload_max_bytes(field_name: str) -> int:
     limits = settings.UPLOAD_MAX_BYTES
-    return limits.get(field_name, max(limits.values()))
+    return limits.get(field_name, min(limits.values()))
 
 
 def megabytes(size: int) -> str:

@@ -84,17 +84,18 @@ def test_it_keeps_an_image_within_its_limit_whole(admin_client, image_limit, kep
         assert stored.read() == image
 
 
-def test_it_gives_a_field_it_does_not_know_the_largest_limit(settings):
+def test_it_gives_a_field_it_does_not_know_the_smallest_limit(settings):
     settings.UPLOAD_MAX_BYTES = {"image": 300, "upload": 200}
     assert upload_max_bytes("image") == 300
     assert upload_max_bytes("upload") == 200
-    assert upload_max_bytes("attachment") == 300
+    assert upload_max_bytes("attachment") == 200
 
 
 def test_it_limits_each_upload_to_what_its_form_accepts(settings):
     assert settings.UPLOAD_MAX_BYTES == {
         "image": settings.IMAGE_MAX_BYTES,
         "upload": settings.DRAFT_MAX_BYTES,
+        "file": settings.IMPORT_MAX_BYTES,
     }
     assert settings.FILE_UPLOAD_HANDLERS[0] == "silentstar.uploads.LimitedUploadHandler"
     assert settings.DATA_UPLOAD_MAX_MEMORY_SIZE > settings.DRAFT_MAX_BYTES
