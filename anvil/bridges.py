@@ -39,6 +39,7 @@ from transfer.bridges import (
     bridge_import,
     bridge_plan,
     bundle_read,
+    counts_said,
     wake_proposed,
 )
 from transfer.bundle import BridgeError
@@ -54,17 +55,6 @@ from transfer.models import (
 
 KEPT_FOLDER = "imports"
 FILE_FIELD = "file"  # its upload limit is the upload handler's for this name
-COUNT_WORDS = [  # what a run's counts say, one and many
-    ("events", "message logged as an event", "messages logged as events"),
-    ("events_here", "message already here", "messages already here"),
-    ("suggestions", "memory staged as a suggestion", "memories staged as suggestions"),
-    ("suggestions_here", "memory already here", "memories already here"),
-    ("drafts", "draft proposed", "drafts proposed"),
-    ("wakes", "wake text proposed", "wake texts proposed"),
-    ("proposals_here", "proposal already here", "proposals already here"),
-]
-
-
 # --- The kept file ---------------------------------------------------------------------------
 
 
@@ -244,15 +234,6 @@ def _wake_diff(section: str):
         old_label="in use now",
         new_label="with the proposal",
     )
-
-
-def counts_said(counts: dict) -> list[str]:
-    """A run's counts in words, those that are not naught."""
-    return [
-        f"{counts[name]:,} {one if counts[name] == 1 else many}"
-        for name, one, many in COUNT_WORDS
-        if counts.get(name)
-    ]
 
 
 def _back(request, default: str) -> HttpResponseRedirect:

@@ -391,13 +391,28 @@ class BridgeReport:
     counts: dict[str, int]
 
     def __str__(self) -> str:
-        c = self.counts
-        return (
-            f"{c['events']:,} messages logged as events ({c['events_here']:,} already here), "
-            f"{c['suggestions']:,} memories staged as suggestions ({c['suggestions_here']:,} "
-            f"already here), {c['drafts']} draft and {c['wakes']} wake text proposed "
-            f"({c['proposals_here']} already here)."
-        )
+        said = counts_said(self.counts)
+        return (", ".join(said) if said else "nothing new: it was all here already") + "."
+
+
+COUNT_WORDS = [  # what a run's counts say, one and many
+    ("events", "message logged as an event", "messages logged as events"),
+    ("events_here", "message already here", "messages already here"),
+    ("suggestions", "memory staged as a suggestion", "memories staged as suggestions"),
+    ("suggestions_here", "memory already here", "memories already here"),
+    ("drafts", "draft proposed", "drafts proposed"),
+    ("wakes", "wake text proposed", "wake texts proposed"),
+    ("proposals_here", "proposal already here", "proposals already here"),
+]
+
+
+def counts_said(counts: dict) -> list[str]:
+    """A run's counts in words, those that are not naught."""
+    return [
+        f"{counts[name]:,} {one if counts[name] == 1 else many}"
+        for name, one, many in COUNT_WORDS
+        if counts.get(name)
+    ]
 
 
 def bridge_import(

@@ -40,7 +40,7 @@ def test_a_dry_run_says_what_it_would_do_and_writes_nothing(tmp_path):
         "sillytavern", str(chat(tmp_path, MESSAGES)), "--dry-run", "--as", "Seraphina=claude"
     )
 
-    assert "2 messages to log as events (0 already here), 1 turns." in said
+    assert "2 messages to log as events (0 already here), 1 turn." in said
     assert "Seraphina (companion, 1) → claude" in said
     assert "Compressing them, the Mirror would make 2 to 3 calls" in said
     assert "Dry run: nothing was written." in said
@@ -53,8 +53,8 @@ def test_speakers_are_named_with_as_and_a_second_run_adds_nothing(tmp_path):
     said = run("sillytavern", str(path), "--as", "Seraphina=claude")
     again = run("sillytavern", str(path), "--as", "Seraphina=claude")
 
-    assert "2 messages logged as events (0 already here)" in said
-    assert "0 messages logged as events (2 already here)" in again
+    assert said.endswith(": 2 messages logged as events.\n")
+    assert again.endswith(": 2 messages already here.\n")
     assert "Nothing new: everything in this file is here already." in again
     assert list(Event.objects.values_list("actor", flat=True)) == ["luna", "claude"]
 

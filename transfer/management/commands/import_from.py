@@ -106,7 +106,8 @@ def plan_said(plan: BridgePlan) -> str:
     if plan.bundle.messages:
         lines.append(
             f"{len(plan.messages_new):,} messages to log as events "
-            f"({len(plan.messages_here):,} already here), {len(plan.turns):,} turns."
+            f"({len(plan.messages_here):,} already here), {len(plan.turns):,} "
+            f"turn{'s' * (len(plan.turns) != 1)}."
         )
         for speaker in plan.speakers:
             said_by = speaker.identity or "? (name an identity with --as)"
