@@ -33,6 +33,7 @@ KEYS_PREFIX = "Keys: "
 NAMES = "names"  # the relation of an edge proposed because one entry names another
 MENTION_MIN_CHARS = 3  # shorter keys ("a", "it") name nothing
 TIERS = ("ambient", "recognition", "inventory")
+MARK_FIELDS = {"key", *TIERS, "edges"}  # what an exported entry carries of its fragment
 _WORD = re.compile(r"[\w']+")
 _PARAGRAPH_BREAK = re.compile(r"\n[ \t]*\n")
 
@@ -87,6 +88,8 @@ def _marked(entry: LoreEntry) -> dict | None:
     """The fragment an entry exported from here carries, if it is whole."""
     marked = entry.fragment
     if not isinstance(marked, dict) or not isinstance(marked.get("key"), str):
+        return None
+    if not set(marked) <= MARK_FIELDS or not set(marked) & set(TIERS):
         return None
     if not KEY_PATTERN.fullmatch(marked["key"]) or len(marked["key"]) > KEY_MAX:
         return None

@@ -3,13 +3,17 @@ with --as, a refusal naming the line, and a second run that adds nothing."""
 
 import io
 import json
+import zipfile
 from pathlib import Path
 
 import pytest
 from django.core.management import CommandError, call_command
 
 from events.models import Event
+from lens.draft_read import draft_parse
 from mirror.models import TagSuggestion
+from tests.transfer.formats.test_card import png_with, text_chunk
+from transfer.bridges import bundle_read
 from transfer.models import ImportedProposal, ImportRun
 
 pytestmark = pytest.mark.django_db(databases="__all__")
@@ -120,3 +124,102 @@ def test_each_fixture_imports_and_a_second_import_adds_nothing(format, name, opt
         suggestions,
     )
     assert Event.objects.count() == events
+
+
+def png_with_both_chunks() -> bytes:
+    """A PNG card whose ``chara`` chunk (V2) says one thing and ``ccv3`` (V3) another."""
+    v2 = json.loads((FIXTURES / "card_v2.json").read_bytes())
+    v3 = (FIXTURES / "card_v3.json").read_bytes()
+    return png_with(text_chunk("chara", json.dumps(v2).encode()), text_chunk("ccv3", v3))
+
+
+def charx() -> bytes:
+    packed = io.BytesIO()
+    with zipfile.ZipFile(packed, "w") as archive:
+        archive.writestr("card.json", (FIXTURES / "card_v3.json").read_bytes())
+        archive.writestr("assets/icon/main.png", b"\x89PNG")
+    return packed.getvalue()
+
+
+def twice_encoded() -> bytes:
+    return json.dumps((FIXTURES / "letta_current.af").read_text()).encode()
+
+
+# Each fixture, as the whole import makes it: the fragments of its draft (key: tiers given),
+# its edges, whether it proposes a wake text, its suggestions, and its events (said by, words).
+EXPECTED = {
+    "lorebook.json": (
+        {"the-lighthouse": ["recognition"], "maren": ["recognition"], "storm": ["recognition"]},
+        [("the-lighthouse", "storm", "names")],
+        False,
+        [],
+        0,
+    ),
+    "card.png": ({"oil": ["recognition"]}, [], True, [], 0),
+    "card.charx": ({"oil": ["recognition"]}, [], True, [], 0),
+    "letta_twice.af": (
+        {"places": ["ambient"]},
+        [],
+        True,
+        [("desc", "First name: Nell"), ("desc", "Lives by the harbour")],
+        3,
+    ),
+    "letta_older.af": (
+        {"projects": ["ambient"]},
+        [],
+        True,
+        [("desc", "First name: Chad"), ("pin", "Likes sailing"), ("desc", "Studies at Berkeley")],
+        3,
+    ),
+    "chat.jsonl": ({}, [], False, [], 8),
+    "mem0_list.json": (
+        {},
+        [],
+        False,
+        [("desc", "Name is Nell"), ("desc", "Is afraid of the dark pier")],
+        0,
+    ),
+}
+FILES = {
+    "lorebook.json": ("sillytavern", lambda: (FIXTURES / "lorebook.json").read_bytes()),
+    "card.png": ("card", png_with_both_chunks),
+    "card.charx": ("card", charx),
+    "letta_twice.af": ("letta", twice_encoded),
+    "letta_older.af": ("letta", lambda: (FIXTURES / "letta_older.af").read_bytes()),
+    "chat.jsonl": ("sillytavern", lambda: (FIXTURES / "chat.jsonl").read_bytes()),
+    "mem0_list.json": ("mem0", lambda: (FIXTURES / "mem0_list.json").read_bytes()),
+}
+SPEAKERS = (
+    "--as", "Nell=luna", "--as", "Sam=claude", "--as", "Keeper=y'lhara",
+    "--as", "Seraphina=claude", "--as", "user=luna", "--as", "sam=claude",
+)  # fmt: skip
+
+
+@pytest.mark.parametrize("name", EXPECTED)
+def test_each_file_imports_to_exactly_its_drafts_suggestions_and_events(name, tmp_path):
+    format, made = FILES[name]
+    path = tmp_path / name
+    path.write_bytes(made())
+    fragments, edges, wake, suggestions, events = EXPECTED[name]
+    bundle = bundle_read(format=format, data=path.read_bytes())
+    speakers = {s.speaker for s in bundle.messages}
+    options = [
+        option for pair in zip(SPEAKERS[::2], SPEAKERS[1::2], strict=True)
+        if pair[1].split("=")[0] in speakers for option in pair
+    ]  # fmt: skip
+
+    run(format, str(path), *options)
+
+    draft = ImportedProposal.objects.filter(kind="draft").first()
+    if fragments:
+        parsed = draft_parse(draft.text)
+        assert {f.key: sorted(f.tiers) for f in parsed.fragments} == fragments
+        assert sorted(
+            (e.source, e.target, e.relation) for f in parsed.fragments for e in f.edges or ()
+        ) == sorted(edges * 2)  # each edge is listed by both its ends
+    else:
+        assert draft is None
+    assert ImportedProposal.objects.filter(kind="wake").exists() == wake
+    assert sorted(TagSuggestion.objects.values_list("type", "content")) == sorted(suggestions)
+    assert Event.objects.count() == events
+    assert not Event.objects.filter(actor="").exists()

@@ -138,3 +138,22 @@ def test_edges_travel_with_the_exported_fragment():
     ]
     read = {f.key: f for f in fragments_of(entries_of(fragments))}
     assert read["fairy"].edges == [("well", "lives in")]
+
+
+def test_a_mark_that_is_not_one_of_ours_is_read_as_any_entry():
+    foreign = {"key": "maren", "tiers": {"ambient": "Maren."}}
+    (fragment,) = fragments_of(
+        [
+            LoreEntry(
+                name="",
+                keys=("Maren",),
+                secondary_keys=(),
+                content="Maren runs the ferry.",
+                constant=False,
+                enabled=True,
+                where="entries.7",
+                fragment=foreign,
+            )
+        ]
+    )
+    assert (fragment.key, fragment.tiers) == ("maren", {"recognition": "Maren runs the ferry."})
