@@ -10,6 +10,7 @@ from heart.models import ContextSnapshot
 from ledger.models import ModelCall
 from mirror.models import Summary
 from silentstar.router import StoreRouter, same_database, store_for
+from transfer.models import ImportedMemory, ImportedMessage, ImportRun
 
 HOMES = {
     Event: "events",
@@ -20,6 +21,9 @@ HOMES = {
     Consultation: "summaries",
     Fragment: "default",
     WorkingMemory: "default",
+    ImportRun: "default",
+    ImportedMessage: "events",
+    ImportedMemory: "summaries",
 }
 ALIASES = ("default", "events", "summaries", "snapshots")
 
@@ -31,7 +35,9 @@ def test_it_sends_each_model_to_its_store(model, alias):
 
 def test_it_keeps_framework_models_in_the_default_store():
     for model in apps.get_models():
-        if model._meta.app_label not in {"events", "heart", "ledger", "mirror", "compass"}:
+        if model._meta.app_label not in {"events", "heart", "ledger", "mirror", "compass"} and (
+            model not in HOMES
+        ):
             assert store_for(model._meta.app_label, model._meta.model_name) == "default"
 
 

@@ -34,6 +34,7 @@ from heart.services import turn_submit
 from ledger.models import ModelCall
 from loom.models import InboxImage, LoomCall, LoomPrompt, Session, SessionImage
 from mirror.models import MirrorRun, Summary, TagSuggestion
+from transfer.models import ImportedProposal, ImportRun
 
 pytestmark = pytest.mark.django_db(databases="__all__")
 
@@ -180,6 +181,9 @@ POSTS = {
     "admin/loom/loomcall/<int:call_id>/apply/": {},
     "admin/loom/loomcall/<int:call_id>/drop/": {},
     "admin/loom/loomcall/<int:call_id>/retry/": {},
+    "admin/transfer/importrun/import/": {},
+    "admin/transfer/importedproposal/<int:proposal_id>/apply/": {},
+    "admin/transfer/importedproposal/<int:proposal_id>/drop/": {},
 }
 WORKS = {200, 201, 301, 302, 303}  # a page, a partial, a message sent, or a redirect
 
@@ -292,6 +296,10 @@ def rows(settings, tmp_path):
         session=session, agent="weaver", fragment_key="fairy", status="failed", error="overloaded"
     )
     LoomPrompt.objects.create(kind="weaver", content="Look for edges.")
+    arrived = ImportRun.objects.create(format="mem0", file_name="crawl.json", file_sha256="0" * 64)
+    proposal = ImportedProposal.objects.create(
+        kind="draft", digest="1" * 64, run=arrived, title="1 fragment", text="# crawl\n"
+    )
     ModelCall.objects.create(
         ts=timezone.now(),
         component="heart",
@@ -318,7 +326,13 @@ def rows(settings, tmp_path):
     AccessAttempt.objects.create(username="guess", failures_since_start=1, **at)
     AccessLog.objects.create(username="guess", **at)
     AccessFailureLog.objects.create(username="guess", **at)
-    return {"turn_id": turn.pk, "event_id": with_image.pk, "key": fairy.key, "photo_id": photo.pk}
+    return {
+        "turn_id": turn.pk,
+        "event_id": with_image.pk,
+        "key": fairy.key,
+        "photo_id": photo.pk,
+        "proposal_id": proposal.pk,
+    }
 
 
 def refused_for_the_memory(response) -> bool:
