@@ -1,6 +1,7 @@
 """Imports from other companions in the Anvil: the upload page and its preview (the draft and
 the wake text as diffs, the memories to stage, the conversation with its speakers asked for,
-the Mirror's cost), the import itself, each run's page, and the proposals an import staged,
+the Mirror's cost), the import itself (queued for a worker, its progress followed on its run's
+page), each run's page, and the proposals an import staged,
 applied, edited or dropped one by one (``anvil.proposals``).
 
 Every page is a thin view over ``transfer.bridges``: the uploaded file is kept in the default
@@ -8,15 +9,11 @@ storage under ``imports/<sha256>``, so the Import button reads the very bytes th
 and the original stays (docs/bridges.md).
 """
 
-import hashlib
-
 from django import forms
 from django.contrib import admin, messages
 from django.core.exceptions import PermissionDenied
-from django.core.files.base import ContentFile
-from django.core.files.storage import default_storage
 from django.db.models import Max, Min
-from django.http import HttpResponseRedirect
+from django.http import HttpResponse, HttpResponseRedirect
 from django.shortcuts import get_object_or_404
 from django.urls import path, reverse
 from django.utils.http import url_has_allowed_host_and_scheme
@@ -36,14 +33,15 @@ from transfer.bridges import (
     FORMAT_NAMES,
     BridgePlan,
     Speaker,
-    bridge_import,
     bridge_plan,
     bundle_read,
     counts_said,
+    file_keep,
+    file_kept,
+    import_enqueue,
     wake_proposed,
 )
 from transfer.bundle import BridgeError
-from transfer.lock import TransferBusy, one_at_a_time
 from transfer.models import (
     BridgeFormat,
     ImportedMessage,
@@ -53,35 +51,15 @@ from transfer.models import (
     ProposalState,
 )
 
-KEPT_FOLDER = "imports"
+RUN_TEMPLATE = "admin/transfer/run.html"
+POLL_SECONDS = 1  # how often a run's page asks how far it has come
 FILE_FIELD = "file"  # its upload limit is the upload handler's for this name
 # --- The kept file ---------------------------------------------------------------------------
 
 
-def import_file_keep(data: bytes) -> str:
-    """Keep an uploaded file under its SHA-256 (once: the same bytes have the same name)."""
-    sha256 = hashlib.sha256(data).hexdigest()
-    name = f"{KEPT_FOLDER}/{sha256}"
-    if not default_storage.exists(name):
-        default_storage.save(name, ContentFile(data))
-    return sha256
-
-
-def import_file_read(sha256: str) -> bytes:
-    """The kept file of that SHA-256; ``BridgeError`` when it is gone or is not what was kept."""
-    try:
-        with default_storage.open(f"{KEPT_FOLDER}/{sha256}", "rb") as kept:
-            data = kept.read()
-    except FileNotFoundError:
-        raise BridgeError("The uploaded file is no longer kept here: upload it again.") from None
-    if hashlib.sha256(data).hexdigest() != sha256:
-        raise BridgeError("The kept file has changed since it was uploaded: upload it again.")
-    return data
-
-
 def kept_plan(*, sha256: str, format: str, file_name: str) -> BridgePlan:
     """The plan of importing the kept file (``BridgeError`` when it cannot be read)."""
-    bundle = bundle_read(format=format, data=import_file_read(sha256))
+    bundle = bundle_read(format=format, data=file_kept(sha256))
     return bridge_plan(bundle, file_name=file_name, format=format)
 
 
@@ -260,7 +238,7 @@ class ImportRunAdmin(admin.ModelAdmin):
 
     @admin.display(description="finished", ordering="finished_at")
     def finished(self, run):
-        return short_when(run.finished_at) if run.finished_at else "stopped part-way"
+        return short_when(run.finished_at) if run.finished_at else run.get_status_display()
 
     @admin.display(description="added")
     def added(self, run):
@@ -313,7 +291,7 @@ class ImportRunAdmin(admin.ModelAdmin):
             else:
                 kept = KeptFileForm(
                     initial={
-                        "sha256": import_file_keep(data),
+                        "sha256": file_keep(data),
                         "format": format,
                         "file_name": upload.name,
                     }
@@ -356,29 +334,39 @@ class ImportRunAdmin(admin.ModelAdmin):
             speakers=speakers.mapping(),
         )
         try:
-            with one_at_a_time(what="import"):
-                report = bridge_import(plan, file_sha256=file["sha256"], user=request.user)
-        except (BridgeError, TransferBusy) as error:
+            run = import_enqueue(plan=plan, file_sha256=file["sha256"], user=request.user)
+        except BridgeError as error:
             self.message_user(request, f"Nothing imported: {error}", messages.ERROR)
             return self._preview(request, plan, kept, speakers)
-        self.message_user(request, f"Imported {plan.file_name}: {report}")
-        return HttpResponseRedirect(
-            reverse("admin:transfer_importrun_change", args=[report.run.pk])
-        )
+        return HttpResponseRedirect(reverse("admin:transfer_importrun_change", args=[run.pk]))
 
     def change_view(self, request, object_id, form_url="", extra_context=None):
-        """A run's page: what it added, where to find it, and the proposals it staged."""
+        """A run's page: what it added, where to find it, and the proposals it staged. While it
+        is under way its progress region polls this page: htmx gets that region alone, and the
+        whole page once the run has ended."""
         if not self.has_view_permission(request):
             raise PermissionDenied
         run = get_object_or_404(ImportRun.objects.select_related("user"), pk=row_id(object_id))
+        if request.htmx and run.under_way:
+            return anvil_page(
+                self,
+                request,
+                f"{RUN_TEMPLATE}#progress",
+                f"Import of {run.file_name}",
+                **_progress(run),
+            )
+        if request.htmx:
+            response = HttpResponse(status=204)
+            response["HX-Refresh"] = "true"
+            return response
         back = request.path
         conversation = run_conversation(run)
         return anvil_page(
             self,
             request,
-            "admin/transfer/run.html",
+            RUN_TEMPLATE,
             f"Import of {run.file_name}",
-            run=run,
+            **_progress(run),
             counts=counts_said(run.counts),
             cards=[
                 proposal_card(request, proposal, back=back)
@@ -386,12 +374,23 @@ class ImportRunAdmin(admin.ModelAdmin):
             ],
             queue_url=reverse("admin:mirror_tagsuggestion_changelist")
             + f"?proposer__exact={Proposer.IMPORT}"
-            if not run.counts or run.counts.get("suggestions") or run.counts.get("suggestions_here")
+            if run.counts.get("suggestions") or run.counts.get("suggestions_here")
             else None,
             chat_url=reverse("heart-chat") + f"?before={conversation[1] + 1}"
             if conversation
             else None,
         )
+
+
+def _progress(run: ImportRun) -> dict:
+    """How far a run has come: the messages written or found, of all the file holds."""
+    counts = run.counts
+    return {
+        "run": run,
+        "done": counts.get("events", 0) + counts.get("events_here", 0),
+        "total": counts.get("messages", 0),
+        "poll_seconds": POLL_SECONDS,
+    }
 
 
 def _can_import(request) -> bool:

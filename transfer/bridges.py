@@ -21,9 +21,12 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from functools import cached_property
 
+from django.core.files.base import ContentFile
+from django.core.files.storage import default_storage
 from django.db import connections, router, transaction
 from django.db.models import Q
 from django.utils import timezone
+from django_q.tasks import async_task
 
 from events.models import Event, EventTag
 from events.parse import parse
@@ -40,6 +43,7 @@ from transfer.formats.card import card_read
 from transfer.formats.letta import letta_read
 from transfer.formats.mem0 import mem0_read
 from transfer.formats.sillytavern import sillytavern_read
+from transfer.lock import TransferBusy, one_at_a_time
 from transfer.lore import (
     FragmentData,
     LoreFragment,
@@ -55,6 +59,7 @@ from transfer.models import (
     ImportedProposal,
     ImportRun,
     ProposalKind,
+    RunStatus,
 )
 
 READERS = {
@@ -63,6 +68,7 @@ READERS = {
     BridgeFormat.LETTA: letta_read,
     BridgeFormat.MEM0: mem0_read,
 }
+KEPT_FOLDER = "imports"  # uploaded files, under their SHA-256, in the media folder
 BATCH = 2_000  # messages (events, tags and markers) per transaction
 LOOKUP_BATCH = 5_000  # origins per query when finding what is already here
 FORMAT_NAMES = {
@@ -415,27 +421,38 @@ def counts_said(counts: dict) -> list[str]:
     ]
 
 
+def _refusals(plan: BridgePlan) -> list[str]:
+    """What keeps a plan from being imported: a speaker without an identity, a wrong mapping."""
+    return plan.problems + [
+        f"Who is “{s.name}” (on the {s.side}’s side, {_count(s.messages, 'message')})? "
+        f'Map the name to an identity (in the preview, or --as "{s.name}=IDENTITY")'
+        for s in plan.unknown_speakers
+    ]
+
+
 def bridge_import(
     plan: BridgePlan,
     *,
     file_sha256: str,
     user=None,
+    run: ImportRun | None = None,
     progress: Progress | None = None,
     batch: int = BATCH,
 ) -> BridgeReport:
-    """Write what ``plan`` says. Refused (``BridgeError``) while a speaker has no identity or
-    the mapping is wrong, before anything is written."""
-    problems = plan.problems + [
-        f"Who is “{s.name}” (on the {s.side}’s side, {_count(s.messages, 'message')})? "
-        f'Map the name to an identity (in the preview, or --as "{s.name}=IDENTITY")'
-        for s in plan.unknown_speakers
-    ]
-    if problems:
+    """Write what ``plan`` says, as ``run`` (a new one when None). Refused (``BridgeError``)
+    while a speaker has no identity or the mapping is wrong, before anything is written."""
+    if problems := _refusals(plan):
         raise BridgeError("\n".join(problems))
-    run = ImportRun.objects.create(
-        format=plan.format, file_name=plan.file_name[:255], file_sha256=file_sha256, user=user
-    )
+    if run is None:
+        run = ImportRun.objects.create(
+            format=plan.format,
+            file_name=plan.file_name[:255],
+            file_sha256=file_sha256,
+            user=user,
+            speakers=_speakers_chosen(plan),
+        )
     counts = {
+        "messages": len(plan.bundle.messages),
         "drafts": 0,
         "wakes": 0,
         "proposals_here": 0,
@@ -446,11 +463,91 @@ def bridge_import(
     }
     _proposals_stage(plan, run, counts)
     _suggestions_stage(plan, run, counts)
-    _events_write(plan, run, counts, progress=progress, batch=batch)
-    run.counts = counts
-    run.finished_at = timezone.now()
-    run.save(update_fields=["counts", "finished_at"])
+    ImportRun.objects.filter(pk=run.pk).update(counts=counts)
+
+    def written(done: int, total: int) -> None:
+        ImportRun.objects.filter(pk=run.pk).update(counts=counts)
+        if progress is not None:
+            progress(done, total)
+
+    _events_write(plan, run, counts, progress=written, batch=batch)
+    run.counts, run.status, run.finished_at = counts, RunStatus.DONE, timezone.now()
+    run.save(update_fields=["counts", "status", "finished_at"])
     return BridgeReport(run, counts)
+
+
+def _speakers_chosen(plan: BridgePlan) -> dict[str, str]:
+    return {s.name: s.identity for s in plan.speakers if s.identity is not None}
+
+
+def import_enqueue(*, plan: BridgePlan, file_sha256: str, user) -> ImportRun:
+    """Check a plan of a kept file (``file_keep``) and leave its import to a worker: a long
+    chat takes longer than a page should wait. The run's page follows it."""
+    if problems := _refusals(plan):
+        raise BridgeError("\n".join(problems))
+    run = ImportRun.objects.create(
+        format=plan.format,
+        file_name=plan.file_name[:255],
+        file_sha256=file_sha256,
+        user=user,
+        status=RunStatus.QUEUED,
+        speakers=_speakers_chosen(plan),
+        counts={"messages": len(plan.bundle.messages)},
+    )
+    async_task("transfer.tasks.import_task", run.pk, group="transfer")
+    run.refresh_from_db()
+    return run
+
+
+def import_queued_run(*, run_id: int) -> ImportRun | None:
+    """Claim a queued import and run it; None when it was not queued (another worker took
+    it). A file that no longer reads, or another import holding the installation, fails it
+    with the reason and writes nothing."""
+    claimed = ImportRun.objects.filter(pk=run_id, status=RunStatus.QUEUED).update(
+        status=RunStatus.RUNNING, started_at=timezone.now()
+    )
+    if not claimed:
+        return None
+    run = ImportRun.objects.get(pk=run_id)
+    try:
+        bundle = bundle_read(format=run.format, data=file_kept(run.file_sha256))
+        plan = bridge_plan(
+            bundle, file_name=run.file_name, format=run.format, speakers=run.speakers
+        )
+        with one_at_a_time(what="import"):
+            bridge_import(plan, file_sha256=run.file_sha256, run=run)
+    except (BridgeError, TransferBusy) as error:
+        _failed(run_id, f"Nothing more was imported: {error}")
+    except Exception as error:
+        _failed(run_id, f"The import stopped on an unexpected error: {error!r}.")
+        raise
+    run.refresh_from_db()
+    return run
+
+
+def _failed(run_id: int, error: str) -> None:
+    ImportRun.objects.filter(pk=run_id).update(status=RunStatus.FAILED, error=error)
+
+
+def file_keep(data: bytes) -> str:
+    """Keep an uploaded file under its SHA-256 (once: the same bytes have the same name)."""
+    sha256 = hashlib.sha256(data).hexdigest()
+    name = f"{KEPT_FOLDER}/{sha256}"
+    if not default_storage.exists(name):
+        default_storage.save(name, ContentFile(data))
+    return sha256
+
+
+def file_kept(sha256: str) -> bytes:
+    """The kept file of that SHA-256; ``BridgeError`` when it is gone or is not what was kept."""
+    try:
+        with default_storage.open(f"{KEPT_FOLDER}/{sha256}", "rb") as kept:
+            data = kept.read()
+    except FileNotFoundError:
+        raise BridgeError("The uploaded file is no longer kept here: upload it again.") from None
+    if hashlib.sha256(data).hexdigest() != sha256:
+        raise BridgeError("The kept file has changed since it was uploaded: upload it again.")
+    return data
 
 
 def _proposals_stage(plan: BridgePlan, run: ImportRun, counts: dict[str, int]) -> None:

@@ -23,8 +23,19 @@ class BridgeFormat(models.TextChoices):
     MEM0 = "mem0", "mem0 memories (JSON)"
 
 
+class RunStatus(models.TextChoices):
+    QUEUED = "queued", "waiting for a worker"
+    RUNNING = "running", "under way, or stopped part-way"
+    DONE = "done"
+    FAILED = "failed", "failed part-way"
+
+
 class ImportRun(models.Model):
-    """One import of a file: what it found, what it added, whether it finished."""
+    """One import of a file: what it found, what it added, whether it finished.
+
+    The Anvil's import is queued and a worker runs it (``transfer.tasks``); the command runs its
+    own. ``counts`` is saved after each batch of messages, so the page can show how far it has
+    come, and a run stopped part-way keeps what it did."""
 
     format = models.CharField(max_length=12, choices=BridgeFormat)
     file_name = models.CharField(max_length=255)
@@ -37,6 +48,13 @@ class ImportRun(models.Model):
         null=True, blank=True, help_text="None: under way, or stopped part-way."
     )
     counts = models.JSONField(default=dict, help_text="What it added and what was already here.")
+    status = models.CharField(
+        max_length=7, choices=RunStatus, default=RunStatus.RUNNING, db_index=True
+    )
+    speakers = models.JSONField(
+        default=dict, help_text="The identity each speaker of the conversation is said by."
+    )
+    error = models.TextField(blank=True, help_text="Why it failed, when it did.")
 
     class Meta:
         ordering = ["-started_at", "-id"]
@@ -46,10 +64,19 @@ class ImportRun(models.Model):
                 name="transfer_importrun_format_valid",
                 violation_error_message="The format must be one of those offered.",
             ),
+            models.CheckConstraint(
+                condition=models.Q(status__in=RunStatus.values),
+                name="transfer_importrun_status_valid",
+                violation_error_message="The status must be one of those offered.",
+            ),
         ]
 
     def __str__(self):
         return f"{self.file_name} ({self.get_format_display()})"
+
+    @property
+    def under_way(self) -> bool:
+        return self.status in (RunStatus.QUEUED, RunStatus.RUNNING)
 
 
 class ProposalKind(models.TextChoices):

@@ -269,7 +269,19 @@ KINDS = (
     Kind(
         "import_runs.jsonl",
         ImportRun,
-        ("id", "format", "file_name", "file_sha256", "user", "started_at", "finished_at", "counts"),
+        (
+            "id",
+            "format",
+            "file_name",
+            "file_sha256",
+            "user",
+            "started_at",
+            "finished_at",
+            "counts",
+            "status",
+            "speakers",
+            "error",
+        ),
     ),
     Kind(
         "import_proposals.jsonl",

@@ -6,6 +6,7 @@ from django.contrib.auth.models import Permission, User
 from django.core.files.storage import default_storage
 from django.core.files.uploadedfile import SimpleUploadedFile
 from django.urls import reverse
+from django.utils import timezone
 
 from events.models import Event
 from mirror.models import Proposer, TagSuggestion
@@ -182,10 +183,13 @@ def test_an_empty_file_and_one_over_the_limit_are_refused_saying_the_limit(admin
 def test_an_import_while_another_runs_is_refused_and_writes_nothing(admin_client):
     preview = upload(admin_client, fixture("mem0_list.json"), name="m.json", format="mem0")
     with one_at_a_time(what="restore"):
-        response = import_post(admin_client, preview)
-    assert response.status_code == 200
-    assert "another restore or import is running" in response.text
-    assert not TagSuggestion.objects.exists() and not ImportRun.objects.exists()
+        response = import_post(admin_client, preview)  # the worker runs it at once in tests
+    run = ImportRun.objects.get()
+    assert response["Location"] == reverse("admin:transfer_importrun_change", args=[run.pk])
+    assert run.status == "failed" and "another restore or import is running" in run.error
+    page = admin_client.get(response["Location"])
+    assert "another restore or import is running" in page.text
+    assert not TagSuggestion.objects.exists()
 
 
 def test_an_import_of_a_file_no_longer_kept_asks_for_it_again(admin_client):
@@ -208,8 +212,37 @@ def test_the_runs_list_says_a_run_stopped_part_way_and_offers_the_upload_page(ad
     run_page = admin_client.get(
         reverse("admin:transfer_importrun_change", args=[ImportRun.objects.get().pk])
     )
-    assert "stopped part-way" in run_page.text
+    assert "importing the same file again finishes it" in run_page.text
     assert admin_client.get(reverse("admin:transfer_importrun_add")).status_code == 403
+
+
+def test_a_run_under_way_shows_how_far_it_has_come_and_its_page_follows_it(admin_client):
+    run = ImportRun.objects.create(
+        format="sillytavern",
+        file_name="long.jsonl",
+        file_sha256="0" * 64,
+        counts={"messages": 6000, "events": 2000, "events_here": 2000},
+    )
+    url = reverse("admin:transfer_importrun_change", args=[run.pk])
+
+    region = admin_client.get(url, headers={"HX-Request": "true"})
+
+    assert region.text.lstrip().startswith('<section id="import-progress"')
+    assert '<progress max="6000" value="4000"' in region.text
+    assert "4000 of 6000 messages" in region.text
+    ImportRun.objects.filter(pk=run.pk).update(status="done", finished_at=timezone.now())
+    ended = admin_client.get(url, headers={"HX-Request": "true"})
+    assert ended.status_code == 204 and ended["HX-Refresh"] == "true"
+    assert "Done." in admin_client.get(url).text
+
+
+def test_a_queued_run_waits_for_a_worker(admin_client):
+    run = ImportRun.objects.create(
+        format="mem0", file_name="m.json", file_sha256="0" * 64, status="queued"
+    )
+    page = admin_client.get(reverse("admin:transfer_importrun_change", args=[run.pk]))
+    assert "Waiting for a worker to start the import" in page.text
+    assert 'hx-trigger="every 1s"' in page.text
 
 
 def test_importing_takes_the_right_to_add_imports(client, admin_client):

@@ -56,7 +56,8 @@ def test_a_card_is_previewed_imported_and_its_proposals_applied(
     looked_at(page, screenshot, "card-preview", size)
 
     page.get_by_role("button", name="Import").click()
-    expect(page.locator(".messagelist")).to_contain_text("Imported seraphina.png")
+    expect(page.get_by_role("status")).to_have_text("Done.")
+    expect(page.locator(".anvil-plan").first).to_contain_text("1 draft proposed")
     expect(page.locator(".loom-call")).to_have_count(2)
     looked_at(page, screenshot, "card-run", size)
     assert not Fragment.objects.exists()
@@ -104,7 +105,8 @@ def test_a_letta_agents_speakers_are_chosen_its_memory_promoted_and_its_chat_rea
     page.get_by_label("Sam").select_option("claude")
     page.get_by_label("Keeper").select_option("y'lhara")
     page.get_by_role("button", name="Import").click()
-    expect(page.locator(".messagelist")).to_contain_text("3 messages logged as events")
+    expect(page.get_by_role("status")).to_have_text("Done.")
+    expect(page.locator(".anvil-plan").first).to_contain_text("3 messages logged as events")
     run = ImportRun.objects.get()
     assert run.finished_at is not None
     looked_at(page, screenshot, "letta-run", size)

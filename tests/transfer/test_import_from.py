@@ -115,6 +115,7 @@ def test_each_fixture_imports_and_a_second_import_adds_nothing(format, name, opt
     assert "Nothing new" in second
     assert ImportRun.objects.order_by("-pk").first().counts == {
         **{key: 0 for key in counts},
+        "messages": counts["messages"],
         "proposals_here": counts["drafts"] + counts["wakes"] + counts["proposals_here"],
         "suggestions_here": counts["suggestions"] + counts["suggestions_here"],
         "events_here": counts["events"] + counts["events_here"],

@@ -110,7 +110,8 @@ LoomPrompt.objects.create(kind='weaver', content='Weave it.', author=owner)
 from transfer.models import ImportedMemory, ImportedMessage, ImportedProposal, ImportRun
 arrived = ImportRun.objects.create(format='sillytavern', file_name='chat.jsonl',
                                    file_sha256='ab' * 32, user=owner, finished_at=now,
-                                   counts={'events': 1})
+                                   counts={'events': 1}, status='done',
+                                   speakers={'Luna': 'luna'}, error='')
 ImportedProposal.objects.create(kind='draft', digest='cd' * 32, run=arrived, title='1 fragment',
                                 text='# keeper', kept={'entries': {'entries.0': {'uid': 0}}},
                                 state='applied', applied_text='# keeper\\n', decided_at=now,
