@@ -52,6 +52,7 @@ from transfer.models import (
 )
 
 RUN_TEMPLATE = "admin/transfer/run.html"
+WAKE_CONTEXT_LINES = 3  # of the wake text in use, the lines shown above what an import adds
 POLL_SECONDS = 1  # how often a run's page asks how far it has come
 FILE_FIELD = "file"  # its upload limit is the upload handler's for this name
 # --- The kept file ---------------------------------------------------------------------------
@@ -159,6 +160,7 @@ def preview_context(plan: BridgePlan, *, kept: KeptFileForm, speakers: SpeakersF
             plan.wake_text,
             old_label="in use now",
             new_label="with the import",
+            context=WAKE_CONTEXT_LINES,
         )
     times = [message.at for message in plan.bundle.messages]
     return {
@@ -211,6 +213,7 @@ def _wake_diff(section: str):
         wake_proposed(section),
         old_label="in use now",
         new_label="with the proposal",
+        context=WAKE_CONTEXT_LINES,
     )
 
 

@@ -57,18 +57,31 @@ def word_diff(old: str, new: str) -> tuple[str, str]:
     return "".join(old_html), "".join(new_html)
 
 
-def text_diff_html(old: str, new: str, *, old_label: str, new_label: str) -> SafeString:
+def text_diff_html(
+    old: str, new: str, *, old_label: str, new_label: str, context: int | None = None
+) -> SafeString:
     """Both texts side by side (stacked on a narrow screen), run of lines by run of lines,
-    removed and added words marked; everything escaped, the labels too."""
+    removed and added words marked; everything escaped, the labels too.
+
+    ``context``: of a long run of lines that stayed, only that many lines next to a change are
+    shown, the rest said in one row ("… 40 lines the same …"), so a change at the end of a long
+    text is seen without scrolling past all of it."""
     old_lines, new_lines = old.splitlines(), new.splitlines()
     rows = []
     matcher = difflib.SequenceMatcher(None, old_lines, new_lines, autojunk=False)
-    for op, i1, i2, j1, j2 in matcher.get_opcodes():
-        old_run, new_run = "\n".join(old_lines[i1:i2]), "\n".join(new_lines[j1:j2])
+    opcodes = matcher.get_opcodes()
+    for index, (op, i1, i2, j1, j2) in enumerate(opcodes):
         if op == "equal":
-            old_html = new_html = escape(old_run)
-        else:
-            old_html, new_html = word_diff(old_run, new_run)
+            rows += _same_rows(
+                old_lines[i1:i2],
+                context=context,
+                before_change=index + 1 < len(opcodes),
+                after_change=index > 0,
+                labels=(old_label, new_label),
+            )
+            continue
+        old_run, new_run = "\n".join(old_lines[i1:i2]), "\n".join(new_lines[j1:j2])
+        old_html, new_html = word_diff(old_run, new_run)
         rows.append(
             (ROW_CLASSES[op], old_label, mark_safe(old_html), new_label, mark_safe(new_html))
         )
@@ -84,6 +97,33 @@ def text_diff_html(old: str, new: str, *, old_label: str, new_label: str) -> Saf
         new_label,
         body,
     )
+
+
+def _same_rows(
+    lines: list[str],
+    *,
+    context: int | None,
+    before_change: bool,
+    after_change: bool,
+    labels: tuple[str, str],
+) -> list[tuple]:
+    """The rows of a run of lines that stayed: whole, or with only ``context`` lines next to
+    each change and the lines between said in one row."""
+    head = lines[:context] if context is not None and after_change else []
+    tail = lines[-context:] if context is not None and before_change and context else []
+    if context is None or len(lines) <= len(head) + len(tail) + 1:
+        text = escape("\n".join(lines))
+        return [("same", labels[0], text, labels[1], text)]
+    rows = []
+    for part in (head, None, tail):
+        if part is None:
+            hidden = len(lines) - len(head) - len(tail)
+            said = f"… {hidden} line{'s' * (hidden != 1)} the same …"
+            rows.append(("elided", labels[0], said, labels[1], said))
+        elif part:
+            text = escape("\n".join(part))
+            rows.append(("same", labels[0], text, labels[1], text))
+    return rows
 
 
 def text_change_summary(old: str, new: str) -> str:

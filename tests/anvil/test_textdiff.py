@@ -41,6 +41,27 @@ def test_a_long_line_is_kept_whole_for_the_page_to_wrap():
     assert "&gt;" not in table and "<br" not in table  # no hard wraps, no continuation rows
 
 
+def test_with_context_a_long_run_that_stayed_is_said_in_one_row():
+    old = "\n".join(f"line {n}" for n in range(1, 21))
+    new = old + "\nthe new end"
+
+    rows = cells(text_diff_html(old, new, old_label="old", new_label="new", context=3))
+
+    assert rows == [
+        ("… 17 lines the same …", "… 17 lines the same …"),
+        ("line 18\nline 19\nline 20", "line 18\nline 19\nline 20"),
+        ("", "the new end"),
+    ]
+
+
+@given(old=lines, new=lines, context=st.integers(min_value=0, max_value=3))
+def test_with_context_every_change_is_still_shown(old, new, context):
+    rows = cells(text_diff_html(old, new, old_label="old", new_label="new", context=context))
+    shown = [n for o, n in rows if not o.startswith("… ")]
+    for line in set(new.splitlines()) - set(old.splitlines()):
+        assert any(line in part for part in shown)
+
+
 def test_it_says_what_changed_in_words():
     assert text_change_summary("one\ntwo", "one\nthree\nfour") == "2 line(s) added, 1 removed"
     assert text_change_summary("same", "same") == "no line changed"
