@@ -24,18 +24,20 @@ from contextlib import ExitStack, closing
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path, PurePosixPath
+from typing import TYPE_CHECKING
 
-import psycopg
 from django.conf import settings
 from django.core.files.storage import Storage, storages
 from django.db import connections
 from filelock import FileLock, Timeout
-from psycopg.conninfo import make_conninfo
 
 from events.models import Event
 from gem.models import Fragment, WorkingMemory
 from mirror.models import Summary
 from silentstar.router import store_of
+
+if TYPE_CHECKING:
+    import psycopg
 
 FORMAT = 1
 MANIFEST = "manifest.json"
@@ -120,6 +122,8 @@ def _backend(alias: str) -> str:
 
 def conninfo(alias: str) -> str:
     """A libpq connection string for an alias, without its password (see ``pg_env``)."""
+    from psycopg.conninfo import make_conninfo  # see pg_connect
+
     database = settings.DATABASES[alias]
     options = {
         key: value for key, value in database["OPTIONS"].items() if key not in DJANGO_ONLY_OPTIONS
@@ -139,7 +143,9 @@ def pg_env(alias: str) -> dict[str, str]:
     return {**os.environ, "PGPASSWORD": password} if password else dict(os.environ)
 
 
-def pg_connect(alias: str) -> psycopg.Connection:
+def pg_connect(alias: str) -> "psycopg.Connection":
+    import psycopg  # a tenth of a second to import: only PostgreSQL installations need it
+
     return psycopg.connect(conninfo(alias), password=settings.DATABASES[alias]["PASSWORD"] or None)
 
 
@@ -243,6 +249,8 @@ def _dump_reader() -> str:
     installation checking a PostgreSQL backup, a server that does not answer) any pg_restore
     found does: reading a dump needs no server, and one too old for a dump says so, which
     ``_dump_problems`` passes on."""
+    import psycopg  # see pg_connect
+
     for database in databases():
         if database.backend == "postgresql":
             try:
