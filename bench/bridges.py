@@ -102,4 +102,5 @@ def bridges_measure(*, path: Path, progress: Callable[[str], None]) -> dict:
         "estimate_about": estimate.cost_about,
         "estimate_most": estimate.cost_most,
         "estimate_calls": estimate.calls,
+        "estimate_calls_most": estimate.calls_most,
     }

@@ -1042,9 +1042,9 @@ def _bridges(asked: argparse.Namespace) -> None:
     )
     print(f"a second run: {result['again_seconds']:,.1f} s, {result['again_events']} events added")
     print(
-        f"the preview: {result['turns']:,} turns; compressing them, about "
-        f"{result['estimate_calls']:,} calls, about ${result['estimate_about']:,.2f}, "
-        f"at most ${result['estimate_most']:,.2f}"
+        f"the preview: {result['turns']:,} turns; compressing them, "
+        f"{result['estimate_calls']:,} to {result['estimate_calls_most']:,} calls, about "
+        f"${result['estimate_about']:,.2f}, at most ${result['estimate_most']:,.2f}"
     )
     before, after = result["load_before"], result["load_after"]
     print(
