@@ -55,6 +55,8 @@ RUN_TEMPLATE = "admin/transfer/run.html"
 WAKE_CONTEXT_LINES = 3  # of the wake text in use, the lines shown above what an import adds
 POLL_SECONDS = 1  # how often a run's page asks how far it has come
 FILE_FIELD = "file"  # its upload limit is the upload handler's for this name
+
+
 # --- The kept file ---------------------------------------------------------------------------
 
 
@@ -155,13 +157,7 @@ def preview_context(plan: BridgePlan, *, kept: KeptFileForm, speakers: SpeakersF
             draft_error = str(error)
     wake_diff = None
     if plan.wake_section and not plan.wake_here:
-        wake_diff = text_diff_html(
-            wake_text_current("wake"),
-            plan.wake_text,
-            old_label="in use now",
-            new_label="with the import",
-            context=WAKE_CONTEXT_LINES,
-        )
+        wake_diff = _wake_diff(plan.wake_section, new_label="with the import")
     times = [message.at for message in plan.bundle.messages]
     return {
         "plan": plan,
@@ -187,7 +183,7 @@ def proposal_card(request, proposal: ImportedProposal, *, back: str) -> dict:
         if proposal.kind == ProposalKind.DRAFT:
             diff, diff_error = _draft_read(proposal.text)
         else:
-            wake_diff = _wake_diff(proposal.text)
+            wake_diff = _wake_diff(proposal.text, new_label="with the proposal")
     return {
         "proposal": proposal,
         "diff": diff,
@@ -207,12 +203,14 @@ def _draft_read(text: str) -> tuple[DraftDiff | None, str]:
         return None, str(error)
 
 
-def _wake_diff(section: str):
+def _wake_diff(section: str, *, new_label: str):
+    """The wake text in use beside it with ``section`` added, the long unchanged run said in
+    one row."""
     return text_diff_html(
         wake_text_current("wake"),
         wake_proposed(section),
         old_label="in use now",
-        new_label="with the proposal",
+        new_label=new_label,
         context=WAKE_CONTEXT_LINES,
     )
 
@@ -492,7 +490,7 @@ class ImportedProposalAdmin(admin.ModelAdmin):
         text = form.cleaned_data["text"] if form.is_bound and form.is_valid() else proposal.text
         diff = wake_diff = None
         if proposal.kind == ProposalKind.WAKE:
-            wake_diff = _wake_diff(text)
+            wake_diff = _wake_diff(text, new_label="with the proposal")
         elif not error:
             diff, error = _draft_read(text)
         return anvil_page(

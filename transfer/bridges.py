@@ -162,11 +162,6 @@ class BridgePlan:
         """The draft against the Gem as it is now."""
         return draft_diff(draft_parse(self.draft_text)) if self.draft_text else None
 
-    @property
-    def wake_text(self) -> str:
-        """The wake text proposed: the one in use with the file's section after it."""
-        return wake_proposed(self.wake_section)
-
     @cached_property
     def turns(self) -> list[str]:
         """The new messages as the Mirror would read them, one transcript per turn."""

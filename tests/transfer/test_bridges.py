@@ -320,11 +320,12 @@ def test_a_card_proposes_a_wake_text_after_the_one_in_use():
     assert plan.wake_section.startswith("# Who you are: Seraphina")
     assert "Seraphina is a guardian of the forest." in plan.wake_section
     assert "## Personality\n\nKind, watchful." in plan.wake_section
-    assert plan.wake_text.endswith(plan.wake_section + "\n")
+    proposed = wake_proposed(plan.wake_section)
+    assert proposed.startswith("# Waking up") and proposed.endswith(plan.wake_section + "\n")
     bridge_import(plan, file_sha256="0" * 64)
     proposal = ImportedProposal.objects.get(kind="wake")
     assert proposal.kept["file"]["first_mes"] == "Hello."
-    assert wake_proposed(proposal.text) == plan.wake_text
+    assert wake_proposed(proposal.text) == proposed
 
 
 def test_a_malformed_file_is_refused_whole_before_anything_is_written():
