@@ -37,8 +37,8 @@ from transfer.bridges import (
     bundle_read,
     counts_said,
     file_keep,
-    file_kept,
     import_enqueue,
+    kept_plan,
     wake_proposed,
 )
 from transfer.bundle import BridgeError
@@ -57,13 +57,7 @@ POLL_SECONDS = 1  # how often a run's page asks how far it has come
 FILE_FIELD = "file"  # its upload limit is the upload handler's for this name
 
 
-# --- The kept file ---------------------------------------------------------------------------
-
-
-def kept_plan(*, sha256: str, format: str, file_name: str) -> BridgePlan:
-    """The plan of importing the kept file (``BridgeError`` when it cannot be read)."""
-    bundle = bundle_read(format=format, data=file_kept(sha256))
-    return bridge_plan(bundle, file_name=file_name, format=format)
+# --- What a run wrote ------------------------------------------------------------------------
 
 
 def run_conversation(run: ImportRun) -> tuple[int, int] | None:

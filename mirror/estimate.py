@@ -14,14 +14,15 @@ those calls with the chat's own text and the prompts in use, at the configured p
 Prompt caching would make both less; it is left out, so neither figure is an undercount.
 """
 
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
+from datetime import datetime
 
 from django.conf import settings
 
 from mirror.merge import GROUP
-from mirror.passes import model_for, prompt_current
-from mirror.route import CLEAN, COMPRESS, MERGE, SUMMARISE
+from mirror.passes import model_for, prompt_current, transcript
+from mirror.route import CLEAN, COMPRESS, MERGE, SUMMARISE, Line, TurnEvent, turns_of
 from silentstar.pricing import Tokens, cost, for_model
 from silentstar.tokens import estimate_tokens
 
@@ -71,6 +72,17 @@ class CompressionEstimate:
     @property
     def tokens_about(self) -> int:
         return sum(t.input_tokens + t.output_tokens for t in self.about.values())
+
+
+def turn_transcripts(messages: Iterable[tuple[datetime, str, bool, str]]) -> list[str]:
+    """Messages not in the log yet (``(when, speaker, said by the companion, words)``, oldest
+    first) as the Mirror would read them once they are: its turns, one transcript each."""
+    events = [
+        # Spoken: what a person writes, and what an import writes in <say> for the companion.
+        TurnEvent(0, at, speaker, companion, (Line(0, speaker, "say", words, companion),))
+        for at, speaker, companion, words in messages
+    ]
+    return [transcript([turn]) for turn in turns_of(events)]
 
 
 def compression_estimate(turn_texts: Sequence[str]) -> CompressionEstimate:

@@ -35,7 +35,7 @@ from gem.selectors import identities_current, wake_text_current
 from gem.zone import owner_time_zone
 from lens.draft import draft_render, edges_ordered
 from lens.draft_read import Draft, DraftDiff, DraftEdge, DraftFragment, draft_diff, draft_parse
-from mirror.estimate import CompressionEstimate, compression_estimate
+from mirror.estimate import CompressionEstimate, compression_estimate, turn_transcripts
 from mirror.models import Proposer, TagSuggestion
 from transfer.bundle import BridgeError, Bundle, LoreEntry, Message
 from transfer.facts import fact_typed
@@ -166,13 +166,10 @@ class BridgePlan:
     def turns(self) -> list[str]:
         """The new messages as the Mirror would read them, one transcript per turn."""
         identity_of = {(s.name, s.is_user): s.identity or s.name for s in self.speakers}
-        turns: list[list[str]] = []
-        for message in self.messages_new:
-            if not turns or message.is_user:
-                turns.append([])
-            speaker = identity_of[(message.speaker, message.is_user)]
-            turns[-1].append(f"#0 {speaker}: {' '.join(message.text.split())}")
-        return ["\n".join(lines) for lines in turns]
+        return turn_transcripts(
+            (m.at, identity_of[(m.speaker, m.is_user)], not m.is_user, m.text)
+            for m in self.messages_new
+        )
 
     @cached_property
     def estimate(self) -> CompressionEstimate:
@@ -505,9 +502,11 @@ def import_queued_run(*, run_id: int) -> ImportRun | None:
         return None
     run = ImportRun.objects.get(pk=run_id)
     try:
-        bundle = bundle_read(format=run.format, data=file_kept(run.file_sha256))
-        plan = bridge_plan(
-            bundle, file_name=run.file_name, format=run.format, speakers=run.speakers
+        plan = kept_plan(
+            sha256=run.file_sha256,
+            format=run.format,
+            file_name=run.file_name,
+            speakers=run.speakers,
         )
         with one_at_a_time(what="import"):
             bridge_import(plan, file_sha256=run.file_sha256, run=run)
@@ -531,6 +530,14 @@ def file_keep(data: bytes) -> str:
     if not default_storage.exists(name):
         default_storage.save(name, ContentFile(data))
     return sha256
+
+
+def kept_plan(
+    *, sha256: str, format: str, file_name: str, speakers: dict[str, str] | None = None
+) -> BridgePlan:
+    """The plan of importing a kept file (``BridgeError`` when it cannot be read)."""
+    bundle = bundle_read(format=format, data=file_kept(sha256))
+    return bridge_plan(bundle, file_name=file_name, format=format, speakers=speakers)
 
 
 def file_kept(sha256: str) -> bytes:

@@ -1,9 +1,11 @@
 """What compressing turns would cost: chunks and merges counted as the Mirror makes them, priced
 at the configured prices, the worst case above the likely one."""
 
+from datetime import UTC, datetime
+
 import pytest
 
-from mirror.estimate import SUMMARY_TOKENS, compression_estimate
+from mirror.estimate import SUMMARY_TOKENS, compression_estimate, turn_transcripts
 from silentstar.pricing import PRICES
 
 pytestmark = pytest.mark.django_db(databases=["default", "summaries"])
@@ -40,3 +42,20 @@ def test_a_model_without_a_price_is_named_and_costs_nothing_counted(settings):
 def test_no_turns_cost_nothing():
     estimate = compression_estimate([])
     assert (estimate.calls, estimate.cost_about, estimate.cost_most) == (0, 0, 0)
+
+
+def test_messages_not_yet_logged_are_read_as_the_mirrors_turns():
+    at = datetime(2026, 11, 1, tzinfo=UTC)
+    said = [
+        (at, "claude", True, "Welcome  back."),
+        (at, "luna", False, "hi"),
+        (at, "claude", True, "hello"),
+        (at, "luna", False, "one"),
+        (at, "luna", False, "two"),
+    ]
+
+    assert turn_transcripts(said) == [
+        "#0 claude (say): Welcome back.\n#0 luna: hi\n#0 claude (say): hello",
+        "#0 luna: one",
+        "#0 luna: two",
+    ]

@@ -262,7 +262,7 @@ def test_the_preview_counts_turns_and_what_compressing_them_would_cost():
     plan = planned("sillytavern", chat_lines(6), speakers={"Luna": "luna", "Seraphina": "claude"})
 
     assert len(plan.turns) == 3
-    assert plan.turns[0] == "#0 luna: message 0\n#0 claude: message 1"
+    assert plan.turns[0] == "#0 luna: message 0\n#0 claude (say): message 1"
     estimate = plan.estimate
     assert estimate.turns == 3 and estimate.chunks == 1
     assert 0 < estimate.cost_about < estimate.cost_most
