@@ -93,8 +93,9 @@ def compression_estimate(turn_texts: Sequence[str]) -> CompressionEstimate:
     estimate = CompressionEstimate(turns=len(turns))
     if not turns:
         return estimate
-    system = {role: estimate_tokens(prompt_current(role)) for role in (CLEAN, COMPRESS, SUMMARISE)}
-    system[MERGE] = estimate_tokens(prompt_current(MERGE))
+    system = {
+        role: estimate_tokens(prompt_current(role)) for role in (CLEAN, COMPRESS, SUMMARISE, MERGE)
+    }
 
     def spend(table: dict[str, Tokens], role: str, sent: int, answered: int) -> None:
         tokens = table.setdefault(model_for(role), Tokens())
