@@ -145,7 +145,7 @@ class BridgePlan:
     messages_here: set[str] = field(repr=False)  # origins imported before
     problems: list[str] = field(default_factory=list)  # what stops the import, said to a person
 
-    @property
+    @cached_property
     def messages_new(self) -> list[Message]:
         return [m for m in self.bundle.messages if m.origin not in self.messages_here]
 
