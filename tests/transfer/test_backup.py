@@ -1,12 +1,13 @@
 """manage.py backup, end to end: real installations in their own processes."""
 
+import errno
 import json
 import os
 import shutil
-import signal
 import subprocess
 import sys
 import time
+from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
@@ -262,18 +263,42 @@ def test_verify_names_what_is_wrong_with_a_backup(filled, backup_copy, damage):
     refused(checked, f"{backup_copy} is not a sound backup: ", said)
 
 
-def made_bigger(installation: Installation) -> None:
-    """An image of 64 MiB, so a backup takes long enough to be caught part-way."""
+def gated(installation: Installation) -> None:
+    """A named pipe among the images: a backup copying it waits there until something is
+    written into it, so it is caught part-way by no race, its databases copied and its
+    manifest not yet written."""
     images = installation.data / "media" / "images" / "2026" / "11"
     images.mkdir(parents=True, exist_ok=True)
-    (images / "large.png").write_bytes(os.urandom(2**26))
+    os.mkfifo(images / GATE)
 
 
-def backup_caught(
-    installation: Installation, into: Path, *args: str
-) -> tuple[subprocess.Popen, Path]:
-    """A backup into ``into`` run in its own process and stopped (SIGSTOP) once its databases
-    folder has its first file: ``(process, its folder)``."""
+GATE = "gate.png"
+
+
+@dataclass
+class Caught:
+    """A backup run in its own process and held at the gate, which is a plain image again for
+    any other backup."""
+
+    running: subprocess.Popen
+    folder: Path
+    writer: int
+
+    def let_go(self) -> tuple[str, str]:
+        """The held backup goes on, copying a few bytes for the image: its output."""
+        os.write(self.writer, b"an image")
+        os.close(self.writer)
+        return self.running.communicate(timeout=120)
+
+    def kill(self) -> None:
+        self.running.kill()
+        self.running.communicate()
+        os.close(self.writer)
+
+
+def backup_caught(installation: Installation, into: Path, *args: str) -> Caught:
+    """A backup into ``into`` run in its own process and held at the gate (``gated``)."""
+    (gate,) = (installation.data / "media" / "images").rglob(GATE)
     running = subprocess.Popen(
         [sys.executable, "manage.py", "backup", str(into), *args],
         cwd=REPO,
@@ -283,13 +308,19 @@ def backup_caught(
         text=True,
     )
     deadline = time.monotonic() + 60
-    while not (caught := unfinished_with_a_database(into)):
-        assert running.poll() is None and time.monotonic() < deadline, running.communicate()
-        time.sleep(0.002)
-    running.send_signal(signal.SIGSTOP)
-    (folder,) = caught
-    assert not (folder / "manifest.json").exists(), "the backup finished before it was caught"
-    return running, folder
+    while True:
+        try:
+            # Opens only once the backup has the pipe open to read it.
+            writer = os.open(gate, os.O_WRONLY | os.O_NONBLOCK)
+            break
+        except OSError as error:
+            assert error.errno == errno.ENXIO, error
+            assert running.poll() is None and time.monotonic() < deadline, running.communicate()
+            time.sleep(0.005)
+    gate.unlink()
+    gate.write_bytes(os.urandom(2**10))
+    (folder,) = unfinished_with_a_database(into)
+    return Caught(running, folder, writer)
 
 
 def unfinished_with_a_database(into: Path) -> list[Path]:
@@ -302,16 +333,16 @@ def unfinished_with_a_database(into: Path) -> list[Path]:
 
 def test_a_backup_killed_part_way_is_removed_by_the_next_one(installation, tmp_path):
     source = installation("source")
-    made_bigger(source)
+    gated(source)
     backups = tmp_path / "backups"
-    killed, half = backup_caught(source, backups)
+    killed = backup_caught(source, backups)
     killed.kill()
-    killed.communicate()
 
     done = source.manage("backup", str(backups))
 
     assert done.returncode == 0, done.stderr
-    assert f"Removed the unfinished backup {half} (no manifest; its run stopped)" in done.stdout
+    said = f"Removed the unfinished backup {killed.folder} (no manifest; its run stopped)"
+    assert said in done.stdout
     (made,) = backup_folders(backups)  # the killed one's name, when made in the same second
     for finished in (made, here_killed_and_made_again(source, tmp_path / "here")):
         checksums_hold(finished)
@@ -321,9 +352,9 @@ def test_a_backup_killed_part_way_is_removed_by_the_next_one(installation, tmp_p
 def here_killed_and_made_again(source: Installation, here: Path) -> Path:
     """A backup ``--here`` killed part-way, then another into the same folder, which empties it
     of the killed one's files first."""
-    killed, _ = backup_caught(source, here, "--here")
-    killed.kill()
-    killed.communicate()
+    (source.data / "media" / "images" / "2026" / "11" / GATE).unlink()
+    gated(source)
+    backup_caught(source, here, "--here").kill()
     done = source.manage("backup", str(here), "--here")
     assert done.returncode == 0, done.stderr
     assert f"Removed the unfinished backup in {here} (no manifest; its run stopped)" in done.stdout
@@ -332,18 +363,18 @@ def here_killed_and_made_again(source: Installation, here: Path) -> Path:
 
 def test_a_running_backup_is_left_alone_and_not_counted_by_keep(installation, tmp_path):
     source = installation("source")
-    made_bigger(source)
     backups = tmp_path / "backups"
     older = source.backup(backups)
-    running, writing = backup_caught(source, backups)
+    gated(source)
+    caught = backup_caught(source, backups)
+    writing = caught.folder
     try:
         newer = source.backup(backups, "--keep", "1")
         assert backup_folders(backups) == sorted([writing, newer])  # the older one deleted
         assert not (writing / "manifest.json").exists()
     finally:
-        running.send_signal(signal.SIGCONT)
-        out, errors = running.communicate(timeout=120)
-    assert running.returncode == 0, errors
+        out, errors = caught.let_go()
+    assert caught.running.returncode == 0, errors
     assert f"Backup written to {writing}" in out
     assert not older.exists()
     checksums_hold(writing)
