@@ -29,6 +29,7 @@ from gem.selectors import identities_current, wake_text_current
 from lens.draft_read import DraftDiff, DraftError, draft_diff, draft_parse
 from mirror.models import Proposer
 from silentstar.uploads import megabytes, upload_max_bytes
+from silentstar.words import counted
 from transfer.bridges import (
     FORMAT_NAMES,
     BridgePlan,
@@ -118,8 +119,7 @@ class SpeakersForm(forms.Form):
                 choices=[("", "— choose —"), *((name, name) for name in names)],
                 initial=speaker.identity or "",
                 label=speaker.name,
-                help_text=f"On {side} side, {speaker.messages:,} "
-                + ("message." if speaker.messages == 1 else "messages."),
+                help_text=f"On {side} side, {counted(speaker.messages, 'message')}.",
                 error_messages={"required": f"Choose who “{speaker.name}” is here."},
             )
 

@@ -15,6 +15,7 @@ from django.template.response import TemplateResponse
 from django.utils.dateformat import format as date_format
 
 from ledger.costs import Costs, costs_over, prices_said
+from silentstar.words import counted
 
 VIEW_PERMISSION = "ledger.view_modelcall"
 DAYS_CHOICES = (7, 30, 90)
@@ -89,10 +90,6 @@ def scale_top(largest: float) -> float:
     return next(step * power for step in (1, 2, 5, 10) if step * power >= largest)
 
 
-def calls_text(calls: int) -> str:
-    return f"{calls:,} call" if calls == 1 else f"{calls:,} calls"
-
-
 def dollars_short(dollars: float) -> str:
     return f"${dollars:,.0f}" if dollars >= 10 else f"${dollars:.2g}" if dollars else "$0"
 
@@ -129,7 +126,9 @@ def chart_of(costs: Costs) -> Chart:
                     y=round(y, 2),
                     width=round(bar_width, 2),
                     height=round(height, 2),
-                    title=f"{when}, {name}: {figures.dollars_text} ({calls_text(figures.calls)})",
+                    title=(
+                        f"{when}, {name}: {figures.dollars_text} ({counted(figures.calls, 'call')})"
+                    ),
                     series=series[name],
                 )
             )
@@ -148,8 +147,8 @@ def chart_of(costs: Costs) -> Chart:
     chart.description = (
         f"{len(costs.days)} days from {date_format(costs.first, 'j M Y')} to "
         f"{date_format(costs.last, 'j M Y')}: {costs.total.dollars_text} in "
-        f"{calls_text(costs.total.calls)}, {costs.total.share_text} of the prompts' tokens read "
-        "from the cache. The table below gives each day's figures."
+        f"{counted(costs.total.calls, 'call')}, {costs.total.share_text} of the prompts' tokens "
+        "read from the cache. The table below gives each day's figures."
     )
     return chart
 

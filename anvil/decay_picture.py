@@ -22,6 +22,7 @@ from gem import decay
 from gem.selectors import decay_pressure_current
 from gem.state import turn_counter_current
 from gem.zone import owner_time_zone
+from silentstar.words import counted
 
 HOUR = timedelta(hours=1)
 DAY = timedelta(days=1)
@@ -418,7 +419,7 @@ def span_text(span: timedelta) -> str:
         count, unit = round(hours), "hour"
     else:
         count, unit = round(hours / 24), "day"
-    return f"{count} {unit}{'' if count == 1 else 's'}"
+    return counted(count, unit)
 
 
 def _summary(
@@ -462,7 +463,7 @@ def _summary(
     said += f"; falls under 0.01 in about {span_text(crossing - now)}"
     turns = turn_at(crossing) - turn_at(now)
     if item.type in decay.HALF_LIVES and turns > 0:
-        said += f" / {turns} turn{'' if turns == 1 else 's'}"
+        said += f" / {counted(turns, 'turn')}"
     return said + "."
 
 

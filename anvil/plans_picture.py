@@ -28,6 +28,7 @@ from compass.findings import clash_pairs
 from gem.models import WorkingMemory, WorkingMemoryStatus, WorkingMemoryType
 from gem.zone import owner_time_zone
 from mirror.models import SuggestionStatus
+from silentstar.words import counted
 
 SPAN_MIN = timedelta(days=7)
 SPAN_MAX = timedelta(days=90)
@@ -402,4 +403,4 @@ def _span(position: float, anchor: str, text: str, *, font: int) -> tuple[float,
 
 
 def _count(count: int, noun: str) -> str:
-    return f"{count or 'no'} {noun}{'' if count == 1 else 's'}"
+    return counted(count, noun) if count else f"no {noun}s"

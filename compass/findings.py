@@ -19,6 +19,7 @@ from datetime import datetime, timedelta
 from zoneinfo import ZoneInfo
 
 from gem.match import content_words
+from silentstar.words import counted
 
 CLASH_WINDOW = timedelta(hours=1)
 UNPLANNED_MAX = 5
@@ -126,5 +127,5 @@ def _ago(span: timedelta) -> str:
         return f"{span.days} days"
     hours = int(span.total_seconds() // 3600)
     if hours >= 1:
-        return f"{hours} hour{'s' if hours != 1 else ''}"
+        return counted(hours, "hour")
     return f"{int(span.total_seconds() // 60)} minutes"

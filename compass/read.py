@@ -20,6 +20,7 @@ from lens.draft import draft_render
 from lens.draft_read import Draft
 from lens.extract import fragment_drafts, one_line, working_memory_lingering
 from mirror.models import Summary
+from silentstar.words import counted
 
 READ_CHARS_MAX = 24_000  # about 6,000 tokens: room for the answer in any model's window
 SUMMARIES_READ = 5
@@ -127,6 +128,6 @@ def sections_capped(sections: list[tuple[str, str]], limit: int) -> list[tuple[s
             used += len(line) + 1
         if len(taken) < len(lines):
             left = len(lines) - len(taken)
-            taken.append(f"({left} more line{'s' if left != 1 else ''} left out for length)")
+            taken.append(f"({counted(left, 'more line')} left out for length)")
         kept.append((title, "\n".join(taken)))
     return kept

@@ -159,6 +159,7 @@ from silentstar.tokens import (
     estimate_tokens,
     tokens_for_characters,
 )
+from silentstar.words import counted
 
 LINGER_THRESHOLD = 0.01  # working memory scoring under this is never included
 USER, SAY, DO, FLEX = "user", "say", "do", "flex"
@@ -388,16 +389,16 @@ def ago_in_words(elapsed: timedelta) -> str:
     if seconds < 60:
         return "moments ago"
     if seconds < 3600:
-        return _count(seconds // 60, "minute") + " ago"
+        return counted(seconds // 60, "minute") + " ago"
     if days < 1:
-        return _count(seconds // 3600, "hour") + " ago"
+        return counted(seconds // 3600, "hour") + " ago"
     if days < 14:
-        return _count(days, "day") + " ago"
+        return counted(days, "day") + " ago"
     if days < 60:
-        return _count(days // 7, "week") + " ago"
+        return counted(days // 7, "week") + " ago"
     if days < 365:
-        return _count(days // 30, "month") + " ago"
-    return _count(days // 365, "year") + " ago"
+        return counted(days // 30, "month") + " ago"
+    return counted(days // 365, "year") + " ago"
 
 
 def due_in_words(due: datetime, now: datetime) -> str:
@@ -981,7 +982,3 @@ def _part_of_day(hour: int) -> str:
     if 18 <= hour < 22:
         return "in the evening"
     return "at night"
-
-
-def _count(number: int, unit: str) -> str:
-    return f"{number} {unit}" if number == 1 else f"{number} {unit}s"

@@ -42,6 +42,8 @@ from django.db import connections, router, transaction
 from django.db.models import Sum
 from django.shortcuts import render
 
+from silentstar.words import counted
+
 
 def client_address(request) -> str:
     """The client's address, as axes counts it (``AXES_CLIENT_IP_CALLABLE``)."""
@@ -113,8 +115,7 @@ def sign_in_turn(*, address: str):
 
 def wait_message() -> str:
     minutes = max(1, math.ceil(get_cool_off().total_seconds() / 60))
-    unit = "minute" if minutes == 1 else "minutes"
-    return f"Too many failed sign-ins: try again in {minutes} {unit}."
+    return f"Too many failed sign-ins: try again in {counted(minutes, 'minute')}."
 
 
 def lockout_response(request, original_response=None, credentials=None):

@@ -56,6 +56,7 @@ from heart.context import budgets_from_settings
 from heart.models import ContextSnapshot
 from mirror.models import Summary
 from silentstar.pricing import cache_minimum
+from silentstar.words import counted
 
 HEADINGS = (LINGERING, SUMMARIES, RECALLED, RECENT, NOW, MESSAGE)
 SECTION_NAMES = tuple(heading.removeprefix("## ") for heading in HEADINGS)
@@ -577,7 +578,7 @@ def _lingering_left_out(inspection: Inspection, included: dict) -> list[LeftOut]
         out.append(
             LeftOut(
                 "Lingering",
-                f"and {len(further)} more item{'s' if len(further) != 1 else ''}",
+                f"and {counted(len(further), 'more item')}",
                 "cut by the budget, lower in the ranking than those above",
             )
         )
@@ -645,19 +646,19 @@ def _wm_link(item_id: int) -> tuple[str, str]:
     return ("working_memory", str(item_id))
 
 
-def _dropped_only(included: dict, section: str, key: str, noun: str) -> list[LeftOut]:
+def _dropped_only(
+    included: dict, section: str, key: str, noun: str, nouns: str = ""
+) -> list[LeftOut]:
     """What an old snapshot says of a section it left items out of: how many."""
     dropped = included.get("dropped") or {}
     out = []
     if count := dropped.get(key, 0):
-        out.append(LeftOut(section, _counted(count, noun), "left out (no reason was kept)"))
+        out.append(LeftOut(section, counted(count, noun, nouns), "left out (no reason was kept)"))
     if key == "lingering" and (faded := dropped.get("lingering_faded", 0)):
-        out.append(LeftOut(section, _counted(faded, noun), f"under the {FLOOR_THRESHOLD:g} floor"))
+        out.append(
+            LeftOut(section, counted(faded, noun, nouns), f"under the {FLOOR_THRESHOLD:g} floor")
+        )
     return out
-
-
-def _counted(count: int, noun: str) -> str:
-    return f"{count} {noun}" if count == 1 else f"{count} {noun.replace('summary', 'summarie')}s"
 
 
 def _summary_label(summary_id: int, row: Summary | None) -> str:
@@ -684,7 +685,7 @@ def _summaries_then(snapshot: ContextSnapshot, event_id: int):
 def _summaries_left_out(inspection: Inspection, included: dict) -> list[LeftOut]:
     left = (included.get("left_out") or {}).get("summaries")
     if left is None:
-        return _dropped_only(included, "Summaries", "summaries", "summary")
+        return _dropped_only(included, "Summaries", "summaries", "summary", "summaries")
     rows = Summary.objects.in_bulk([item["id"] for item in left])
     out = [
         LeftOut(
@@ -718,7 +719,9 @@ def _summaries_left_out(inspection: Inspection, included: dict) -> list[LeftOut]
             for row, reason in pairs[:LISTED_AT_MOST]
         ]
         if counts[kind] > LISTED_AT_MOST:
-            label = f"and {_counted(counts[kind] - LISTED_AT_MOST, 'older summary')}"
+            label = (
+                f"and {counted(counts[kind] - LISTED_AT_MOST, 'older summary', 'older summaries')}"
+            )
             out.append(LeftOut("Summaries", label, f"{kind}, as those above"))
     return out
 
@@ -805,7 +808,7 @@ def _outside_recent(inspection: Inspection) -> str:
     if before["first"] is None:
         return "nothing: the window reaches back to the conversation's start."
     first, last = before["first"], before["last"]
-    said = [f"{_counted(before['count'], 'event')} before the window ({_span(first, last)})"]
+    said = [f"{counted(before['count'], 'event')} before the window ({_span(first, last)})"]
     covered = _merged(
         (max(s.first_event_id, first), min(s.last_event_id, last))
         for s in inspection.summaries
@@ -942,9 +945,9 @@ def _items_moved(name: str, old: dict, new: dict) -> list[str]:
     new_events = {e for ids in (new.get("recent") or {}).values() for e in ids}
     said = []
     if came := len(new_events - old_events):
-        said.append(f"{_counted(came, 'event')} came in at the end")
+        said.append(f"{counted(came, 'event')} came in at the end")
     if went := len(old_events - new_events):
-        said.append(f"{_counted(went, 'event')} left from the start")
+        said.append(f"{counted(went, 'event')} left from the start")
     old_first = (old.get("recent_window") or {}).get("first_event")
     new_first = (new.get("recent_window") or {}).get("first_event")
     if old_first != new_first and old_first is not None and new_first is not None:

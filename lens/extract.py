@@ -21,6 +21,7 @@ from gem.state import turn_counter_current
 from lens.draft import draft_render, edges_ordered
 from lens.draft_read import TIERS, Draft, DraftEdge, DraftFragment
 from mirror.models import Summary
+from silentstar.words import counted
 
 DEPTH_DEFAULT = 4
 SUMMARIES_DEFAULT = 20
@@ -269,7 +270,7 @@ def intersection_markdown(keys: Iterable[str], *, depth: int = DEPTH_DEFAULT) ->
     """``manage.py lens K1 K2 …``: the paths first (the draft's preface), then every fragment
     on them as a draft."""
     found = intersection(keys, depth=depth)
-    edges = f"{found.depth} edge{'' if found.depth == 1 else 's'}"
+    edges = counted(found.depth, "edge")
     lines = [f"Lens: what connects {', '.join(found.keys)} (paths of at most {edges})"]
     if found.paths:
         lines += ["", "Paths:", ""] + [f"- {path.text()}" for path in found.paths]

@@ -40,6 +40,7 @@ with nothing to keep left out)").
 import re
 
 from mirror.route import CLEAN, COMPRESS, MERGE, SUMMARISE, UNNAMED
+from silentstar.words import counted
 
 OFFLINE_LABEL = "(offline summary)"
 OFFLINE_MODEL = "offline"
@@ -421,5 +422,5 @@ def _merge(text: str) -> str:
 
 def _counted(*counts: tuple[int, str, str]) -> str:
     """The counts that are not 0, said: "2 repeated notes and 1 note with nothing to keep"."""
-    said = [f"{n} {one if n == 1 else many}" for n, one, many in counts if n]
+    said = [counted(n, one, many) for n, one, many in counts if n]
     return " and ".join(filter(None, [", ".join(said[:-1]), *said[-1:]]))

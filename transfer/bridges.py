@@ -37,6 +37,7 @@ from lens.draft import draft_render, edges_ordered
 from lens.draft_read import Draft, DraftDiff, DraftEdge, DraftFragment, draft_diff, draft_parse
 from mirror.estimate import CompressionEstimate, compression_estimate, turn_transcripts
 from mirror.models import Proposer, TagSuggestion
+from silentstar.words import counted
 from transfer.bundle import BridgeError, Bundle, LoreEntry, Message
 from transfer.facts import fact_typed
 from transfer.formats.card import card_read
@@ -309,10 +310,6 @@ def _wake_section(bundle: Bundle, macros: dict[str, str]) -> str:
     return "\n\n".join(parts)
 
 
-def _count(number: int, thing: str) -> str:
-    return f"{number:,} {thing}{'s' * (number != 1)}"
-
-
 def _suggestions_planned(bundle: Bundle) -> list[SuggestionPlan]:
     here = _origins_here(ImportedMemory, [memory.origin for memory in bundle.memories])
     zone = owner_time_zone()
@@ -406,17 +403,13 @@ COUNT_WORDS = [  # what a run's counts say, one and many
 
 def counts_said(counts: dict) -> list[str]:
     """A run's counts in words, those that are not naught."""
-    return [
-        f"{counts[name]:,} {one if counts[name] == 1 else many}"
-        for name, one, many in COUNT_WORDS
-        if counts.get(name)
-    ]
+    return [counted(counts[name], one, many) for name, one, many in COUNT_WORDS if counts.get(name)]
 
 
 def _refusals(plan: BridgePlan) -> list[str]:
     """What keeps a plan from being imported: a speaker without an identity, a wrong mapping."""
     return plan.problems + [
-        f"Who is “{s.name}” (on the {s.side}’s side, {_count(s.messages, 'message')})? "
+        f"Who is “{s.name}” (on the {s.side}’s side, {counted(s.messages, 'message')})? "
         f'Map the name to an identity (in the preview, or --as "{s.name}=IDENTITY")'
         for s in plan.unknown_speakers
     ]
@@ -562,7 +555,7 @@ def _proposals_stage(plan: BridgePlan, run: ImportRun, counts: dict[str, int]) -
             (
                 ProposalKind.DRAFT,
                 _proposal_digest(ProposalKind.DRAFT, plan.fragments),
-                f"{_count(len(plan.fragments), 'fragment')} from the {what}{named}",
+                f"{counted(len(plan.fragments), 'fragment')} from the {what}{named}",
                 plan.draft_text,
                 {"file": bundle.kept, "entries": {e.where: e.kept for e in bundle.entries}},
                 "drafts",

@@ -28,6 +28,7 @@ from lens.extract import (
 )
 from lens.query import QUERY_PARAMETERS, QueryError, memory_query, query_from_params
 from lens.search import KINDS, SearchError, search
+from silentstar.words import counted
 
 KEYS_OPTIONS = ("key", "wm", "summaries", "depth", "limit")
 
@@ -153,7 +154,7 @@ def _query(command: "Command", words: list[str], options: dict) -> None:
     if as_json:
         command.stdout.write(json.dumps([entry.as_json() for entry in results], indent=1))
         return
-    command.stdout.write(f"# Query: {len(results)} result{'s' if len(results) != 1 else ''}\n")
+    command.stdout.write(f"# Query: {counted(len(results), 'result')}\n")
     for entry in results:
         when = f" · {timezone.localtime(entry.ts):%Y-%m-%d %H:%M}" if entry.ts else ""
         scores = f" · importance {entry.importance:.2f}" if entry.importance is not None else ""

@@ -1,0 +1,28 @@
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from silentstar.words import counted
+
+pytestmark = pytest.mark.store_free
+
+
+@pytest.mark.parametrize(
+    ("number", "said"),
+    [(0, "0 turns"), (1, "1 turn"), (2, "2 turns"), (1200, "1,200 turns"), (-1, "-1 turns")],
+)
+def test_it_says_one_in_the_singular_and_every_other_number_in_the_plural(number, said):
+    assert counted(number, "turn") == said
+
+
+def test_it_takes_a_plural_not_made_with_an_s():
+    assert counted(1, "summary", "summaries") == "1 summary"
+    assert counted(3, "summary", "summaries") == "3 summaries"
+    assert counted(2, "note over the limit", "notes over the limit") == "2 notes over the limit"
+
+
+@given(st.integers(min_value=0, max_value=10**9), st.sampled_from(["turn", "older summary"]))
+def test_it_always_starts_with_the_number_as_written_with_thousands(number, noun):
+    said = counted(number, noun)
+    assert said.startswith(f"{number:,} ")
+    assert said.endswith(noun) == (number == 1)
