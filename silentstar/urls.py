@@ -8,6 +8,10 @@ from django.views.generic import RedirectView
 from gem.access import memory_not_required
 from heart.auth import ThrottledLoginView
 
+# The Anvil's pages register here, with the URLs, rather than when Django starts: a process
+# that serves no page never imports them (anvil/apps.py).
+admin.autodiscover()
+
 urlpatterns = [
     # Browsers ask for /favicon.ico wherever a page names no icon: they get the site's icon.
     path(

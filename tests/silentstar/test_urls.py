@@ -56,6 +56,11 @@ def test_it_serves_static_files_without_signing_in(client):
     assert response.status_code == 200
 
 
+# The Anvil's pages register when the URLs are first read (anvil/apps.py): read here, before
+# any request, for the tests that list them.
+admin.autodiscover()
+
+
 @pytest.mark.parametrize("model", list(admin.site._registry), ids=lambda m: m._meta.label)
 def test_it_lists_every_model_in_the_admin_with_search(admin_client, model):
     url = reverse(f"admin:{model._meta.app_label}_{model._meta.model_name}_changelist")
