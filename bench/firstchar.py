@@ -17,14 +17,14 @@ def first_char_measure(*, runs: int, base_dir: Path) -> dict:
     It takes a browser, a live server and a fake Messages API, which the browser tests already
     have, so this runs their benchmark (``FIRST_CHAR_TEST``, skipped in ordinary test runs) in
     a pytest process of its own and reads the figures it prints. Needs the development
-    requirements (pytest-django, Playwright) and Debian's Chromium.
+    requirements (pytest-django, Playwright) and Debian's Chromium headless shell.
     """
     missing = [name for name in ("pytest", "pytest_django", "playwright") if not _importable(name)]
     if missing:
         raise RuntimeError(
             "python -m bench firstchar needs the development requirements "
             f"({', '.join(missing)} missing): pip install -r requirements-dev.txt, "
-            "and Chromium (apt-get install -y chromium)"
+            "and Chromium's headless shell (apt-get install -y chromium-headless-shell)"
         )
     env = {
         **os.environ,
