@@ -263,16 +263,17 @@ def test_verify_names_what_is_wrong_with_a_backup(filled, backup_copy, damage):
     refused(checked, f"{backup_copy} is not a sound backup: ", said)
 
 
+GATE = "gate.png"
+
+
 def gated(installation: Installation) -> None:
-    """A named pipe among the images: a backup copying it waits there until something is
-    written into it, so it is caught part-way by no race, its databases copied and its
-    manifest not yet written."""
+    """A named pipe among the images, in place of any image of its name: a backup copying it
+    waits there until something is written into it, so it is caught part-way by no race, its
+    databases copied and its manifest not yet written."""
     images = installation.data / "media" / "images" / "2026" / "11"
     images.mkdir(parents=True, exist_ok=True)
+    (images / GATE).unlink(missing_ok=True)
     os.mkfifo(images / GATE)
-
-
-GATE = "gate.png"
 
 
 @dataclass
@@ -352,7 +353,6 @@ def test_a_backup_killed_part_way_is_removed_by_the_next_one(installation, tmp_p
 def here_killed_and_made_again(source: Installation, here: Path) -> Path:
     """A backup ``--here`` killed part-way, then another into the same folder, which empties it
     of the killed one's files first."""
-    (source.data / "media" / "images" / "2026" / "11" / GATE).unlink()
     gated(source)
     backup_caught(source, here, "--here").kill()
     done = source.manage("backup", str(here), "--here")
