@@ -29,6 +29,7 @@ from gem.zone import owner_time_zone
 from mirror.models import Proposer, TagSuggestion
 from silentstar import claude
 from silentstar.claude import ClaudeError
+from silentstar.words import counted
 
 QUESTION_CHARS_MAX = 4000
 # A failed review waits this long before the schedule starts another (a person can retry it
@@ -237,11 +238,11 @@ def consultations_recover(*, stale_after: timedelta, now: datetime | None = None
         status=ConsultationStatus.RUNNING, started_at__lt=now - stale_after
     )
     ids = list(stale.values_list("pk", flat=True))
-    minutes = round(stale_after.total_seconds() / 60)
+    minutes = counted(round(stale_after.total_seconds() / 60), "minute")
     stale.filter(pk__in=ids).update(
         status=ConsultationStatus.FAILED,
-        error=f"The worker stopped while the Compass was answering (no answer after {minutes} "
-        "minutes); nothing was staged. Retry it.",
+        error=f"The worker stopped while the Compass was answering (no answer after {minutes}); "
+        "nothing was staged. Retry it.",
         finished_at=now,
     )
     return ids

@@ -305,6 +305,15 @@ def test_a_consultation_left_running_by_a_dead_worker_fails_with_a_retry(fake_ap
     assert fresh.status == "running"
 
 
+def test_a_consultation_recovered_after_one_minute_says_one_minute(fake_api):
+    stuck = Consultation.objects.create(
+        question="q", status="running", started_at=NOW - timedelta(minutes=5), attempts=1
+    )
+    consultations_recover(stale_after=timedelta(minutes=1), now=NOW)
+    stuck.refresh_from_db()
+    assert "(no answer after 1 minute);" in stuck.error
+
+
 def test_a_proposal_cannot_be_promoted_once_its_due_has_passed(fake_api, person):
     fake_api.push(FakeReply(THREE_PLANS))
     done = consultation_run(consultation_id=asked().pk, now=NOW)
