@@ -9,6 +9,9 @@ database), so a file is refused alike on SQLite and on PostgreSQL, before anythi
   check is Django's ``ProhibitNullCharactersValidator``, the one the chat form runs.
 - A JSONL line is read ``LINE_MAX_CHARS`` at a time at most, so one huge line is never read
   whole; room for a row of many fields at their limit, written with escapes.
+- A JSON value nests lists and objects ``DEPTH_MAX`` levels deep at most. Real files nest under
+  twenty; a deeper one is refused before anything walks it, and every walk here keeps its own
+  stack, since Python's recursion (``json.dumps`` included) stops about a thousand levels down.
 """
 
 from collections.abc import Iterator
@@ -20,6 +23,11 @@ from django.db import models
 
 TEXT_MAX_CHARS = 200_000
 LINE_MAX_CHARS = 4_000_000
+DEPTH_MAX = 64
+DEPTH_PROBLEM = (
+    f"nested too deeply (lists and objects more than {DEPTH_MAX} levels inside one another; "
+    f"at most {DEPTH_MAX} are read)"
+)
 NUL_REFUSED = ProhibitNullCharactersValidator()
 
 
@@ -40,16 +48,45 @@ def text_problem(value: str, *, limit: int = TEXT_MAX_CHARS) -> str | None:
 
 
 def json_problem(value) -> str | None:
-    """What keeps a JSON value (its keys and texts, at any depth) out of a JSON field, or None."""
-    if isinstance(value, str):
-        return text_problem(value)
-    if isinstance(value, dict):
-        parts = [each for pair in value.items() for each in pair]
-    elif isinstance(value, list):
-        parts = value
-    else:
-        return None
-    return next((problem for part in parts if (problem := json_problem(part))), None)
+    """What keeps a JSON value (its keys and texts, at any depth) out of a JSON field, or None:
+    the first text at fault in the order the value is written, or a nesting past ``DEPTH_MAX``."""
+    stack = [(value, 0)]
+    while stack:
+        value, depth = stack.pop()
+        if isinstance(value, str):
+            if problem := text_problem(value):
+                return problem
+            continue
+        if isinstance(value, dict):
+            parts = [each for pair in value.items() for each in pair]
+        elif isinstance(value, list):
+            parts = value
+        else:
+            continue
+        if depth == DEPTH_MAX:
+            return DEPTH_PROBLEM
+        stack.extend((part, depth + 1) for part in reversed(parts))
+    return None
+
+
+def json_depth(value) -> int:
+    """How many levels of lists and objects ``value`` nests: 0 for a text, a number, true, false
+    or null; 1 for a list or object of those; and so on. Walked with a stack of its own, so no
+    depth is too deep to measure."""
+    deepest = 0
+    stack = [(value, 0)]
+    while stack:
+        value, depth = stack.pop()
+        if isinstance(value, dict):
+            parts = value.values()
+        elif isinstance(value, list):
+            parts = value
+        else:
+            continue
+        depth += 1
+        deepest = max(deepest, depth)
+        stack.extend((part, depth) for part in parts if isinstance(part, dict | list))
+    return deepest
 
 
 def lines_bounded(

@@ -6,6 +6,12 @@ A PNG carries the card base64-encoded in a ``tEXt`` chunk (``zTXt`` and ``iTXt``
 older readers (V3 spec, "Embedding Methods"). A CHARX file is a zip with ``card.json`` at its
 root, its assets beside it.
 
+Cards come from strangers, so what they hold is read within bounds: of a PNG only the one chunk
+that is the card is inflated, at most ``PNG_TEXT_MAX_BYTES`` of it (the base64 of a card of
+``CARD_JSON_MAX_BYTES``), and every other chunk is passed over unread; of a CHARX only
+``card.json``, stored or deflated, at most ``CARD_JSON_MAX_BYTES`` of it whatever its header
+says.
+
 The card's texts are kept exactly, macros such as ``{{char}}`` and ``{{user}}`` included.
 """
 
@@ -17,6 +23,7 @@ import struct
 import zipfile
 import zlib
 
+from silentstar.uploads import megabytes
 from transfer.bundle import BridgeError, Bundle, LoreEntry, WakePart
 from transfer.formats.reading import (
     Checks,
@@ -30,7 +37,11 @@ from transfer.formats.reading import (
 PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
 ZIP_SIGNATURE = b"PK\x03\x04"
 CARD_KEYWORDS = ("ccv3", "chara")  # the first found wins
-CARD_JSON_MAX_BYTES = 50_000_000
+CARD_JSON_MAX_BYTES = 48 * 2**20
+PNG_TEXT_MAX_BYTES = CARD_JSON_MAX_BYTES * 4 // 3  # its base64: 64 MiB
+TEXT_CHUNKS = (b"tEXt", b"zTXt", b"iTXt")
+KEYWORD_MAX_BYTES = 79  # a PNG text chunk's keyword, by the PNG spec
+CHARX_METHODS = {zipfile.ZIP_STORED: "stored", zipfile.ZIP_DEFLATED: "deflated"}
 WAKE_FIELDS = (
     ("description", "Description"),
     ("personality", "Personality"),
@@ -60,49 +71,72 @@ def card_read(data: bytes, *, zone: str) -> Bundle:
 
 
 def _png_card(data: bytes) -> tuple[object, str]:
-    texts = {}
+    found: dict[str, tuple[bytes, int, int]] = {}  # keyword: chunk type, text's start and end
     offset = len(PNG_SIGNATURE)
     while offset < len(data):
         if offset + 12 > len(data):
             raise BridgeError(f"PNG: the chunk at byte {offset} is cut short")
-        length, kind_of = struct.unpack(">I4s", data[offset : offset + 8])
-        body = data[offset + 8 : offset + 8 + length]
-        if len(body) < length or offset + 12 + length > len(data):
-            raise BridgeError(f"PNG: the chunk at byte {offset} is cut short")
-        offset += 12 + length
+        length, kind_of = struct.unpack_from(">I4s", data, offset)
+        start, offset = offset + 8, offset + 12 + length
+        if offset > len(data):
+            raise BridgeError(f"PNG: the chunk at byte {start - 8} is cut short")
         if kind_of == b"IEND":
             break
-        if kind_of in (b"tEXt", b"zTXt", b"iTXt"):
-            keyword, text = _png_text(kind_of, body, offset)
-            texts.setdefault(keyword.lower(), text)
-    keyword = next((keyword for keyword in CARD_KEYWORDS if keyword in texts), None)
+        if kind_of in TEXT_CHUNKS:
+            keyword = data[start : start + KEYWORD_MAX_BYTES + 1].partition(b"\0")[0]
+            keyword = keyword.decode("latin-1").lower()
+            if keyword in CARD_KEYWORDS:
+                found.setdefault(keyword, (kind_of, start + len(keyword) + 1, offset - 4))
+    keyword = next((keyword for keyword in CARD_KEYWORDS if keyword in found), None)
     if keyword is None:
         raise BridgeError("PNG: holds no character card (no ccv3 or chara text chunk)")
+    text = _png_text(data, keyword, *found[keyword])
     try:
-        decoded = base64.b64decode(texts[keyword], validate=False).decode("utf-8-sig")
+        decoded = base64.b64decode(text, validate=False).decode("utf-8-sig")
     except (binascii.Error, ValueError):
         raise BridgeError(f"PNG {keyword} chunk: not base64-encoded UTF-8 text") from None
     return json_parsed(decoded, what=f"PNG {keyword} chunk: "), f"png {keyword} chunk"
 
 
-def _png_text(kind_of: bytes, body: bytes, offset: int) -> tuple[str, str]:
-    """The keyword and text of a PNG text chunk."""
-    keyword, _, rest = body.partition(b"\0")
+def _png_text(data: bytes, keyword: str, kind_of: bytes, start: int, end: int) -> bytes:
+    """The text of the card's chunk, which runs from ``start`` (after its keyword) to ``end``;
+    inflated, if it is compressed, to at most ``PNG_TEXT_MAX_BYTES``."""
+    limit = PNG_TEXT_MAX_BYTES
+    view = memoryview(data)
     try:
-        if kind_of == b"tEXt":
-            return keyword.decode("latin-1"), rest.decode("latin-1")
-        if kind_of == b"zTXt":
-            return keyword.decode("latin-1"), zlib.decompress(rest[1:]).decode("latin-1")
-        compressed, rest = rest[0], rest[2:]
-        _language, _, rest = rest.partition(b"\0")
-        _translated, _, text = rest.partition(b"\0")
-        return keyword.decode("latin-1"), (zlib.decompress(text) if compressed else text).decode(
-            "utf-8"
-        )
-    except (IndexError, zlib.error, UnicodeDecodeError):
+        if kind_of == b"zTXt":  # a compression method, then the text compressed
+            text = _inflated(view[start + 1 : end], limit=limit)
+        elif kind_of == b"iTXt":  # a flag and a method, a language and a translated keyword
+            compressed = data[start]
+            language_end = data.index(b"\0", start + 2, end)
+            start = data.index(b"\0", language_end + 1, end) + 1
+            text = _inflated(view[start:end], limit=limit) if compressed else data[start:end]
+        else:
+            text = data[start:end]
+    except (IndexError, ValueError, zlib.error):
         raise BridgeError(
-            f"PNG: the {kind_of.decode()} chunk ending at byte {offset} cannot be read"
+            f"PNG: the {kind_of.decode()} chunk ending at byte {end + 4} cannot be read"
         ) from None
+    if text is None or len(text) > limit:
+        raise BridgeError(
+            f"PNG: the {keyword} chunk "
+            + ("inflates past" if text is None else "holds more than")
+            + f" {megabytes(limit)}; a card is read up to {megabytes(limit)} of base64 "
+            f"({megabytes(CARD_JSON_MAX_BYTES)} of JSON), so this one is refused"
+        )
+    return text
+
+
+def _inflated(compressed, *, limit: int) -> bytes | None:
+    """``compressed`` (a zlib stream) inflated, or None if it inflates past ``limit`` bytes: at
+    most ``limit + 1`` bytes are ever made. A stream cut short is a ``zlib.error``."""
+    inflater = zlib.decompressobj()
+    text = inflater.decompress(compressed, limit + 1)
+    if len(text) > limit or inflater.unconsumed_tail:
+        return None
+    if not inflater.eof:
+        raise zlib.error("the compressed text is cut short")
+    return text
 
 
 def _charx_card(data: bytes) -> object:
@@ -112,15 +146,31 @@ def _charx_card(data: bytes) -> object:
                 info = archive.getinfo("card.json")
             except KeyError:
                 raise BridgeError("CHARX: no card.json at the root of the archive") from None
-            if info.file_size > CARD_JSON_MAX_BYTES:
+            if info.flag_bits & 0x1:
+                raise BridgeError("CHARX: card.json is encrypted; it cannot be read")
+            if info.compress_type not in CHARX_METHODS:
                 raise BridgeError(
-                    f"CHARX: card.json is {info.file_size:,} bytes; "
-                    f"at most {CARD_JSON_MAX_BYTES:,} are read"
+                    f"CHARX: card.json is compressed by method {info.compress_type}; "
+                    "only stored or deflated (the zip standard's) are read"
                 )
-            raw = archive.read(info)
+            if info.file_size > CARD_JSON_MAX_BYTES:
+                raise BridgeError(_charx_too_large(f"is {megabytes(info.file_size)}"))
+            # Read through a bounded stream: the member is inflated only as far as is read,
+            # whatever size its header gives.
+            with archive.open(info) as member:
+                raw = member.read(CARD_JSON_MAX_BYTES + 1)
     except (zipfile.BadZipFile, zlib.error, EOFError) as error:
         raise BridgeError(f"CHARX: not a readable zip archive ({error})") from None
+    if len(raw) > CARD_JSON_MAX_BYTES:
+        raise BridgeError(_charx_too_large(f"inflates past {megabytes(CARD_JSON_MAX_BYTES)}"))
     return json_parsed(text_decoded(raw), what="CHARX card.json: ")
+
+
+def _charx_too_large(said: str) -> str:
+    return (
+        f"CHARX: card.json {said}; a card is read up to {megabytes(CARD_JSON_MAX_BYTES)}, "
+        "so this one is refused"
+    )
 
 
 def _card_bundle(card: object, *, read_from: str) -> Bundle:

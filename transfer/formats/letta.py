@@ -25,13 +25,20 @@ Letta writes its times in UTC (``get_utc_time``): a time without an offset is re
 """
 
 import hashlib
-import json
 import re
 from datetime import UTC
 
 from transfer.bundle import BridgeError, Bundle, LoreEntry, Memory, Message, WakePart
 from transfer.formats.dates import moment_read
-from transfer.formats.reading import Checks, field_path, json_parsed, kind, text_decoded
+from transfer.formats.reading import (
+    Checks,
+    NestedTooDeep,
+    field_path,
+    json_loaded,
+    json_parsed,
+    kind,
+    text_decoded,
+)
 
 BULLET = re.compile(r"\s*(?:[-*•+]|\d{1,3}[.)])\s+")
 BLOCK_MAPPED = frozenset({"label", "value"})
@@ -219,7 +226,10 @@ class _Reading:
                 continue
             call_where = f"{where}.tool_calls[{index}].function.arguments"
             try:
-                arguments = json.loads(function.get("arguments") or "{}")
+                arguments = json_loaded(function.get("arguments") or "{}")
+            except NestedTooDeep as error:
+                self.checks.add(call_where, str(error))
+                continue
             except (TypeError, ValueError):
                 self.checks.add(call_where, "not JSON")
                 continue
@@ -246,8 +256,8 @@ def _unwrapped(content: str) -> tuple[str, str | None]:
     if not content.startswith("{"):
         return content, None
     try:
-        wrapped = json.loads(content)
-    except ValueError:
+        wrapped = json_loaded(content)
+    except ValueError:  # not JSON, or nested too deeply to be one of Letta's notes
         return content, None
     if not isinstance(wrapped, dict) or not isinstance(wrapped.get("type"), str):
         return content, None

@@ -8,7 +8,7 @@ A field path is written as the file nests it: ``entries.3.content`` for a key of
 import json
 
 from transfer.bundle import BridgeError
-from transfer.limits import json_problem, text_problem
+from transfer.limits import DEPTH_MAX, DEPTH_PROBLEM, json_depth, json_problem, text_problem
 
 TYPE_NAMES = {
     str: "a text",
@@ -32,16 +32,34 @@ def text_decoded(data: bytes) -> str:
         ) from None
 
 
-def json_parsed(text: str, *, what: str = "") -> object:
-    """The JSON value ``text`` holds; a syntax error names its line and column."""
+class NestedTooDeep(ValueError):
+    """A JSON text nesting lists and objects past ``DEPTH_MAX``; its message says so."""
+
+
+def json_loaded(text: str) -> object:
+    """``json.loads``, refusing with ``NestedTooDeep`` a value that nests past ``DEPTH_MAX`` (or
+    too deep for ``json.loads`` itself). Its depth is walked only when the text has more brackets
+    than ``DEPTH_MAX``, which few lines have."""
     try:
-        return json.loads(text)
+        value = json.loads(text)
+    except RecursionError:
+        raise NestedTooDeep(DEPTH_PROBLEM) from None
+    if text.count("[") + text.count("{") > DEPTH_MAX and json_depth(value) > DEPTH_MAX:
+        raise NestedTooDeep(DEPTH_PROBLEM)
+    return value
+
+
+def json_parsed(text: str, *, what: str = "") -> object:
+    """The JSON value ``text`` holds; a syntax error names its line and column, and a value
+    nested past ``DEPTH_MAX`` is refused saying so."""
+    try:
+        return json_loaded(text)
     except json.JSONDecodeError as error:
         raise BridgeError(
             f"{what}line {error.lineno}, column {error.colno}: not JSON ({error.msg})"
         ) from None
-    except RecursionError:
-        raise BridgeError(f"{what}nested too deeply to be read as JSON") from None
+    except NestedTooDeep as error:
+        raise BridgeError(f"{what}{error}") from None
 
 
 def kind(value) -> str:

@@ -13,7 +13,15 @@ import re
 
 from transfer.bundle import BridgeError, Bundle, LoreEntry, Message
 from transfer.formats.dates import moment_read, zone_of
-from transfer.formats.reading import Checks, fragment_of, json_parsed, kind, text_decoded
+from transfer.formats.reading import (
+    Checks,
+    NestedTooDeep,
+    fragment_of,
+    json_loaded,
+    json_parsed,
+    kind,
+    text_decoded,
+)
 from transfer.limits import LINE_MAX_CHARS, TEXT_MAX_CHARS, json_problem, lines_bounded
 
 LOREBOOK_MAPPED = frozenset({"key", "keysecondary", "comment", "content", "constant", "disable"})
@@ -72,7 +80,9 @@ def sillytavern_read(data: bytes, *, zone: str) -> Bundle:
     """A SillyTavern lorebook or chat, told apart by the first line: a chat's is its header,
     a whole JSON object on one line; a lorebook's is the start of one JSON document."""
     try:
-        header = json.loads(FIRST_LINE.match(data.removeprefix(BOM))[1])
+        header = json_loaded(FIRST_LINE.match(data.removeprefix(BOM))[1].decode("utf-8"))
+    except NestedTooDeep as error:
+        raise BridgeError(f"line 1: {error}") from None
     except ValueError:
         header = None
     if isinstance(header, dict) and "entries" not in header and _is_header(header):
@@ -196,9 +206,12 @@ def _chat_read(data: bytes, *, zone: str) -> Bundle:
         if not line.strip():
             continue
         try:
-            said = json.loads(line)
+            said = json_loaded(line)
         except json.JSONDecodeError as error:
             checks.add(where, f"not JSON ({error.msg}, column {error.colno})")
+            continue
+        except NestedTooDeep as error:
+            checks.add(where, str(error))
             continue
         if not isinstance(said, dict):
             checks.add(where, f"must be a message object, not {kind(said)}")
@@ -243,7 +256,9 @@ def _header_read(lines, checks: Checks) -> tuple[dict, str]:
         if line is not None and not line.strip():
             continue
         try:
-            header = json.loads(line) if line is not None else None
+            header = json_loaded(line) if line is not None else None
+        except NestedTooDeep as error:
+            raise BridgeError(f"line {number}: {error}") from None
         except json.JSONDecodeError:
             header = None
         if not isinstance(header, dict) or not _is_header(header):
