@@ -104,3 +104,55 @@ def bridges_measure(*, path: Path, progress: Callable[[str], None]) -> dict:
         "estimate_calls": estimate.calls,
         "estimate_calls_most": estimate.calls_most,
     }
+
+
+SYLLABLES = (
+    "ka ra mel dor vin tha li sen gar ost bel cor an ith mor val ere une sol fen ro "
+    "dri ael wyn har ben"
+).split()
+PLACES = "Harbour Tower Well Gate Hollow Ford Keep Market Bridge Grove".split()
+
+
+def lorebook_write(
+    path: Path, *, entries: int, prose_chars: int, mentions: int, seed: int = 7
+) -> Path:
+    """A SillyTavern World Info file of ``entries`` entries at ``path``, each a name of its own
+    (a person, or a place of two words), two keys and a secondary one, and about ``prose_chars``
+    of prose in paragraphs that name ``mentions`` other entries (by name or by key, in any
+    case). Only the fields read here are written, as SillyTavern fills the others."""
+    pick = random.Random(seed)
+    names: list[str] = []
+    seen: set[str] = set()
+    while len(names) < entries:
+        name = "".join(pick.choices(SYLLABLES, k=pick.randint(2, 4))).capitalize()
+        if pick.random() < 0.3:
+            name = f"{name} {pick.choice(PLACES)}"
+        if name.casefold() not in seen:
+            seen.add(name.casefold())
+            names.append(name)
+    written = {}
+    for uid, name in enumerate(names):
+        words: list[str] = []
+        size = 0
+        while size < prose_chars:
+            word = pick.choice(WORDS)
+            if pick.random() < mentions * 6 / max(prose_chars, 1):
+                other = pick.choice(names)
+                word = pick.choice((other, other.lower(), other.split()[0]))
+            words.append(word + ("." if pick.random() < 0.08 else ""))
+            size += len(word) + 1
+            if pick.random() < 0.01:
+                words.append("\n\n")
+        content = " ".join(words).replace(" \n\n ", "\n\n").strip()
+        first = name.split()[0]
+        written[str(uid)] = {
+            "uid": uid,
+            "key": list(dict.fromkeys([name, first.lower()])),
+            "keysecondary": [pick.choice(WORDS)],
+            "comment": name,
+            "content": content[0].upper() + content[1:] if content else content,
+            "constant": uid % 50 == 0,
+            "disable": uid % 97 == 1,
+        }
+    path.write_text(json.dumps({"name": "Bench world", "entries": written}))
+    return path

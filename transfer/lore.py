@@ -20,9 +20,12 @@ An entry exported from here carries its fragment (``LoreEntry.fragment``: key, t
 holds, its edges out), and is read back as that fragment exactly.
 """
 
+import heapq
 import re
-from collections.abc import Iterable, Sequence
+from collections import deque
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
+from itertools import groupby, islice
 
 from transfer.bundle import LoreEntry
 
@@ -32,10 +35,12 @@ RECOGNITION_CHARS = 600  # a single paragraph up to this is recognition alone
 KEYS_PREFIX = "Keys: "
 NAMES = "names"  # the relation of an edge proposed because one entry names another
 MENTION_MIN_CHARS = 3  # shorter keys ("a", "it") name nothing
+MENTIONS_MAX = 50  # the entries one entry may name: the first in the file's order
 TIERS = ("ambient", "recognition", "inventory")
 MARK_FIELDS = {"key", *TIERS, "edges"}  # what an exported entry carries of its fragment
 _WORD = re.compile(r"[\w']+")
 _PARAGRAPH_BREAK = re.compile(r"\n[ \t]*\n")
+_TOKEN = re.compile(r"(\w+)|(\W)")
 
 
 @dataclass
@@ -66,6 +71,7 @@ def fragments_of(
     """
     by_key: dict[str, LoreFragment] = {}
     keys_of_entry: list[tuple[str, LoreEntry]] = []
+    numbers: dict[str, int] = {}
     for entry in entries:
         marked = _marked(entry)
         if marked is not None:
@@ -74,7 +80,7 @@ def fragments_of(
             fragment.edges += [tuple(edge) for edge in marked.get("edges", [])]
             fragment.entries.append(entry.where)
             continue
-        key = _key_free(_title(entry), taken=by_key)
+        key = _key_free(_title(entry), taken=by_key, numbers=numbers)
         fragment = by_key[key] = LoreFragment(key, entries=[entry.where])
         fragment.tiers = _tiers(entry, key=key, names=names or {})
         keys_of_entry.append((key, entry))
@@ -111,13 +117,17 @@ def _title(entry: LoreEntry) -> str:
     return f"entry {entry.where}"
 
 
-def _key_free(title: str, *, taken: dict) -> str:
-    key = key_of(title)
-    number = 2
+def _key_free(title: str, *, taken: dict, numbers: dict[str, int]) -> str:
+    """The title's key, or the first numbered one not ``taken``. ``numbers``: the number to try
+    first for each key (keys are only ever added to ``taken``, so the ones before it still are
+    taken), so a thousand entries of one title do not each count up from 2."""
+    key = base = key_of(title)
+    number = numbers.get(base, 2)
     while key in taken:
         suffix = f"-{number}"
-        key = key_of(title)[: KEY_MAX - len(suffix)] + suffix
+        key = base[: KEY_MAX - len(suffix)] + suffix
         number += 1
+    numbers[base] = number
     return key
 
 
@@ -155,26 +165,99 @@ def _tiers(entry: LoreEntry, *, key: str, names: dict[str, str]) -> dict[str, st
 def _mentions_proposed(
     keys_of_entry: list[tuple[str, LoreEntry]], by_key: dict[str, LoreFragment]
 ) -> None:
-    """An edge from each entry to every other entry whose key it names in its content."""
-    words_of = {
-        key: [
-            word
-            for word in dict.fromkeys((entry.name, *entry.keys))
-            if len(word.strip()) >= MENTION_MIN_CHARS
+    """An edge from each entry to every other entry whose name or key its content names (a whole
+    word, any case), to the first ``MENTIONS_MAX`` of them in the file's order.
+
+    The names of every entry are one index (``_Phrases``), and each content is read through it
+    once: the time grows with the file, not with entries times entries."""
+    phrases = _Phrases()
+    for number, (_, entry) in enumerate(keys_of_entry):
+        for word in dict.fromkeys(word.strip() for word in (entry.name, *entry.keys)):
+            if len(word) >= MENTION_MIN_CHARS:
+                phrases.add(_tokens(word), number)
+    phrases.link()
+    for number, (key, entry) in enumerate(keys_of_entry):
+        named = (other for other in phrases.owners_in(_tokens(entry.content)) if other != number)
+        by_key[key].edges += [
+            (keys_of_entry[other][0], NAMES) for other in islice(named, MENTIONS_MAX)
         ]
-        for key, entry in keys_of_entry
-    }
-    patterns = {
-        key: re.compile(
-            "|".join(r"(?<!\w)" + re.escape(word.strip()) + r"(?!\w)" for word in words), re.I
-        )
-        for key, words in words_of.items()
-        if words
-    }
-    for key, entry in keys_of_entry:
-        for other, pattern in patterns.items():
-            if other != key and pattern.search(entry.content):
-                by_key[key].edges.append((other, NAMES))
+
+
+def _tokens(text: str) -> list[str]:
+    """``text`` as the index of names reads it: each run of word characters in lower case, and
+    each other character marked with whether a word character touches it before and after.
+
+    A name is found where its tokens are tokens of the text in a row: its words are then whole
+    words of the text, and a name that begins (or ends) with a mark, like "(Tower)", is found
+    only where no word character comes before (or after) it, as a regular expression's
+    ``(?<!\\w)`` and ``(?!\\w)`` would find it."""
+    runs = _TOKEN.findall(text.lower())
+    last = len(runs) - 1
+    tokens = []
+    for at, (word, mark) in enumerate(runs):
+        if word:
+            tokens.append(word)
+        else:
+            before = "w" if at and runs[at - 1][0] else " "
+            after = "w" if at < last and runs[at + 1][0] else " "
+            tokens.append(before + mark + after)
+    return tokens
+
+
+class _Phrases:
+    """Phrases (lists of tokens), each of some owners, found in a text in one pass over it
+    (Aho and Corasick's automaton: a trie of the phrases, each node linked to the longest
+    phrase-start that ends its path)."""
+
+    def __init__(self) -> None:
+        self.next: list[dict[str, int]] = [{}]
+        self.owners: list[list[int]] = [[]]  # of the phrase ending at a node, in ascending order
+
+    def add(self, tokens: list[str], owner: int) -> None:
+        """A phrase, owned by ``owner``: owners are added in ascending order."""
+        node = 0
+        for token in tokens:
+            child = self.next[node].get(token)
+            if child is None:
+                child = self.next[node][token] = len(self.next)
+                self.next.append({})
+                self.owners.append([])
+            node = child
+        if not self.owners[node] or self.owners[node][-1] != owner:
+            self.owners[node].append(owner)
+
+    def link(self) -> None:
+        """The links the search follows, once every phrase is added."""
+        self.fail = [0] * len(self.next)  # the longest proper suffix of a path that is a path
+        self.found = [0] * len(self.next)  # the longest suffix of a path that ends a phrase
+        queue = deque(self.next[0].values())
+        for node in queue:
+            self.found[node] = node if self.owners[node] else 0
+        while queue:
+            node = queue.popleft()
+            for token, child in self.next[node].items():
+                fail = self.fail[node]
+                while fail and token not in self.next[fail]:
+                    fail = self.fail[fail]
+                fail = self.fail[child] = self.next[fail].get(token, 0)
+                self.found[child] = child if self.owners[child] else self.found[fail]
+                queue.append(child)
+
+    def owners_in(self, tokens: list[str]) -> Iterator[int]:
+        """The owners of the phrases found in ``tokens``, each once, in ascending order."""
+        step, fail, found = self.next, self.fail, self.found
+        ends: set[int] = set()
+        node = 0
+        for token in tokens:
+            while node and token not in step[node]:
+                node = fail[node]
+            node = step[node].get(token, 0)
+            end = found[node]
+            while end and end not in ends:
+                ends.add(end)
+                end = found[fail[end]]
+        merged = heapq.merge(*(self.owners[end] for end in ends))
+        return (owner for owner, _ in groupby(merged))
 
 
 def keys_line_split(recognition: str) -> tuple[str, list[str]]:

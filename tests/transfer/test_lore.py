@@ -1,3 +1,5 @@
+import re
+
 from hypothesis import given
 from hypothesis import strategies as st
 
@@ -5,9 +7,12 @@ from gem.models import KEY_VALIDATOR
 from transfer.bundle import LoreEntry
 from transfer.lore import (
     KEY_PATTERN,
+    MENTION_MIN_CHARS,
+    MENTIONS_MAX,
     NAMES,
     RECOGNITION_CHARS,
     FragmentData,
+    LoreFragment,
     entries_of,
     fragments_of,
     key_of,
@@ -157,3 +162,90 @@ def test_a_mark_that_is_not_one_of_ours_is_read_as_any_entry():
         ]
     )
     assert (fragment.key, fragment.tiers) == ("maren", {"recognition": "Maren runs the ferry."})
+
+
+def mentions_one_pattern_each(keys_of_entry, by_key):
+    """How edges were proposed before the index of names: a pattern of each entry's names,
+    searched in every other entry's content."""
+    words_of = {
+        key: [
+            word
+            for word in dict.fromkeys((entry.name, *entry.keys))
+            if len(word.strip()) >= MENTION_MIN_CHARS
+        ]
+        for key, entry in keys_of_entry
+    }
+    patterns = {
+        key: re.compile(
+            "|".join(r"(?<!\w)" + re.escape(word.strip()) + r"(?!\w)" for word in words), re.I
+        )
+        for key, words in words_of.items()
+        if words
+    }
+    for key, entry in keys_of_entry:
+        for other, pattern in patterns.items():
+            if other != key and pattern.search(entry.content):
+                by_key[key].edges.append((other, NAMES))
+
+
+ALPHABET = "aAbBéÉ1_ \t\n.'-()"
+name_word = st.sampled_from(
+    "fairy|Fairy|WELL|well|Old|old  harbour|Old Harbour|(tower)|Mr.|y'lhara|Y'LHARA's|moon-lit"
+    "|_x_|ab|é1| well |...".split("|")
+) | st.text(ALPHABET, max_size=6)
+a_name = st.lists(name_word, max_size=3).map(" ".join)
+a_content = st.lists(
+    name_word | st.sampled_from([" ", "\n", ".", "-", "(", ")", "'", "x", "_", "  "]), max_size=14
+).map("".join)
+a_book = st.lists(
+    st.tuples(a_name, st.lists(a_name, max_size=3), a_content), min_size=1, max_size=8
+).map(
+    lambda rows: [
+        entry(name, keys, content, where=str(n)) for n, (name, keys, content) in enumerate(rows)
+    ]
+)
+
+
+@given(a_book)
+def test_it_proposes_the_edges_one_pattern_per_entry_proposed(book):
+    fragments = fragments_of(book)
+    keys_of_entry = [(fragment.key, e) for fragment, e in zip(fragments, book, strict=True)]
+    by_key = {key: LoreFragment(key) for key, _ in keys_of_entry}
+    mentions_one_pattern_each(keys_of_entry, by_key)
+
+    assert [f.edges for f in fragments] == [
+        list(dict.fromkeys(by_key[f.key].edges)) for f in fragments
+    ]
+
+
+def test_it_names_a_name_only_as_whole_words_whatever_marks_it_holds():
+    fragments = fragments_of(
+        [
+            entry("(Tower)", ["(Tower)"], "", where="a"),
+            entry("Mr.", ["Mr."], "", where="b"),
+            entry("One", [], "x(tower) MR.x", where="c"),
+            entry("Two", [], "a (TOWER), then mr. Hale", where="d"),
+        ]
+    )
+    assert [f.edges for f in fragments][2:] == [[], [("tower", NAMES), ("mr", NAMES)]]
+
+
+def test_it_names_at_most_so_many_entries_the_first_in_the_file():
+    others = [entry(f"Place {n}", [f"place{n}"], "", where=str(n)) for n in range(MENTIONS_MAX + 9)]
+    every = " ".join(f"PLACE{n}" for n in reversed(range(MENTIONS_MAX + 9)))
+    fragments = fragments_of([*others, entry("Atlas", [], every, where="atlas")])
+
+    assert fragments[-1].edges == [(f"place-{n}", NAMES) for n in range(MENTIONS_MAX)]
+
+
+def test_it_numbers_many_entries_of_one_title_as_the_first_free_numbers():
+    book = [entry("Fairy", where="0"), entry("Fairy 3", where="1")]
+    book += [entry("Fairy", where=str(n)) for n in range(2, 6)]
+    assert [f.key for f in fragments_of(book)] == [
+        "fairy",
+        "fairy-3",
+        "fairy-2",
+        "fairy-4",
+        "fairy-5",
+        "fairy-6",
+    ]
