@@ -29,10 +29,21 @@ class EventAdmin(ReadOnlyAdmin):
     search_fields = ["content", "actor"]
     date_hierarchy = "ts"
     inlines = [EventTagInline]
+    fields = ["ts", "content", "actor", "image_link"]
+    readonly_fields = ["image_link"]
 
     @admin.display(description="content")
     def excerpt(self, event):
         return event.content[:120]
+
+    @admin.display(description="image")
+    def image_link(self, event):
+        """The image through the chat's own view, which serves it to those who may read the
+        memory: uploaded files are never served from ``MEDIA_URL``."""
+        if not event.image:
+            return None
+        url = reverse("heart-image", args=[event.pk])
+        return format_html('<a href="{}">{}</a>', url, event.image.name)
 
     @admin.display(boolean=True, description="image")
     def has_image(self, event):
