@@ -8,8 +8,9 @@ Every page is a thin view over ``loom.services``; a draft is applied through the
 
 from urllib.parse import urlsplit
 
+from django.conf import settings
 from django.contrib import admin, messages
-from django.core.exceptions import PermissionDenied
+from django.core.exceptions import PermissionDenied, TooManyFilesSent
 from django.db import transaction
 from django.db.models import Count
 from django.http import HttpResponseRedirect
@@ -19,6 +20,7 @@ from django.urls import path, reverse
 from django.utils import timezone
 from django.utils.html import format_html
 from django.utils.text import capfirst
+from django.views.decorators.csrf import csrf_exempt, csrf_protect
 from django.views.decorators.http import require_POST
 
 from anvil.drafts import draft_apply
@@ -27,7 +29,14 @@ from anvil.pages import anvil_page, cut_text, row_id, short_when
 from anvil.versions import PromptAdmin
 from gem.models import Fragment
 from lens.draft_read import DraftError, draft_diff, draft_parse
-from loom.forms import CallForm, FragmentAddForm, InboxForm, SessionForm, TakeForm
+from loom.forms import (
+    CallForm,
+    FragmentAddForm,
+    InboxForm,
+    SessionForm,
+    TakeForm,
+    too_many_photos,
+)
 from loom.models import (
     Agent,
     DraftState,
@@ -54,6 +63,7 @@ from loom.services import (
 )
 from mirror.models import TagSuggestion
 from silentstar.uploads import uploaded_file_response
+from silentstar.words import counted
 
 POLL_SECONDS = 2
 
@@ -217,7 +227,7 @@ class SessionAdmin(admin.ModelAdmin):
             except LoomError as error:
                 form.add_error(None, str(error))
             else:
-                self.message_user(request, f"Took {len(taken)} photo(s) from the inbox.")
+                self.message_user(request, f"Took {counted(len(taken), 'photo')} from the inbox.")
                 return HttpResponseRedirect(self._workspace_url(session.pk))
         return self._workspace(request, session, take_form=form)
 
@@ -291,23 +301,49 @@ class InboxImageAdmin(admin.ModelAdmin):
             *super().get_urls(),
         ]
 
+    @csrf_exempt
     def add_view(self, request, form_url="", extra_context=None):
-        """The phone's upload page: the camera, then the photos wait in the inbox."""
+        """The phone's upload page: the camera, then the photos wait in the inbox.
+
+        Django refuses a post of more files than ``DATA_UPLOAD_MAX_NUMBER_FILES`` as the post is
+        read, and the CSRF check would read it first, answering with Django's own error page: so
+        the page reads the post itself, says that refusal on the page (nothing is written), and
+        only then checks the CSRF token (Django's documented ``csrf_exempt`` and
+        ``csrf_protect`` pairing)."""
         if not self.has_add_permission(request):
             raise PermissionDenied
+        try:
+            request.FILES  # noqa: B018  (reading the post is what may fail)
+        except TooManyFilesSent:
+            for _ in iter(lambda: request.read(2**16), b""):
+                pass  # the rest of the post, thrown away so that the page can answer
+            return self._upload_page(request, InboxForm(), refusal=too_many_photos())
+        return csrf_protect(self._upload)(request)
+
+    def _upload(self, request):
         form = InboxForm(request.POST or None, request.FILES or None)
         if request.method == "POST" and form.is_valid():
-            added = inbox_add(uploads=form.uploads)
-            self.message_user(request, f"{len(added)} photo(s) in the inbox.")
-            return HttpResponseRedirect(reverse("admin:loom_inboximage_add"))
+            try:
+                added = inbox_add(uploads=form.uploads)
+            except LoomError as error:
+                form.add_error(None, str(error))
+            else:
+                self.message_user(request, f"{counted(len(added), 'photo')} in the inbox.")
+                return HttpResponseRedirect(reverse("admin:loom_inboximage_add"))
+        return self._upload_page(request, form)
+
+    def _upload_page(self, request, form: InboxForm, *, refusal: str = ""):
         return anvil_page(
             self,
             request,
             "admin/loom/inbox_upload.html",
             "Photos to the inbox",
             form=form,
+            refusal=refusal,
             inbox=InboxImage.objects.order_by("-uploaded_at", "-id")[:12],
             waiting=InboxImage.objects.count(),
+            most=settings.LOOM_INBOX_MAX_PHOTOS,
+            at_once=settings.DATA_UPLOAD_MAX_NUMBER_FILES,
         )
 
     def image_view(self, request, image_id: int):

@@ -2,10 +2,12 @@
 photos taken from the inbox, and photos uploaded to it (checked as the chat checks an image)."""
 
 from django import forms
+from django.conf import settings
 
 from heart.forms import MessageForm
 from loom.models import Agent
 from loom.services import QUESTION_MAX_CHARS
+from silentstar.words import counted
 
 
 class SessionForm(forms.Form):
@@ -101,3 +103,10 @@ class InboxForm(forms.Form):
         if errors:
             raise forms.ValidationError(errors)
         return files
+
+
+def too_many_photos() -> str:
+    """Why a post of more photos than Django reads in one (``DATA_UPLOAD_MAX_NUMBER_FILES``)
+    is refused."""
+    at_once = counted(settings.DATA_UPLOAD_MAX_NUMBER_FILES, "photo")
+    return f"At most {at_once} can be sent at once: send them in smaller groups."

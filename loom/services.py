@@ -43,6 +43,7 @@ from loom.models import (
 from loom.offline import offline_answer
 from mirror.models import Proposer, TagSuggestion
 from silentstar import claude
+from silentstar.words import counted
 
 logger = logging.getLogger(__name__)
 
@@ -107,16 +108,38 @@ def session_close(*, session_id: int) -> None:
 # --- The photo inbox -------------------------------------------------------------------------
 
 
+def _inbox_room_check(adding: int) -> None:
+    """Refuse ``adding`` photos that would take the inbox past ``LOOM_INBOX_MAX_PHOTOS``."""
+    most = settings.LOOM_INBOX_MAX_PHOTOS
+    waiting = InboxImage.objects.count()
+    if waiting + adding <= most:
+        return
+    if waiting >= most:
+        raise LoomError(
+            f"The inbox holds {counted(most, 'photo')}, its most: take some into a session or "
+            "throw some away first."
+        )
+    raise LoomError(
+        f"The inbox holds at most {counted(most, 'photo')} and has {waiting:,} already: send "
+        f"at most {counted(most - waiting, 'photo')}, or take some into a session or throw some "
+        "away first."
+    )
+
+
 def inbox_add(*, uploads: Iterable[tuple]) -> list[InboxImage]:
     """Keep checked photos in the inbox: ``uploads`` are (file, extension) pairs, the extension
-    read from the image's real format. All are kept or, if one cannot be written, none."""
+    read from the image's real format. All are kept or, if one cannot be written, none; none
+    past ``LOOM_INBOX_MAX_PHOTOS`` waiting (LoomError), counted before the files are written
+    and again in the transaction that records them."""
     uploads = list(uploads)
+    _inbox_room_check(len(uploads))
     saved: list[str] = []
     try:
         for upload, extension in uploads:
             name = f"{INBOX_FOLDER}/{uuid.uuid4().hex}.{extension}"
             saved.append(default_storage.save(name, upload))
         with transaction.atomic():
+            _inbox_room_check(len(uploads))
             return [
                 InboxImage.objects.create(image=name, original_name=(upload.name or "")[:255])
                 for name, (upload, _) in zip(saved, uploads, strict=True)

@@ -405,3 +405,7 @@ FILE_UPLOAD_HANDLERS = [
     "django.core.files.uploadhandler.TemporaryFileUploadHandler",
 ]
 DATA_UPLOAD_MAX_MEMORY_SIZE = DRAFT_MAX_BYTES + 2**20
+
+# --- The Loom's photo inbox ------------------------------------------------------------------
+# The most photos waiting in the inbox; an upload past it is refused in words (loom.services).
+LOOM_INBOX_MAX_PHOTOS = env_int("SILENTSTAR_LOOM_INBOX_MAX_PHOTOS", 200, minimum=1)

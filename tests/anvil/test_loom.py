@@ -7,6 +7,7 @@ from django.contrib.admin.models import LogEntry
 from django.contrib.auth.models import Permission
 from django.core.files.uploadedfile import SimpleUploadedFile
 from django.db import connections
+from django.test import Client
 from django.test.utils import CaptureQueriesContext
 from django.urls import reverse
 from django.utils import timezone
@@ -238,6 +239,54 @@ def test_the_inbox_refuses_what_the_chat_refuses(
     assert "bad.png: " in response.text and reason in response.text
     assert not InboxImage.objects.exists()
     assert not Path(media).exists() or not list(Path(media).rglob("*.png"))
+
+
+def test_the_inbox_says_how_many_photos_may_be_sent_at_once_and_still_checks_csrf(
+    admin_user, media
+):
+    phone = Client(enforce_csrf_checks=True)
+    phone.force_login(admin_user)
+    upload = reverse("admin:loom_inboximage_add")
+    assert "up to 100 at a time" in phone.get(upload).text
+    token = phone.cookies["csrftoken"].value
+
+    def photos(count):
+        return [SimpleUploadedFile(f"{n}.png", png_bytes(), "image/png") for n in range(count)]
+
+    response = phone.post(upload, {"image": photos(101), "csrfmiddlewaretoken": token})
+    assert response.status_code == 200
+    assert "At most 100 photos can be sent at once: send them in smaller groups." in response.text
+    assert not InboxImage.objects.exists() and not Path(media).exists()
+
+    assert phone.post(upload, {"image": photos(2)}).status_code == 403
+    assert not InboxImage.objects.exists()
+    response = phone.post(upload, {"image": photos(2), "csrfmiddlewaretoken": token}, follow=True)
+    assert InboxImage.objects.count() == 2
+    assert "2 photos in the inbox." in response.text
+
+
+def test_the_inbox_refuses_photos_past_its_most_on_the_page(admin_client, media, settings):
+    settings.LOOM_INBOX_MAX_PHOTOS = 2
+    upload = reverse("admin:loom_inboximage_add")
+
+    def photos(*names):
+        return [SimpleUploadedFile(n, png_bytes(), content_type="image/png") for n in names]
+
+    response = admin_client.post(upload, {"image": photos("a.png")}, follow=True)
+    assert "1 photo in the inbox." in response.text
+    response = admin_client.post(upload, {"image": photos("b.png", "c.png")})
+    assert response.status_code == 200
+    assert (
+        "The inbox holds at most 2 photos and has 1 already: send at most 1 photo, or take some "
+        "into a session or throw some away first."
+    ) in response.text
+    admin_client.post(upload, {"image": photos("b.png")})
+    response = admin_client.post(upload, {"image": photos("c.png")})
+    assert (
+        "The inbox holds 2 photos, its most: take some into a session or throw some away first."
+    ) in response.text
+    assert sorted(InboxImage.objects.values_list("original_name", flat=True)) == ["a.png", "b.png"]
+    assert len(list((Path(media) / "loom" / "inbox").iterdir())) == 2
 
 
 def test_the_prompts_are_versioned_texts_starting_from_the_default(admin_client):

@@ -2,6 +2,7 @@ import base64
 from pathlib import Path
 
 import pytest
+from django.core.files.storage import FileSystemStorage
 
 from bench.fakeapi import FakeError, FakeReply
 from gem.models import Fragment
@@ -195,6 +196,35 @@ def test_a_session_taking_inbox_photos_moves_them_and_empties_the_inbox(gem, med
         assert image.image.name.startswith(f"loom/sessions/{session.pk}/")
         assert (Path(media) / image.image.name).read_bytes() == png_bytes()
     assert not list((Path(media) / "loom" / "inbox").iterdir())
+
+
+def test_the_inbox_keeps_no_more_than_its_most(media, settings):
+    settings.LOOM_INBOX_MAX_PHOTOS = 3
+    inbox_add(uploads=[(png_upload("a.png"), "png"), (png_upload("b.png"), "png")])
+    with pytest.raises(LoomError, match="has 2 already: send at most 1 photo, or take some"):
+        inbox_add(uploads=[(png_upload("c.png"), "png"), (png_upload("d.png"), "png")])
+    inbox_add(uploads=[(png_upload("c.png"), "png")])
+    with pytest.raises(LoomError, match="The inbox holds 3 photos, its most: take some into"):
+        inbox_add(uploads=[(png_upload("d.png"), "png")])
+    assert InboxImage.objects.count() == 3
+    assert len(list((Path(media) / "loom" / "inbox").iterdir())) == 3
+
+
+def test_photos_that_another_upload_overtook_are_refused_and_their_files_removed(
+    media, settings, monkeypatch
+):
+    settings.LOOM_INBOX_MAX_PHOTOS = 2
+    (first,) = inbox_add(uploads=[(png_upload("a.png"), "png")])
+    save = FileSystemStorage.save
+
+    def save_overtaken(storage, name, content, **kwargs):
+        InboxImage.objects.create(image="loom/inbox/other.png", original_name="other.png")
+        return save(storage, name, content, **kwargs)
+
+    monkeypatch.setattr(FileSystemStorage, "save", save_overtaken)
+    with pytest.raises(LoomError, match="its most"):
+        inbox_add(uploads=[(png_upload("b.png"), "png")])
+    assert list((Path(media) / "loom" / "inbox").iterdir()) == [Path(media) / first.image.name]
 
 
 def test_a_photo_whose_taking_fails_stays_in_the_inbox(gem, media, monkeypatch):
