@@ -155,10 +155,11 @@ def _charx_card(data: bytes) -> object:
                 )
             if info.file_size > CARD_JSON_MAX_BYTES:
                 raise BridgeError(_charx_too_large(f"is {megabytes(info.file_size)}"))
-            # Read through a bounded stream: the member is inflated only as far as is read,
-            # whatever size its header gives.
+            # A bounded stream inflates the member only as far as it is read: never past the
+            # limit, nor one byte past the size its header gives (a member longer than that is
+            # cut there, and then fails its CRC check).
             with archive.open(info) as member:
-                raw = member.read(CARD_JSON_MAX_BYTES + 1)
+                raw = member.read(min(info.file_size, CARD_JSON_MAX_BYTES) + 1)
     except (zipfile.BadZipFile, zlib.error, EOFError) as error:
         raise BridgeError(f"CHARX: not a readable zip archive ({error})") from None
     if len(raw) > CARD_JSON_MAX_BYTES:

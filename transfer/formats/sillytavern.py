@@ -79,10 +79,12 @@ ENTRY_TEMPLATE = {
 def sillytavern_read(data: bytes, *, zone: str) -> Bundle:
     """A SillyTavern lorebook or chat, told apart by the first line: a chat's is its header,
     a whole JSON object on one line; a lorebook's is the start of one JSON document."""
+    first = FIRST_LINE.match(data.removeprefix(BOM))
     try:
-        header = json_loaded(FIRST_LINE.match(data.removeprefix(BOM))[1].decode("utf-8"))
+        header = json_loaded(first[1].decode("utf-8"))
     except NestedTooDeep as error:
-        raise BridgeError(f"line 1: {error}") from None
+        number = first.string.count(b"\n", 0, first.start(1)) + 1
+        raise BridgeError(f"line {number}: {error}") from None
     except ValueError:
         header = None
     if isinstance(header, dict) and "entries" not in header and _is_header(header):

@@ -1,4 +1,5 @@
 import base64
+import bz2
 import io
 import json
 import struct
@@ -10,10 +11,14 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from silentstar.uploads import megabytes
 from tests.transfer.formats.test_sillytavern import entries as lore_entries
 from tests.transfer.formats.test_sillytavern import texts
+from tests.transfer.test_limits import nested
 from transfer.bundle import BridgeError, LoreEntry, WakePart
+from transfer.formats import card as card_module
 from transfer.formats.card import card_dump, card_read
+from transfer.limits import DEPTH_PROBLEM
 
 pytestmark = pytest.mark.store_free
 
@@ -70,6 +75,41 @@ def png_chunks(data: bytes) -> dict[bytes, list[bytes]]:
         found.setdefault(kind, []).append(body)
         offset += 12 + length
     return found
+
+
+def zeros_compressed(mebibytes: int, *, wbits: int = zlib.MAX_WBITS) -> bytes:
+    """``mebibytes`` MiB of zero bytes compressed (a zlib stream, or raw deflate for a zip when
+    ``wbits`` is negative), without compressing them all: after a full flush the compressor
+    starts afresh, so every MiB but the first compresses to the same bytes. A zlib stream ends
+    with the Adler-32 of its bytes, which for n zeros is n mod 65521 in its high half and 1."""
+    mebibyte = bytes(2**20)
+    compressor = zlib.compressobj(9, zlib.DEFLATED, wbits)
+    first = compressor.compress(mebibyte) + compressor.flush(zlib.Z_FULL_FLUSH)
+    again = compressor.compress(mebibyte) + compressor.flush(zlib.Z_FULL_FLUSH)
+    end = compressor.flush()
+    if wbits > 0:
+        end = end[:-4] + struct.pack(">I", (mebibytes * 2**20 % 65521) << 16 | 1)
+    return first + again * (mebibytes - 1) + end
+
+
+def zip_of(
+    name: str, stored: bytes, *, size: int, crc: int, method=zipfile.ZIP_DEFLATED, flags=0
+) -> bytes:
+    """A zip of one member whose headers, written here, say what they are told: ``stored`` as
+    the archive holds it (compressed by ``method``), its size and CRC as ``size`` and ``crc``."""
+    encoded = name.encode()
+    said = (flags, method, 0, 0x21, crc, len(stored), size, len(encoded), 0)
+    local = struct.pack("<4s5H3I2H", b"PK\x03\x04", 20, *said) + encoded
+    central = struct.pack("<4s6H3I5H2I", b"PK\x01\x02", 20, 20, *said, 0, 0, 0, 0, 0) + encoded
+    end = struct.pack(
+        "<4s4H2IH", b"PK\x05\x06", 0, 0, 1, 1, len(central), len(local) + len(stored), 0
+    )
+    return local + stored + central + end
+
+
+def deflated(data: bytes) -> bytes:
+    compressor = zlib.compressobj(9, zlib.DEFLATED, -zlib.MAX_WBITS)
+    return compressor.compress(data) + compressor.flush()
 
 
 def refusal(data: bytes) -> list[str]:
@@ -260,6 +300,90 @@ def test_it_refuses_a_charx_without_its_card():
         charx.writestr("cards/card.json", CARD_V3)
 
     assert refusal(archive.getvalue()) == ["CHARX: no card.json at the root of the archive"]
+
+
+def test_it_inflates_no_text_chunk_but_the_cards():
+    broken = b"x\x9c not a zlib stream at all"
+    data = png_with(
+        chunk(b"zTXt", b"Comment\0\0" + broken),
+        chunk(b"iTXt", b"XML:com.adobe.xmp\0\1\0\0\0" + broken),
+        chunk(b"zTXt", b"chara\0\0" + broken),  # a copy for older readers, under the card
+        text_chunk("CCV3", CARD_V3),
+    )
+
+    card = card_read(data, zone="UTC")
+
+    assert card.kept["read_from"] == "png ccv3 chunk"
+    assert [e.name for e in card.entries] == ["Oil"]
+
+
+def test_it_refuses_a_card_chunk_that_inflates_past_the_limit(monkeypatch):
+    encoded = base64.b64encode(CARD_V2)
+    compressed = chunk(b"zTXt", b"chara\0\0" + zlib.compress(encoded))
+    international = chunk(b"iTXt", b"chara\0\1\0en\0\0" + zlib.compress(encoded))
+    plain = chunk(b"tEXt", b"chara\0" + encoded)
+    monkeypatch.setattr(card_module, "PNG_TEXT_MAX_BYTES", len(encoded))
+    for each in (compressed, international, plain):
+        assert card_read(png_with(each), zone="UTC").name == "Seraphina"
+
+    limit = len(encoded) - 1
+    monkeypatch.setattr(card_module, "PNG_TEXT_MAX_BYTES", limit)
+    refused = (
+        f" {megabytes(limit)}; a card is read up to {megabytes(limit)} of base64 "
+        f"({megabytes(card_module.CARD_JSON_MAX_BYTES)} of JSON), so this one is refused"
+    )
+    assert refusal(png_with(compressed)) == ["PNG: the chara chunk inflates past" + refused]
+    assert refusal(png_with(international)) == ["PNG: the chara chunk inflates past" + refused]
+    assert refusal(png_with(plain)) == ["PNG: the chara chunk holds more than" + refused]
+    cut_short = png_with(chunk(b"zTXt", b"chara\0\0" + zlib.compress(encoded)[:-30]))
+    assert refusal(cut_short)[0].startswith("PNG: the zTXt chunk ending at byte ")
+
+
+def test_it_refuses_a_charx_card_json_past_the_limit_by_its_header(monkeypatch):
+    monkeypatch.setattr(card_module, "CARD_JSON_MAX_BYTES", 100)
+    archive = zip_of("card.json", deflated(CARD_V3), size=len(CARD_V3), crc=zlib.crc32(CARD_V3))
+
+    assert refusal(archive) == [
+        f"CHARX: card.json is {len(CARD_V3):,} bytes; a card is read up to 100 bytes, "
+        "so this one is refused"
+    ]
+
+
+@pytest.mark.parametrize(
+    ("method", "flags", "said"),
+    [
+        (
+            zipfile.ZIP_BZIP2,
+            0,
+            "CHARX: card.json is compressed by method 12; "
+            "only stored or deflated (the zip standard's) are read",
+        ),
+        (zipfile.ZIP_DEFLATED, 1, "CHARX: card.json is encrypted; it cannot be read"),
+    ],
+)
+def test_it_reads_a_charx_card_json_only_stored_or_deflated(method, flags, said):
+    stored = bz2.compress(CARD_V3) if method == zipfile.ZIP_BZIP2 else deflated(CARD_V3)
+    archive = zip_of(
+        "card.json", stored, size=len(CARD_V3), crc=zlib.crc32(CARD_V3), method=method, flags=flags
+    )
+
+    assert refusal(archive) == [said]
+
+
+def test_it_reads_a_charx_whose_headers_are_written_by_hand():
+    archive = zip_of("card.json", deflated(CARD_V3), size=len(CARD_V3), crc=zlib.crc32(CARD_V3))
+
+    assert card_read(archive, zone="UTC").kept["read_from"] == "charx card.json"
+
+
+def test_it_refuses_a_card_nested_past_the_limit():
+    card = json.loads(CARD_V3)
+    card["data"]["extensions"]["deep"] = nested(100)
+    deepest = b'{"spec": "chara_card_v3", "data": ' + b"[" * 10_000 + b"]" * 10_000 + b"}"
+
+    assert refusal(json.dumps(card).encode()) == [DEPTH_PROBLEM]
+    assert refusal(deepest) == [DEPTH_PROBLEM]
+    assert refusal(png_with(text_chunk("ccv3", deepest))) == [f"PNG ccv3 chunk: {DEPTH_PROBLEM}"]
 
 
 ENTRIES = [

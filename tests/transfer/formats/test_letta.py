@@ -5,8 +5,10 @@ from pathlib import Path
 
 import pytest
 
+from tests.transfer.test_limits import nested
 from transfer.bundle import BridgeError, LoreEntry, Memory, Message, WakePart
 from transfer.formats.letta import letta_read
+from transfer.limits import DEPTH_PROBLEM
 
 pytestmark = pytest.mark.store_free
 
@@ -214,6 +216,27 @@ def test_it_refuses_a_send_message_call_without_its_message():
     assert refusal(document) == [
         "messages[3].tool_calls[0].function.arguments: not JSON",
     ]
+
+
+def test_it_refuses_an_agent_file_nested_past_the_limit():
+    document = json.loads(OLDER)
+    document["llm_config"] = nested(100)
+    calling = json.loads(OLDER)
+    deepest = "[" * 10_000 + "]" * 10_000
+    calling["messages"][3]["tool_calls"][0]["function"]["arguments"] = deepest
+
+    assert refusal(document) == [DEPTH_PROBLEM]
+    assert refusal(calling) == [f"messages[3].tool_calls[0].function.arguments: {DEPTH_PROBLEM}"]
+
+
+def test_it_reads_a_user_message_of_deeply_nested_json_as_its_text():
+    document = json.loads(OLDER)
+    user = next(said for said in document["messages"] if said["role"] == "user")
+    user["content"] = "{" + "[" * 10_000
+
+    agent = letta_read(json.dumps(document).encode(), zone="UTC")
+
+    assert user["content"] in [message.text for message in agent.messages]
 
 
 @pytest.mark.parametrize(

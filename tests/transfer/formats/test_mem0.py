@@ -4,8 +4,10 @@ from pathlib import Path
 
 import pytest
 
+from tests.transfer.test_limits import nested
 from transfer.bundle import BridgeError, Memory
 from transfer.formats.mem0 import mem0_read
+from transfer.limits import DEPTH_PROBLEM
 
 pytestmark = pytest.mark.store_free
 
@@ -110,3 +112,10 @@ def test_it_refuses_what_is_no_mem0_export(data, said):
         mem0_read(data, zone="UTC")
 
     assert str(refused.value).startswith(said)
+
+
+def test_it_refuses_memories_nested_past_the_limit():
+    memories = json.loads((FIXTURES / "mem0_list.json").read_bytes())
+    memories[0]["metadata"] = nested(100)
+
+    assert refusal(memories) == [DEPTH_PROBLEM]

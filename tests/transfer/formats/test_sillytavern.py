@@ -7,6 +7,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from tests.transfer.test_limits import nested
 from transfer.bundle import BridgeError, LoreEntry
 from transfer.formats.sillytavern import (
     ENTRY_TEMPLATE,
@@ -15,6 +16,7 @@ from transfer.formats.sillytavern import (
     lorebook_read,
     sillytavern_read,
 )
+from transfer.limits import DEPTH_PROBLEM
 
 pytestmark = pytest.mark.store_free
 
@@ -410,3 +412,29 @@ def test_it_tells_a_one_line_lorebook_from_a_chat():
 
     assert sillytavern_read(one_line, zone="UTC").format == "sillytavern-lorebook"
     assert sillytavern_read(b"\n\n" + CHAT, zone="UTC").format == "sillytavern-chat"
+
+
+DEEPEST = "[" * 10_000 + "]" * 10_000  # past what json.loads itself can nest
+
+
+def test_it_refuses_a_lorebook_nested_past_the_limit():
+    book = json.loads(LOREBOOK)
+    next(iter(book["entries"].values()))["characterFilter"] = nested(100)
+
+    assert refusal(sillytavern_read, json.dumps(book, indent=2).encode()) == [DEPTH_PROBLEM]
+    assert refusal(sillytavern_read, DEEPEST.encode()) == [f"line 1: {DEPTH_PROBLEM}"]
+    assert refusal(lorebook_read, b"\n" + DEEPEST.encode()) == [DEPTH_PROBLEM]
+
+
+def test_it_refuses_each_chat_line_nested_past_the_limit():
+    data = chat_of(HEADER, said("Fine.", extra={"swipe_info": nested(100)}), said("Fine."), DEEPEST)
+
+    assert refusal(sillytavern_read, data) == [
+        f"line 2: {DEPTH_PROBLEM}",
+        f"line 4: {DEPTH_PROBLEM}",
+    ]
+    deep_header = json.dumps(HEADER)[:-1] + f', "chat_metadata": {DEEPEST}}}'
+    assert refusal(chat_read, chat_of("", deep_header, said("Fine."))) == [
+        f"line 2: {DEPTH_PROBLEM}"
+    ]
+    assert refusal(sillytavern_read, chat_of("", deep_header)) == [f"line 2: {DEPTH_PROBLEM}"]
