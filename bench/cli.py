@@ -1252,8 +1252,10 @@ def _inside_env(data_dir: str) -> dict[str, str]:
         "SILENTSTAR_DATA_DIR": data_dir,
         "ANTHROPIC_API_KEY": "",
         "SILENTSTAR_LOG_LEVEL": "WARNING",
-        # As in production: debug mode records every SQL query, a cost turns do not have there.
+        # As in production, whatever the caller's environment says: debug mode records every
+        # SQL query, a cost turns do not have there. Its processes share the secret key kept in
+        # data_dir, and it serves nothing: its cluster must start whatever hosts are allowed.
         "SILENTSTAR_DEBUG": "false",
-        "SILENTSTAR_SECRET_KEY": secrets.token_urlsafe(50),
-        "SILENTSTAR_ALLOW_PLAIN_HTTP": "true",  # it serves nothing: its cluster must start
+        "SILENTSTAR_SECRET_KEY": "",
+        "SILENTSTAR_ALLOW_PLAIN_HTTP": "true",
     }

@@ -16,19 +16,15 @@ from silentstar.env import (
     env_str,
     env_time_zone,
 )
+from silentstar.secret_key import secret_key_kept
 
 BASE_DIR = Path(__file__).resolve().parent.parent
 DATA_DIR = Path(env_str("SILENTSTAR_DATA_DIR", str(BASE_DIR / "data"))).resolve()
 
-INSECURE_DEV_KEY = "django-insecure-silentstar-local-development-only"
-
-DEBUG = env_bool("SILENTSTAR_DEBUG", True)
-SECRET_KEY = env_str("SILENTSTAR_SECRET_KEY", INSECURE_DEV_KEY)
-if not DEBUG and SECRET_KEY == INSECURE_DEV_KEY:
-    raise ImproperlyConfigured(
-        "SILENTSTAR_SECRET_KEY must be set when SILENTSTAR_DEBUG is off "
-        "(python -c 'import secrets; print(secrets.token_urlsafe(50))')"
-    )
+# Debug pages show code, settings and requests: only a person turns them on, on this machine.
+DEBUG = env_bool("SILENTSTAR_DEBUG", False)
+# Given, or generated once and kept in the data folder, which backups carry (secret_key.py).
+SECRET_KEY = env_str("SILENTSTAR_SECRET_KEY", "") or secret_key_kept(DATA_DIR)
 ALLOWED_HOSTS = env_list("SILENTSTAR_ALLOWED_HOSTS", ["localhost", "127.0.0.1", "[::1]"])
 CSRF_TRUSTED_ORIGINS = env_list("SILENTSTAR_CSRF_TRUSTED_ORIGINS", [])
 
@@ -56,6 +52,7 @@ INSTALLED_APPS = [
 ]
 
 MIDDLEWARE = [
+    "silentstar.errors.ErrorPagesMiddleware",  # first: a foreign Host gets the short 400
     "django.middleware.security.SecurityMiddleware",
     "django.middleware.csp.ContentSecurityPolicyMiddleware",
     "whitenoise.middleware.WhiteNoiseMiddleware",
@@ -177,7 +174,8 @@ AXES_DISABLE_ACCESS_LOG = True
 
 # --- HTTPS and cookies (production) ----------------------------------------------------
 HTTPS = env_bool("SILENTSTAR_HTTPS", False)
-# Debug off over plain HTTP is refused at start-up (silentstar/checks.py) unless this is on.
+# Debug off over plain HTTP is refused at start-up (silentstar/checks.py) unless this is on or
+# every allowed host is this machine's own (localhost, 127.0.0.1, [::1]).
 ALLOW_PLAIN_HTTP = env_bool("SILENTSTAR_ALLOW_PLAIN_HTTP", False)
 SESSION_COOKIE_HTTPONLY = True
 SESSION_COOKIE_SAMESITE = "Lax"
@@ -190,6 +188,8 @@ SECURE_HSTS_INCLUDE_SUBDOMAINS = HTTPS
 SECURE_HSTS_PRELOAD = HTTPS
 SECURE_CONTENT_TYPE_NOSNIFF = True
 SECURE_REFERRER_POLICY = "same-origin"
+# Whatever DEBUG says, an error's report masks connection strings and passwords (errors.py).
+DEFAULT_EXCEPTION_REPORTER_FILTER = "silentstar.errors.SecretsFilter"
 X_FRAME_OPTIONS = "DENY"
 # Content-Security-Policy: scripts, styles, fetches and pictures from this origin only (images
 # also from data: and blob: URLs, the chat's previews). No inline script anywhere; an inline

@@ -5,6 +5,8 @@ import secrets
 import pytest
 from django.core.checks import Error, Tags, run_checks
 
+from silentstar.checks import loopback
+
 PLAIN_HTTP = "silentstar.E001"
 
 
@@ -34,11 +36,47 @@ def test_it_passes_with_debug_on(settings):
     assert plain_http_errors() == []
 
 
+def test_it_passes_debug_off_over_plain_http_when_only_this_machine_is_allowed(settings):
+    settings.DEBUG, settings.HTTPS, settings.ALLOW_PLAIN_HTTP = False, False, False
+    settings.ALLOWED_HOSTS = ["localhost", "127.0.0.1", "[::1]", ".localhost", "app.localhost"]
+    assert plain_http_errors() == []
+
+
+def test_it_names_the_hosts_beyond_this_machine_when_it_refuses(settings):
+    settings.DEBUG, settings.HTTPS, settings.ALLOW_PLAIN_HTTP = False, False, False
+    settings.ALLOWED_HOSTS = ["localhost", "127.0.0.1", "192.168.1.20", "*"]
+    (error,) = plain_http_errors()
+    assert "beyond this machine (192.168.1.20, *): sign-in passwords" in error.msg
+
+
+@pytest.mark.parametrize(
+    ("host", "only_here"),
+    [
+        ("localhost", True),
+        ("LOCALHOST.", True),
+        ("chat.localhost", True),
+        (".localhost", True),
+        ("127.0.0.1", True),
+        ("127.3.2.1", True),
+        ("[::1]", True),
+        ("localhost.example", False),
+        ("0.0.0.0", False),
+        ("192.168.1.20", False),
+        ("[::]", False),
+        ("*", False),
+        (".example.org", False),
+    ],
+)
+def test_it_tells_this_machines_own_names_from_others(host, only_here):
+    assert loopback(host) is only_here
+
+
 @pytest.mark.store_free
 def test_manage_check_refuses_debug_off_over_plain_http(manage):
     production_over_http = {
         "SILENTSTAR_DEBUG": "false",
         "SILENTSTAR_SECRET_KEY": secrets.token_urlsafe(50),
+        "SILENTSTAR_ALLOWED_HOSTS": "silentstar.example",
         "SILENTSTAR_HTTPS": "false",
         "SILENTSTAR_ALLOW_PLAIN_HTTP": None,
     }

@@ -1,6 +1,7 @@
 import re
 import secrets
 import sqlite3
+import stat
 
 import pytest
 from django.conf import settings
@@ -36,10 +37,24 @@ def test_it_warns_about_development_values_in_the_deployment_checks(manage):
 
 
 @pytest.mark.store_free
-def test_it_refuses_to_start_without_a_secret_key_when_debug_is_off(manage):
-    result = manage("check", env={"SILENTSTAR_DEBUG": "false", "SILENTSTAR_SECRET_KEY": ""})
-    assert result.returncode != 0
-    assert "SILENTSTAR_SECRET_KEY must be set when SILENTSTAR_DEBUG is off" in result.stderr
+def test_it_starts_with_nothing_set_debug_off_and_a_key_kept_in_the_data_folder(manage, tmp_path):
+    nothing_set = dict.fromkeys(
+        (
+            "SILENTSTAR_DEBUG",
+            "SILENTSTAR_SECRET_KEY",
+            "SILENTSTAR_ALLOWED_HOSTS",
+            "SILENTSTAR_HTTPS",
+        )
+    )
+    checked = manage("check", env=nothing_set)
+    assert checked.returncode == 0, checked.stderr  # debug off over plain HTTP, on loopback
+    kept = tmp_path / "data" / "secret_key"
+    assert stat.S_IMODE(kept.stat().st_mode) == 0o600
+
+    show = "from django.conf import settings; print(settings.DEBUG, settings.SECRET_KEY)"
+    shown = manage("shell", "--no-imports", "-c", show, env=nothing_set)
+    assert shown.returncode == 0, shown.stderr
+    assert shown.stdout.split() == ["False", kept.read_text().strip()]
 
 
 @pytest.mark.store_free

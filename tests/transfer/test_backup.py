@@ -1,9 +1,11 @@
 """manage.py backup, end to end: real installations in their own processes."""
 
 import errno
+import hashlib
 import json
 import os
 import shutil
+import stat
 import subprocess
 import sys
 import time
@@ -151,6 +153,19 @@ def test_a_backup_of_a_damaged_store_is_refused_and_removed(installation, tmp_pa
     assert backup_folders(backups) == []
 
 
+def test_a_backup_carries_the_secret_key_kept_in_the_data_folder(filled):
+    source, folder = filled
+    manifest = checksums_hold(folder)
+    key = (folder / "secret_key").read_bytes()
+    assert key == (source.data / "secret_key").read_bytes()
+    assert manifest["secret_key"] == {
+        "name": "secret_key",
+        "size": len(key),
+        "sha256": hashlib.sha256(key).hexdigest(),
+    }
+    assert stat.S_IMODE((folder / "secret_key").stat().st_mode) == 0o600
+
+
 @pytest.fixture
 def backup_copy(filled, tmp_path) -> Path:
     """A copy of the filled installation's backup, to damage."""
@@ -240,6 +255,11 @@ def unfinished(folder: Path, manifest: dict) -> str:
     return "manifest.json is missing"
 
 
+def key_changed(folder: Path, manifest: dict) -> str:
+    (folder / "secret_key").write_text("another key\n")
+    return "the backup is damaged: secret_key fails its checksum"
+
+
 @pytest.mark.parametrize(
     "damage",
     [
@@ -252,6 +272,7 @@ def unfinished(folder: Path, manifest: dict) -> str:
         image_changed,
         manifest_mangled,
         unfinished,
+        key_changed,
     ],
 )
 def test_verify_names_what_is_wrong_with_a_backup(filled, backup_copy, damage):

@@ -2,6 +2,7 @@
 
 import json
 import shutil
+import stat
 from pathlib import Path
 
 from tests.transfer.installations import (
@@ -41,6 +42,19 @@ def test_it_restores_every_row_and_image_into_a_new_installation(installation, f
     ids = json.loads(target.shell(EVENT_IDS))
     assert ids[:-2] == json.loads(source.shell(EVENT_IDS)) and ids[-2] == ids[-3] + 1
     assert f"`event:{ids[0]}`" in found and f"`event:{ids[-2]}`" in found
+
+
+def test_it_puts_back_the_secret_key_the_backup_carries(installation, filled):
+    source, folder = filled
+    target = installation("target")
+    kept = target.data / "secret_key"
+    kept.write_text("the new installation's own key\n")
+
+    restored = target.restore(folder)
+
+    assert restored.returncode == 0, restored.stderr
+    assert kept.read_bytes() == (source.data / "secret_key").read_bytes()
+    assert stat.S_IMODE(kept.stat().st_mode) == 0o600
 
 
 def test_it_restores_only_into_an_empty_installation(installation, filled):
