@@ -2,7 +2,8 @@
 the wake text as diffs, the memories to stage, the conversation with its speakers asked for,
 the Mirror's cost), the import itself (queued for a worker, its progress followed on its run's
 page), each run's page, and the proposals an import staged,
-applied, edited or dropped one by one (``anvil.proposals``).
+applied, edited or dropped one by one (``anvil.proposals``). A file too large to preview in a
+page request is read by a worker (``anvil.tasks``), its run's page following it to the preview.
 
 Every page is a thin view over ``transfer.bridges``: the uploaded file is kept in the default
 storage under ``imports/<sha256>``, so the Import button reads the very bytes the preview read,
@@ -10,13 +11,16 @@ and the original stays (docs/bridges.md).
 """
 
 from django import forms
+from django.conf import settings
 from django.contrib import admin, messages
 from django.core.exceptions import PermissionDenied
 from django.db.models import Max, Min
 from django.http import HttpResponse, HttpResponseRedirect
 from django.shortcuts import get_object_or_404
+from django.template.loader import render_to_string
 from django.urls import path, reverse
 from django.utils.http import url_has_allowed_host_and_scheme
+from django.utils.safestring import mark_safe
 from django.views.decorators.http import require_POST
 
 from anvil.fragments import draft_preview_fragments
@@ -33,13 +37,19 @@ from silentstar.words import counted
 from transfer.bridges import (
     FORMAT_NAMES,
     BridgePlan,
+    PreviewReady,
     Speaker,
     bridge_plan,
     bundle_read,
     counts_said,
     file_keep,
     import_enqueue,
+    import_holder,
     kept_plan,
+    preview_enqueue,
+    preview_import,
+    preview_ready,
+    run_finished_by,
     wake_proposed,
 )
 from transfer.bundle import BridgeError
@@ -50,9 +60,12 @@ from transfer.models import (
     ImportRun,
     ProposalKind,
     ProposalState,
+    RunStatus,
 )
 
 RUN_TEMPLATE = "admin/transfer/run.html"
+PREVIEW_TEMPLATE = "admin/transfer/preview.html"
+PREVIEW_TASK = "anvil.tasks.preview_import_task"
 WAKE_CONTEXT_LINES = 3  # of the wake text in use, the lines shown above what an import adds
 POLL_SECONDS = 1  # how often a run's page asks how far it has come
 FILE_FIELD = "file"  # its upload limit is the upload handler's for this name
@@ -103,6 +116,12 @@ class KeptFileForm(forms.Form):
     file_name = forms.CharField(max_length=255, widget=forms.HiddenInput)
 
 
+class PreviewedRunForm(forms.Form):
+    """The run a worker previewed (the Import button's post on its page)."""
+
+    run = forms.IntegerField(widget=forms.HiddenInput)
+
+
 class SpeakersForm(forms.Form):
     """Who each speaker of the conversation is here: one of the identities on its side,
     chosen already when one has its name, to be chosen when none has."""
@@ -141,7 +160,13 @@ class ProposalEditForm(forms.Form):
 # --- What the pages show ---------------------------------------------------------------------
 
 
-def preview_context(plan: BridgePlan, *, kept: KeptFileForm, speakers: SpeakersForm) -> dict:
+def preview_html(plan: BridgePlan) -> str:
+    """What importing would do, drawn up for the preview page: in the page request for a small
+    file, by the worker for a large one (``anvil.tasks``), kept on its run until it is shown."""
+    return render_to_string(f"{PREVIEW_TEMPLATE}#plan", preview_context(plan))
+
+
+def preview_context(plan: BridgePlan) -> dict:
     """The preview of an import, as its page shows it."""
     diff = draft_error = None
     if plan.draft_text and not plan.draft_here:
@@ -163,9 +188,6 @@ def preview_context(plan: BridgePlan, *, kept: KeptFileForm, speakers: SpeakersF
         "first_at": min(times) if times else None,
         "last_at": max(times) if times else None,
         "estimate": plan.estimate if plan.bundle.messages else None,
-        "kept": kept,
-        "speakers_form": speakers,
-        "speaker_fields": [speakers[name] for name in speakers.fields],
     }
 
 
@@ -267,13 +289,25 @@ class ImportRunAdmin(admin.ModelAdmin):
         ]
 
     def upload_view(self, request):
-        """The form, then the preview of what importing the file would do."""
+        """The form, then the preview of what importing the file would do: in the page for a
+        small file, on its run's page once a worker has read it for a large one."""
         if not _can_import(request):
             raise PermissionDenied
         form = ImportUploadForm(request.POST or None, request.FILES or None)
         if request.method == "POST" and form.is_valid():
             upload, format = form.cleaned_data["file"], form.cleaned_data["format"]
             data = upload.read()
+            if len(data) > settings.IMPORT_PREVIEW_IN_PAGE_BYTES:
+                run = preview_enqueue(
+                    sha256=file_keep(data),
+                    format=format,
+                    file_name=upload.name,
+                    user=request.user,
+                    task=PREVIEW_TASK,
+                )
+                return HttpResponseRedirect(
+                    reverse("admin:transfer_importrun_change", args=[run.pk])
+                )
             try:
                 plan = bridge_plan(
                     bundle_read(format=format, data=data), file_name=upload.name, format=format
@@ -297,18 +331,40 @@ class ImportRunAdmin(admin.ModelAdmin):
         )
 
     def _preview(self, request, plan: BridgePlan, kept, speakers):
+        ready = PreviewReady(
+            html=preview_html(plan), speakers=plan.speakers, is_empty=plan.is_empty
+        )
+        return self._preview_page(request, plan.file_name, ready, speakers, kept=kept)
+
+    def _preview_page(
+        self,
+        request,
+        file_name: str,
+        ready: PreviewReady,
+        speakers: SpeakersForm,
+        *,
+        kept: KeptFileForm | PreviewedRunForm,
+    ):
+        """The preview page, drawn up in this request or by a worker, with its Import button
+        (``kept`` names the file or the run it imports)."""
         return anvil_page(
             self,
             request,
-            "admin/transfer/preview.html",
-            f"Import {plan.file_name}: what it would do",
-            **preview_context(plan, kept=kept, speakers=speakers),
+            PREVIEW_TEMPLATE,
+            f"Import {file_name}: what it would do",
+            plan_html=mark_safe(ready.html),  # drawn up by the preview's own template
+            is_empty=ready.is_empty,
+            kept=kept,
+            speakers_form=speakers,
+            speaker_fields=[speakers[name] for name in speakers.fields],
         )
 
     def import_view(self, request):
         """Import the file the preview read, its speakers as chosen there."""
         if not _can_import(request):
             raise PermissionDenied
+        if "run" in request.POST:
+            return self._previewed_import(request)
         kept = KeptFileForm(request.POST)
         if not kept.is_valid():
             self.message_user(request, "Upload the file again to import it.", messages.ERROR)
@@ -335,6 +391,40 @@ class ImportRunAdmin(admin.ModelAdmin):
             return self._preview(request, plan, kept, speakers)
         return HttpResponseRedirect(reverse("admin:transfer_importrun_change", args=[run.pk]))
 
+    def _previewed_import(self, request):
+        """Import the file a worker previewed, its speakers as chosen on its run's page; the
+        worker plans it again as it imports, so this request does not."""
+        previewed = PreviewedRunForm(request.POST)
+        if not previewed.is_valid():
+            self.message_user(request, "Upload the file again to import it.", messages.ERROR)
+            return HttpResponseRedirect(reverse("admin:transfer-import-upload"))
+        run = get_object_or_404(ImportRun, pk=previewed.cleaned_data["run"])
+        url = reverse("admin:transfer_importrun_change", args=[run.pk])
+        if run.status != RunStatus.PREVIEWED:
+            self.message_user(
+                request, "This preview is not waiting to be imported.", messages.ERROR
+            )
+            return HttpResponseRedirect(url)
+        ready = preview_ready(run)
+        speakers = SpeakersForm(request.POST, speakers=ready.speakers)
+        if not speakers.is_valid():
+            return self._previewed_page(request, run, speakers)
+        try:
+            preview_import(run_id=run.pk, speakers=speakers.mapping(), user=request.user)
+        except BridgeError as error:
+            self.message_user(request, str(error), messages.ERROR)
+        return HttpResponseRedirect(url)
+
+    def _previewed_page(self, request, run: ImportRun, speakers: SpeakersForm | None = None):
+        ready = preview_ready(run)
+        return self._preview_page(
+            request,
+            run.file_name,
+            ready,
+            speakers or SpeakersForm(speakers=ready.speakers),
+            kept=PreviewedRunForm(initial={"run": run.pk}),
+        )
+
     def change_view(self, request, object_id, form_url="", extra_context=None):
         """A run's page: what it added, where to find it, and the proposals it staged. While it
         is under way its progress region polls this page: htmx gets that region alone, and the
@@ -354,6 +444,8 @@ class ImportRunAdmin(admin.ModelAdmin):
             response = HttpResponse(status=204)
             response["HX-Refresh"] = "true"
             return response
+        if run.status == RunStatus.PREVIEWED:
+            return self._previewed_page(request, run)
         back = request.path
         conversation = run_conversation(run)
         return anvil_page(
@@ -378,12 +470,15 @@ class ImportRunAdmin(admin.ModelAdmin):
 
 
 def _progress(run: ImportRun) -> dict:
-    """How far a run has come: the messages written or found, of all the file holds."""
+    """How far a run has come: the messages written or found, of all the file holds (or, while
+    a worker reads it for its preview, the stage); the import a waiting run waits for."""
     counts = run.counts
     return {
         "run": run,
         "done": counts.get("events", 0) + counts.get("events_here", 0),
         "total": counts.get("messages", 0),
+        "holder": import_holder(run) if run.status == RunStatus.WAITING else None,
+        "finished_by": run_finished_by(run),
         "poll_seconds": POLL_SECONDS,
     }
 

@@ -5,6 +5,7 @@ from django_q.models import Schedule
 
 SCHEDULES = {
     "heart: recover turns left running": ("heart.tasks.recover_turns_task", 1),
+    "transfer: recover imports left running": ("transfer.tasks.recover_imports_task", 1),
     "heart: keep the prompt cache warm in a pause": ("heart.tasks.keep_cache_warm_task", 1),
     "heart: prune old context snapshots": ("heart.tasks.prune_snapshots_task", 24 * 60),
     "gem: decay sweep": ("gem.tasks.sweep_decay_task", 60),

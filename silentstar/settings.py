@@ -399,6 +399,13 @@ DRAFT_MAX_BYTES = env_int("SILENTSTAR_DRAFT_MAX_BYTES", 2 * 2**20, minimum=1)
 # tens of megabytes.
 IMPORT_MAX_BYTES = env_int("SILENTSTAR_IMPORT_MAX_BYTES", 100 * 2**20, minimum=1)
 UPLOAD_MAX_BYTES = {"image": IMAGE_MAX_BYTES, "upload": DRAFT_MAX_BYTES, "file": IMPORT_MAX_BYTES}
+# A larger file's preview is read by the worker, its progress followed on the run's page.
+IMPORT_PREVIEW_IN_PAGE_BYTES = env_int(
+    "SILENTSTAR_IMPORT_PREVIEW_IN_PAGE_BYTES", 4 * 2**20, minimum=0
+)
+# A running import whose worker gave no sign of life (its claim, a batch written) for this long
+# is marked stopped part-way; importing the same file again finishes it.
+IMPORT_STALE_SECONDS = env_int("SILENTSTAR_IMPORT_STALE_SECONDS", 120, minimum=5)
 FILE_UPLOAD_HANDLERS = [
     "silentstar.uploads.LimitedUploadHandler",
     "django.core.files.uploadhandler.MemoryFileUploadHandler",

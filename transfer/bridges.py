@@ -11,14 +11,20 @@ become events, with their original times, said by the identities their speakers 
 from it or from the reader, before anything is written. ``bridge_import`` writes what the plan
 says, each part with its marker in the same transaction, so a second import adds nothing and
 one stopped part-way is finished by the next.
+
+The Anvil's imports are runs a worker takes one at a time (``import_queued_run``): a run that
+finds another holding the installation waits, holding no worker, until the one before it ends.
+Each run beats as it writes; ``imports_recover`` marks one silent for too long stopped
+part-way, and the next import of the same file finishes it. A file too large to preview in a
+page request is read and planned by a worker too (``preview_queued_run``).
 """
 
 import hashlib
 import json
 import re
 from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass, field
-from datetime import datetime
+from dataclasses import asdict, dataclass, field
+from datetime import datetime, timedelta
 from functools import cached_property
 
 from django.core.files.base import ContentFile
@@ -37,6 +43,7 @@ from lens.draft import draft_render, edges_ordered
 from lens.draft_read import Draft, DraftDiff, DraftEdge, DraftFragment, draft_diff, draft_parse
 from mirror.estimate import CompressionEstimate, compression_estimate, turn_transcripts
 from mirror.models import Proposer, TagSuggestion
+from silentstar.uploads import megabytes
 from silentstar.words import counted
 from transfer.bundle import BridgeError, Bundle, LoreEntry, Message
 from transfer.facts import fact_typed
@@ -84,6 +91,14 @@ SAY_CLOSE = re.compile(r"</say>", re.IGNORECASE)
 CHARACTER_NAMED = ("card", "letta", "sillytavern-chat")
 
 Progress = Callable[[int, int], None]
+IMPORT_TASK = "transfer.tasks.import_task"
+# What a preview read by a worker goes through, in words, one after the other.
+PREVIEW_STAGES = ("reading the file", "finding what is here already", "drawing up the preview")
+
+
+class RunStopped(BridgeError):
+    """The run was marked stopped part-way while it wrote: its worker had gone silent for so
+    long that it was taken for dead. What it wrote stays; the next import finishes it."""
 
 
 def bundle_read(*, format: str, data: bytes) -> Bundle:
@@ -435,6 +450,7 @@ def bridge_import(
             file_sha256=file_sha256,
             user=user,
             speakers=_speakers_chosen(plan),
+            beat_at=timezone.now(),
         )
     counts = {
         "messages": len(plan.bundle.messages),
@@ -448,17 +464,28 @@ def bridge_import(
     }
     _proposals_stage(plan, run, counts)
     _suggestions_stage(plan, run, counts)
-    ImportRun.objects.filter(pk=run.pk).update(counts=counts)
+    _beat(run.pk, counts=counts)
 
     def written(done: int, total: int) -> None:
-        ImportRun.objects.filter(pk=run.pk).update(counts=counts)
+        _beat(run.pk, counts=counts)
         if progress is not None:
             progress(done, total)
 
     _events_write(plan, run, counts, progress=written, batch=batch)
-    run.counts, run.status, run.finished_at = counts, RunStatus.DONE, timezone.now()
-    run.save(update_fields=["counts", "status", "finished_at"])
+    _beat(run.pk, counts=counts, status=RunStatus.DONE, finished_at=timezone.now())
+    run.refresh_from_db()
     return BridgeReport(run, counts)
+
+
+def _beat(run_id: int, **fields) -> None:
+    """A running run's sign of life, with ``fields`` saved; ``RunStopped`` when it is running no
+    more (marked stopped while its worker was silent: it must write nothing more)."""
+    beating = ImportRun.objects.filter(pk=run_id, status=RunStatus.RUNNING)
+    if not beating.update(beat_at=timezone.now(), **fields):
+        raise RunStopped(
+            "This import was marked stopped part-way while it ran: its worker had been silent "
+            "too long. What it wrote stays; importing the same file again finishes it."
+        )
 
 
 def _speakers_chosen(plan: BridgePlan) -> dict[str, str]:
@@ -479,41 +506,209 @@ def import_enqueue(*, plan: BridgePlan, file_sha256: str, user) -> ImportRun:
         speakers=_speakers_chosen(plan),
         counts={"messages": len(plan.bundle.messages)},
     )
-    async_task("transfer.tasks.import_task", run.pk, group="transfer")
+    async_task(IMPORT_TASK, run.pk, group="transfer")
     run.refresh_from_db()
     return run
 
 
 def import_queued_run(*, run_id: int) -> ImportRun | None:
-    """Claim a queued import and run it; None when it was not queued (another worker took
-    it). A file that no longer reads, or another import holding the installation, fails it
-    with the reason and writes nothing."""
-    claimed = ImportRun.objects.filter(pk=run_id, status=RunStatus.QUEUED).update(
-        status=RunStatus.RUNNING, started_at=timezone.now()
-    )
+    """Claim a queued or waiting import and run it; None when it was neither (another worker
+    took it). While another restore or import holds the installation, the run waits, holding no
+    worker: the import before it gives it a worker when it ends (``imports_waiting_next``), or
+    the minutely recovery does. A file that no longer reads fails it with the reason and writes
+    nothing."""
+    claimed = ImportRun.objects.filter(
+        pk=run_id, status__in=(RunStatus.QUEUED, RunStatus.WAITING)
+    ).update(status=RunStatus.RUNNING, beat_at=timezone.now())
     if not claimed:
         return None
-    run = ImportRun.objects.get(pk=run_id)
+    held = True
     try:
-        plan = kept_plan(
-            sha256=run.file_sha256,
-            format=run.format,
-            file_name=run.file_name,
-            speakers=run.speakers,
-        )
         with one_at_a_time(what="import"):
+            _beat(run_id, started_at=timezone.now())
+            run = ImportRun.objects.get(pk=run_id)
+            plan = kept_plan(
+                sha256=run.file_sha256,
+                format=run.format,
+                file_name=run.file_name,
+                speakers=run.speakers,
+            )
+            _beat(run_id)
             bridge_import(plan, file_sha256=run.file_sha256, run=run)
-    except (BridgeError, TransferBusy) as error:
+    except TransferBusy:
+        held = False
+        ImportRun.objects.filter(pk=run_id, status=RunStatus.RUNNING).update(
+            status=RunStatus.WAITING, beat_at=None
+        )
+    except RunStopped:
+        pass  # marked stopped by the recovery meanwhile: what it wrote stays
+    except BridgeError as error:
         _failed(run_id, f"Nothing more was imported: {error}")
     except Exception as error:
         _failed(run_id, f"The import stopped on an unexpected error: {error!r}.")
         raise
-    run.refresh_from_db()
-    return run
+    finally:
+        if held:
+            imports_waiting_next()
+    return ImportRun.objects.get(pk=run_id)
 
 
 def _failed(run_id: int, error: str) -> None:
     ImportRun.objects.filter(pk=run_id).update(status=RunStatus.FAILED, error=error)
+
+
+def imports_waiting_next() -> ImportRun | None:
+    """Give the import that has waited longest a worker; it, or None when none waits."""
+    waiting = ImportRun.objects.filter(status=RunStatus.WAITING).order_by("pk").first()
+    if waiting is not None:
+        async_task(IMPORT_TASK, waiting.pk, group="transfer")
+    return waiting
+
+
+def import_holder(run: ImportRun) -> ImportRun | None:
+    """The import a waiting run waits for, when an import (not a restore) holds the
+    installation."""
+    return (
+        ImportRun.objects.filter(status=RunStatus.RUNNING).exclude(pk=run.pk).order_by("pk").first()
+    )
+
+
+def run_finished_by(run: ImportRun) -> ImportRun | None:
+    """The later import of the same file that finished what ``run`` left, when ``run`` stopped
+    or failed part-way and one did."""
+    if run.status not in (RunStatus.STOPPED, RunStatus.FAILED):
+        return None
+    return (
+        ImportRun.objects.filter(file_sha256=run.file_sha256, status=RunStatus.DONE, pk__gt=run.pk)
+        .order_by("pk")
+        .first()
+    )
+
+
+def imports_recover(*, stale_after: timedelta, now: datetime | None = None) -> list[int]:
+    """Mark stopped part-way the imports whose worker gave no sign of life for ``stale_after``
+    (its claim, a batch written), keeping what they wrote, and fail the previews whose worker
+    did the same; then, when no import runs, give a waiting one a worker. Return the ids of the
+    runs stopped.
+
+    Should its worker be alive after all, its next beat finds it stopped, and it stops there."""
+    now = now or timezone.now()
+    cutoff = now - stale_after
+    silent = Q(beat_at__lt=cutoff) | Q(beat_at__isnull=True, started_at__lt=cutoff)
+    seconds = counted(round(stale_after.total_seconds()), "second")
+    stale = ImportRun.objects.filter(silent, status=RunStatus.RUNNING)
+    ids = list(stale.values_list("pk", flat=True))
+    stale.filter(pk__in=ids).update(
+        status=RunStatus.STOPPED,
+        error=f"Its worker stopped: nothing was heard from it for {seconds}.",
+    )
+    ImportRun.objects.filter(status=RunStatus.PREVIEWING, beat_at__lt=cutoff).update(
+        status=RunStatus.FAILED,
+        error=f"The worker reading the file for its preview stopped (nothing was heard from it "
+        f"for {seconds}): upload the file again.",
+    )
+    if not ImportRun.objects.filter(status=RunStatus.RUNNING).exists():
+        imports_waiting_next()
+    return ids
+
+
+def preview_enqueue(*, sha256: str, format: str, file_name: str, user, task: str) -> ImportRun:
+    """Leave the preview of a kept file (``file_keep``) too large for a page request to a
+    worker: ``task`` reads and plans it with ``preview_queued_run``, and the run's page follows
+    it, then shows the preview with its Import button (``preview_import``)."""
+    run = ImportRun.objects.create(
+        format=format,
+        file_name=file_name[:255],
+        file_sha256=sha256,
+        user=user,
+        status=RunStatus.PREVIEWING,
+        preview=_stage(0),
+    )
+    async_task(task, run.pk, group="transfer")
+    run.refresh_from_db()
+    return run
+
+
+def _stage(step: int, *, size: int | None = None) -> dict:
+    said = PREVIEW_STAGES[step] + (f" ({megabytes(size)})" if size is not None else "")
+    return {"stage": said, "step": step, "steps": len(PREVIEW_STAGES)}
+
+
+@dataclass(frozen=True)
+class PreviewReady:
+    """What the preview page of a plan needs once the plan itself is gone."""
+
+    html: str  # what the import would do, drawn up
+    speakers: list[Speaker]
+    is_empty: bool
+
+
+def preview_queued_run(*, run_id: int, render: Callable[[BridgePlan], str]) -> ImportRun | None:
+    """Claim a run waiting for its preview, read and plan its file, and keep the preview as
+    ``render`` draws it up, with the speakers to ask for; None when another worker took it. A
+    file that is refused fails the run with every problem, nothing written."""
+    claimed = ImportRun.objects.filter(
+        pk=run_id, status=RunStatus.PREVIEWING, beat_at__isnull=True
+    ).update(beat_at=timezone.now())
+    if not claimed:
+        return None
+    run = ImportRun.objects.get(pk=run_id)
+
+    def stage(step: int, **said) -> None:
+        ImportRun.objects.filter(pk=run_id, status=RunStatus.PREVIEWING).update(
+            beat_at=timezone.now(), preview=_stage(step, **said)
+        )
+
+    try:
+        data = file_kept(run.file_sha256)
+        stage(0, size=len(data))
+        bundle = bundle_read(format=run.format, data=data)
+        del data
+        stage(1)
+        plan = bridge_plan(bundle, file_name=run.file_name, format=run.format)
+        stage(2)
+        html = render(plan)
+    except BridgeError as error:
+        ImportRun.objects.filter(pk=run_id, status=RunStatus.PREVIEWING).update(
+            status=RunStatus.FAILED,
+            error="\n".join([f"“{run.file_name}” was refused, nothing imported:", str(error)]),
+        )
+    else:
+        ready = PreviewReady(html=html, speakers=plan.speakers, is_empty=plan.is_empty)
+        ImportRun.objects.filter(pk=run_id, status=RunStatus.PREVIEWING).update(
+            status=RunStatus.PREVIEWED,
+            beat_at=timezone.now(),
+            counts={"messages": len(plan.bundle.messages)},
+            preview=asdict(ready),
+        )
+    return ImportRun.objects.get(pk=run_id)
+
+
+def preview_ready(run: ImportRun) -> PreviewReady:
+    """The preview a worker kept for ``run``."""
+    kept = run.preview
+    return PreviewReady(
+        html=kept["html"],
+        speakers=[Speaker(**speaker) for speaker in kept["speakers"]],
+        is_empty=kept["is_empty"],
+    )
+
+
+def preview_import(*, run_id: int, speakers: dict[str, str], user) -> ImportRun:
+    """Queue the import of a run previewed by a worker, its speakers as chosen; the worker
+    plans the file again as it imports (``import_queued_run``), refusing a wrong mapping then.
+    ``BridgeError`` when the run is no longer waiting to be imported."""
+    queued = ImportRun.objects.filter(pk=run_id, status=RunStatus.PREVIEWED).update(
+        status=RunStatus.QUEUED,
+        speakers=speakers,
+        user=user,
+        started_at=timezone.now(),
+        beat_at=None,
+    )
+    if not queued:
+        raise BridgeError("This preview was imported already: its page follows the import.")
+    async_task(IMPORT_TASK, run_id, group="transfer")
+    return ImportRun.objects.get(pk=run_id)
 
 
 def file_keep(data: bytes) -> str:

@@ -24,18 +24,27 @@ class BridgeFormat(models.TextChoices):
 
 
 class RunStatus(models.TextChoices):
+    PREVIEWING = "previewing", "being read for its preview"
+    PREVIEWED = "previewed", "previewed, not imported"
     QUEUED = "queued", "waiting for a worker"
-    RUNNING = "running", "under way, or stopped part-way"
+    WAITING = "waiting", "waiting for another import to end"
+    RUNNING = "running", "under way"
     DONE = "done"
+    STOPPED = "stopped", "stopped part-way"
     FAILED = "failed", "failed part-way"
+
+
+UNDER_WAY = (RunStatus.PREVIEWING, RunStatus.QUEUED, RunStatus.WAITING, RunStatus.RUNNING)
 
 
 class ImportRun(models.Model):
     """One import of a file: what it found, what it added, whether it finished.
 
     The Anvil's import is queued and a worker runs it (``transfer.tasks``); the command runs its
-    own. ``counts`` is saved after each batch of messages, so the page can show how far it has
-    come, and a run stopped part-way keeps what it did."""
+    own. ``counts`` is saved after each batch of messages with a beat (``beat_at``), so the page
+    can show how far it has come, and a run whose worker went silent is found and marked stopped
+    part-way, keeping what it did. A file too large to preview in a page request is read by a
+    worker first: its run is previewing, then previewed, until a person imports it."""
 
     format = models.CharField(max_length=12, choices=BridgeFormat)
     file_name = models.CharField(max_length=255)
@@ -49,7 +58,15 @@ class ImportRun(models.Model):
     )
     counts = models.JSONField(default=dict, help_text="What it added and what was already here.")
     status = models.CharField(
-        max_length=7, choices=RunStatus, default=RunStatus.RUNNING, db_index=True
+        max_length=10, choices=RunStatus, default=RunStatus.RUNNING, db_index=True
+    )
+    beat_at = models.DateTimeField(
+        null=True, blank=True, help_text="Its worker's last sign of life: its claim, each batch."
+    )
+    preview = models.JSONField(
+        default=dict,
+        blank=True,
+        help_text="A preview read by a worker: how far it has come, then the page and speakers.",
     )
     speakers = models.JSONField(
         default=dict, help_text="The identity each speaker of the conversation is said by."
@@ -76,7 +93,7 @@ class ImportRun(models.Model):
 
     @property
     def under_way(self) -> bool:
-        return self.status in (RunStatus.QUEUED, RunStatus.RUNNING)
+        return self.status in UNDER_WAY
 
 
 class ProposalKind(models.TextChoices):

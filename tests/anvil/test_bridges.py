@@ -15,6 +15,7 @@ from transfer.bundle import LoreEntry
 from transfer.formats.card import card_dump
 from transfer.lock import one_at_a_time
 from transfer.models import ImportedMessage, ImportedProposal, ImportRun
+from transfer.tasks import recover_imports_task
 
 pytestmark = pytest.mark.django_db(databases="__all__")
 
@@ -54,6 +55,11 @@ def upload(client, data: bytes, *, name: str, format: str):
     return client.post(
         UPLOAD, {"format": format, "file": SimpleUploadedFile(name, data)}, follow=False
     )
+
+
+def shown(preview) -> str:
+    """What a preview page says the import would do: its content before the Import button."""
+    return preview.text.split('id="content-main"')[1].split("<form")[0]
 
 
 def import_post(client, preview, **speakers):
@@ -169,6 +175,17 @@ def test_a_malformed_file_is_refused_naming_each_line_at_fault(admin_client):
     assert not ImportRun.objects.exists()
 
 
+def test_a_card_nested_ten_thousand_deep_is_refused_in_words(admin_client):
+    deep = b'{"name": "Deep", "extensions": ' + b"[" * 10_000 + b"]" * 10_000 + b"}"
+    response = upload(admin_client, deep, name="deep.json", format="card")
+    assert response.status_code == 200
+    assert "“deep.json” was refused, nothing imported:" in response.text
+    assert "nested too deeply (lists and objects more than 64 levels inside one another" in (
+        response.text
+    )
+    assert not default_storage.exists("imports")
+
+
 def test_an_empty_file_and_one_over_the_limit_are_refused_saying_the_limit(admin_client, settings):
     empty = upload(admin_client, b"", name="empty.json", format="mem0")
     assert "“empty.json” is empty: there is nothing to import." in empty.text
@@ -180,16 +197,33 @@ def test_an_empty_file_and_one_over_the_limit_are_refused_saying_the_limit(admin
     assert not ImportRun.objects.exists()
 
 
-def test_an_import_while_another_runs_is_refused_and_writes_nothing(admin_client):
+def test_an_import_while_another_runs_waits_for_it_then_runs(admin_client):
     preview = upload(admin_client, fixture("mem0_list.json"), name="m.json", format="mem0")
     with one_at_a_time(what="restore"):
         response = import_post(admin_client, preview)  # the worker runs it at once in tests
-    run = ImportRun.objects.get()
-    assert response["Location"] == reverse("admin:transfer_importrun_change", args=[run.pk])
-    assert run.status == "failed" and "another restore or import is running" in run.error
-    page = admin_client.get(response["Location"])
-    assert "another restore or import is running" in page.text
-    assert not TagSuggestion.objects.exists()
+        run = ImportRun.objects.get()
+        assert response["Location"] == reverse("admin:transfer_importrun_change", args=[run.pk])
+        assert run.status == "waiting" and run.error == ""
+        page = admin_client.get(response["Location"])
+        assert "Waiting for another restore or import to end" in page.text
+        assert "holds no worker while it waits" in page.text
+        assert 'hx-trigger="every 1s"' in page.text
+        assert not TagSuggestion.objects.exists()
+
+    recover_imports_task()  # the minutely recovery gives it a worker
+
+    run.refresh_from_db()
+    assert run.status == "done" and TagSuggestion.objects.count() == 2
+
+
+def test_a_waiting_run_names_the_import_it_waits_for(admin_client):
+    first = ImportRun.objects.create(format="mem0", file_name="first.json", file_sha256="0" * 64)
+    second = ImportRun.objects.create(
+        format="mem0", file_name="second.json", file_sha256="1" * 64, status="waiting"
+    )
+    page = admin_client.get(reverse("admin:transfer_importrun_change", args=[second.pk]))
+    first_url = reverse("admin:transfer_importrun_change", args=[first.pk])
+    assert f'Waiting for the import of <a href="{first_url}">first.json</a> to end' in page.text
 
 
 def test_an_import_of_a_file_no_longer_kept_asks_for_it_again(admin_client):
@@ -204,16 +238,49 @@ def test_an_import_of_a_file_no_longer_kept_asks_for_it_again(admin_client):
 
 
 def test_the_runs_list_says_a_run_stopped_part_way_and_offers_the_upload_page(admin_client):
-    ImportRun.objects.create(format="mem0", file_name="half.json", file_sha256="0" * 64)
+    run = ImportRun.objects.create(
+        format="sillytavern",
+        file_name="half.jsonl",
+        file_sha256="0" * 64,
+        status="stopped",
+        counts={"messages": 6000, "events": 2000},
+        error="Its worker stopped: nothing was heard from it for 120 seconds.",
+    )
     page = admin_client.get(reverse("admin:transfer_importrun_changelist"))
-    assert "half.json" in page.text and "stopped part-way" in page.text
+    assert "half.jsonl" in page.text and "stopped part-way" in page.text
     assert UPLOAD in page.text
     assert "Import from another companion" in admin_client.get(reverse("admin:index")).text
-    run_page = admin_client.get(
-        reverse("admin:transfer_importrun_change", args=[ImportRun.objects.get().pk])
+    url = reverse("admin:transfer_importrun_change", args=[run.pk])
+    run_page = admin_client.get(url)
+    assert (
+        "Stopped part-way: 2000 of 6000 messages written; import the file again to finish it."
+        in run_page.text
     )
-    assert "importing the same file again finishes it" in run_page.text
+    assert "nothing was heard from it for 120 seconds" in run_page.text
+    assert "hx-trigger" not in run_page.text  # it no longer polls
+    assert admin_client.get(url, headers={"HX-Request": "true"})["HX-Refresh"] == "true"
     assert admin_client.get(reverse("admin:transfer_importrun_add")).status_code == 403
+
+
+def test_a_stopped_run_finished_by_a_later_import_says_so(admin_client):
+    stopped = ImportRun.objects.create(
+        format="sillytavern",
+        file_name="chat.jsonl",
+        file_sha256="0" * 64,
+        status="stopped",
+        counts={"messages": 6000, "events": 2000},
+    )
+    later = ImportRun.objects.create(
+        format="sillytavern",
+        file_name="chat again.jsonl",
+        file_sha256="0" * 64,
+        status="done",
+        finished_at=timezone.now(),
+    )
+    page = admin_client.get(reverse("admin:transfer_importrun_change", args=[stopped.pk]))
+    assert "2000 of 6000 messages written, and a later import finished it." in page.text
+    later_url = reverse("admin:transfer_importrun_change", args=[later.pk])
+    assert f'Finished by <a href="{later_url}">the import of chat again.jsonl</a>' in page.text
 
 
 def test_a_run_under_way_shows_how_far_it_has_come_and_its_page_follows_it(admin_client):
@@ -261,3 +328,74 @@ def test_importing_takes_the_right_to_add_imports(client, admin_client):
 
 def test_the_import_answers_only_a_post(admin_client):
     assert admin_client.get(IMPORT).status_code == 405
+
+
+def test_a_file_too_large_for_the_page_is_previewed_by_the_worker_then_imported(
+    admin_client, settings, monkeypatch
+):
+    settings.IMPORT_PREVIEW_IN_PAGE_BYTES = 100
+    data = fixture("chat.jsonl")
+
+    uploaded = upload(admin_client, data, name="chat.jsonl", format="sillytavern")
+
+    run = ImportRun.objects.get()  # the worker read it at once, as it does in tests
+    url = reverse("admin:transfer_importrun_change", args=[run.pk])
+    assert uploaded.status_code == 302 and uploaded["Location"] == url
+    assert run.status == "previewed" and run.file_sha256 == hashlib.sha256(data).hexdigest()
+    preview = admin_client.get(url)
+    settings.IMPORT_PREVIEW_IN_PAGE_BYTES = 2**20
+    small = upload(admin_client, data, name="chat.jsonl", format="sillytavern")
+    assert shown(preview) == shown(small)  # the same preview as a small file's, in the page
+    assert "8 messages to log as events, 0 already here" in preview.text
+    assert "Who speaks" in preview.text
+    assert f'<input type="hidden" name="run" value="{run.pk}"' in preview.text
+
+    def planned_again(*args, **kwargs):
+        raise AssertionError("the Import button planned the file in the page request")
+
+    monkeypatch.setattr("anvil.bridges.kept_plan", planned_again)
+    monkeypatch.setattr("anvil.bridges.bridge_plan", planned_again)
+    refused = import_post(admin_client, preview, speaker_0="claude")
+    assert refused.status_code == 200 and "Choose who “Nell” is here." in refused.text
+    assert not Event.objects.exists()
+
+    done = import_post(admin_client, preview, speaker_0="claude", speaker_1="hasuki")
+
+    assert done.status_code == 302 and done["Location"] == url
+    run.refresh_from_db()
+    assert (run.status, run.counts["events"], run.user.username) == ("done", 8, "admin")
+    assert set(Event.objects.values_list("actor", flat=True)) == {"claude", "hasuki"}
+    assert "8 messages logged as events" in admin_client.get(url).text
+    again = import_post(admin_client, preview, speaker_0="claude", speaker_1="hasuki")
+    assert again["Location"] == url and ImportedMessage.objects.count() == 8
+
+
+def test_a_preview_under_way_in_the_worker_shows_its_stage(admin_client):
+    run = ImportRun.objects.create(
+        format="sillytavern",
+        file_name="long.jsonl",
+        file_sha256="0" * 64,
+        status="previewing",
+        preview={"stage": "finding what is here already", "step": 1, "steps": 3},
+    )
+    url = reverse("admin:transfer_importrun_change", args=[run.pk])
+
+    region = admin_client.get(url, headers={"HX-Request": "true"})
+
+    assert "Reading the file for its preview: finding what is here already" in region.text
+    assert '<progress max="3" value="1"' in region.text
+    assert 'hx-trigger="every 1s"' in region.text
+
+
+def test_a_refused_file_previewed_by_the_worker_says_each_problem(admin_client, settings):
+    settings.IMPORT_PREVIEW_IN_PAGE_BYTES = 10
+    broken = b'[{"id": "a", "memory": "Likes tea"}, {"memory": 3}]'
+
+    uploaded = upload(admin_client, broken, name="broken.json", format="mem0")
+
+    run = ImportRun.objects.get()
+    assert run.status == "failed"
+    page = admin_client.get(uploaded["Location"])
+    assert "“broken.json” was refused, nothing imported:" in page.text
+    assert "[1].id" in page.text and "[1].memory" in page.text
+    assert not TagSuggestion.objects.exists()
