@@ -3,7 +3,12 @@ with --as, a refusal naming the line, and a second run that adds nothing."""
 
 import io
 import json
+import os
+import subprocess
+import sys
+import threading
 import zipfile
+import zlib
 from pathlib import Path
 
 import pytest
@@ -12,8 +17,16 @@ from django.core.management import CommandError, call_command
 from events.models import Event
 from lens.draft_read import draft_parse
 from mirror.models import TagSuggestion
-from tests.transfer.formats.test_card import png_with, text_chunk
+from tests.conftest import REPO
+from tests.transfer.formats.test_card import (
+    chunk,
+    png_with,
+    text_chunk,
+    zeros_compressed,
+    zip_of,
+)
 from transfer.bridges import bundle_read
+from transfer.limits import DEPTH_PROBLEM
 from transfer.models import ImportedProposal, ImportRun
 
 pytestmark = pytest.mark.django_db(databases="__all__")
@@ -224,3 +237,123 @@ def test_each_file_imports_to_exactly_its_drafts_suggestions_and_events(name, tm
     assert sorted(TagSuggestion.objects.values_list("type", "content")) == sorted(suggestions)
     assert Event.objects.count() == events
     assert not Event.objects.filter(actor="").exists()
+
+
+def test_a_file_past_the_size_limit_is_refused_as_the_import_page_refuses_it(settings, tmp_path):
+    settings.IMPORT_MAX_BYTES = 100
+    path = tmp_path / "memories.json"
+    path.write_bytes(b" " * 99 + b"[]")
+    empty = tmp_path / "empty.json"
+    empty.write_bytes(b"")
+
+    with pytest.raises(CommandError) as large:
+        run("mem0", str(path))
+    with pytest.raises(CommandError) as nothing:
+        run("mem0", str(empty))
+
+    limit = "a file to import may be at most 100 bytes (SILENTSTAR_IMPORT_MAX_BYTES)."
+    assert str(large.value) == f"{path} is 101 bytes; {limit}"
+    assert str(nothing.value) == f"{empty} is empty: there is nothing to import."
+    assert not ImportRun.objects.exists()
+
+
+def test_a_stream_past_the_size_limit_is_refused_having_read_one_byte_more(settings, tmp_path):
+    settings.IMPORT_MAX_BYTES = 100
+    fifo = tmp_path / "chat.jsonl"  # a pipe: its size is known only by reading it
+    os.mkfifo(fifo)
+
+    def write() -> None:
+        with fifo.open("wb") as writing:
+            writing.write(b"x" * 150)
+
+    writer = threading.Thread(target=write)
+    writer.start()
+    with pytest.raises(CommandError) as refused:
+        run("sillytavern", str(fifo))
+    writer.join()
+
+    assert str(refused.value) == (
+        f"{fifo} is more than 100 bytes; "
+        "a file to import may be at most 100 bytes (SILENTSTAR_IMPORT_MAX_BYTES)."
+    )
+
+
+@pytest.mark.parametrize("depth", [500, 10_000])
+def test_a_card_nested_past_the_limit_is_refused_in_words(depth, tmp_path):
+    path = tmp_path / "deep.json"
+    path.write_text('{"name": "Deep", "extensions": ' + "[" * depth + "]" * depth + "}")
+
+    with pytest.raises(CommandError) as refused:
+        run("card", str(path))
+
+    assert str(refused.value) == f"{path} refused, nothing imported:\n{DEPTH_PROBLEM}"
+
+
+PEAK_MAX_MIB = 200
+PEAK_READ = """
+import resource, sys
+resource.setrlimit(resource.RLIMIT_AS, (2**30, 2**30))
+import django
+django.setup()
+from pathlib import Path
+from transfer.bundle import BridgeError
+from transfer.formats.card import card_read
+try:
+    card_read(Path(sys.argv[1]).read_bytes(), zone="UTC")
+except BridgeError as error:
+    print(error)
+print(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss)
+"""
+
+
+def png_bomb() -> bytes:
+    """A PNG of 2 MB whose two text chunks, one of them the card's, each inflate to a GiB."""
+    return png_with(
+        chunk(b"zTXt", b"Comment\0\0" + zeros_compressed(1024)),
+        chunk(b"zTXt", b"chara\0\0" + zeros_compressed(1024)),
+    )
+
+
+def charx_bomb() -> bytes:
+    """A CHARX of 1 MB whose card.json inflates to a GiB, while its headers say 40 bytes."""
+    deflated = zeros_compressed(1024, wbits=-zlib.MAX_WBITS)
+    return zip_of("card.json", deflated, size=40, crc=zlib.crc32(bytes(40)))
+
+
+@pytest.mark.parametrize(
+    ("made", "said"),
+    [
+        (
+            png_bomb,
+            "PNG: the chara chunk inflates past 64.00 MB; a card is read up to 64.00 MB of "
+            "base64 (48.00 MB of JSON), so this one is refused",
+        ),
+        (charx_bomb, "CHARX card.json: line 1, column 1: not JSON (Expecting value)"),
+    ],
+    ids=["png", "charx"],
+)
+def test_a_card_bomb_is_refused_by_a_process_that_stays_under_200_mib(made, said, tmp_path):
+    """Read by the card reader in a fresh process (a test process's peak only grows), which
+    says its own peak resident memory, in KiB on Linux. Its address space is capped at a GiB,
+    so that a reader inflating a bomb whole fails at once instead of taking the machine's
+    memory."""
+    path = tmp_path / "card"
+    path.write_bytes(made())
+
+    read = subprocess.run(
+        [sys.executable, "-c", PEAK_READ, str(path)],
+        cwd=REPO,
+        env={
+            **os.environ,
+            "DJANGO_SETTINGS_MODULE": "silentstar.settings",
+            "SILENTSTAR_DATA_DIR": str(tmp_path / "data"),
+        },
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+
+    assert read.returncode == 0, read.stderr
+    refused, peak_kib = read.stdout.splitlines()
+    assert refused == said
+    assert int(peak_kib) < PEAK_MAX_MIB * 1024

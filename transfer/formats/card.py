@@ -40,6 +40,7 @@ CARD_KEYWORDS = ("ccv3", "chara")  # the first found wins
 CARD_JSON_MAX_BYTES = 48 * 2**20
 PNG_TEXT_MAX_BYTES = CARD_JSON_MAX_BYTES * 4 // 3  # its base64: 64 MiB
 TEXT_CHUNKS = (b"tEXt", b"zTXt", b"iTXt")
+INFLATE_STEP = 2**20
 KEYWORD_MAX_BYTES = 79  # a PNG text chunk's keyword, by the PNG spec
 CHARX_METHODS = {zipfile.ZIP_STORED: "stored", zipfile.ZIP_DEFLATED: "deflated"}
 WAKE_FIELDS = (
@@ -98,7 +99,7 @@ def _png_card(data: bytes) -> tuple[object, str]:
     return json_parsed(decoded, what=f"PNG {keyword} chunk: "), f"png {keyword} chunk"
 
 
-def _png_text(data: bytes, keyword: str, kind_of: bytes, start: int, end: int) -> bytes:
+def _png_text(data: bytes, keyword: str, kind_of: bytes, start: int, end: int) -> bytes | bytearray:
     """The text of the card's chunk, which runs from ``start`` (after its keyword) to ``end``;
     inflated, if it is compressed, to at most ``PNG_TEXT_MAX_BYTES``."""
     limit = PNG_TEXT_MAX_BYTES
@@ -127,15 +128,20 @@ def _png_text(data: bytes, keyword: str, kind_of: bytes, start: int, end: int) -
     return text
 
 
-def _inflated(compressed, *, limit: int) -> bytes | None:
-    """``compressed`` (a zlib stream) inflated, or None if it inflates past ``limit`` bytes: at
-    most ``limit + 1`` bytes are ever made. A stream cut short is a ``zlib.error``."""
+def _inflated(compressed, *, limit: int) -> bytearray | None:
+    """``compressed`` (a zlib stream) inflated, or None if it inflates past ``limit`` bytes:
+    inflated ``INFLATE_STEP`` bytes at a time, so at most one step past the limit is ever made.
+    A stream cut short is a ``zlib.error``."""
     inflater = zlib.decompressobj()
-    text = inflater.decompress(compressed, limit + 1)
-    if len(text) > limit or inflater.unconsumed_tail:
-        return None
-    if not inflater.eof:
-        raise zlib.error("the compressed text is cut short")
+    text = bytearray()
+    while not inflater.eof:
+        piece = inflater.decompress(compressed, INFLATE_STEP)
+        compressed = inflater.unconsumed_tail
+        if not piece and not compressed:
+            raise zlib.error("the compressed text is cut short")
+        text += piece
+        if len(text) > limit:
+            return None
     return text
 
 

@@ -2,11 +2,14 @@
 another companion's memory brought in (``transfer.bridges``, docs/bridges.md)."""
 
 import hashlib
+import os
 from pathlib import Path
 
+from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError
 from tqdm import tqdm
 
+from silentstar.uploads import megabytes
 from transfer.bridges import (
     BridgePlan,
     bridge_import,
@@ -46,10 +49,7 @@ class Command(BaseCommand):
         )
 
     def handle(self, *args, format, path, dry_run, speakers, verbosity, **options):
-        try:
-            data = path.read_bytes()
-        except OSError as error:
-            raise CommandError(f"{path}: {error.strerror}") from None
+        data = file_read(path)
         try:
             bundle = bundle_read(format=format, data=data)
             plan = bridge_plan(
@@ -82,6 +82,28 @@ class Command(BaseCommand):
             if bar is not None:
                 bar.close()
         self.stdout.write(f"Imported {path}: {report}")
+
+
+def file_read(path: Path) -> bytes:
+    """The file's bytes, refused in the import page's words past ``SILENTSTAR_IMPORT_MAX_BYTES``
+    or empty: its size is looked at before it is read, and at most one byte more than the limit
+    is ever read (a file that grows meanwhile, a pipe), so memory stays within the limit."""
+    limit = settings.IMPORT_MAX_BYTES
+    too_large = "{} is {}; a file to import may be at most {} (SILENTSTAR_IMPORT_MAX_BYTES)."
+    try:
+        with path.open("rb") as file:
+            size = os.fstat(file.fileno()).st_size
+            if size > limit:
+                raise CommandError(too_large.format(path, megabytes(size), megabytes(limit)))
+            data = file.read(limit + 1)
+    except OSError as error:
+        raise CommandError(f"{path}: {error.strerror}") from None
+    if len(data) > limit:
+        more = f"more than {megabytes(limit)}"
+        raise CommandError(too_large.format(path, more, megabytes(limit)))
+    if not data:
+        raise CommandError(f"{path} is empty: there is nothing to import.")
+    return data
 
 
 def plan_said(plan: BridgePlan) -> str:
