@@ -186,17 +186,6 @@ def test_a_card_nested_ten_thousand_deep_is_refused_in_words(admin_client):
     assert not default_storage.exists("imports")
 
 
-def test_a_card_nested_ten_thousand_deep_is_refused_in_words(admin_client):
-    deep = b'{"name": "Deep", "extensions": ' + b"[" * 10_000 + b"]" * 10_000 + b"}"
-    response = upload(admin_client, deep, name="deep.json", format="card")
-    assert response.status_code == 200
-    assert "“deep.json” was refused, nothing imported:" in response.text
-    assert "nested too deeply (lists and objects more than 64 levels inside one another" in (
-        response.text
-    )
-    assert not default_storage.exists("imports")
-
-
 def test_an_empty_file_and_one_over_the_limit_are_refused_saying_the_limit(admin_client, settings):
     empty = upload(admin_client, b"", name="empty.json", format="mem0")
     assert "“empty.json” is empty: there is nothing to import." in empty.text
