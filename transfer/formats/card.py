@@ -10,7 +10,7 @@ Cards come from strangers, so what they hold is read within bounds: of a PNG onl
 that is the card is inflated, at most ``PNG_TEXT_MAX_BYTES`` of it (the base64 of a card of
 ``CARD_JSON_MAX_BYTES``), and every other chunk is passed over unread; of a CHARX only
 ``card.json``, stored or deflated, at most ``CARD_JSON_MAX_BYTES`` of it whatever its header
-says.
+says, from an archive of at most ``CHARX_ENTRIES_MAX`` files.
 
 The card's texts are kept exactly, macros such as ``{{char}}`` and ``{{user}}`` included.
 """
@@ -43,6 +43,10 @@ TEXT_CHUNKS = (b"tEXt", b"zTXt", b"iTXt")
 INFLATE_STEP = 2**20
 KEYWORD_MAX_BYTES = 79  # a PNG text chunk's keyword, by the PNG spec
 CHARX_METHODS = {zipfile.ZIP_STORED: "stored", zipfile.ZIP_DEFLATED: "deflated"}
+# Opening a zip reads every entry of its central directory (some 400 bytes of memory each): a
+# card's archive holds its assets, a few hundred at most. Each entry starts with this signature.
+CHARX_ENTRIES_MAX = 10_000
+CENTRAL_ENTRY = b"PK\x01\x02"
 WAKE_FIELDS = (
     ("description", "Description"),
     ("personality", "Personality"),
@@ -146,6 +150,11 @@ def _inflated(compressed, *, limit: int) -> bytearray | None:
 
 
 def _charx_card(data: bytes) -> object:
+    if data.count(CENTRAL_ENTRY) > CHARX_ENTRIES_MAX:
+        raise BridgeError(
+            f"CHARX: holds more than {CHARX_ENTRIES_MAX:,} files; a card's archive is read "
+            f"with at most {CHARX_ENTRIES_MAX:,}, so this one is refused"
+        )
     try:
         with zipfile.ZipFile(io.BytesIO(data)) as archive:
             try:

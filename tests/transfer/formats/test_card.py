@@ -6,6 +6,7 @@ import struct
 import zipfile
 import zlib
 from pathlib import Path
+from unittest import mock
 
 import pytest
 from hypothesis import given
@@ -340,8 +341,10 @@ def test_it_refuses_a_card_chunk_that_inflates_past_the_limit(monkeypatch):
 
 
 def test_it_refuses_a_charx_card_json_past_the_limit_by_its_header(monkeypatch):
-    monkeypatch.setattr(card_module, "CARD_JSON_MAX_BYTES", 100)
     archive = zip_of("card.json", deflated(CARD_V3), size=len(CARD_V3), crc=zlib.crc32(CARD_V3))
+    assert card_read(archive, zone="UTC").kept["read_from"] == "charx card.json"
+
+    monkeypatch.setattr(card_module, "CARD_JSON_MAX_BYTES", 100)
 
     assert refusal(archive) == [
         f"CHARX: card.json is {len(CARD_V3):,} bytes; a card is read up to 100 bytes, "
@@ -370,10 +373,23 @@ def test_it_reads_a_charx_card_json_only_stored_or_deflated(method, flags, said)
     assert refusal(archive) == [said]
 
 
-def test_it_reads_a_charx_whose_headers_are_written_by_hand():
-    archive = zip_of("card.json", deflated(CARD_V3), size=len(CARD_V3), crc=zlib.crc32(CARD_V3))
+def test_it_opens_no_charx_of_more_files_than_a_card_holds(monkeypatch):
+    archive = io.BytesIO()
+    with zipfile.ZipFile(archive, "w") as charx:
+        charx.writestr("card.json", CARD_V3)
+        for number in range(3):
+            charx.writestr(f"assets/other/image/{number}.png", b"")
+    monkeypatch.setattr(card_module, "CHARX_ENTRIES_MAX", 4)
+    assert card_read(archive.getvalue(), zone="UTC").name == "Seraphina"
 
-    assert card_read(archive, zone="UTC").kept["read_from"] == "charx card.json"
+    monkeypatch.setattr(card_module, "CHARX_ENTRIES_MAX", 3)
+    opened = mock.patch.object(zipfile, "ZipFile", side_effect=AssertionError("opened"))
+
+    with opened:
+        assert refusal(archive.getvalue()) == [
+            "CHARX: holds more than 3 files; a card's archive is read with at most 3, "
+            "so this one is refused"
+        ]
 
 
 def test_it_refuses_a_card_nested_past_the_limit():
