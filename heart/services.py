@@ -35,6 +35,7 @@ from heart.ingest import COMPANION, USER, event_record, working_memory_ingest
 from heart.models import ContextSnapshot
 from silentstar import claude
 from silentstar.claude import ClaudeError
+from silentstar.disks import disk_said, disk_trouble
 from silentstar.locks import PATIENCE, lock_error, when_unlocked
 from silentstar.tokens import DEFAULT_CHARS_PER_TOKEN, chars_per_token_calibrated
 
@@ -334,7 +335,10 @@ def turn_run(*, turn: Turn, stop: WorkerStop | None = None) -> Turn:
         _turn_fail(turn.pk, attempt, str(error))
     except Exception as error:
         logger.exception("Turn %s failed", turn.pk)
-        reason = f"Something went wrong while answering: {type(error).__name__}: {error}"
+        if (trouble := disk_trouble(error)) is not None:
+            reason = disk_said(trouble, stopped="Not finished", again="retry")
+        else:
+            reason = f"Something went wrong while answering: {type(error).__name__}: {error}"
         _turn_fail(turn.pk, attempt, reason)
     return Turn.objects.get(pk=turn.pk)
 

@@ -9,6 +9,7 @@ which installers fetch before anyone signs in. Partials live in
 import logging
 import uuid
 from dataclasses import dataclass
+from datetime import datetime
 from pathlib import Path
 
 from django.conf import settings
@@ -40,6 +41,7 @@ from heart.forms import HistoryForm, IdentityFormSet, MessageForm, TimeZoneForm
 from heart.services import identity_default, turn_retry, turn_submit, user_text_compose
 from mirror.models import Summary
 from mirror.selectors import summary_markers
+from silentstar.disks import DiskTrouble, disk_said, disk_trouble
 from silentstar.uploads import uploaded_file_response
 
 logger = logging.getLogger(__name__)
@@ -116,15 +118,24 @@ def message_send(request):
     # A message never goes out nameless while the person has an identity to send it as.
     identity = form.cleaned_data["identity"] or identity_default(who) or None
     upload = form.cleaned_data["image"]
-    image = _image_store(upload, extension=form.image_extension) if upload else ""
     text = user_text_compose(
         message=form.cleaned_data["message"], identity=identity, knowledge_tags=[]
     )
+    started = timezone.now()
     try:
-        turn = turn_submit(text=text, actor=identity or "", image=image)
-    except Exception:
-        _image_discard(image)
-        raise
+        image = _image_store(upload, extension=form.image_extension) if upload else ""
+        try:
+            turn = turn_submit(text=text, actor=identity or "", image=image)
+        except Exception:
+            _image_discard(image)
+            raise
+    except Exception as error:
+        trouble = disk_trouble(error)
+        if trouble is None:
+            raise
+        logger.error("A message was refused: %s (%s)", trouble.what, error)
+        reason = _disk_refusal(trouble, text=text, actor=identity or "", since=started)
+        return _refuse(request, reason, status=trouble.status)
     if _is_page_post(request):
         return _back_to_chat()
     turn = Turn.objects.select_related("event", "reply_event").get(pk=turn.pk)
@@ -329,6 +340,17 @@ def _image_store(upload, *, extension: str) -> str:
     except OSError:
         default_storage.delete(name)  # a write cut short (a full disk) leaves part of the file
         raise
+
+
+def _disk_refusal(trouble: DiskTrouble, *, text: str, actor: str, since: datetime) -> str:
+    """What the composer says when a full disk or read-only data refused a message: not sent,
+    or, when the message reached the log before a later write failed, not to send it twice."""
+    if Event.objects.filter(ts__gte=since, content=text, actor=actor).exists():
+        return (
+            f"Your message is in the log, but its answer could not be queued: {trouble.what}. "
+            f"{trouble.remedy}; do not send it again."
+        )
+    return disk_said(trouble, stopped="Not sent", again="send again; your text is still here")
 
 
 def _image_discard(name: str) -> None:

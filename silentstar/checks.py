@@ -2,9 +2,14 @@
 that checks (runserver, migrate, qcluster). Registered by ``heart.apps.HeartConfig.ready``."""
 
 import ipaddress
+from pathlib import Path
 
 from django.conf import settings
-from django.core.checks import Error, Tags, register
+from django.core.checks import CheckMessage, Error, Tags, register
+from django.core.checks import Warning as CheckWarning
+from django.db import connections
+
+from silentstar.disks import folder_write_problem, free_bytes, sqlite_write_problem
 
 
 def loopback(host: str) -> bool:
@@ -40,3 +45,55 @@ def plain_http_check(app_configs, **kwargs) -> list[Error]:
             id="silentstar.E001",
         )
     ]
+
+
+@register()
+def disk_check(app_configs, databases=None, **kwargs) -> list[CheckMessage]:
+    """A data folder and stores that take writes, and room left on the disk: said before anything
+    runs rather than met as a refused message. A PostgreSQL store is asked only when the command
+    names it (``check --database default``, ``migrate``)."""
+    problems: list[CheckMessage] = []
+    folder = Path(settings.DATA_DIR)
+    if folder.is_dir():
+        if (why := folder_write_problem(folder)) is not None:
+            problems.append(
+                Error(
+                    f"The data folder {folder} cannot be written ({why}): Silentstar could "
+                    "store nothing, and every message would be refused.",
+                    hint="Make the folder writable by the user Silentstar runs as, or mount its "
+                    "disk read-write.",
+                    id="silentstar.E020",
+                )
+            )
+        elif (free := free_bytes(folder)) < settings.DISK_FREE_MIN_MB * 2**20:
+            problems.append(
+                CheckWarning(
+                    f"The disk holding the data folder {folder} has only {free // 2**20} MB free: "
+                    "once it is full, messages are refused until space is freed.",
+                    hint="Free some space, or move the data folder (SILENTSTAR_DATA_DIR) to a "
+                    "larger disk; SILENTSTAR_DISK_FREE_MIN_MB sets when this warning shows.",
+                    id="silentstar.W020",
+                )
+            )
+    for alias in connections:
+        connection = connections[alias]
+        if connection.vendor == "sqlite":
+            name = str(connection.settings_dict["NAME"])
+            why = None if connection.is_in_memory_db() else sqlite_write_problem(Path(name))
+        elif connection.vendor == "postgresql" and alias in (databases or ()):
+            with connection.cursor() as cursor:
+                cursor.execute("SELECT current_setting('transaction_read_only')")
+                why = "the server is read-only" if cursor.fetchone()[0] == "on" else None
+        else:
+            why = None
+        if why is not None:
+            problems.append(
+                Error(
+                    f"The {alias} store cannot take a write ({why}): every message would be "
+                    "refused.",
+                    hint="Make its file and the data folder writable by the user Silentstar "
+                    "runs as, or give the database back its writes.",
+                    id="silentstar.E021",
+                )
+            )
+    return problems

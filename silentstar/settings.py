@@ -67,6 +67,7 @@ MIDDLEWARE = [
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
     "django_htmx.middleware.HtmxMiddleware",
     "axes.middleware.AxesMiddleware",
+    "silentstar.disks.DiskTroubleMiddleware",  # last: a full disk is said before anything else
 ]
 
 ROOT_URLCONF = "silentstar.urls"
@@ -416,3 +417,7 @@ DATA_UPLOAD_MAX_MEMORY_SIZE = DRAFT_MAX_BYTES + 2**20
 # --- The Loom's photo inbox ------------------------------------------------------------------
 # The most photos waiting in the inbox; an upload past it is refused in words (loom.services).
 LOOM_INBOX_MAX_PHOTOS = env_int("SILENTSTAR_LOOM_INBOX_MAX_PHOTOS", 200, minimum=1)
+
+# --- A full disk (silentstar/disks.py) ---------------------------------------------------------
+# manage.py check warns when the disk holding the data folder has less free than this (0: never).
+DISK_FREE_MIN_MB = env_int("SILENTSTAR_DISK_FREE_MIN_MB", 100, minimum=0)

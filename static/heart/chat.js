@@ -413,8 +413,12 @@
     function showResponseError(text, status) {
       const doc = new DOMParser().parseFromString(text || "", "text/html");
       const fragment = doc.querySelector(".composer-error");
+      // A full disk or read-only data met elsewhere than the send itself: the page says which.
+      const diskTrouble = doc.querySelector("[data-disk-trouble]");
       if (fragment) {
         showError(document.importNode(fragment, true));
+      } else if (diskTrouble) {
+        showError(diskTrouble.textContent.trim() + " Your message is still here.");
       } else if (status === 403) {
         showError("The page has expired. Reload it and send again — your message is still here.");
       } else if (text && text.length < 300 && !/<html|<body/i.test(text)) {

@@ -1,5 +1,6 @@
 from datetime import timedelta
 
+import psycopg.errors
 import pytest
 from django.contrib.admin.models import ADDITION, CHANGE, LogEntry
 from django.contrib.auth.models import Permission
@@ -10,6 +11,7 @@ from django.urls import reverse
 from django.utils import timezone
 from django.utils.html import escape
 
+import anvil.fragments
 from anvil import graph
 from events.models import Event
 from gem.models import (
@@ -25,6 +27,7 @@ from gem.models import (
 from gem.selectors import ambient_prose_current
 from gem.services import working_memory_create
 from gem.state import CHARS_PER_TOKEN, state_set
+from tests.silentstar.test_disks import as_django_wraps, store_read_only
 from tests.silentstar.test_uploads import count_kept_bytes
 
 pytestmark = pytest.mark.django_db(databases="__all__")
@@ -1152,3 +1155,38 @@ def test_a_link_added_on_an_items_page_is_in_the_admin_log(admin_client):
     assert list(item.refs.values_list("fragment_id", flat=True)) == ["garden"]
     entry = LogEntry.objects.filter(object_id=str(item.pk)).latest("action_time")
     assert "garden" in entry.get_change_message()
+
+
+# --- A full disk or read-only data ----------------------------------------------------------------
+
+
+def test_it_says_read_only_data_in_words_and_renames_nothing(admin_client, fragments):
+    with store_read_only("default", table="gem_fragment"):
+        response = admin_client.post(
+            reverse("admin:gem_fragment_rename", args=["fairy"]),
+            {"new_key": "fae", "confirm": "1"},
+        )
+    assert response.status_code == 503
+    assert (
+        '<p class="error" role="alert" data-disk-trouble>Not done: Silentstar&#x27;s data is '
+        "read-only, so nothing can be written. Make the data folder (or the database) writable "
+        "and try again.</p>"
+    ) in response.content.decode()
+    assert Fragment.objects.filter(key="fairy").exists()
+    assert not Fragment.objects.filter(key="fae").exists() and not LogEntry.objects.exists()
+
+
+def test_it_says_postgresqls_disk_full_in_words(admin_client, fragments, monkeypatch):
+    def full(**kwargs):
+        raise as_django_wraps(psycopg.errors.DiskFull("could not extend file"))
+
+    monkeypatch.setattr(anvil.fragments, "fragment_rename", full)
+    response = admin_client.post(
+        reverse("admin:gem_fragment_rename", args=["fairy"]), {"new_key": "fae", "confirm": "1"}
+    )
+    assert response.status_code == 507
+    assert "<title>Silentstar — the disk is full</title>" in response.content.decode()
+    assert (
+        "Not done: the disk holding Silentstar&#x27;s data is full. Free some space and try again."
+    ) in response.content.decode()
+    assert not Fragment.objects.filter(key="fae").exists()

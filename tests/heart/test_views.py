@@ -1,5 +1,7 @@
 """The chat page and its partials (``heart.views``)."""
 
+import errno
+import html
 import io
 import re
 from datetime import timedelta
@@ -7,8 +9,9 @@ from pathlib import Path
 
 import pytest
 from django.core.cache import cache
-from django.core.files.storage import default_storage
+from django.core.files.storage import FileSystemStorage, default_storage
 from django.core.files.uploadedfile import SimpleUploadedFile
+from django.db import OperationalError
 from django.urls import reverse
 from django.utils import timezone
 from django_q.brokers import get_broker
@@ -20,6 +23,9 @@ from events.models import Event, Turn
 from gem.models import WorkingMemory
 from heart import services, views
 from heart.services import turn_submit
+from heart.tasks import run_turns_task
+from tests.conftest import event_log_triggers_lifted
+from tests.silentstar.test_disks import store_full, store_read_only
 
 pytestmark = pytest.mark.django_db(databases="__all__")
 
@@ -690,3 +696,114 @@ def test_it_answers_404_while_the_app_files_are_missing(client, settings, tmp_pa
     settings.STATICFILES_DIRS = [tmp_path]
     assert client.get(reverse("heart-manifest")).status_code == 404
     assert client.get(reverse("heart-service-worker")).status_code == 404
+
+
+# --- A full disk or read-only data ----------------------------------------------------------------
+
+EVENT_FILLER = "INSERT INTO heart_event (ts, content, actor, image) VALUES (%s, '', '', '')"
+NOT_SENT_FULL = (
+    "Not sent: the disk holding Silentstar's data is full. Free some space and send again; "
+    "your text is still here."
+)
+NOT_SENT_READ_ONLY = (
+    "Not sent: Silentstar's data is read-only, so nothing can be written. Make the data folder "
+    "(or the database) writable and send again; your text is still here."
+)
+
+
+def events_full():
+    return store_full("events", table="heart_event", filler=EVENT_FILLER)
+
+
+def events_read_only():
+    return store_read_only("events", table="heart_event")
+
+
+def composer_said(response) -> str:
+    """The composer's sentence in a refusal, as the chat's script shows it (``.composer-error``)."""
+    found = re.fullmatch(r'<p class="composer-error" role="alert">(.*)</p>', response.text.strip())
+    assert found, response.text
+    return html.unescape(found.group(1))
+
+
+def test_it_says_read_only_data_in_the_composer_and_logs_nothing(admin_client):
+    with events_read_only():
+        response = send(admin_client, message="hello", identity="luna")
+    assert response.status_code == 503
+    assert composer_said(response) == NOT_SENT_READ_ONLY
+    assert not Event.objects.exists() and not Turn.objects.exists()
+
+
+def test_it_says_a_full_disk_met_by_the_image_and_keeps_no_part_of_it(
+    admin_client, settings, monkeypatch
+):
+    def full(storage, name, content):
+        path = Path(storage.path(name))
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_bytes(content.read(10))  # cut short, as a full disk cuts a write
+        raise OSError(errno.ENOSPC, "No space left on device")
+
+    monkeypatch.setattr(FileSystemStorage, "_save", full)
+    response = send(admin_client, message="look", image=SimpleUploadedFile("a.png", png()))
+    assert response.status_code == 507
+    assert composer_said(response) == NOT_SENT_FULL
+    assert stored_files(settings) == [] and not Event.objects.exists()
+
+
+def test_it_says_when_a_message_reached_the_log_before_the_disk_filled(admin_client, monkeypatch):
+    def full(**kwargs):
+        raise OperationalError("database or disk is full")
+
+    monkeypatch.setattr(services, "working_memory_ingest", full)
+    response = send(admin_client, message="hello", identity="luna")
+    assert response.status_code == 507
+    assert composer_said(response) == (
+        "Your message is in the log, but its answer could not be queued: the disk holding "
+        "Silentstar's data is full. Free some space; do not send it again."
+    )
+    assert Event.objects.get().content == "<luna>hello</luna>"
+
+
+@pytest.fixture(scope="class")
+def triggers_lifted_for_the_class(django_db_setup, django_db_blocker):
+    """A full SQLite store rolls back the whole transaction it was in, the test's too: these
+    tests commit, and the append-only triggers are lifted around their class so the tables can
+    be emptied after each (``event_log_triggers_lifted``)."""
+    with event_log_triggers_lifted(django_db_blocker):
+        yield
+
+
+@pytest.mark.usefixtures("triggers_lifted_for_the_class")
+class TestAFullDisk:
+    @pytest.mark.django_db(databases="__all__", transaction=True, serialized_rollback=True)
+    def test_it_says_a_full_disk_in_the_composer_and_logs_nothing(self, admin_client):
+        with events_full():
+            logged = Event.objects.count()
+            response = send(admin_client, message="hello", identity="luna")
+            assert Event.objects.count() == logged
+        assert response.status_code == 507
+        assert composer_said(response) == NOT_SENT_FULL
+        assert not Turn.objects.exists()
+
+    @pytest.mark.django_db(databases="__all__", transaction=True, serialized_rollback=True)
+    def test_it_says_a_full_disk_on_the_page_after_a_plain_form_post(self, admin_client):
+        with events_full():
+            response = send(admin_client, htmx=False, message="no script here", identity="chloe")
+        assert response.status_code == 303
+        page = html.unescape(admin_client.get(response.url).text)
+        assert f'<p class="composer-error" role="alert">{NOT_SENT_FULL}</p>' in page
+
+    @pytest.mark.django_db(databases="__all__", transaction=True, serialized_rollback=True)
+    def test_it_shows_a_turn_stopped_by_a_full_disk_in_words_and_the_worker_carries_on(
+        self, admin_client
+    ):
+        turn = submit()
+        with events_full():
+            assert run_turns_task(turn.pk) == [turn.pk]  # the task ends as usual: the worker goes on
+        turn.refresh_from_db()
+        assert (turn.status, turn.error) == (
+            "error",
+            "Not finished: the disk holding Silentstar's data is full. Free some space and retry.",
+        )
+        page = html.unescape(turn_detail(admin_client, turn).text)
+        assert f'<p class="reason" role="alert">{turn.error}</p>' in page

@@ -1,10 +1,15 @@
 """The project's system checks (silentstar/checks.py)."""
 
+import errno
 import secrets
+from pathlib import Path
+from types import SimpleNamespace
 
 import pytest
 from django.core.checks import Error, Tags, run_checks
+from django.db import connections
 
+from silentstar import disks
 from silentstar.checks import loopback
 
 PLAIN_HTTP = "silentstar.E001"
@@ -86,3 +91,73 @@ def test_manage_check_refuses_debug_off_over_plain_http(manage):
 
     allowed = manage("check", env={**production_over_http, "SILENTSTAR_ALLOW_PLAIN_HTTP": "true"})
     assert allowed.returncode == 0, allowed.stderr
+
+
+# --- A full disk or read-only data (disk_check) ---------------------------------------------------
+
+DISK_CHECKS = ("silentstar.E020", "silentstar.E021", "silentstar.W020")
+
+
+def disk_problems() -> list:
+    return [message for message in run_checks() if message.id in DISK_CHECKS]
+
+
+@pytest.fixture
+def data_folder(settings, tmp_path):
+    settings.DATA_DIR = tmp_path / "data"
+    settings.DATA_DIR.mkdir()
+    return settings.DATA_DIR
+
+
+@pytest.mark.django_db(databases="__all__")
+def test_it_warns_when_the_disk_holding_the_data_folder_is_nearly_full(
+    data_folder, settings, monkeypatch
+):
+    settings.DISK_FREE_MIN_MB = 0
+    assert disk_problems() == []  # the folder and the stores take writes
+    assert list(data_folder.iterdir()) == []  # and the check leaves nothing behind
+    monkeypatch.setattr(disks.shutil, "disk_usage", lambda folder: SimpleNamespace(free=9 * 2**20))
+    settings.DISK_FREE_MIN_MB = 100
+    (warning,) = disk_problems()
+    assert (warning.id, warning.is_serious()) == ("silentstar.W020", False)
+    assert warning.msg == (
+        f"The disk holding the data folder {data_folder} has only 9 MB free: once it is full, "
+        "messages are refused until space is freed."
+    )
+    assert "SILENTSTAR_DISK_FREE_MIN_MB" in warning.hint
+
+
+@pytest.mark.django_db(databases="__all__")
+def test_it_refuses_a_data_folder_that_takes_no_writes(data_folder, monkeypatch):
+    def refused(**kwargs):
+        raise OSError(errno.EROFS, "Read-only file system")
+
+    monkeypatch.setattr(disks.tempfile, "mkstemp", refused)
+    (error,) = disk_problems()
+    assert (error.id, error.is_serious()) == ("silentstar.E020", True)
+    assert error.msg == (
+        f"The data folder {data_folder} cannot be written (Read-only file system): Silentstar "
+        "could store nothing, and every message would be refused."
+    )
+
+
+@pytest.mark.django_db(databases="__all__")
+def test_it_refuses_a_sqlite_store_that_takes_no_writes(data_folder, settings, monkeypatch):
+    if connections["events"].vendor != "sqlite":
+        pytest.skip("SQLite's own: a PostgreSQL store is asked by check --database")
+    settings.DISK_FREE_MIN_MB = 0
+    opened = disks._sqlite_open
+
+    def read_only(path):
+        connection = opened(path)
+        if path == Path(connections["events"].settings_dict["NAME"]):
+            connection.execute("PRAGMA query_only = ON")
+        return connection
+
+    monkeypatch.setattr(disks, "_sqlite_open", read_only)
+    (error,) = disk_problems()
+    assert error.id == "silentstar.E021"
+    assert error.msg == (
+        "The events store cannot take a write (attempt to write a readonly database): every "
+        "message would be refused."
+    )

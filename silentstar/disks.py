@@ -1,0 +1,161 @@
+"""A full disk or a read-only data folder: recognised in whatever error it reaches us as, and said
+in words by the chat, the commands (manage.py), every other page (``DiskTroubleMiddleware``),
+the worker's turns and ``manage.py check`` (silentstar/checks.py).
+
+SQLite says "database or disk is full" (SQLITE_FULL) and "attempt to write a readonly database"
+(SQLITE_READONLY and its kinds); PostgreSQL names its errors by SQLSTATE, 53100 (disk_full) and
+25006 (read_only_sql_transaction); a file written in the data folder (an image, the archive, the
+cache) fails with ENOSPC or EDQUOT (full) or EROFS (read-only). Django wraps a database's error
+in its own with the driver's as ``__cause__``, so the whole chain is read.
+"""
+
+import errno
+import logging
+import os
+import shutil
+import sqlite3
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+
+logger = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class DiskTrouble:
+    what: str  # what is wrong, as the middle of a sentence
+    remedy: str  # what the person does about it, as the start of a sentence
+    title: str  # a page's title
+    status: int  # the HTTP status a page answers with
+
+
+FULL = DiskTrouble(
+    what="the disk holding Silentstar's data is full",
+    remedy="Free some space",
+    title="the disk is full",
+    status=507,  # Insufficient Storage
+)
+READ_ONLY = DiskTrouble(
+    what="Silentstar's data is read-only, so nothing can be written",
+    remedy="Make the data folder (or the database) writable",
+    title="the data is read-only",
+    status=503,
+)
+
+FULL_ERRNOS = frozenset({errno.ENOSPC, errno.EDQUOT})
+READ_ONLY_ERRNOS = frozenset({errno.EROFS})
+FULL_SQLSTATES = frozenset({"53100"})  # disk_full
+READ_ONLY_SQLSTATES = frozenset({"25006"})  # read_only_sql_transaction
+SQLITE_FULL = "database or disk is full"
+SQLITE_READ_ONLY = "attempt to write a readonly database"
+
+
+def disk_trouble(error: BaseException | None) -> DiskTrouble | None:
+    """``FULL`` or ``READ_ONLY`` when ``error``, or an error it was raised from or while
+    handling, is a full disk or read-only data; else ``None``."""
+    seen = set()
+    while error is not None and id(error) not in seen:
+        seen.add(id(error))
+        if (trouble := _trouble_of(error)) is not None:
+            return trouble
+        error = error.__cause__ or error.__context__
+    return None
+
+
+def _trouble_of(error: BaseException) -> DiskTrouble | None:
+    if isinstance(error, OSError):
+        if error.errno in FULL_ERRNOS:
+            return FULL
+        if error.errno in READ_ONLY_ERRNOS:
+            return READ_ONLY
+    sqlstate = getattr(error, "sqlstate", None) or getattr(error, "pgcode", None)
+    if sqlstate in FULL_SQLSTATES:
+        return FULL
+    if sqlstate in READ_ONLY_SQLSTATES:
+        return READ_ONLY
+    name = getattr(error, "sqlite_errorname", "")
+    message = str(error)
+    if name == "SQLITE_FULL" or SQLITE_FULL in message:
+        return FULL
+    if name.startswith("SQLITE_READONLY") or SQLITE_READ_ONLY in message:
+        return READ_ONLY
+    return None
+
+
+def disk_said(trouble: DiskTrouble, *, stopped: str, again: str) -> str:
+    """One sentence: ``disk_said(FULL, stopped="Not sent", again="send again")`` is "Not sent:
+    the disk holding Silentstar's data is full. Free some space and send again."."""
+    return f"{stopped}: {trouble.what}. {trouble.remedy} and {again}."
+
+
+# --- Pages ------------------------------------------------------------------------------------
+
+
+class DiskTroubleMiddleware:
+    """A view that hit a full disk or read-only data answers with a short page saying so (507
+    or 503) instead of a server error; what was typed in a form is still in the browser."""
+
+    def __init__(self, get_response):
+        self.get_response = get_response
+
+    def __call__(self, request):
+        return self.get_response(request)
+
+    def process_exception(self, request, exception):
+        trouble = disk_trouble(exception)
+        if trouble is None:
+            return None
+        from django.shortcuts import render
+
+        logger.error(
+            "%s %s refused: %s (%s)", request.method, request.path, trouble.what, exception
+        )
+        reason = disk_said(trouble, stopped="Not done", again="try again")
+        context = {"title": trouble.title, "reason": reason}
+        return render(request, "disk_trouble.html", context, status=trouble.status)
+
+
+# --- Looking before anything runs (manage.py check) --------------------------------------------
+
+
+def folder_write_problem(folder: Path) -> str | None:
+    """Why a small file cannot be made and removed in ``folder``, or ``None`` when it can."""
+    try:
+        handle, name = tempfile.mkstemp(prefix=".write-check-", dir=folder)
+        os.close(handle)
+        os.remove(name)
+    except OSError as error:
+        return error.strerror or str(error)
+    return None
+
+
+def sqlite_write_problem(path: Path) -> str | None:
+    """Why the SQLite store at ``path`` cannot take a write (``BEGIN IMMEDIATE``, then rolled
+    back), or ``None`` when it can, or when it does not exist yet, or another connection holds
+    its write lock (it is being written, so it takes writes)."""
+    if not path.exists():
+        return None
+    try:
+        connection = _sqlite_open(path)
+    except sqlite3.Error as error:
+        return str(error)
+    try:
+        connection.execute("BEGIN IMMEDIATE")
+        connection.execute("ROLLBACK")
+    except sqlite3.OperationalError as error:
+        if "locked" in str(error):
+            return None
+        return str(error)
+    finally:
+        connection.close()
+    return None
+
+
+def _sqlite_open(path: Path) -> sqlite3.Connection:
+    # mode=rw: a missing file is not created; timeout 0: a held write lock answers at once.
+    return sqlite3.connect(f"file:{path}?mode=rw", uri=True, timeout=0, isolation_level=None)
+
+
+def free_bytes(folder: Path) -> int:
+    """The bytes free to this process on the disk holding ``folder``."""
+    return shutil.disk_usage(folder).free
