@@ -21,7 +21,11 @@ own endpoint (``/messages/``), one at a time. Each message meets one fault:
 - the disk fills while the message's image is written;
 - ``manage.py restore`` of a backup of the installation as it stands, or ``manage.py import``
   of its export, into a new empty installation of the same backend, is sent SIGKILL at a
-  random moment; then the command runs again.
+  random moment; then the command runs again;
+- the worker's cluster is sent SIGKILL (its whole process group) while it imports a generated
+  SillyTavern chat of ``IMPORT_MESSAGES`` messages queued as the Anvil's Import button queues
+  one, once its first batch is written; a new cluster starts, the recovery marks the run
+  stopped part-way, and a second import of the same file, queued the same way, finishes it.
 
 **The full disk** is a real refusal by the kernel, not a storage that pretends: for the one
 request, the process's ``RLIMIT_FSIZE`` is lowered below the image's size (and ``SIGXFSZ``
@@ -37,6 +41,14 @@ the last line at the latest, so it always lands before the command ends. The ins
 then be untouched (no events), complete (the source's events), or half-filled and refused by
 ``manage.py check`` (``transfer.E001``); the command run again must succeed, unless the first
 had finished, and leave exactly the source's events.
+
+**The killed import** is caught when its run shows its first batch written (its counts are
+saved with each beat); the recovery check (``recover_imports_task``, every minute in
+production after a silence of ``SILENTSTAR_IMPORT_STALE_SECONDS``) runs here every
+``RECOVERY_EVERY`` seconds with the silence ``STALE_SECONDS``. Its figures: the messages written
+when it was killed, the seconds from the kill to the run marked stopped, the messages after the
+second import, and those there twice (goal 0); its time to recover runs from the kill to the
+second import done.
 
 **Recovery by itself.** The worker's cluster retries API failures (``silentstar.claude``),
 rides out the lock (``heart.services``) and puts a SIGTERMed turn back in the queue. A killed
@@ -58,6 +70,7 @@ the kill) to the turn done (or the second run done).
 
 import errno
 import io
+import json
 import logging
 import os
 import random
@@ -85,6 +98,18 @@ from bench.fakeapi import FakeError, FakeMessagesAPI, FakeReply
 from transfer.lock import LOCK_FILE
 from transfer.stopped import RUN_FILE, UNDO_DIR
 
+# What a killed restore or import may leave: nothing changed, everything done, or a half-filled
+# installation that the system checks keep the app off until the next command puts it back.
+SAFELY_LEFT = ("untouched", "complete", "refused by check")
+# The command that copies the installation out into DIR, and the one killed while it puts DIR
+# into another installation.
+TRANSFERS = {
+    "restore SIGKILL": ("backup DIR --here", "restore"),
+    "import SIGKILL": ("export DIR", "import"),
+}
+IMPORT_KILL = "import-worker kill"
+IMPORT_MESSAGES = 20_000  # messages of the chat the killed worker imports: ten batches
+WITHOUT_MESSAGE = (*TRANSFERS, IMPORT_KILL)  # the faults that send no message to the chat
 KINDS = (
     "429",
     "429 retry-after",
@@ -101,18 +126,11 @@ KINDS = (
     "disk full",
     "restore SIGKILL",
     "import SIGKILL",
+    IMPORT_KILL,
 )
-# What a killed restore or import may leave: nothing changed, everything done, or a half-filled
-# installation that the system checks keep the app off until the next command puts it back.
-SAFELY_LEFT = ("untouched", "complete", "refused by check")
-# The command that copies the installation out into DIR, and the one killed while it puts DIR
-# into another installation.
-TRANSFERS = {
-    "restore SIGKILL": ("backup DIR --here", "restore"),
-    "import SIGKILL": ("export DIR", "import"),
-}
-# SILENTSTAR_TURN_STALE_SECONDS for the run: longer than a new worker takes from its claim
-# to its first request (it imports the SDK) on a busy small machine.
+# SILENTSTAR_TURN_STALE_SECONDS (and SILENTSTAR_IMPORT_STALE_SECONDS) for the run: longer than
+# a new worker takes from its claim to its first request (it imports the SDK), or an import from
+# one batch to the next, on a busy small machine.
 STALE_SECONDS = 10
 RECOVERY_EVERY = 1.0  # seconds between runs of the recovery check (a minute in production)
 CLAUDE_TIMEOUT = 1.0  # SILENTSTAR_CLAUDE_TIMEOUT for the run
@@ -148,6 +166,9 @@ class Fault:
     attempts: int = 0  # the turn's attempts at the end
     refused: bool = False  # the page did not accept the message
     left: str = ""  # what a killed restore or import left: untouched, complete, refused, …
+    detect_s: float | None = None  # a killed import's worker: from the kill to the run stopped
+    written_before: int = 0  # a killed import's messages written when its worker was killed
+    written_after: int = 0  # and after the second import
     lost: int = 0  # a restored or imported copy's events missing, and those there twice
     duplicated: int = 0
     note: str = ""
@@ -212,7 +233,7 @@ def faults_run(*, faults: int, seed: int, progress: Callable[[str], None]) -> di
     from django.test import Client
 
     # The recovery check runs in this process: it reads the same silence as the worker.
-    settings.TURN_STALE_SECONDS = STALE_SECONDS
+    settings.TURN_STALE_SECONDS = settings.IMPORT_STALE_SECONDS = STALE_SECONDS
     load_before = os.getloadavg()
     began = time.monotonic()
     # The transfers enter first: they keep a copy of the stores before anything is written.
@@ -236,7 +257,13 @@ def faults_run(*, faults: int, seed: int, progress: Callable[[str], None]) -> di
         cluster_log = Path(settings.DATA_DIR) / "qcluster.log"
         cluster = start_cluster(env, log=cluster_log)
         runner = _Runner(
-            api=api, client=client, cluster=cluster, cluster_log=cluster_log, transfers=transfers
+            api=api,
+            client=client,
+            cluster=cluster,
+            cluster_log=cluster_log,
+            cluster_env=env,
+            transfers=transfers,
+            progress=progress,
         )
         api.responder = runner.answer
         try:
@@ -252,10 +279,10 @@ def faults_run(*, faults: int, seed: int, progress: Callable[[str], None]) -> di
                     progress(f"  faults {number}/{faults}")
         finally:
             runner.recovery_stop()
-            cluster.send_signal(signal.SIGTERM)
+            runner.cluster.send_signal(signal.SIGTERM)
             with suppress(subprocess.TimeoutExpired):
-                cluster.wait(timeout=20)
-            group_kill(cluster)
+                runner.cluster.wait(timeout=20)
+            group_kill(runner.cluster)
     seconds = time.monotonic() - began
     counted = _invariants_count(runner.accepted, media_root=Path(settings.MEDIA_ROOT))
     kinds = {}
@@ -271,6 +298,15 @@ def faults_run(*, faults: int, seed: int, progress: Callable[[str], None]) -> di
         if kind in TRANSFERS:
             kinds[kind]["left"] = dict(Counter(fault.left for fault in of_kind))
             kinds[kind]["held_s"], kinds[kind]["lines"] = transfers.measured.get(kind, (0.0, 0))
+        if kind == IMPORT_KILL:
+            detected = [fault.detect_s for fault in of_kind if fault.detect_s is not None]
+            kinds[kind] |= {
+                "messages": IMPORT_MESSAGES,
+                "longest_detect_s": max(detected, default=0.0),
+                "written_before": [fault.written_before for fault in of_kind],
+                "written_after": [fault.written_after for fault in of_kind],
+                "twice": sum(fault.duplicated for fault in of_kind),
+            }
     recovered = [fault for fault in done if fault.recovery_s is not None]
     longest = max(recovered, key=lambda fault: fault.recovery_s, default=None)
     return {
@@ -307,11 +343,21 @@ class _Runner:
     """Sends the messages, injects the faults and waits for the turns."""
 
     def __init__(
-        self, *, api, client, cluster: subprocess.Popen, cluster_log: Path, transfers: "_Transfers"
+        self,
+        *,
+        api,
+        client,
+        cluster: subprocess.Popen,
+        cluster_log: Path,
+        cluster_env: dict[str, str],
+        transfers: "_Transfers",
+        progress: Callable[[str], None],
     ) -> None:
         self.api = api
         self.cluster = cluster
         self.cluster_log = cluster_log
+        self.cluster_env = cluster_env
+        self.progress = progress
         self.client = client
         self.transfers = transfers
         self.accepted: list[int] = []  # numbers of the messages the page accepted
@@ -338,12 +384,14 @@ class _Runner:
         from django.db import OperationalError, connections
 
         from heart.tasks import recover_turns_task
+        from transfer.tasks import recover_imports_task
 
         try:
             while not self._recovery_stop.wait(RECOVERY_EVERY):
                 # An OperationalError: the event store locked by a fault.
                 with self._recovery_paused, suppress(OperationalError):
                     recover_turns_task()
+                    recover_imports_task()
         finally:
             connections.close_all()
 
@@ -404,12 +452,13 @@ class _Runner:
                 + "\n".join(last)
             )
 
-    def cluster_ready(self) -> None:
-        """Until the cluster says it is running, with nothing else writing meanwhile: its
-        start-up checks ask SQLite for JSON, and a lock held past the worker's short busy
-        timeout makes Django take SQLite for one without it, and the cluster refuse to start."""
+    def cluster_ready(self, *, after: int = 0) -> None:
+        """Until the cluster says it is running (in its log past the ``after``-th character),
+        with nothing else writing meanwhile: its start-up checks ask SQLite for JSON, and a
+        lock held past the worker's short busy timeout makes Django take SQLite for one without
+        it, and the cluster refuse to start."""
         deadline = time.monotonic() + TURN_PATIENCE
-        while " running." not in self.cluster_log.read_text(errors="replace"):
+        while " running." not in self.cluster_log.read_text(errors="replace")[after:]:
             self.cluster_running()
             if time.monotonic() > deadline:
                 said = self.cluster_log.read_text(errors="replace").splitlines()[-20:]
@@ -453,6 +502,9 @@ class _Runner:
         fault = Fault(kind=kind, number=number)
         if kind in TRANSFERS:
             self.transfers.killed(fault)
+            return fault
+        if kind == IMPORT_KILL:
+            self._import_worker_killed(fault)
             return fault
         try:
             self._turn_fault(fault)
@@ -535,6 +587,62 @@ class _Runner:
         _, attempts, _ = self.turn_status(turn_id)
         fault.injected = worker is not None and not _alive(worker) and attempts >= 2
 
+    def _import_worker_killed(self, fault: Fault) -> None:
+        """A generated chat queued for import; the cluster killed once its first batch is
+        written; the run marked stopped by the recovery; the same file queued again."""
+        from events.models import Event
+        from transfer.bridges import BATCH
+        from transfer.models import ImportRun
+
+        chat = _ChatImport(name=f"faults{fault.number:04}")
+        run = chat.enqueue()
+        while time.monotonic() - chat.since < TURN_PATIENCE:
+            self.cluster_running()
+            run.refresh_from_db()
+            if run.status not in ("queued", "running") or run.counts.get("events", 0) >= BATCH:
+                break
+            time.sleep(POLL / 5)
+        if run.status != "running" or run.counts.get("events", 0) < BATCH:
+            fault.note = f"the import was {run.status} with {run.counts} when the kill was due"
+            return
+        group_kill(self.cluster)
+        since = time.monotonic()
+        fault.written_before = chat.written()
+        after = len(self.cluster_log.read_text(errors="replace"))
+        self.cluster = start_cluster(self.cluster_env, log=self.cluster_log)
+        while time.monotonic() - since < TURN_PATIENCE:
+            if ImportRun.objects.filter(pk=run.pk, status="stopped").exists():
+                fault.detect_s = time.monotonic() - since
+                break
+            time.sleep(POLL)
+        self.cluster_ready(after=after)
+        if fault.detect_s is None:
+            fault.note = "the killed import's run was not marked stopped"
+            return
+        second = chat.enqueue()
+        while time.monotonic() - since < 2 * TURN_PATIENCE:
+            self.cluster_running()
+            second.refresh_from_db()
+            if second.status not in ("queued", "waiting", "running"):
+                break
+            time.sleep(POLL)
+        if second.status != "done":
+            fault.note = f"the second import was {second.status}: {second.error}"
+            return
+        fault.recovery_s = time.monotonic() - since
+        texts = Counter(Event.objects.filter(content__contains=chat.mark).values_list("content"))
+        fault.written_after = len(texts)
+        fault.lost = IMPORT_MESSAGES - len(texts)
+        fault.duplicated = texts.total() - len(texts)
+        fault.injected = 0 < fault.written_before < IMPORT_MESSAGES
+        self.progress(
+            f"  {IMPORT_KILL} #{fault.number}: {fault.written_before:,} of {IMPORT_MESSAGES:,} "
+            f"messages written when the worker was killed; its run marked stopped "
+            f"{fault.detect_s:.1f} s after the kill (silence {STALE_SECONDS} s, the check every "
+            f"{RECOVERY_EVERY:g} s); the next import done {fault.recovery_s:.1f} s after it, "
+            f"{fault.written_after:,} messages, {fault.duplicated} twice"
+        )
+
     def _database_locked(self, fault: Fault) -> None:
 
         self.script(
@@ -587,6 +695,45 @@ class _Runner:
         fault.injected = refused == errno.EFBIG and not logged
         turn_id = self.send(fault.number, image=image)  # the person sends it again
         fault.recovery_s = self.turn_done(turn_id, since=since)
+
+
+class _ChatImport:
+    """A SillyTavern chat of ``IMPORT_MESSAGES`` messages between the installation's first
+    person and its companion (named as its identities, so no speaker is asked for), kept as the
+    upload page keeps it, and queued for import as the Import button queues it."""
+
+    def __init__(self, *, name: str) -> None:
+        from gem.selectors import identities_current
+        from transfer.bridges import file_keep
+
+        who = identities_current()
+        self.name = name
+        self.mark = f" of {name}."  # in every message's text, and in no other event's
+        lines = [{"user_name": who.users[0], "character_name": who.default_companion}]
+        lines += [
+            {
+                "name": who.users[0] if n % 2 == 0 else who.default_companion,
+                "is_user": n % 2 == 0,
+                "send_date": 1_715_867_107_000 + n * 1000,
+                "mes": f"line {n}{self.mark}",
+            }
+            for n in range(IMPORT_MESSAGES)
+        ]
+        lines[0]["create_date"] = name
+        self.sha256 = file_keep("\n".join(json.dumps(line) for line in lines).encode())
+        self.since = time.monotonic()
+
+    def enqueue(self):
+        from transfer.bridges import import_enqueue, kept_plan
+
+        plan = kept_plan(sha256=self.sha256, format="sillytavern", file_name=f"{self.name}.jsonl")
+        self.since = time.monotonic()
+        return import_enqueue(plan=plan, file_sha256=self.sha256, user=None)
+
+    def written(self) -> int:
+        from events.models import Event
+
+        return Event.objects.filter(content__contains=self.mark).count()
 
 
 @contextmanager

@@ -8,7 +8,7 @@ import json
 
 import pytest
 
-from bench.faults import KINDS, TRANSFERS
+from bench.faults import IMPORT_KILL, IMPORT_MESSAGES, KINDS, WITHOUT_MESSAGE
 
 pytestmark = [pytest.mark.serial, pytest.mark.store_free]
 
@@ -31,7 +31,11 @@ def test_every_kind_of_fault_happens_and_nothing_is_lost_doubled_stuck_or_refuse
         assert counted == {**counted, "faults": 1, "injected": 1, "recovered": 1}, kind
     # A first message, and one for each fault of a turn (the full disk's is refused and sent
     # again: one of the two is accepted).
-    assert result["messages"] == len(KINDS) - len(TRANSFERS) + 1
+    assert result["messages"] == len(KINDS) - len(WITHOUT_MESSAGE) + 1
+    # The worker killed part-way through an import; the next import finished it, each once.
+    killed = result["kinds"][IMPORT_KILL]
+    assert 0 < killed["written_before"][0] < IMPORT_MESSAGES
+    assert killed["written_after"] == [IMPORT_MESSAGES] and killed["twice"] == 0
     assert result["events_lost"] == result["duplicated"] == result["turns_stuck"] == 0
     assert result["messages_refused"] == result["transfers_left_unsafe"] == 0
     assert result["images_left_behind"] == 0
