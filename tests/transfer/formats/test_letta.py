@@ -232,7 +232,7 @@ def test_it_refuses_an_agent_file_nested_past_the_limit():
 def test_it_reads_a_user_message_of_deeply_nested_json_as_its_text():
     document = json.loads(OLDER)
     user = next(said for said in document["messages"] if said["role"] == "user")
-    user["content"] = "{" + "[" * 10_000
+    user["content"] = '{"type": ' + "[" * 10_000 + "]" * 10_000 + "}"
 
     agent = letta_read(json.dumps(document).encode(), zone="UTC")
 
