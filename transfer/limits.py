@@ -14,6 +14,7 @@ database), so a file is refused alike on SQLite and on PostgreSQL, before anythi
   stack, since Python's recursion (``json.dumps`` included) stops about a thousand levels down.
 """
 
+import json
 from collections.abc import Iterator
 from typing import TextIO
 
@@ -104,3 +105,20 @@ def lines_bounded(
         while (rest := stream.readline(limit)) and not rest.endswith("\n"):
             pass
         yield number, None
+
+
+class NestedTooDeep(ValueError):
+    """A JSON text nesting lists and objects past ``DEPTH_MAX``; its message says so."""
+
+
+def json_loaded(text: str) -> object:
+    """``json.loads``, refusing with ``NestedTooDeep`` a value that nests past ``DEPTH_MAX`` (or
+    too deep for ``json.loads`` itself). Its depth is walked only when the text has more brackets
+    than ``DEPTH_MAX``, which few lines have."""
+    try:
+        value = json.loads(text)
+    except RecursionError:
+        raise NestedTooDeep(DEPTH_PROBLEM) from None
+    if text.count("[") + text.count("{") > DEPTH_MAX and json_depth(value) > DEPTH_MAX:
+        raise NestedTooDeep(DEPTH_PROBLEM)
+    return value

@@ -40,7 +40,7 @@ from gem.services import (
     working_memory_same,
 )
 from heart.ingest import event_record
-from transfer.limits import LINE_MAX_CHARS, json_problem, lines_bounded
+from transfer.limits import LINE_MAX_CHARS, NestedTooDeep, json_loaded, json_problem, lines_bounded
 
 CONVERSATION = "conversation"
 MIRA_TYPES = (
@@ -146,9 +146,12 @@ def mira_entries_read(stream: TextIO) -> list[dict]:
         if not line.strip():
             continue
         try:
-            entry = json.loads(line)
+            entry = json_loaded(line)
         except json.JSONDecodeError as error:
             errors.append(f"line {number}: not JSON ({error.msg}, column {error.colno})")
+            continue
+        except NestedTooDeep as error:
+            errors.append(f"line {number}: {error}")
             continue
         if not isinstance(entry, dict):
             errors.append(f"line {number}: not a JSON object")

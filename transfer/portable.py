@@ -63,7 +63,15 @@ from loom.models import InboxImage, LoomCall, LoomPrompt, Session, SessionImage
 from mirror.models import MirrorPrompt, MirrorRun, Summary, TagSuggestion
 from silentstar.router import ID_MAX, sequences_reset
 from transfer.backup import Progress, installation_rows, linked
-from transfer.limits import LINE_MAX_CHARS, json_problem, lines_bounded, text_max, text_problem
+from transfer.limits import (
+    LINE_MAX_CHARS,
+    NestedTooDeep,
+    json_loaded,
+    json_problem,
+    lines_bounded,
+    text_max,
+    text_problem,
+)
 from transfer.models import ImportedMemory, ImportedMessage, ImportedProposal, ImportRun
 
 FORMAT = 1
@@ -599,7 +607,9 @@ def _lines(folder: Path, kind: Kind) -> Iterator[tuple[int, dict]]:
                     f"{kind.file} line {number}: longer than {LINE_MAX_CHARS:,} characters"
                 )
             try:
-                row = json.loads(line)
+                row = json_loaded(line)
+            except NestedTooDeep as error:
+                raise PortableError(f"{kind.file} line {number}: {error}") from None
             except ValueError as error:
                 raise PortableError(f"{kind.file} line {number}: not JSON ({error})") from None
             if not isinstance(row, dict):

@@ -267,6 +267,13 @@ def test_it_refuses_a_bad_line_naming_it_and_writes_nothing():
     assert not MiraEntry.objects.exists()
 
 
+def test_it_refuses_a_line_nested_too_deeply_in_words():
+    deep = '{"id": "mem_9", "summary": ' + "[" * 10_000 + "]" * 10_000 + "}"
+
+    with pytest.raises(MiraError, match="line 2: nested too deeply"):
+        mira_import(io.StringIO(jsonl([SEED_ENTRIES[0]]).getvalue() + deep + "\n"))
+
+
 def test_it_refuses_an_id_given_twice():
     with pytest.raises(MiraError, match="line 2: id: “mem_001” is already on line 1"):
         mira_import(jsonl([SEED_ENTRIES[0], {**SEED_ENTRIES[1], "id": "mem_001"}]))

@@ -292,6 +292,9 @@ def test_it_refuses_a_malformed_file_naming_the_line_and_field(installation, exp
         "identities.jsonl line 2, field “name”: is 41 characters long; at most 40 are imported": (
             rewritten("identities.jsonl", with_value("name", "n" * 41))
         ),
+        "events.jsonl line 2: nested too deeply": rewritten(
+            "events.jsonl", lambda line: '{"ts": ' + "[" * 10_000 + "]" * 10_000 + "}\n"
+        ),
         "events.jsonl line 2: longer than 4,000,000 characters": rewritten(
             "events.jsonl", with_value("content", "w" * 4_000_001)
         ),

@@ -32,13 +32,12 @@ from transfer.bundle import BridgeError, Bundle, LoreEntry, Memory, Message, Wak
 from transfer.formats.dates import moment_read
 from transfer.formats.reading import (
     Checks,
-    NestedTooDeep,
     field_path,
-    json_loaded,
     json_parsed,
     kind,
     text_decoded,
 )
+from transfer.limits import NestedTooDeep, json_loaded
 
 BULLET = re.compile(r"\s*(?:[-*•+]|\d{1,3}[.)])\s+")
 BLOCK_MAPPED = frozenset({"label", "value"})

@@ -8,7 +8,7 @@ A field path is written as the file nests it: ``entries.3.content`` for a key of
 import json
 
 from transfer.bundle import BridgeError
-from transfer.limits import DEPTH_MAX, DEPTH_PROBLEM, json_depth, json_problem, text_problem
+from transfer.limits import NestedTooDeep, json_loaded, json_problem, text_problem
 
 TYPE_NAMES = {
     str: "a text",
@@ -30,23 +30,6 @@ def text_decoded(data: bytes) -> str:
         raise BridgeError(
             f"line {line}: not UTF-8 text (byte {error.start + 1} cannot be read as UTF-8)"
         ) from None
-
-
-class NestedTooDeep(ValueError):
-    """A JSON text nesting lists and objects past ``DEPTH_MAX``; its message says so."""
-
-
-def json_loaded(text: str) -> object:
-    """``json.loads``, refusing with ``NestedTooDeep`` a value that nests past ``DEPTH_MAX`` (or
-    too deep for ``json.loads`` itself). Its depth is walked only when the text has more brackets
-    than ``DEPTH_MAX``, which few lines have."""
-    try:
-        value = json.loads(text)
-    except RecursionError:
-        raise NestedTooDeep(DEPTH_PROBLEM) from None
-    if text.count("[") + text.count("{") > DEPTH_MAX and json_depth(value) > DEPTH_MAX:
-        raise NestedTooDeep(DEPTH_PROBLEM)
-    return value
 
 
 def json_parsed(text: str, *, what: str = "") -> object:

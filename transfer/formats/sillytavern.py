@@ -15,14 +15,19 @@ from transfer.bundle import BridgeError, Bundle, LoreEntry, Message
 from transfer.formats.dates import moment_read, zone_of
 from transfer.formats.reading import (
     Checks,
-    NestedTooDeep,
     fragment_of,
-    json_loaded,
     json_parsed,
     kind,
     text_decoded,
 )
-from transfer.limits import LINE_MAX_CHARS, TEXT_MAX_CHARS, json_problem, lines_bounded
+from transfer.limits import (
+    LINE_MAX_CHARS,
+    TEXT_MAX_CHARS,
+    NestedTooDeep,
+    json_loaded,
+    json_problem,
+    lines_bounded,
+)
 
 LOREBOOK_MAPPED = frozenset({"key", "keysecondary", "comment", "content", "constant", "disable"})
 MESSAGE_MAPPED = frozenset({"name", "is_user", "mes", "send_date"})
