@@ -2,11 +2,13 @@
 in words by the chat, the commands (manage.py), every other page (``DiskTroubleMiddleware``),
 the worker's turns and ``manage.py check`` (silentstar/checks.py).
 
-SQLite says "database or disk is full" (SQLITE_FULL) and "attempt to write a readonly database"
-(SQLITE_READONLY and its kinds); PostgreSQL names its errors by SQLSTATE, 53100 (disk_full) and
-25006 (read_only_sql_transaction); a file written in the data folder (an image, the archive, the
-cache) fails with ENOSPC or EDQUOT (full) or EROFS (read-only). Django wraps a database's error
-in its own with the driver's as ``__cause__``, so the whole chain is read.
+SQLite says "database or disk is full" (SQLITE_FULL, or SQLITE_IOERR_SHMSIZE when a connection
+cannot even make its WAL index) and "attempt to write a readonly database" (SQLITE_READONLY and
+its kinds; "unable to open database file" when the data folder is mounted read-only); PostgreSQL
+names its errors by SQLSTATE, 53100 (disk_full) and 25006 (read_only_sql_transaction); a file
+written in the data folder (an image, the archive, the cache) fails with ENOSPC or EDQUOT (full)
+or EROFS (read-only). Django wraps a database's error in its own with the driver's as
+``__cause__``, so the whole chain is read.
 """
 
 import errno
@@ -14,6 +16,7 @@ import logging
 import os
 import shutil
 import sqlite3
+import sys
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
@@ -48,6 +51,9 @@ FULL_SQLSTATES = frozenset({"53100"})  # disk_full
 READ_ONLY_SQLSTATES = frozenset({"25006"})  # read_only_sql_transaction
 SQLITE_FULL = "database or disk is full"
 SQLITE_READ_ONLY = "attempt to write a readonly database"
+# A connection's first use makes room for its WAL index (the -shm file): on a full disk that fails
+# as "disk I/O error" of this kind, before any write.
+SQLITE_FULL_NAMES = frozenset({"SQLITE_FULL", "SQLITE_IOERR_SHMSIZE"})
 
 
 def disk_trouble(error: BaseException | None) -> DiskTrouble | None:
@@ -75,11 +81,24 @@ def _trouble_of(error: BaseException) -> DiskTrouble | None:
         return READ_ONLY
     name = getattr(error, "sqlite_errorname", "")
     message = str(error)
-    if name == "SQLITE_FULL" or SQLITE_FULL in message:
+    if name in SQLITE_FULL_NAMES or SQLITE_FULL in message:
         return FULL
     if name.startswith("SQLITE_READONLY") or SQLITE_READ_ONLY in message:
         return READ_ONLY
+    if name == "SQLITE_CANTOPEN" and _data_folder_mounted_read_only():
+        return READ_ONLY  # a store in WAL mode cannot open without writing its -wal and -shm
     return None
+
+
+def _data_folder_mounted_read_only() -> bool:
+    """Whether the data folder lies on a file system mounted read-only (the one impure look
+    here: "unable to open database file" says no more than that)."""
+    from django.conf import settings
+
+    try:
+        return bool(os.statvfs(settings.DATA_DIR).f_flag & os.ST_RDONLY)
+    except (OSError, AttributeError, ImportError):
+        return False
 
 
 def disk_said(trouble: DiskTrouble, *, stopped: str, again: str) -> str:
@@ -92,27 +111,47 @@ def disk_said(trouble: DiskTrouble, *, stopped: str, again: str) -> str:
 
 
 class DiskTroubleMiddleware:
-    """A view that hit a full disk or read-only data answers with a short page saying so (507
-    or 503) instead of a server error; what was typed in a form is still in the browser."""
+    """A request that met a full disk or read-only data is answered with a short page saying
+    so (507 or 503) instead of a server error; what was typed in a form is still in the
+    browser. A view's error comes through ``process_exception``; one raised in a middleware
+    after this one (a store that cannot even be opened is met first by the owner's time zone) is
+    noted as Django reports it (``got_request_exception``), and its error page replaced."""
 
     def __init__(self, get_response):
+        from django.core.signals import got_request_exception
+
         self.get_response = get_response
+        got_request_exception.connect(_trouble_noted, dispatch_uid="silentstar.disks")
 
     def __call__(self, request):
-        return self.get_response(request)
+        response = self.get_response(request)
+        trouble = getattr(request, "disk_trouble", None)
+        if trouble is not None and response.status_code == 500:
+            return _trouble_page(request, trouble)
+        return response
 
     def process_exception(self, request, exception):
         trouble = disk_trouble(exception)
         if trouble is None:
             return None
-        from django.shortcuts import render
-
         logger.error(
             "%s %s refused: %s (%s)", request.method, request.path, trouble.what, exception
         )
-        reason = disk_said(trouble, stopped="Not done", again="try again")
-        context = {"title": trouble.title, "reason": reason}
-        return render(request, "disk_trouble.html", context, status=trouble.status)
+        return _trouble_page(request, trouble)
+
+
+def _trouble_noted(sender, request=None, **kwargs) -> None:
+    trouble = disk_trouble(sys.exc_info()[1])
+    if trouble is not None and request is not None:
+        request.disk_trouble = trouble
+
+
+def _trouble_page(request, trouble: DiskTrouble):
+    from django.shortcuts import render
+
+    reason = disk_said(trouble, stopped="Not done", again="try again")
+    context = {"title": trouble.title, "reason": reason}
+    return render(request, "disk_trouble.html", context, status=trouble.status)
 
 
 # --- Looking before anything runs (manage.py check) --------------------------------------------

@@ -6,10 +6,12 @@ read-only data does, for the tests of the chat, the commands and the Anvil.
 
 import errno
 import html
+import os
 import sqlite3
 import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
+from types import SimpleNamespace
 
 import django
 import psycopg.errors
@@ -146,6 +148,16 @@ def test_it_knows_sqlite_full_and_read_only_from_the_driver_or_through_django():
 
 
 @pytest.mark.store_free
+def test_it_knows_a_connection_that_finds_no_room_for_its_wal_index():
+    """What opening a store in WAL mode on a full disk raises (seen on a full tmpfs)."""
+    error = sqlite3.OperationalError("disk I/O error")
+    error.sqlite_errorname = "SQLITE_IOERR_SHMSIZE"
+    assert disk_trouble(as_django_wraps(error)) is FULL
+    error.sqlite_errorname = "SQLITE_IOERR_READ"  # the disk itself failing: not for us to say
+    assert disk_trouble(as_django_wraps(error)) is None
+
+
+@pytest.mark.store_free
 def test_it_knows_postgresqls_disk_full_and_read_only_transaction_as_django_wraps_them():
     full = as_django_wraps(psycopg.errors.DiskFull("could not extend file"))
     read_only = as_django_wraps(
@@ -278,3 +290,21 @@ def test_it_stops_a_command_on_read_only_data_with_one_sentence(monkeypatch, cap
     monkeypatch.setattr(sys, "argv", ["manage.py", "shell", "-c", "raise ValueError('other')"])
     with pytest.raises(ValueError, match="other"):  # any other error as it was
         manage.main()
+
+
+@pytest.mark.django_db(databases="__all__")
+def test_it_says_a_store_that_cannot_open_on_a_read_only_mount_before_any_view(client, monkeypatch):
+    """A store in WAL mode on a file system mounted read-only cannot even be opened, and the
+    first to try is a middleware (the owner's time zone), not a view."""
+
+    def cannot_open():
+        error = sqlite3.OperationalError("unable to open database file")
+        error.sqlite_errorname = "SQLITE_CANTOPEN"
+        raise as_django_wraps(error)
+
+    monkeypatch.setattr("heart.zone.owner_time_zone", cannot_open)
+    monkeypatch.setattr(disks.os, "statvfs", lambda path: SimpleNamespace(f_flag=os.ST_RDONLY))
+    client.raise_request_exception = False
+    response = client.get(reverse("login"))
+    assert response.status_code == 503
+    assert "<title>Silentstar — the data is read-only</title>" in response.content.decode()
