@@ -289,7 +289,10 @@ KINDS = (
             "status",
             "speakers",
             "error",
+            "beat_at",
+            "preview",
         ),
+        later=("beat_at", "preview"),
     ),
     Kind(
         "import_proposals.jsonl",

@@ -91,6 +91,7 @@ def test_it_declares_the_schedules_once(capsys):
         "gem.tasks.archive_working_memory_task",
         "mirror.tasks.run_mirror_task",
         "compass.tasks.review_task",
+        "transfer.tasks.recover_imports_task",
     }
-    assert Schedule.objects.count() == 7
+    assert Schedule.objects.count() == 8
     assert "Scheduled: gem: decay sweep" in capsys.readouterr().out
