@@ -840,6 +840,15 @@ def _faults_print(result: dict) -> None:
                 f"{figures['lines']} lines and held the installation {figures['held_s']:.2f} s "
                 "to its last line)"
             )
+    for kind, figures in result["kinds"].items():
+        if "written_before" in figures:
+            before = ", ".join(f"{n:,}" for n in figures["written_before"]) or "none"
+            after = ", ".join(f"{n:,}" for n in figures["written_after"]) or "none"
+            print(
+                f"{kind}: messages written when killed {before}; after the next import {after}; "
+                f"found stopped within {figures['longest_detect_s']:.1f} s; written twice "
+                f"{figures['twice']} (goal 0)"
+            )
     print(f"events lost: {result['events_lost']} (goal 0)")
     print(f"duplicated: {result['duplicated']} (goal 0)")
     print(f"turns stuck: {result['turns_stuck']} (goal 0)")

@@ -41,6 +41,7 @@ def test_every_kind_of_fault_happens_and_nothing_is_lost_doubled_stuck_or_refuse
     assert result["images_left_behind"] == 0
     assert "events lost: 0 (goal 0)" in done.stdout
     assert "messages refused: 0 (goal 0)" in done.stdout
+    assert f"after the next import {IMPORT_MESSAGES:,};" in done.stdout
 
 
 @pytest.mark.store_free
