@@ -36,16 +36,19 @@ from silentstar.uploads import megabytes, upload_max_bytes
 from silentstar.words import counted
 from transfer.bridges import (
     FORMAT_NAMES,
+    PREVIEW_LISTED,
     BridgePlan,
     PreviewReady,
     Speaker,
     bridge_plan,
     bundle_read,
     counts_said,
+    draft_diff_listed,
     file_keep,
     import_enqueue,
     import_holder,
     kept_plan,
+    more_said,
     preview_enqueue,
     preview_import,
     preview_ready,
@@ -181,13 +184,27 @@ def preview_context(plan: BridgePlan) -> dict:
     return {
         "plan": plan,
         "format_name": FORMAT_NAMES.get(plan.bundle.format, plan.bundle.format),
-        "diff": diff,
-        "fragments": draft_preview_fragments(diff) if diff else [],
+        **_draft_listed(diff),
+        "memories": plan.suggestions[:PREVIEW_LISTED],
+        "memories_more": more_said(len(plan.suggestions), "memory", "memories"),
         "draft_error": draft_error,
         "wake_diff": wake_diff,
         "first_at": min(times) if times else None,
         "last_at": max(times) if times else None,
         "estimate": plan.estimate if plan.bundle.messages else None,
+    }
+
+
+def _draft_listed(diff: DraftDiff | None) -> dict:
+    """The draft's diff as a preview lists it: its first fragments and edges, and how many more
+    (a world book's draft may hold a hundred thousand)."""
+    if diff is None:
+        return {"diff": None, "fragments": []}
+    listed, more = draft_diff_listed(diff)
+    return {
+        "diff": listed,
+        "fragments": draft_preview_fragments(diff, limit=PREVIEW_LISTED),
+        "draft_more": more,
     }
 
 

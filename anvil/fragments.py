@@ -322,15 +322,22 @@ class FragmentAdmin(admin.ModelAdmin):
         )
 
 
-def draft_preview_fragments(diff: DraftDiff) -> list[dict]:
+def draft_preview_fragments(diff: DraftDiff, *, limit: int | None = None) -> list[dict]:
     """The preview of a draft, fragment by fragment: created or changed, each tier's text
-    before and after."""
+    before and after; the first ``limit`` fragments only, when given."""
     created = set(diff.fragments_created)
+    changes: dict[str, list] = {}
+    for change in diff.tiers_changed:
+        changes.setdefault(change.key, []).append(change)
+    sources: dict[str, list[int]] = {}
+    for source in diff.sources_added:
+        sources.setdefault(source.key, []).append(source.event_id)
+    keys = [*diff.fragments_created, *diff.fragments_changed()][:limit]
     return [
         {
             "key": key,
             "created": key in created,
-            "sources": diff.sources_of(key),
+            "sources": sources.get(key, []),
             "tiers": [
                 (
                     change.tier,
@@ -338,11 +345,10 @@ def draft_preview_fragments(diff: DraftDiff) -> list[dict]:
                         change.old, change.new, old_label="now", new_label="in the draft"
                     ),
                 )
-                for change in diff.tiers_changed
-                if change.key == key
+                for change in changes.get(key, [])
             ],
         }
-        for key in [*diff.fragments_created, *diff.fragments_changed()]
+        for key in keys
     ]
 
 

@@ -156,3 +156,25 @@ def lorebook_write(
         }
     path.write_text(json.dumps({"name": "Bench world", "entries": written}))
     return path
+
+
+def lorebook_measure(*, path: Path) -> dict:
+    """Read and plan the lorebook at ``path`` as the preview does, and the draft's difference
+    with the Gem that the preview shows; the seconds of each, and what the plan holds."""
+    data = path.read_bytes()
+    began = time.perf_counter()
+    bundle = bundle_read(format="sillytavern", data=data)
+    read = time.perf_counter()
+    plan = bridge_plan(bundle, file_name=path.name, format="sillytavern")
+    planned = time.perf_counter()
+    diff = plan.draft_diff
+    compared = time.perf_counter()
+    return {
+        "entries": len(bundle.entries),
+        "file_mb": len(data) / 2**20,
+        "fragments": len(plan.fragments),
+        "edges": sum(len(fragment.edges) for fragment in plan.fragments),
+        "edges_added": len(diff.edges_added) if diff else 0,
+        "stages": {"read": read - began, "plan": planned - read, "diff": compared - planned},
+        "seconds": compared - began,
+    }

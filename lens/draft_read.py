@@ -502,10 +502,10 @@ def draft_diff(draft: Draft) -> DraftDiff:
         return diff
     desired = {(e.source, e.target): e for f in with_edges for e in f.edges}
     named = {key for pair in desired for key in pair} - set(keys)
-    known = set(Fragment.objects.filter(key__in=named).values_list("key", flat=True))
+    known = set(Fragment.objects.filter(key__in=named).values_list("key", flat=True)) | set(keys)
     for edge in desired.values():
         for key in (edge.source, edge.target):
-            if key not in known and key not in keys:
+            if key not in known:
                 raise DraftError(
                     f"“{key}” is not a fragment: add a “# {key}” section to create it",
                     line=edge.line,

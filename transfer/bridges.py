@@ -23,7 +23,7 @@ import hashlib
 import json
 import re
 from collections.abc import Callable, Iterable, Sequence
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from datetime import datetime, timedelta
 from functools import cached_property
 
@@ -79,6 +79,7 @@ READERS = {
 KEPT_FOLDER = "imports"  # uploaded files, under their SHA-256, in the media folder
 BATCH = 2_000  # messages (events, tags and markers) per transaction
 LOOKUP_BATCH = 5_000  # origins per query when finding what is already here
+PREVIEW_LISTED = 50  # memories, fragments and edges a preview lists; it counts the rest
 FORMAT_NAMES = {
     "sillytavern-lorebook": "SillyTavern lorebook",
     "sillytavern-chat": "SillyTavern chat",
@@ -200,6 +201,39 @@ class BridgePlan:
             and not self.suggestions_new
             and not self.messages_new
         )
+
+
+def more_said(listed: int, one: str, many: str = "") -> str:
+    """What a preview that lists the first ``PREVIEW_LISTED`` of ``listed`` things leaves out:
+    "and 999,950 more memories"; "" when it lists them all."""
+    hidden = listed - PREVIEW_LISTED
+    if hidden <= 0:
+        return ""
+    return f"and {counted(hidden, f'more {one}', f'more {many or one + "s"}')}"
+
+
+def draft_diff_listed(diff: DraftDiff) -> tuple[DraftDiff, str]:
+    """The part of a draft's diff a preview lists, the first ``PREVIEW_LISTED`` fragments'
+    changes and edges, and what it leaves out in words ("and 99,950 more fragments, and
+    259,900 more edges"; "" when nothing)."""
+    keys = [*diff.fragments_created, *diff.fragments_changed()]
+    listed = set(keys[:PREVIEW_LISTED])
+    added, removed, relabelled = diff.edges_added, diff.edges_removed, diff.edges_relabelled
+    room = PREVIEW_LISTED - len(added) - len(removed)
+    shown = replace(
+        diff,
+        fragments_created=[key for key in diff.fragments_created if key in listed],
+        tiers_changed=[change for change in diff.tiers_changed if change.key in listed],
+        sources_added=[source for source in diff.sources_added if source.key in listed],
+        edges_added=added[:PREVIEW_LISTED],
+        edges_removed=removed[: max(PREVIEW_LISTED - len(added), 0)],
+        edges_relabelled=relabelled[: max(room, 0)],
+    )
+    more = [
+        more_said(len(keys), "fragment"),
+        more_said(len(added) + len(removed) + len(relabelled), "edge"),
+    ]
+    return shown, ", ".join(part for part in more if part)
 
 
 def _digest(kind: str, text: str) -> str:

@@ -10,11 +10,15 @@ from django.core.management.base import BaseCommand, CommandError
 from tqdm import tqdm
 
 from silentstar.uploads import megabytes
+from silentstar.words import counted
 from transfer.bridges import (
+    PREVIEW_LISTED,
     BridgePlan,
     bridge_import,
     bridge_plan,
     bundle_read,
+    draft_diff_listed,
+    more_said,
     speakers_read,
 )
 from transfer.bundle import BridgeError
@@ -111,8 +115,12 @@ def plan_said(plan: BridgePlan) -> str:
     lines = []
     if plan.draft_text:
         state = " (already proposed)" if plan.draft_here else ""
-        lines.append(f"A draft of {len(plan.fragments)} fragments{state}:")
-        lines.append(plan.draft_diff.as_text() if plan.draft_diff else "")
+        lines.append(f"A draft of {counted(len(plan.fragments), 'fragment')}{state}:")
+        if plan.draft_diff:
+            listed, more = draft_diff_listed(plan.draft_diff)
+            lines.append(listed.as_text() + (f"…{more}, all in the draft.\n" if more else ""))
+        else:
+            lines.append("")
     if plan.wake_section:
         state = " (already proposed)" if plan.wake_here else ""
         lines.append(f"A proposed addition to the wake text{state}:\n{plan.wake_section}")
@@ -123,8 +131,10 @@ def plan_said(plan: BridgePlan) -> str:
         )
         lines += [
             f"  {s.type}: {s.content}" + (f" (due {s.due:%Y-%m-%d %H:%M})" if s.due else "")
-            for s in plan.suggestions_new
+            for s in plan.suggestions_new[:PREVIEW_LISTED]
         ]
+        if more := more_said(len(plan.suggestions_new), "memory", "memories"):
+            lines.append(f"  …{more}")
     if plan.bundle.messages:
         lines.append(
             f"{len(plan.messages_new):,} messages to log as events "
