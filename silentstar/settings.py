@@ -413,6 +413,10 @@ FILE_UPLOAD_HANDLERS = [
     "django.core.files.uploadhandler.TemporaryFileUploadHandler",
 ]
 DATA_UPLOAD_MAX_MEMORY_SIZE = DRAFT_MAX_BYTES + 2**20
+# The longest a page request may take, in seconds: gunicorn's timeout (deploy/gunicorn.conf.py
+# reads this variable) and nginx's proxy timeouts (deploy/nginx/silentstar.conf, kept equal by
+# hand) are this value, so the page is never cut by one of them before the others.
+PAGE_TIMEOUT_SECONDS = env_int("SILENTSTAR_PAGE_TIMEOUT_SECONDS", 300, minimum=1)
 
 # --- The Loom's photo inbox ------------------------------------------------------------------
 # The most photos waiting in the inbox; an upload past it is refused in words (loom.services).
