@@ -5,6 +5,11 @@ line, then the person and the companion in turn a minute apart, every reply with
 (the second chosen) and an ``extra`` of its own, as SillyTavern writes them. ``bridges_measure``
 reads, plans and imports it into the configured (throwaway) stores, then once more (which adds
 nothing), and reports the time, messages per second and the process's peak memory.
+
+``lorebook_write`` writes a SillyTavern World Info file whose entries name each other, and
+``lorebooks_measure`` times reading and planning two of them as the preview does (``LOREBOOKS``:
+a world book of 1,000 entries, 2 MB, and 100,000 small entries), with the preview's draft diff
+and the preview ``import_from`` prints; ``lorebook_said`` says one's figures in a line.
 """
 
 import json
@@ -16,6 +21,7 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 from transfer.bridges import bridge_import, bridge_plan, bundle_read
+from transfer.management.commands.import_from import plan_said
 
 START = datetime(2024, 3, 1, 18, 0, tzinfo=UTC)
 WORDS = (
@@ -159,8 +165,9 @@ def lorebook_write(
 
 
 def lorebook_measure(*, path: Path) -> dict:
-    """Read and plan the lorebook at ``path`` as the preview does, and the draft's difference
-    with the Gem that the preview shows; the seconds of each, and what the plan holds."""
+    """Read and plan the lorebook at ``path`` as the preview does, compare its draft with the
+    Gem as the preview's diff does, and say the preview as ``import_from`` prints it; the
+    seconds of each, and what the plan holds."""
     data = path.read_bytes()
     began = time.perf_counter()
     bundle = bundle_read(format="sillytavern", data=data)
@@ -169,12 +176,55 @@ def lorebook_measure(*, path: Path) -> dict:
     planned = time.perf_counter()
     diff = plan.draft_diff
     compared = time.perf_counter()
+    said = plan_said(plan)
+    done = time.perf_counter()
     return {
         "entries": len(bundle.entries),
         "file_mb": len(data) / 2**20,
         "fragments": len(plan.fragments),
         "edges": sum(len(fragment.edges) for fragment in plan.fragments),
         "edges_added": len(diff.edges_added) if diff else 0,
-        "stages": {"read": read - began, "plan": planned - read, "diff": compared - planned},
+        "stages": {
+            "read": read - began,
+            "plan": planned - read,
+            "diff": compared - planned,
+            "said": done - compared,
+        },
         "seconds": compared - began,
+        "said": said,
     }
+
+
+LOREBOOKS = {  # entries, characters of prose in each, other entries each names
+    "world book": (1_000, 1_900, 6),
+    "small entries": (100_000, 120, 2),
+}
+
+
+def lorebooks_measure(
+    *, folder: Path, progress: Callable[[str], None], sizes: dict = LOREBOOKS
+) -> list[dict]:
+    """Write each lorebook of ``sizes`` in ``folder`` and measure its planning."""
+    results = []
+    for entries, prose_chars, mentions in sizes.values():
+        progress(f"writing and planning a lorebook of {entries:,} entries...")
+        path = lorebook_write(
+            folder / f"lorebook-{entries}.json",
+            entries=entries,
+            prose_chars=prose_chars,
+            mentions=mentions,
+        )
+        results.append(lorebook_measure(path=path))
+    return results
+
+
+def lorebook_said(result: dict) -> str:
+    """One lorebook's figures in a line."""
+    stages = result["stages"]
+    return (
+        f"SillyTavern lorebook, {result['entries']:,} entries ({result['file_mb']:,.1f} MB), "
+        f"read and planned in {result['seconds']:,.1f} s (read {stages['read']:,.1f} s, plan "
+        f"{stages['plan']:,.1f} s, the preview's draft diff {stages['diff']:,.1f} s): "
+        f"{result['fragments']:,} fragments, {result['edges']:,} edges proposed; the preview "
+        f"said in {len(result['said'].splitlines()):,} lines in {stages['said']:,.1f} s"
+    )

@@ -4,9 +4,14 @@ import json
 
 import pytest
 
-from bench.bridges import SPEAKERS, sillytavern_chat_write
+from bench.bridges import (
+    SPEAKERS,
+    lorebook_said,
+    lorebooks_measure,
+    sillytavern_chat_write,
+)
 from events.models import Event
-from transfer.bridges import bridge_import, bridge_plan, bundle_read
+from transfer.bridges import PREVIEW_LISTED, bridge_import, bridge_plan, bundle_read
 from transfer.models import ImportedMessage
 
 
@@ -46,3 +51,21 @@ def test_the_command_refuses_no_messages(bench):
     done = bench("bridges", "--messages", "0")
 
     assert done.returncode == 1 and "--messages must be at least 1" in done.stderr
+
+
+@pytest.mark.django_db(databases="__all__")
+def test_it_plans_a_lorebook_whose_entries_name_each_other_and_says_its_figures(tmp_path):
+    entries = PREVIEW_LISTED + 10
+    (result,) = lorebooks_measure(
+        folder=tmp_path, progress=lambda line: None, sizes={"small": (entries, 600, 4)}
+    )
+    book = json.loads((tmp_path / f"lorebook-{entries}.json").read_text())["entries"]
+
+    assert len(book) == entries and all(len(e["content"]) >= 600 for e in book.values())
+    assert result["fragments"] == entries and result["edges"] >= entries
+    assert result["edges_added"] == result["edges"]
+    said = result["said"]
+    assert said.startswith(f"A draft of {entries} fragments:\nFragments created: ")
+    created = said.splitlines()[1].removeprefix("Fragments created: ").split(", ")
+    assert len(created) == PREVIEW_LISTED and "…and 10 more fragments, and " in said
+    assert lorebook_said(result).startswith(f"SillyTavern lorebook, {entries} entries (0.0 MB)")
