@@ -253,7 +253,7 @@ def test_the_runs_list_says_a_run_stopped_part_way_and_offers_the_upload_page(ad
     url = reverse("admin:transfer_importrun_change", args=[run.pk])
     run_page = admin_client.get(url)
     assert (
-        "Stopped part-way: 2000 of 6000 messages written; import the file again to finish it."
+        "Stopped part-way: 2,000 of 6,000 messages written; import the file again to finish it."
         in run_page.text
     )
     assert "nothing was heard from it for 120 seconds" in run_page.text
@@ -278,7 +278,7 @@ def test_a_stopped_run_finished_by_a_later_import_says_so(admin_client):
         finished_at=timezone.now(),
     )
     page = admin_client.get(reverse("admin:transfer_importrun_change", args=[stopped.pk]))
-    assert "2000 of 6000 messages written, and a later import finished it." in page.text
+    assert "2,000 of 6,000 messages written, and a later import finished it." in page.text
     later_url = reverse("admin:transfer_importrun_change", args=[later.pk])
     assert f'Finished by <a href="{later_url}">the import of chat again.jsonl</a>' in page.text
 
@@ -296,7 +296,7 @@ def test_a_run_under_way_shows_how_far_it_has_come_and_its_page_follows_it(admin
 
     assert region.text.lstrip().startswith('<section id="import-progress"')
     assert '<progress max="6000" value="4000"' in region.text
-    assert "4000 of 6000 messages" in region.text
+    assert "4,000 of 6,000 messages" in region.text
     ImportRun.objects.filter(pk=run.pk).update(status="done", finished_at=timezone.now())
     ended = admin_client.get(url, headers={"HX-Request": "true"})
     assert ended.status_code == 204 and ended["HX-Refresh"] == "true"
@@ -385,6 +385,8 @@ def test_a_preview_under_way_in_the_worker_shows_its_stage(admin_client):
     assert "Reading the file for its preview: finding what is here already" in region.text
     assert '<progress max="3" value="1"' in region.text
     assert 'hx-trigger="every 1s"' in region.text
+    page = admin_client.get(url)
+    assert "Proposals" not in page.text  # none can be known before the file is read
 
 
 def test_a_refused_file_previewed_by_the_worker_says_each_problem(admin_client, settings):
