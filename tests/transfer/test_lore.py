@@ -218,34 +218,9 @@ def test_it_proposes_the_edges_one_pattern_per_entry_proposed(book):
     ]
 
 
-def test_it_names_a_name_only_as_whole_words_whatever_marks_it_holds():
-    fragments = fragments_of(
-        [
-            entry("(Tower)", ["(Tower)"], "", where="a"),
-            entry("Mr.", ["Mr."], "", where="b"),
-            entry("One", [], "x(tower) MR.x", where="c"),
-            entry("Two", [], "a (TOWER), then mr. Hale", where="d"),
-        ]
-    )
-    assert [f.edges for f in fragments][2:] == [[], [("tower", NAMES), ("mr", NAMES)]]
-
-
 def test_it_names_at_most_so_many_entries_the_first_in_the_file():
     others = [entry(f"Place {n}", [f"place{n}"], "", where=str(n)) for n in range(MENTIONS_MAX + 9)]
     every = " ".join(f"PLACE{n}" for n in reversed(range(MENTIONS_MAX + 9)))
     fragments = fragments_of([*others, entry("Atlas", [], every, where="atlas")])
 
     assert fragments[-1].edges == [(f"place-{n}", NAMES) for n in range(MENTIONS_MAX)]
-
-
-def test_it_numbers_many_entries_of_one_title_as_the_first_free_numbers():
-    book = [entry("Fairy", where="0"), entry("Fairy 3", where="1")]
-    book += [entry("Fairy", where=str(n)) for n in range(2, 6)]
-    assert [f.key for f in fragments_of(book)] == [
-        "fairy",
-        "fairy-3",
-        "fairy-2",
-        "fairy-4",
-        "fairy-5",
-        "fairy-6",
-    ]
