@@ -32,7 +32,13 @@ from django.conf import settings
 from django.core.management import call_command
 from django.test import override_settings
 
-from bench.bridges import bridges_measure, sillytavern_chat_write
+from bench.bridges import (
+    LOREBOOKS,
+    bridges_measure,
+    lorebook_said,
+    lorebooks_measure,
+    sillytavern_chat_write,
+)
 from bench.cache import cache_replay, exchanges_of, model_price, shares
 from bench.cache import figures_lines as cache_figures_lines
 from bench.continuity import conversation_measure, figures_lines
@@ -298,6 +304,13 @@ def parser() -> argparse.ArgumentParser:
         "time, and what the preview says compressing it would cost.",
     )
     bridges.add_argument("--messages", type=int, default=100_000, help="messages in the chat")
+    bridges.add_argument(
+        "--lorebooks",
+        choices=["full", "none"],
+        default="full",
+        help="also plan a 2 MB lorebook of 1,000 entries and one of 100,000 small entries "
+        "(full, the default), or not (none)",
+    )
     bridges.add_argument("--chat", type=Path, help=argparse.SUPPRESS)
     _inside_options(bridges, size=False)
     bridges.set_defaults(run=_bridges)
@@ -1031,13 +1044,31 @@ def _bridges(asked: argparse.Namespace) -> None:
         _migrate_throwaway_stores()
         load_before = os.getloadavg()
         result = bridges_measure(path=asked.chat, progress=_note)
+        result["lorebooks"] = [
+            lorebook_said(book)
+            for book in lorebooks_measure(
+                folder=asked.chat.parent,
+                progress=_note,
+                sizes=LOREBOOKS if asked.lorebooks == "full" else {},
+            )
+        ]
         print(json.dumps({**result, "load_before": load_before, "load_after": os.getloadavg()}))
         return
     with tempfile.TemporaryDirectory(prefix="silentstar-bench-bridges-") as folder:
         chat = Path(folder) / "chat.jsonl"
         _note(f"writing a SillyTavern chat of {asked.messages:,} messages...")
         sillytavern_chat_write(chat, messages=asked.messages)
-        result = _run_inside(["bridges", "--messages", str(asked.messages), "--chat", str(chat)])
+        result = _run_inside(
+            [
+                "bridges",
+                "--messages",
+                str(asked.messages),
+                "--lorebooks",
+                asked.lorebooks,
+                "--chat",
+                str(chat),
+            ]
+        )
     stages = result["stages"]
     print(
         f"SillyTavern chat, {result['messages']:,} messages ({result['file_mb']:,.1f} MB), "
@@ -1055,6 +1086,8 @@ def _bridges(asked: argparse.Namespace) -> None:
         f"{result['estimate_calls']:,} to {result['estimate_calls_most']:,} calls, about "
         f"${result['estimate_about']:,.2f}, at most ${result['estimate_most']:,.2f}"
     )
+    for line in result["lorebooks"]:
+        print(line)
     before, after = result["load_before"], result["load_after"]
     print(
         f"machine load (1, 5, 15 min) on {os.cpu_count()} processors: before "

@@ -22,10 +22,11 @@ holds, its edges out), and is read back as that fragment exactly.
 
 import heapq
 import re
-from collections import deque
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from itertools import groupby, islice
+
+import ahocorasick
 
 from transfer.bundle import LoreEntry
 
@@ -41,6 +42,7 @@ MARK_FIELDS = {"key", *TIERS, "edges"}  # what an exported entry carries of its 
 _WORD = re.compile(r"[\w']+")
 _PARAGRAPH_BREAK = re.compile(r"\n[ \t]*\n")
 _TOKEN = re.compile(r"(\w+)|(\W)")
+TOKEN_EDGE = "\x00"
 
 
 @dataclass
@@ -168,16 +170,28 @@ def _mentions_proposed(
     """An edge from each entry to every other entry whose name or key its content names (a whole
     word, any case), to the first ``MENTIONS_MAX`` of them in the file's order.
 
-    The names of every entry are one index (``_Phrases``), and each content is read through it
-    once: the time grows with the file, not with entries times entries."""
-    phrases = _Phrases()
+    The names of every entry are one Aho-Corasick automaton (pyahocorasick) over their tokens,
+    and each content is read through it once: the time grows with the file, not with entries
+    times entries."""
+    automaton = ahocorasick.Automaton()
     for number, (_, entry) in enumerate(keys_of_entry):
         for word in dict.fromkeys(word.strip() for word in (entry.name, *entry.keys)):
             if len(word) >= MENTION_MIN_CHARS:
-                phrases.add(_tokens(word), number)
-    phrases.link()
+                phrase = _joined(_tokens(word))
+                owners = automaton.get(phrase, None)
+                if owners is None:
+                    automaton.add_word(phrase, owners := [])
+                if not owners or owners[-1] != number:
+                    owners.append(number)  # ascending: entries are added in order
+    if not len(automaton):
+        return
+    automaton.make_automaton()
     for number, (key, entry) in enumerate(keys_of_entry):
-        named = (other for other in phrases.owners_in(_tokens(entry.content)) if other != number)
+        found = {
+            id(owners): owners for _, owners in automaton.iter(_joined(_tokens(entry.content)))
+        }
+        merged = (other for other, _ in groupby(heapq.merge(*found.values())))
+        named = (other for other in merged if other != number)
         by_key[key].edges += [
             (keys_of_entry[other][0], NAMES) for other in islice(named, MENTIONS_MAX)
         ]
@@ -204,60 +218,10 @@ def _tokens(text: str) -> list[str]:
     return tokens
 
 
-class _Phrases:
-    """Phrases (lists of tokens), each of some owners, found in a text in one pass over it
-    (Aho and Corasick's automaton: a trie of the phrases, each node linked to the longest
-    phrase-start that ends its path)."""
-
-    def __init__(self) -> None:
-        self.next: list[dict[str, int]] = [{}]
-        self.owners: list[list[int]] = [[]]  # of the phrase ending at a node, in ascending order
-
-    def add(self, tokens: list[str], owner: int) -> None:
-        """A phrase, owned by ``owner``: owners are added in ascending order."""
-        node = 0
-        for token in tokens:
-            child = self.next[node].get(token)
-            if child is None:
-                child = self.next[node][token] = len(self.next)
-                self.next.append({})
-                self.owners.append([])
-            node = child
-        if not self.owners[node] or self.owners[node][-1] != owner:
-            self.owners[node].append(owner)
-
-    def link(self) -> None:
-        """The links the search follows, once every phrase is added."""
-        self.fail = [0] * len(self.next)  # the longest proper suffix of a path that is a path
-        self.found = [0] * len(self.next)  # the longest suffix of a path that ends a phrase
-        queue = deque(self.next[0].values())
-        for node in queue:
-            self.found[node] = node if self.owners[node] else 0
-        while queue:
-            node = queue.popleft()
-            for token, child in self.next[node].items():
-                fail = self.fail[node]
-                while fail and token not in self.next[fail]:
-                    fail = self.fail[fail]
-                fail = self.fail[child] = self.next[fail].get(token, 0)
-                self.found[child] = child if self.owners[child] else self.found[fail]
-                queue.append(child)
-
-    def owners_in(self, tokens: list[str]) -> Iterator[int]:
-        """The owners of the phrases found in ``tokens``, each once, in ascending order."""
-        step, fail, found = self.next, self.fail, self.found
-        ends: set[int] = set()
-        node = 0
-        for token in tokens:
-            while node and token not in step[node]:
-                node = fail[node]
-            node = step[node].get(token, 0)
-            end = found[node]
-            while end and end not in ends:
-                ends.add(end)
-                end = found[fail[end]]
-        merged = heapq.merge(*(self.owners[end] for end in ends))
-        return (owner for owner, _ in groupby(merged))
+def _joined(tokens: list[str]) -> str:
+    """Tokens as one text the automaton matches whole tokens in: each between two NULs, which no
+    imported text holds (``transfer.limits`` refuses them)."""
+    return TOKEN_EDGE + TOKEN_EDGE.join(tokens) + TOKEN_EDGE
 
 
 def keys_line_split(recognition: str) -> tuple[str, list[str]]:

@@ -35,7 +35,7 @@ def test_the_chat_is_one_sillytavern_reads_with_a_swipe_chosen_of_three(tmp_path
 
 @pytest.mark.store_free
 def test_the_command_imports_a_chat_and_prints_its_figures(bench):
-    done = bench("bridges", "--messages", "3000")
+    done = bench("bridges", "--messages", "3000", "--lorebooks", "none")
 
     assert done.returncode == 0, done.stderr
     lines = done.stdout.splitlines()
