@@ -219,8 +219,7 @@ def proposal_card(request, proposal: ImportedProposal, *, back: str) -> dict:
             wake_diff = _wake_diff(proposal.text, new_label="with the proposal")
     return {
         "proposal": proposal,
-        "diff": diff,
-        "fragments": draft_preview_fragments(diff) if diff else [],
+        **_draft_listed(diff),
         "diff_error": diff_error,
         "wake_diff": wake_diff,
         "can_decide": proposal_may_decide(request.user, proposal),

@@ -8,7 +8,9 @@ from gem.models import Fragment, WakeText
 from gem.selectors import wake_text_current
 from lens.draft_read import DraftError
 from tests.anvil.test_bridges import card_png
-from transfer.bridges import bridge_import, bridge_plan, bundle_read
+from transfer.bridges import PREVIEW_LISTED, bridge_import, bridge_plan, bundle_read
+from transfer.bundle import LoreEntry
+from transfer.formats.card import card_dump
 from transfer.models import ImportedProposal, ProposalKind, ProposalState
 
 pytestmark = pytest.mark.django_db(databases="__all__")
@@ -184,3 +186,28 @@ def test_a_wake_text_already_in_use_is_applied_without_a_second_copy(admin_clien
     assert WakeText.objects.count() == versions
     wake.refresh_from_db()
     assert wake.state == ProposalState.APPLIED
+
+
+def test_a_draft_of_many_fragments_shows_its_first_and_counts_the_rest(admin_client):
+    entries = [
+        LoreEntry(
+            name=f"Cove {n}",
+            keys=(),
+            secondary_keys=(),
+            content=f"The cove numbered {n}.",
+            constant=False,
+            enabled=True,
+            where=f"entries[{n}]",
+        )
+        for n in range(PREVIEW_LISTED + 7)
+    ]
+    book = card_dump(name="Coves", description="", entries=entries, png=False)
+    plan = bridge_plan(bundle_read(format="card", data=book), file_name="c.json", format="card")
+    bridge_import(plan, file_sha256="0" * 64)
+    proposal = ImportedProposal.objects.get(kind=ProposalKind.DRAFT)
+
+    page = admin_client.get(page_of(proposal))
+
+    assert page.text.count("— new fragment") == PREVIEW_LISTED
+    assert "…and 7 more fragments, all in the draft" in page.text
+    assert url("edit", proposal) in page.text
