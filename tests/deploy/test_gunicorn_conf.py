@@ -31,7 +31,17 @@ def test_it_has_nginx_wait_for_every_page_as_long_as_gunicorn_does(monkeypatch):
     site = (DEPLOY / "nginx" / "silentstar.conf").read_text()
     passed = [block for block in re.split(r"\n\s*location ", site) if "proxy_pass" in block]
 
-    assert len(passed) == 2  # the import page, and every other page
+    assert len(passed) == 3  # the import page, the photo inbox, and every other page
     for block in passed:
         for name in ("proxy_read_timeout", "proxy_send_timeout"):
             assert re.findall(rf"^\s*{name} (\d+)s;", block, re.M) == [str(gunicorn_timeout())]
+
+
+@pytest.mark.store_free
+def test_it_lets_the_photo_inbox_take_as_many_photos_as_one_upload_holds():
+    site = (DEPLOY / "nginx" / "silentstar.conf").read_text()
+    inbox = site.split("location = /admin/loom/inboximage/add/ {")[1].split("}")[0]
+    (megabytes,) = re.findall(r"client_max_body_size (\d+)m;", inbox)
+
+    most = settings.DATA_UPLOAD_MAX_NUMBER_FILES * settings.IMAGE_MAX_BYTES
+    assert most < int(megabytes) * 2**20 < most * 1.1
