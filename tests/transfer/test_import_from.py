@@ -25,9 +25,10 @@ from tests.transfer.formats.test_card import (
     zeros_compressed,
     zip_of,
 )
+from transfer import bridges
 from transfer.bridges import bundle_read
 from transfer.limits import DEPTH_PROBLEM
-from transfer.models import ImportedProposal, ImportRun
+from transfer.models import ImportedProposal, ImportRun, RunStatus
 
 pytestmark = pytest.mark.django_db(databases="__all__")
 FIXTURES = Path(__file__).parent / "fixtures" / "bridges"
@@ -92,6 +93,23 @@ def test_a_malformed_file_is_refused_whole_naming_its_line(tmp_path):
         run("sillytavern", str(chat(tmp_path, broken)), "--as", "Seraphina=claude")
 
     assert not Event.objects.exists()
+
+
+def test_an_import_marked_stopped_while_it_ran_says_what_it_wrote_stays(tmp_path, monkeypatch):
+    write = bridges._events_write
+
+    def written_then_taken_for_dead(plan, run, counts, **options):
+        write(plan, run, counts, **options)
+        ImportRun.objects.filter(pk=run.pk).update(status=RunStatus.STOPPED)
+
+    monkeypatch.setattr(bridges, "_events_write", written_then_taken_for_dead)
+
+    with pytest.raises(CommandError) as stopped:
+        run("sillytavern", str(chat(tmp_path, MESSAGES)), "--as", "Seraphina=claude")
+
+    assert "nothing imported" not in str(stopped.value)
+    assert "What it wrote stays; importing the same file again finishes it." in str(stopped.value)
+    assert Event.objects.count() == 2
 
 
 def test_a_missing_file_is_named(tmp_path):

@@ -14,6 +14,7 @@ from silentstar.words import counted
 from transfer.bridges import (
     PREVIEW_LISTED,
     BridgePlan,
+    RunStopped,
     bridge_import,
     bridge_plan,
     bundle_read,
@@ -80,6 +81,8 @@ class Command(BaseCommand):
                 report = bridge_import(
                     plan, file_sha256=hashlib.sha256(data).hexdigest(), progress=progress
                 )
+        except RunStopped as error:
+            raise CommandError(f"{path}: {error}") from None
         except (BridgeError, TransferBusy) as error:
             raise CommandError(f"{path} refused, nothing imported:\n{error}") from None
         finally:
