@@ -67,7 +67,7 @@ def test_a_session_takes_a_camera_photo_and_applies_the_cataloguers_draft(
     assert camera.get_attribute("accept") == "image/*"
     camera.set_input_files(photo)
     phone.get_by_role("button", name="Send to the inbox").click()
-    expect(phone.get_by_text("1 photo(s) in the inbox.")).to_be_visible()
+    expect(phone.get_by_text("1 photo in the inbox.")).to_be_visible()
     expect(phone.locator(".loom-photos img")).to_have_count(1)
     no_serious_problems(phone)
     screenshot(phone, "inbox-phone")
