@@ -76,7 +76,7 @@ def test_a_session_takes_a_camera_photo_and_applies_the_cataloguers_draft(
     page.reload()
     page.locator(".loom-inbox").get_by_label("lantern.jpg").check()
     page.get_by_role("button", name="Take into this session").click()
-    expect(page.get_by_text("Took 1 photo(s) from the inbox.")).to_be_visible()
+    expect(page.get_by_text("Took 1 photo from the inbox.")).to_be_visible()
     expect(page.locator(".loom-photos img[alt='lantern.jpg']")).to_be_visible()
     assert not InboxImage.objects.exists()
 
