@@ -45,6 +45,7 @@ from transfer.bridges import (
     counts_said,
     draft_diff_listed,
     file_keep,
+    file_refused,
     import_enqueue,
     import_holder,
     kept_plan,
@@ -101,13 +102,8 @@ class ImportUploadForm(forms.Form):
 
     def clean_file(self):
         upload = self.cleaned_data["file"]
-        if upload.size == 0:
-            raise forms.ValidationError(f"“{upload.name}” is empty: there is nothing to import.")
-        if upload.size > self.limit:
-            raise forms.ValidationError(
-                f"“{upload.name}” is {megabytes(upload.size)}; a file to import may be at most "
-                f"{megabytes(self.limit)}."
-            )
+        if refused := file_refused(f"“{upload.name}”", size=upload.size, limit=self.limit):
+            raise forms.ValidationError(refused)
         return upload
 
 

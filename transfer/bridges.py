@@ -102,6 +102,21 @@ class RunStopped(BridgeError):
     long that it was taken for dead. What it wrote stays; the next import finishes it."""
 
 
+def file_refused(name: str, *, size: int, limit: int, more: bool = False) -> str | None:
+    """Why a file of ``size`` bytes is not taken for an import (``more``: at least that many,
+    read no further), in the words the Anvil's page and ``manage.py import_from`` share; None
+    when it is taken."""
+    if size == 0:
+        return f"{name} is empty: there is nothing to import."
+    if size > limit:
+        said = f"more than {megabytes(limit)}" if more else megabytes(size)
+        return (
+            f"{name} is {said}; a file to import may be at most {megabytes(limit)} "
+            "(SILENTSTAR_IMPORT_MAX_BYTES)."
+        )
+    return None
+
+
 def bundle_read(*, format: str, data: bytes) -> Bundle:
     """The file read in its format; ``BridgeError`` names what is wrong with it."""
     if format not in READERS:

@@ -9,7 +9,6 @@ from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError
 from tqdm import tqdm
 
-from silentstar.uploads import megabytes
 from silentstar.words import counted
 from transfer.bridges import (
     PREVIEW_LISTED,
@@ -19,6 +18,7 @@ from transfer.bridges import (
     bridge_plan,
     bundle_read,
     draft_diff_listed,
+    file_refused,
     more_said,
     speakers_read,
 )
@@ -96,20 +96,16 @@ def file_read(path: Path) -> bytes:
     or empty: its size is looked at before it is read, and at most one byte more than the limit
     is ever read (a file that grows meanwhile, a pipe), so memory stays within the limit."""
     limit = settings.IMPORT_MAX_BYTES
-    too_large = "{} is {}; a file to import may be at most {} (SILENTSTAR_IMPORT_MAX_BYTES)."
     try:
         with path.open("rb") as file:
             size = os.fstat(file.fileno()).st_size
-            if size > limit:
-                raise CommandError(too_large.format(path, megabytes(size), megabytes(limit)))
+            if size > limit:  # a pipe's size is 0: known only by reading it
+                raise CommandError(file_refused(str(path), size=size, limit=limit))
             data = file.read(limit + 1)
     except OSError as error:
         raise CommandError(f"{path}: {error.strerror}") from None
-    if len(data) > limit:
-        more = f"more than {megabytes(limit)}"
-        raise CommandError(too_large.format(path, more, megabytes(limit)))
-    if not data:
-        raise CommandError(f"{path} is empty: there is nothing to import.")
+    if refused := file_refused(str(path), size=len(data), limit=limit, more=True):
+        raise CommandError(refused)
     return data
 
 
