@@ -145,7 +145,9 @@ class Hit(NamedTuple):
 def query_terms(query: str) -> list[str]:
     """The words searched for: lower-cased, common words (and the ``s`` of a possessive)
     dropped unless nothing else is left."""
-    words = list(dict.fromkeys(word.casefold() for word in _WORD_RE.findall(query or "")))
+    # Folded before the words are found: a letter may fold into several, not all of them letters
+    # ("ΰ" into "υ" and two combining marks).
+    words = list(dict.fromkeys(_WORD_RE.findall((query or "").casefold())))
     kept = [word for word in words if word not in STOP_WORDS and len(word) > 1]
     return (kept or words)[:MAX_TERMS]
 

@@ -53,6 +53,7 @@ def test_it_keeps_common_words_when_nothing_else_is_left():
 
 
 @given(st.text(max_size=300))
+@example("ΰ")  # folds into a letter and two combining marks
 def test_it_makes_a_safe_expression_of_any_text(text):
     terms = query_terms(text)
     expression = fts5_expression(terms)
