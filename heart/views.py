@@ -41,7 +41,7 @@ from heart.forms import HistoryForm, IdentityFormSet, MessageForm, TimeZoneForm
 from heart.services import identity_default, turn_retry, turn_submit, user_text_compose
 from mirror.models import Summary
 from mirror.selectors import summary_markers
-from silentstar.disks import DiskTrouble, disk_said, disk_trouble
+from silentstar.disks import DiskTrouble, data_folder_trouble, disk_said, disk_trouble
 from silentstar.uploads import uploaded_file_response
 
 logger = logging.getLogger(__name__)
@@ -371,6 +371,12 @@ def _cluster_stats() -> list:
 
 def _worker_state() -> tuple[str, str]:
     if not settings.Q_CLUSTER.get("sync") and not _cluster_stats():
+        # The worker records that it runs in the data folder (with the database broker): a full
+        # disk keeps it from saying so, and keeps it from answering.
+        if (trouble := data_folder_trouble()) is not None:
+            return "offline", disk_said(
+                trouble, stopped="The worker cannot go on", again="it carries on by itself"
+            )
         return "offline", (
             "The worker is not running: messages wait until it starts (manage.py qcluster)"
         )

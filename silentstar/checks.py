@@ -9,7 +9,12 @@ from django.core.checks import CheckMessage, Error, Tags, register
 from django.core.checks import Warning as CheckWarning
 from django.db import connections
 
-from silentstar.disks import folder_write_problem, free_bytes, sqlite_write_problem
+from silentstar.disks import (
+    FULL_BELOW_BYTES,
+    folder_write_problem,
+    free_bytes,
+    sqlite_write_problem,
+)
 
 
 def loopback(host: str) -> bool:
@@ -65,7 +70,17 @@ def disk_check(app_configs, databases=None, **kwargs) -> list[CheckMessage]:
                     id="silentstar.E020",
                 )
             )
-        elif (free := free_bytes(folder)) < settings.DISK_FREE_MIN_MB * 2**20:
+        elif (free := free_bytes(folder)) < FULL_BELOW_BYTES:
+            problems.append(
+                CheckWarning(
+                    f"The disk holding the data folder {folder} is full: every message is "
+                    "refused until space is freed.",
+                    hint="Free some space, or move the data folder (SILENTSTAR_DATA_DIR) to a "
+                    "larger disk.",
+                    id="silentstar.W021",
+                )
+            )
+        elif free < settings.DISK_FREE_MIN_MB * 2**20:
             problems.append(
                 CheckWarning(
                     f"The disk holding the data folder {folder} has only {free // 2**20} MB free: "

@@ -50,6 +50,7 @@ READ_ONLY_ERRNOS = frozenset({errno.EROFS})
 FULL_SQLSTATES = frozenset({"53100"})  # disk_full
 READ_ONLY_SQLSTATES = frozenset({"25006"})  # read_only_sql_transaction
 SQLITE_FULL = "database or disk is full"
+FULL_BELOW_BYTES = 2**20  # free space under which the data folder is taken to be full
 SQLITE_READ_ONLY = "attempt to write a readonly database"
 # A connection's first use makes room for its WAL index (the -shm file): on a full disk that fails
 # as "disk I/O error" of this kind, before any write.
@@ -198,3 +199,16 @@ def _sqlite_open(path: Path) -> sqlite3.Connection:
 def free_bytes(folder: Path) -> int:
     """The bytes free to this process on the disk holding ``folder``."""
     return shutil.disk_usage(folder).free
+
+
+def data_folder_trouble() -> DiskTrouble | None:
+    """``FULL`` or ``READ_ONLY`` when the data folder can take no write now (less than a
+    mebibyte free, or mounted read-only), seen without writing; else ``None``."""
+    from django.conf import settings
+
+    if _data_folder_mounted_read_only():
+        return READ_ONLY
+    try:
+        return FULL if free_bytes(settings.DATA_DIR) < FULL_BELOW_BYTES else None
+    except OSError:
+        return None

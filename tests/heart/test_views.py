@@ -24,6 +24,7 @@ from gem.models import WorkingMemory
 from heart import services, views
 from heart.services import turn_submit
 from heart.tasks import run_turns_task
+from silentstar import disks
 from tests.conftest import event_log_triggers_lifted
 from tests.silentstar.test_disks import store_full, store_read_only
 
@@ -654,6 +655,18 @@ def test_it_shows_the_worker_offline_without_a_cluster(admin_client):
     assert html.startswith('<span id="worker-status" class="worker-dot" data-state="offline"')
     assert 'hx-get="/worker/" hx-trigger="every 3s" hx-swap="outerHTML"' in html
     assert "qcluster" in html
+
+
+def test_it_says_the_worker_cannot_go_on_when_the_disk_is_full(admin_client, monkeypatch):
+    monkeypatch.setattr(disks, "free_bytes", lambda folder: 4096)
+
+    html = worker_dot(admin_client)
+
+    assert 'data-state="offline"' in html
+    assert (
+        "The worker cannot go on: the disk holding Silentstar&#x27;s data is full. Free some "
+        "space and it carries on by itself." in html
+    )
 
 
 def test_it_shows_the_worker_online_with_a_cluster(admin_client):

@@ -95,7 +95,7 @@ def test_manage_check_refuses_debug_off_over_plain_http(manage):
 
 # --- A full disk or read-only data (disk_check) ---------------------------------------------------
 
-DISK_CHECKS = ("silentstar.E020", "silentstar.E021", "silentstar.W020")
+DISK_CHECKS = ("silentstar.E020", "silentstar.E021", "silentstar.W020", "silentstar.W021")
 
 
 def disk_problems() -> list:
@@ -125,6 +125,19 @@ def test_it_warns_when_the_disk_holding_the_data_folder_is_nearly_full(
         "messages are refused until space is freed."
     )
     assert "SILENTSTAR_DISK_FREE_MIN_MB" in warning.hint
+
+
+@pytest.mark.django_db(databases="__all__")
+def test_it_says_the_disk_holding_the_data_folder_is_full(data_folder, monkeypatch):
+    monkeypatch.setattr(disks.shutil, "disk_usage", lambda folder: SimpleNamespace(free=4096))
+
+    (warning,) = disk_problems()
+
+    assert warning.id == "silentstar.W021"
+    assert warning.msg == (
+        f"The disk holding the data folder {data_folder} is full: every message is refused "
+        "until space is freed."
+    )
 
 
 @pytest.mark.django_db(databases="__all__")
