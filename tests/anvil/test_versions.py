@@ -1,13 +1,16 @@
-"""The pass prompts in the admin (``anvil.versions.MirrorPromptAdmin``): saving adds a version."""
+"""Texts kept as versions in the admin (``anvil.versions``): the ambient prose, the wake texts and
+the pass prompts. Saving adds a version, and any two can be compared."""
 
 import re
 
 import pytest
+from django.contrib.admin.models import ADDITION, LogEntry
 from django.db import connections
 from django.test.utils import CaptureQueriesContext
 from django.urls import reverse
 
-from gem.selectors import newest_version
+from gem.models import AmbientProse, WakeText
+from gem.selectors import ambient_prose_current, newest_version
 from mirror.models import MirrorPrompt, MirrorPromptKind
 from mirror.passes import prompt_current
 
@@ -64,3 +67,99 @@ def test_the_list_marks_the_newest_version_of_each_kind_with_a_query_for_all_row
     in_use = {p.pk for p in page.context["cl"].result_list if p.in_use}
     newest = {newest_version(MirrorPrompt, kind=kind).pk for kind in MirrorPromptKind.values}
     assert in_use == newest and len(newest) == len(MirrorPromptKind.values)
+
+
+# --- Ambient prose and wake texts ---------------------------------------------------------
+
+
+def test_it_saves_every_ambient_edit_as_a_new_version_and_checks_its_keys(admin_client, fragments):
+    AmbientProse.objects.create(content="Luna loves [fairy].")
+    add = reverse("admin:gem_ambientprose_add")
+    form = admin_client.get(add)
+    assert form.context["adminform"].form.initial["content"] == "Luna loves [fairy]."
+    assert form.context["check"].unmentioned == ["cottagecore", "lonely", "ouji"]
+
+    response = admin_client.post(add, {"content": "Luna loves [fairy] and [tea]."}, follow=True)
+
+    assert list(AmbientProse.objects.order_by("pk").values_list("content", flat=True)) == [
+        "Luna loves [fairy].",
+        "Luna loves [fairy] and [tea].",
+    ]
+    shown = [str(message) for message in response.context["messages"]]
+    assert any("Named without a fragment: [tea]" in message for message in shown)
+    [entry] = LogEntry.objects.all()
+    assert entry.action_flag == ADDITION
+    assert entry.change_message == "New version: 1 line(s) added, 1 removed"
+
+
+def test_it_keeps_ambient_versions_unchanged_and_saves_a_versions_page_as_a_new_one(
+    admin_client,
+):
+    version = AmbientProse.objects.create(content="first")
+    url = reverse("admin:gem_ambientprose_change", args=[version.pk])
+    assert admin_client.post(url, {"content": "second, from the first"}).status_code == 302
+    admin_client.post(reverse("admin:gem_ambientprose_delete", args=[version.pk]), {"post": "yes"})
+    version.refresh_from_db()
+    assert version.content == "first"
+    assert ambient_prose_current() == "second, from the first"
+    newest = AmbientProse.objects.order_by("-pk").first()
+    assert newest.pk != version.pk and newest.author.get_username() == "admin"
+
+
+def test_it_compares_any_two_versions(admin_client):
+    first = AmbientProse.objects.create(content="one\ntwo <b>")
+    AmbientProse.objects.create(content="middle")
+    last = AmbientProse.objects.create(content="one\nthree")
+    url = reverse("admin:gem_ambientprose_diff")
+    response = admin_client.get(url, {"old": first.pk, "new": last.pk})
+    page = response.content.decode()
+    assert response.context["summary"] == "1 line(s) added, 1 removed"
+    assert "<del>two &lt;b&gt;</del>" in page  # escaped, the words that went marked
+    assert "<ins>three</ins>" in page
+
+
+def test_it_compares_a_version_with_the_one_it_replaced(admin_client):
+    AmbientProse.objects.create(content="one")
+    second = AmbientProse.objects.create(content="two")
+    response = admin_client.get(reverse("admin:gem_ambientprose_diff"), {"new": second.pk})
+    assert response.context["old"].content == "one"
+
+
+def test_it_compares_two_versions_selected_in_the_list(admin_client):
+    first = AmbientProse.objects.create(content="one")
+    second = AmbientProse.objects.create(content="two")
+    response = admin_client.post(
+        reverse("admin:gem_ambientprose_changelist"),
+        {"action": "versions_compare", "_selected_action": [second.pk, first.pk]},
+    )
+    assert (
+        response.url == f"{reverse('admin:gem_ambientprose_diff')}?old={first.pk}&new={second.pk}"
+    )
+
+
+def test_it_says_how_to_ask_for_a_comparison(admin_client):
+    response = admin_client.get(reverse("admin:gem_ambientprose_diff"), {"new": "x"}, follow=True)
+    [message] = response.context["messages"]
+    assert "Say which versions to compare" in str(message)
+
+
+def test_it_versions_each_wake_text_on_its_own(admin_client):
+    wake_before = WakeText.objects.filter(kind="wake").count()
+    image = WakeText.objects.create(kind="image", content="An image: describe it.")
+    form = admin_client.get(reverse("admin:gem_waketext_add"), {"kind": "image"})
+    assert form.context["adminform"].form.initial["content"] == "An image: describe it."
+    admin_client.post(
+        reverse("admin:gem_waketext_add"), {"kind": "image", "content": "An image: look closely."}
+    )
+    newest = WakeText.objects.filter(kind="image").order_by("-pk").first()
+    assert newest.content == "An image: look closely."
+    assert WakeText.objects.filter(kind="wake").count() == wake_before
+    response = admin_client.get(reverse("admin:gem_waketext_diff"), {"new": newest.pk})
+    assert response.context["old"] == image
+
+
+def test_it_offers_a_new_version_of_each_wake_text(admin_client):
+    page = admin_client.get(reverse("admin:gem_waketext_changelist")).content.decode()
+    add = reverse("admin:gem_waketext_add")
+    assert f'href="{add}?kind=wake"' in page
+    assert f'href="{add}?kind=image"' in page

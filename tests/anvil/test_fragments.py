@@ -1,0 +1,465 @@
+"""Fragments in the Anvil (``anvil.fragments``): the tiers with their inlines, the list's filters,
+renaming and folding, the graph picture, a Lens draft applied after its preview, and a full or
+read-only disk said in words."""
+
+from datetime import timedelta
+
+import psycopg.errors
+import pytest
+from django.contrib.admin.models import CHANGE, LogEntry
+from django.contrib.messages import get_messages
+from django.core.files.uploadedfile import SimpleUploadedFile
+from django.urls import reverse
+from django.utils import timezone
+from django.utils.html import escape
+
+import anvil.fragments
+from anvil import graph
+from events.models import Event
+from gem.models import AmbientProse, Fragment, FragmentEdge, FragmentSource
+from gem.state import CHARS_PER_TOKEN, state_set
+from tests.anvil.conftest import log_messages
+from tests.silentstar.test_disks import as_django_wraps, store_read_only
+from tests.silentstar.test_uploads import count_kept_bytes
+
+pytestmark = pytest.mark.django_db(databases="__all__")
+
+
+def keys_listed(response) -> list[str]:
+    return [fragment.key for fragment in response.context["cl"].result_list]
+
+
+def test_it_shows_token_estimates_at_the_calibrated_rate(admin_client, fragments):
+    state_set(CHARS_PER_TOKEN, 2.5)
+    response = admin_client.get(reverse("admin:gem_fragment_change", args=["cottagecore"]))
+    page = response.content.decode()
+    # "Soft rural." is 11 characters, "Cream apron dress." 18: ceil(/2.5) = 5 and 8.
+    assert "ambient 5, recognition 0, inventory 8 (saved text, at 2.50" in page
+    assert 'data-chars-per-token="2.500000"' in page
+    assert "anvil/tokens.js" in page
+
+
+def test_it_edits_edges_inline_and_logs_the_change(admin_client, admin_user, fragments):
+    url = reverse("admin:gem_fragment_change", args=["fairy"])
+    form = {
+        "ambient": "White softness.",
+        "recognition": "",
+        "inventory": "Grey crewneck.",
+        "edges_out-TOTAL_FORMS": "1",
+        "edges_out-INITIAL_FORMS": "0",
+        "edges_out-0-relation": "kin",
+        "edges_out-0-target": "ouji",
+        "edges_in-TOTAL_FORMS": "1",
+        "edges_in-INITIAL_FORMS": "1",
+        "edges_in-0-id": FragmentEdge.objects.get(target="fairy").pk,
+        "edges_in-0-target": "fairy",
+        "edges_in-0-source": "cottagecore",
+        "edges_in-0-relation": "near",
+        "sources-TOTAL_FORMS": "0",
+        "sources-INITIAL_FORMS": "0",
+    }
+    response = admin_client.post(url, form)
+    assert response.status_code == 302, response.context["errors"]
+    assert Fragment.objects.get(key="fairy").inventory == "Grey crewneck."
+    assert FragmentEdge.objects.filter(source="fairy", target="ouji", relation="kin").exists()
+    [entry] = LogEntry.objects.filter(object_id="fairy")
+    assert entry.action_flag == CHANGE
+    assert "Inventory" in entry.get_change_message()
+    assert "Added fragment edge “fairy —kin→ ouji”" in entry.get_change_message()
+
+
+def test_it_says_in_words_that_a_fragment_cannot_link_to_itself(admin_client, fragments):
+    inline = admin_client.post(
+        reverse("admin:gem_fragment_change", args=["fairy"]),
+        {
+            "ambient": "White softness.",
+            "recognition": "",
+            "inventory": "",
+            "edges_out-TOTAL_FORMS": "1",
+            "edges_out-INITIAL_FORMS": "0",
+            "edges_out-0-relation": "mirror",
+            "edges_out-0-target": "fairy",
+            "edges_in-TOTAL_FORMS": "0",
+            "edges_in-INITIAL_FORMS": "0",
+            "sources-TOTAL_FORMS": "0",
+            "sources-INITIAL_FORMS": "0",
+        },
+    )
+    added = admin_client.post(
+        reverse("admin:gem_fragmentedge_add"),
+        {"source": "fairy", "target": "fairy", "relation": "mirror"},
+    )
+    for response in (inline, added):
+        assert response.status_code == 200
+        page = response.content.decode()
+        assert "A fragment cannot link to itself." in page
+        assert "gem_edge_not_a_loop" not in page
+    assert not FragmentEdge.objects.filter(source="fairy", target="fairy").exists()
+
+
+@pytest.mark.parametrize(
+    ("query", "expected"),
+    [
+        ("inventory=yes", ["cottagecore"]),
+        ("inventory=no", ["fairy", "lonely", "ouji"]),
+        ("edges=none", ["lonely"]),
+        ("edges=some", ["cottagecore", "fairy", "ouji"]),
+        ("q=prince", ["ouji"]),
+        ("q=apron", ["cottagecore"]),
+    ],
+)
+def test_it_filters_and_searches_fragments(admin_client, fragments, query, expected):
+    response = admin_client.get(f"{reverse('admin:gem_fragment_changelist')}?{query}")
+    assert keys_listed(response) == expected
+
+
+def test_it_filters_fragments_changed_recently(admin_client, fragments):
+    Fragment.objects.filter(key="lonely").update(updated_at=timezone.now() - timedelta(days=40))
+    url = reverse("admin:gem_fragment_changelist")
+    [recent] = [
+        f for f in admin_client.get(url).context["cl"].filter_specs if f.title == "recently changed"
+    ]
+    [past_week] = [
+        c
+        for c in recent.choices(admin_client.get(url).context["cl"])
+        if c["display"] == "Past 7 days"
+    ]
+    response = admin_client.get(url + past_week["query_string"])
+    assert keys_listed(response) == ["cottagecore", "fairy", "ouji"]
+
+
+def test_it_previews_a_rename_without_changing_anything(admin_client, fragments):
+    AmbientProse.objects.create(content="Luna loves [fairy].")
+    response = admin_client.post(
+        reverse("admin:gem_fragment_rename", args=["fairy"]), {"new_key": "fae"}
+    )
+    page = response.content.decode()
+    assert "Renaming <strong>fairy</strong> to <strong>fae</strong>" in page
+    assert "<li>1 edge(s)</li>" in page
+    assert "1 mention(s) of [fairy]" in page
+    assert '<input type="hidden" name="new_key" value="fae">' in page
+    assert '<input type="submit" name="confirm" value="Rename" class="default">' in page
+    assert f'href="{reverse("admin:gem_fragment_change", args=["fairy"])}"' in page
+    assert Fragment.objects.filter(key="fairy").exists()
+    assert not Fragment.objects.filter(key="fae").exists()
+    assert AmbientProse.objects.count() == 1
+    assert not LogEntry.objects.exists()
+
+
+def test_it_renames_on_confirmation(admin_client, fragments):
+    response = admin_client.post(
+        reverse("admin:gem_fragment_rename", args=["fairy"]), {"new_key": "fae", "confirm": "1"}
+    )
+    assert response.url == reverse("admin:gem_fragment_change", args=["fae"])
+    assert FragmentEdge.objects.filter(source="cottagecore", target="fae").exists()
+    assert log_messages() == ["Renamed “fairy” to “fae”"]
+
+
+@pytest.mark.parametrize(
+    ("new_key", "reason"),
+    [
+        ("two words", "cannot be a key"),
+        ("ouji", "already a fragment"),
+        ("fairy", "already has that key"),
+    ],
+)
+def test_it_refuses_a_bad_rename_and_says_why(admin_client, fragments, new_key, reason):
+    response = admin_client.post(
+        reverse("admin:gem_fragment_rename", args=["fairy"]),
+        {"new_key": new_key, "confirm": "1"},
+    )
+    assert response.status_code == 200
+    assert reason in " ".join(response.context["form"].errors["new_key"])
+    assert Fragment.objects.filter(key="fairy").exists()
+    assert not LogEntry.objects.exists()
+
+
+def test_it_previews_a_fold_with_tier_diffs_without_changing_anything(admin_client, fragments):
+    response = admin_client.post(
+        reverse("admin:gem_fragment_fold", args=["ouji"]), {"into": "cottagecore"}
+    )
+    page = response.content.decode()
+    # ouji's edge to cottagecore would point at itself: its label goes to the recognition tier
+    assert [tier for tier, _ in response.context["diffs"]] == ["ambient", "recognition"]
+    assert "<ins>## ouji" in page  # the folded text under its heading, in the comparison
+    assert (
+        "ouji → cottagecore “was” would point at itself: its label is kept in the recognition tier"
+        in page
+    )
+    assert '<input type="hidden" name="into" value="cottagecore">' in page
+    assert '<input type="submit" name="confirm" value="Fold" class="default">' in page
+    assert f'href="{reverse("admin:gem_fragment_change", args=["ouji"])}"' in page
+    assert Fragment.objects.get(key="cottagecore").ambient == "Soft rural."
+    assert Fragment.objects.filter(key="ouji").exists()
+    assert not LogEntry.objects.exists()
+
+
+def test_it_folds_on_confirmation(admin_client, fragments):
+    response = admin_client.post(
+        reverse("admin:gem_fragment_fold", args=["ouji"]), {"into": "cottagecore", "confirm": "1"}
+    )
+    assert response.url == reverse("admin:gem_fragment_change", args=["cottagecore"])
+    assert not Fragment.objects.filter(key="ouji").exists()
+    assert (
+        Fragment.objects.get(key="cottagecore").ambient == "Soft rural.\n\n## ouji\nPrince style."
+    )
+    assert len(log_messages()) == 2
+
+
+def test_it_lists_each_edge_a_fold_merges_with_its_label_and_logs_them(admin_client):
+    made = {key: Fragment.objects.create(key=key) for key in ("fairy", "moon", "loop", "wardrobe")}
+    for source, target, relation in [
+        ("fairy", "loop", "near"),
+        ("moon", "loop", "moon-rel"),
+        ("moon", "fairy", "loop-rel"),
+        ("wardrobe", "fairy", ""),
+        ("wardrobe", "moon", "wardrobe-moon"),
+    ]:
+        FragmentEdge.objects.create(source=made[source], target=made[target], relation=relation)
+    url = reverse("admin:gem_fragment_fold", args=["moon"])
+    merged = [
+        "moon → fairy “loop-rel” would point at itself: its label is kept in the recognition tier",
+        "moon → loop “moon-rel” merged into fairy → loop, labelled “near; moon-rel”",
+        "wardrobe → moon “wardrobe-moon” merged into wardrobe → fairy, labelled “wardrobe-moon”",
+    ]
+
+    preview = admin_client.post(url, {"into": "fairy"}).content.decode()
+    for line in merged:
+        assert f'<li class="anvil-merged">{escape(line)}</li>' in preview
+    assert FragmentEdge.objects.get(source="fairy", target="loop").relation == "near"
+
+    admin_client.post(url, {"into": "fairy", "confirm": "1"})
+    assert set(FragmentEdge.objects.values_list("source_id", "target_id", "relation")) == {
+        ("fairy", "loop", "near; moon-rel"),
+        ("wardrobe", "fairy", "wardrobe-moon"),
+    }
+    assert "moon → fairy: loop-rel" in Fragment.objects.get(key="fairy").recognition
+    logged = LogEntry.objects.get(object_id="fairy").change_message
+    assert all(line in logged for line in merged)
+
+
+def test_it_refuses_to_fold_into_a_missing_fragment(admin_client, fragments):
+    response = admin_client.post(
+        reverse("admin:gem_fragment_fold", args=["ouji"]), {"into": "nowhere", "confirm": "1"}
+    )
+    assert response.context["form"].errors["into"] == ["There is no fragment “nowhere”."]
+    assert Fragment.objects.filter(key="ouji").exists()
+
+
+def test_it_draws_the_whole_graph_with_labelled_edges_and_links(admin_client, fragments):
+    response = admin_client.get(reverse("admin:gem_fragment_graph"))
+    elements = response.context["elements"]
+    assert [node["data"]["id"] for node in elements["nodes"]] == [
+        "cottagecore",
+        "fairy",
+        "lonely",
+        "ouji",
+    ]
+    assert elements["nodes"][1]["data"]["url"] == reverse(
+        "admin:gem_fragment_change", args=["fairy"]
+    )
+    edges = {
+        (e["data"]["source"], e["data"]["target"], e["data"]["label"]) for e in elements["edges"]
+    }
+    assert edges == {("cottagecore", "fairy", "near"), ("ouji", "cottagecore", "was")}
+    assert 'id="anvil-graph-elements"' in response.content.decode()
+
+
+def test_it_draws_a_neighbourhood_when_the_graph_is_large(admin_client, fragments, monkeypatch):
+    monkeypatch.setattr(graph, "WHOLE_GRAPH_LIMIT", 2)
+    url = reverse("admin:gem_fragment_graph")
+    assert admin_client.get(url).context["graph"] is None
+    assert "name a key" in admin_client.get(url).content.decode()
+    around = admin_client.get(url, {"key": "fairy", "depth": 1}).context["elements"]
+    assert [node["data"]["id"] for node in around["nodes"]] == ["cottagecore", "fairy"]
+    assert [node["data"]["focus"] for node in around["nodes"]] == [False, True]
+
+
+def test_it_says_when_the_graph_key_is_unknown(admin_client, fragments):
+    response = admin_client.get(reverse("admin:gem_fragment_graph"), {"key": "nope"})
+    assert "There is no fragment “nope”." in response.content.decode()
+
+
+# --- Lens drafts --------------------------------------------------------------------------
+
+DRAFT = """# fairy
+
+## inventory
+
+A grey crewneck, soft.
+
+## edges
+
+- → ouji: kin
+- ← cottagecore: near
+
+# moon
+
+## ambient
+
+Round and patient.
+"""
+
+
+def gem_state() -> tuple:
+    return (
+        list(Fragment.objects.values_list("key", "ambient", "recognition", "inventory")),
+        sorted(FragmentEdge.objects.values_list("source_id", "target_id", "relation")),
+        LogEntry.objects.count(),
+    )
+
+
+def test_it_previews_a_pasted_draft_per_fragment_tier_and_edge(admin_client, fragments):
+    before = gem_state()
+    response = admin_client.post(reverse("admin:gem_fragment_draft"), {"text": DRAFT})
+    page = response.content.decode()
+    assert [(f["key"], f["created"]) for f in response.context["fragments"]] == [
+        ("moon", True),
+        ("fairy", False),
+        ("ouji", False),
+    ]
+    fairy = response.context["fragments"][1]
+    assert [tier for tier, _ in fairy["tiers"]] == ["inventory"]
+    assert "<ins>A grey crewneck, soft.</ins>" in page
+    assert "added: fairy → ouji (kin)" in page
+    assert 'name="confirm"' in page
+    assert gem_state() == before
+
+
+def test_it_records_a_drafts_sources_and_shows_them_on_the_fragment(admin_client, fragments):
+    said = Event.objects.create(content="The fairy lives in the well.", actor="luna")
+    url = reverse("admin:gem_fragment_draft")
+    draft = f"# fairy\n\n## sources\n\n- events {said.pk}\n"
+
+    preview = admin_client.post(url, {"text": draft})
+    assert f"sources recorded: events {said.pk}" in preview.content.decode()
+    response = admin_client.post(url, {"text": draft, "confirm": "1"})
+
+    [message] = get_messages(response.wsgi_request)
+    assert "1 source(s) recorded" in str(message)
+    assert list(FragmentSource.objects.values_list("fragment_id", "event_id")) == [
+        ("fairy", said.pk)
+    ]
+    page = admin_client.get(reverse("admin:gem_fragment_change", args=["fairy"])).content
+    assert f"{said.ts:%Y-%m-%d %H:%M} luna</span> The fairy lives in the well." in page.decode()
+
+
+def test_it_refuses_a_draft_source_that_is_not_an_event(admin_client, fragments):
+    response = admin_client.post(
+        reverse("admin:gem_fragment_draft"),
+        {"text": "# fairy\n\n## sources\n\n- events 404\n", "confirm": "1"},
+    )
+
+    assert response.context["form"].non_field_errors() == [
+        "line 5: event 404 is not in the event log: a source must be an event "
+        "(see the Lens or the events' admin page)"
+    ]
+    assert not FragmentSource.objects.exists()
+
+
+def test_it_applies_an_uploaded_draft_on_confirmation(admin_client, fragments):
+    url = reverse("admin:gem_fragment_draft")
+    preview = admin_client.post(
+        url, {"upload": SimpleUploadedFile("fairy.md", DRAFT.encode(), "text/markdown")}
+    )
+    carried = preview.context["text"]
+    response = admin_client.post(url, {"text": carried.replace("\n", "\r\n"), "confirm": "1"})
+
+    assert response.url == reverse("admin:gem_fragment_changelist")
+    assert Fragment.objects.get(key="fairy").inventory == "A grey crewneck, soft."
+    assert Fragment.objects.get(key="moon").ambient == "Round and patient."
+    assert FragmentEdge.objects.filter(source="fairy", target="ouji", relation="kin").exists()
+    assert set(LogEntry.objects.values_list("object_id", flat=True)) == {"fairy", "moon", "ouji"}
+
+
+@pytest.mark.parametrize(
+    ("form", "error"),
+    [
+        ({"text": "# fairy\n\n## colour\n\nblue\n"}, "line 3"),
+        ({"text": "# fairy\n\n## edges\n\n- → nowhere\n"}, "nowhere"),
+        ({"text": "   "}, "The draft is empty."),
+    ],
+)
+def test_it_refuses_a_bad_draft_and_changes_nothing(admin_client, fragments, form, error):
+    before = gem_state()
+    for confirm in ({}, {"confirm": "1"}):
+        response = admin_client.post(reverse("admin:gem_fragment_draft"), {**form, **confirm})
+        assert response.status_code == 200
+        assert error in " ".join(response.context["form"].non_field_errors())
+    assert gem_state() == before
+
+
+def test_it_refuses_an_upload_that_is_not_a_text_draft(admin_client):
+    url = reverse("admin:gem_fragment_draft")
+    picture = admin_client.post(url, {"upload": SimpleUploadedFile("a.png", b"\x89PNG")})
+    assert "is not a draft" in " ".join(picture.context["form"].non_field_errors())
+    latin = admin_client.post(
+        url, {"upload": SimpleUploadedFile("a.md", "# caf\xe9".encode("latin-1"))}
+    )
+    assert "not UTF-8 text (byte 5)" in " ".join(latin.context["form"].non_field_errors())
+
+
+def test_it_refuses_an_uploaded_draft_over_its_limit_keeping_no_more_than_the_limit(
+    admin_client, fragments, monkeypatch, settings
+):
+    assert settings.DRAFT_MAX_BYTES == 2 * 2**20  # the default
+    kept_bytes = count_kept_bytes(monkeypatch)
+    before = gem_state()
+    big = DRAFT.encode() + b"A" * (3 * 2**20)
+    response = admin_client.post(
+        reverse("admin:gem_fragment_draft"), {"upload": SimpleUploadedFile("big.md", big)}
+    )
+    assert response.status_code == 200
+    errors = " ".join(response.context["form"].non_field_errors())
+    assert f"“big.md” is {len(big) / 2**20:.2f} MB; drafts may be at most 2.00 MB." in errors
+    assert sum(kept_bytes) <= settings.DRAFT_MAX_BYTES
+    assert gem_state() == before
+
+
+def test_it_refuses_a_pasted_draft_over_its_limit(admin_client, fragments, settings):
+    settings.DRAFT_MAX_BYTES = 100
+    response = admin_client.post(reverse("admin:gem_fragment_draft"), {"text": DRAFT})
+    errors = " ".join(response.context["form"].non_field_errors())
+    assert f"The draft is {len(DRAFT.encode())} bytes; drafts may be at most 100 bytes." in errors
+
+
+def test_it_says_when_a_draft_changes_nothing(admin_client, fragments):
+    response = admin_client.post(
+        reverse("admin:gem_fragment_draft"), {"text": "# ouji\n\n## ambient\n\nPrince style.\n"}
+    )
+    assert "Nothing would change" in response.content.decode()
+
+
+# --- A full disk or read-only data ----------------------------------------------------------------
+
+
+def test_it_says_read_only_data_in_words_and_renames_nothing(admin_client, fragments):
+    with store_read_only("default", table="gem_fragment"):
+        response = admin_client.post(
+            reverse("admin:gem_fragment_rename", args=["fairy"]),
+            {"new_key": "fae", "confirm": "1"},
+        )
+    assert response.status_code == 503
+    assert (
+        '<p class="error" role="alert" data-disk-trouble>Not done: Silentstar&#x27;s data is '
+        "read-only, so nothing can be written. Make the data folder (or the database) writable "
+        "and try again.</p>"
+    ) in response.content.decode()
+    assert Fragment.objects.filter(key="fairy").exists()
+    assert not Fragment.objects.filter(key="fae").exists() and not LogEntry.objects.exists()
+
+
+def test_it_says_postgresqls_disk_full_in_words(admin_client, fragments, monkeypatch):
+    def full(**kwargs):
+        raise as_django_wraps(psycopg.errors.DiskFull("could not extend file"))
+
+    monkeypatch.setattr(anvil.fragments, "fragment_rename", full)
+    response = admin_client.post(
+        reverse("admin:gem_fragment_rename", args=["fairy"]), {"new_key": "fae", "confirm": "1"}
+    )
+    assert response.status_code == 507
+    assert "<title>Silentstar — the disk is full</title>" in response.content.decode()
+    assert (
+        "Not done: the disk holding Silentstar&#x27;s data is full. Free some space and try again."
+    ) in response.content.decode()
+    assert not Fragment.objects.filter(key="fae").exists()
