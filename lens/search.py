@@ -21,8 +21,9 @@ Events
     before and after it (turn and window scores fused), and the turns of a speaker the query
     names count more. Only the best ``limit × FUSION_POOL`` of each query are fetched, ranked
     and cut in SQL. A hit carries the turns around it (``neighbours`` each side). The weights
-    were chosen on ``lens/eval/dev.json``; the held-out sets (``heldout.json``,
-    ``heldout2.json``) were never tuned on.
+    were chosen on the dev set (``python -m bench generate`` writes it as ``data/eval/dev.json``),
+    not on the held-out sets (``heldout.json`` was looked at while tuning since, ``heldout2.json``
+    and ``heldout3.json`` never: ``bench/generate.py``).
 
     A turn the neighbour fusion brought in alone, none of the words in it or in its index
     row, is beside a match (``Hit.beside``). It keeps its place (those turns are the answers to
