@@ -8,6 +8,7 @@ from django.db import models
 from django.utils import timezone
 from django.utils.text import Truncator
 
+from gem.models import VersionedText
 from mirror.models import TagSuggestion
 
 
@@ -119,13 +120,11 @@ class Proposal(models.Model):
         return f"Proposal {self.position + 1} of consultation {self.consultation_id}"
 
 
-class CompassPrompt(models.Model):
+class CompassPrompt(VersionedText):
     """One saved version of the Compass's instructions; the newest of a kind is used. Its kinds
     are the consultations' kinds: each kind of consultation has its instructions."""
 
     kind = models.CharField(max_length=8, choices=ConsultationKind)
-    content = models.TextField()
-    created_at = models.DateTimeField(default=timezone.now, db_index=True)
     author = models.CharField(
         max_length=150, blank=True, help_text="User name of who saved it (users live in default)."
     )
@@ -139,6 +138,8 @@ class CompassPrompt(models.Model):
                 violation_error_message="The kind must be one of those offered.",
             ),
         ]
+
+    text_fields = ("kind",)
 
     def __str__(self):
         return f"{self.get_kind_display()} prompt of {self.created_at:%Y-%m-%d %H:%M}"

@@ -3,6 +3,8 @@
 Cross-store references (``event_id``) are plain integers: events live in another database.
 """
 
+from typing import ClassVar
+
 from django.conf import settings
 from django.core.validators import RegexValidator
 from django.db import models
@@ -237,11 +239,29 @@ class WorkingMemorySource(models.Model):
         return f"wm {self.wm_id} ← event {self.event_id}"
 
 
-class AmbientProse(models.Model):
+class VersionedText(models.Model):
+    """A text kept as versions: every save adds a row, none is changed, and the newest of a
+    text is the one in use (``gem.selectors.newest_version``); a version is written by
+    ``gem.services.text_version_add`` and nothing else. The ambient prose is one text; a wake
+    text or an agent's prompt is one text per ``kind`` (its ``text_fields``).
+
+    ``author`` is each model's own: an account in the default store, a user name in the
+    summaries store (accounts live in the default store)."""
+
+    content = models.TextField()
+    created_at = models.DateTimeField(default=timezone.now, db_index=True)
+
+    # The fields that say which text a version is of: versions with the same values are one text.
+    text_fields: ClassVar[tuple[str, ...]] = ()
+
+    class Meta:
+        abstract = True
+
+
+class AmbientProse(VersionedText):
     """One saved version of the authored ambient prose; the newest is in use."""
 
     content = models.TextField(blank=True)
-    created_at = models.DateTimeField(default=timezone.now, db_index=True)
     author = models.ForeignKey(
         settings.AUTH_USER_MODEL, on_delete=models.SET_NULL, null=True, blank=True
     )
@@ -259,12 +279,11 @@ class WakeTextKind(models.TextChoices):
     IMAGE = "image", "image context"
 
 
-class WakeText(models.Model):
+class WakeText(VersionedText):
     """One saved version of a wake text (the wake context or the image context)."""
 
     kind = models.CharField(max_length=8, choices=WakeTextKind)
     content = models.TextField(blank=True)
-    created_at = models.DateTimeField(default=timezone.now, db_index=True)
     author = models.ForeignKey(
         settings.AUTH_USER_MODEL, on_delete=models.SET_NULL, null=True, blank=True
     )
@@ -278,6 +297,8 @@ class WakeText(models.Model):
                 violation_error_message="The kind must be one of those offered.",
             ),
         ]
+
+    text_fields = ("kind",)
 
     def __str__(self):
         return f"{self.get_kind_display()} of {self.created_at:%Y-%m-%d %H:%M}"

@@ -19,8 +19,9 @@ from datetime import datetime
 from django.contrib.admin.models import ADDITION, CHANGE, DELETION, LogEntry
 from django.contrib.contenttypes.models import ContentType
 from django.core.exceptions import ValidationError
-from django.db import transaction
+from django.db import models, transaction
 from django.db.models import Q
+from django.utils import timezone
 
 from gem import decay
 from gem.due import due_from_text
@@ -38,6 +39,7 @@ from gem.models import (
     FragmentSource,
     Identity,
     IdentitySide,
+    VersionedText,
     WorkingMemory,
     WorkingMemoryRef,
     WorkingMemorySource,
@@ -82,7 +84,7 @@ def _ambient_prose_repoint(*, old: str, new: str, author_id: int | None) -> bool
     updated = _mention(old).sub(f"[{new}]", current)
     if updated == current:
         return False
-    AmbientProse.objects.create(content=updated, author_id=author_id)
+    ambient_prose_set(content=updated, author=author_id)
     return True
 
 
@@ -952,3 +954,39 @@ def time_zone_set(*, name: str) -> None:
             f"“{name}” is not a time zone this machine knows: choose one such as Europe/London."
         )
     state_set(TIME_ZONE, name)
+
+
+def text_version_add(
+    *,
+    model: type[VersionedText],
+    content: str,
+    author=None,
+    at: datetime | None = None,
+    pk: int | None = None,
+    **text: str,
+) -> VersionedText:
+    """Save a new version of a text kept as versions (the ambient prose, a wake text, an agent's
+    prompt): the one way a version is written, by a person's edit, a rename or fold, or an
+    import. It becomes the text in use; the versions before it stay as they were.
+
+    ``text`` names which text it is a version of (``model.text_fields``: a wake text's or a
+    prompt's ``kind``). ``author`` is who wrote it as the model keeps it: an account or an
+    account's id in the default store, a user name in the summaries store. ``at`` and ``pk``
+    keep an imported version's time and id."""
+    if set(text) != set(model.text_fields):
+        raise TypeError(f"A version of {model.__name__} names its text by {model.text_fields}.")
+    author_field = model._meta.get_field("author")
+    if author is None and not author_field.null:
+        author = ""  # kept as a user name: no name
+    by = "author" if isinstance(author, models.Model | None) else author_field.attname
+    return model.objects.create(
+        pk=pk, content=content, created_at=at or timezone.now(), **{by: author}, **text
+    )
+
+
+def ambient_prose_set(
+    *, content: str, author=None, at: datetime | None = None, pk: int | None = None
+) -> AmbientProse:
+    """Make ``content`` the ambient prose in use, as a new version (``text_version_add``):
+    ``author`` an account or its id; ``at`` and ``pk`` keep an imported version's."""
+    return text_version_add(model=AmbientProse, content=content, author=author, at=at, pk=pk)

@@ -11,7 +11,7 @@ from django.conf import settings
 from django.db import models
 from django.utils import timezone
 
-from gem.models import Fragment
+from gem.models import Fragment, VersionedText
 
 
 class SessionStatus(models.TextChoices):
@@ -183,12 +183,10 @@ class LoomCall(models.Model):
         )
 
 
-class LoomPrompt(models.Model):
+class LoomPrompt(VersionedText):
     """One saved version of a facet agent's instructions; the newest of a kind is used."""
 
     kind = models.CharField(max_length=10, choices=Agent)
-    content = models.TextField()
-    created_at = models.DateTimeField(default=timezone.now, db_index=True)
     author = models.ForeignKey(
         settings.AUTH_USER_MODEL, on_delete=models.SET_NULL, null=True, blank=True
     )
@@ -203,6 +201,8 @@ class LoomPrompt(models.Model):
                 violation_error_message="The kind must be one of those offered.",
             ),
         ]
+
+    text_fields = ("kind",)
 
     def __str__(self):
         return f"{self.get_kind_display()} of {self.created_at:%Y-%m-%d %H:%M}"

@@ -6,7 +6,7 @@ Event and working-memory references are plain integer ids: they live in other st
 from django.db import models
 from django.utils import timezone
 
-from gem.models import WorkingMemoryType
+from gem.models import VersionedText, WorkingMemoryType
 
 
 class SummaryLevel(models.TextChoices):
@@ -196,12 +196,10 @@ class MirrorPromptKind(models.TextChoices):
     MERGE = "merge", "merge three summaries (strongest model)"
 
 
-class MirrorPrompt(models.Model):
+class MirrorPrompt(VersionedText):
     """One saved version of the instructions for a Mirror pass; the newest of a kind is used."""
 
     kind = models.CharField(max_length=10, choices=MirrorPromptKind)
-    content = models.TextField()
-    created_at = models.DateTimeField(default=timezone.now, db_index=True)
     author = models.CharField(
         max_length=150, blank=True, help_text="User name of who saved it (users live in default)."
     )
@@ -215,6 +213,8 @@ class MirrorPrompt(models.Model):
                 violation_error_message="The kind must be one of those offered.",
             ),
         ]
+
+    text_fields = ("kind",)
 
     def __str__(self):
         return f"{self.get_kind_display()} of {self.created_at:%Y-%m-%d %H:%M}"

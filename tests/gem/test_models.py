@@ -1,8 +1,16 @@
 import pytest
+from django.apps import apps
 from django.core.exceptions import ValidationError
-from django.db import IntegrityError, transaction
+from django.db import IntegrityError, connections, router, transaction
 
-from gem.models import Fragment, FragmentEdge, FragmentSource, Identity, WorkingMemory
+from gem.models import (
+    Fragment,
+    FragmentEdge,
+    FragmentSource,
+    Identity,
+    VersionedText,
+    WorkingMemory,
+)
 
 pytestmark = pytest.mark.django_db(databases="__all__")
 
@@ -83,3 +91,32 @@ def test_it_lets_people_add_identities_with_valid_colours():
     with pytest.raises(ValidationError):
         Identity(name="mira", side="companion", color="blue").full_clean()
     refused(lambda: Identity.objects.create(name="mira", side="narrator", color="#aabbcc"))
+
+
+# Each versioned text's table and columns, as they were before they shared one abstract model.
+VERSIONED_TABLES = {
+    "gem.AmbientProse": ("gem_ambientprose", {"id", "content", "created_at", "author_id"}),
+    "gem.WakeText": ("gem_waketext", {"id", "kind", "content", "created_at", "author_id"}),
+    "mirror.MirrorPrompt": (
+        "mirror_mirrorprompt",
+        {"id", "kind", "content", "created_at", "author"},
+    ),
+    "compass.CompassPrompt": (
+        "compass_compassprompt",
+        {"id", "kind", "content", "created_at", "author"},
+    ),
+    "loom.LoomPrompt": ("loom_loomprompt", {"id", "kind", "content", "created_at", "author_id"}),
+}
+
+
+@pytest.mark.parametrize("label", VERSIONED_TABLES)
+def test_the_five_versioned_texts_share_one_abstract_model_and_keep_their_tables(label):
+    model = apps.get_model(label)
+    table, columns = VERSIONED_TABLES[label]
+    alias = router.db_for_write(model)
+    with connections[alias].cursor() as cursor:
+        described = connections[alias].introspection.get_table_description(cursor, table)
+
+    assert issubclass(model, VersionedText) and model._meta.db_table == table
+    assert {column.name for column in described} == columns
+    assert model.text_fields == (() if label == "gem.AmbientProse" else ("kind",))

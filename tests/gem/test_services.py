@@ -6,31 +6,38 @@ from django.contrib.admin.models import LogEntry
 from django.core.exceptions import ValidationError
 from django.core.management import call_command
 
+from compass.models import CompassPrompt
 from gem.models import (
     AmbientProse,
     Fragment,
     FragmentEdge,
     FragmentSource,
     Identity,
+    WakeText,
     WorkingMemory,
 )
+from gem.selectors import ambient_prose_current, newest_version
 from gem.services import (
     IdentityRow,
     ReshapeError,
     WorkingMemoryError,
     WorkingMemoryRecorded,
+    ambient_prose_set,
     fragment_fold,
     fragment_fold_preview,
     fragment_rename,
     fragment_rename_preview,
     identities_set,
     relations_joined,
+    text_version_add,
     time_zone_set,
     working_memory_create,
     working_memory_match_set,
     working_memory_status_set,
     working_memory_sweep,
 )
+from loom.models import LoomPrompt
+from mirror.models import MirrorPrompt
 
 pytestmark = pytest.mark.django_db
 
@@ -617,3 +624,51 @@ def test_it_keeps_the_time_zone_chosen_and_reads_due_dates_in_it(settings):
 def test_it_refuses_a_time_zone_it_does_not_know():
     with pytest.raises(ValidationError, match="“Mars/Olympus” is not a time zone"):
         time_zone_set(name="Mars/Olympus")
+
+
+def test_it_sets_the_ambient_prose_as_a_new_version_keeping_the_one_before(admin_user):
+    first = ambient_prose_set(content="She is [luna].", author=admin_user)
+    second = ambient_prose_set(content="She is [luna], by the sea.", author=admin_user.pk)
+
+    assert ambient_prose_current() == "She is [luna], by the sea."
+    assert list(AmbientProse.objects.values_list("content", "author")) == [
+        ("She is [luna], by the sea.", admin_user.pk),
+        ("She is [luna].", admin_user.pk),
+    ]
+    assert second.created_at >= first.created_at
+
+
+def test_it_keeps_an_imported_ambient_prose_version_s_id_and_time():
+    ambient_prose_set(content="old prose", at=NOW, pk=41)
+    version = AmbientProse.objects.get()
+    assert (version.pk, version.created_at, version.author) == (41, NOW, None)
+
+
+@pytest.mark.django_db(databases="__all__")
+@pytest.mark.parametrize(
+    ("model", "kind", "by_name"),
+    [
+        (WakeText, "image", False),
+        (MirrorPrompt, "clean", True),
+        (CompassPrompt, "review", True),
+        (LoomPrompt, "cataloguer", False),
+    ],
+)
+def test_it_adds_a_version_of_a_kind_with_its_author_as_its_store_keeps_it(
+    admin_user, model, kind, by_name
+):
+    text_version_add(model=model, content="before", author=None, kind=kind)
+    author = admin_user.get_username() if by_name else admin_user
+    version = text_version_add(model=model, content="after", author=author, kind=kind)
+
+    assert newest_version(model, kind=kind) == version
+    assert version.author == author and model.objects.get(content="before").author in ("", None)
+
+
+def test_it_refuses_a_version_that_does_not_say_which_text_it_is_of():
+    versions = (WakeText.objects.count(), AmbientProse.objects.count())
+    with pytest.raises(TypeError):
+        text_version_add(model=WakeText, content="wake up")
+    with pytest.raises(TypeError):
+        text_version_add(model=AmbientProse, content="prose", kind="wake")
+    assert (WakeText.objects.count(), AmbientProse.objects.count()) == versions
