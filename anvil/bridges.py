@@ -28,9 +28,10 @@ from anvil.pages import anvil_page, row_id, short_when
 from anvil.proposals import ProposalError, proposal_apply, proposal_drop, proposal_may_decide
 from anvil.site import IMPORT_PERMISSION
 from anvil.textdiff import text_diff_html
+from events.selectors import source_events
+from gem.draft import DraftDiff, DraftError, draft_diff, draft_parse
 from gem.models import IdentitySide
 from gem.selectors import identities_current, wake_text_current
-from lens.draft_read import DraftDiff, DraftError, draft_diff, draft_parse
 from mirror.models import Proposer
 from silentstar.uploads import megabytes, upload_max_bytes
 from silentstar.words import counted
@@ -226,7 +227,7 @@ def proposal_card(request, proposal: ImportedProposal, *, back: str) -> dict:
 def _draft_read(text: str) -> tuple[DraftDiff | None, str]:
     """What a draft would change in the Gem now, or why it cannot be read."""
     try:
-        return draft_diff(draft_parse(text)), ""
+        return draft_diff(draft_parse(text), events_found=source_events), ""
     except DraftError as error:
         return None, str(error)
 

@@ -9,7 +9,6 @@ from django.http import HttpResponseRedirect
 from django.shortcuts import get_object_or_404
 from django.urls import path, reverse
 
-from anvil.drafts import draft_apply
 from anvil.forms import (
     DraftForm,
     FoldForm,
@@ -20,6 +19,8 @@ from anvil.graph import DEPTH_MAX, WHOLE_GRAPH_LIMIT, graph_around, graph_whole
 from anvil.pages import anvil_page, cut_text, event_line
 from anvil.textdiff import text_diff_html
 from events.selectors import source_events
+from gem.draft import DraftDiff, DraftError, draft_diff, draft_parse
+from gem.drafts import draft_apply
 from gem.models import (
     Fragment,
     FragmentEdge,
@@ -34,7 +35,6 @@ from gem.services import (
     fragment_rename_preview,
 )
 from gem.state import CHARS_PER_TOKEN, state_get
-from lens.draft_read import DraftDiff, DraftError, draft_diff, draft_parse
 from silentstar.tokens import DEFAULT_CHARS_PER_TOKEN, estimate_tokens
 
 
@@ -303,10 +303,10 @@ class FragmentAdmin(admin.ModelAdmin):
             text = form.cleaned_data["text"]
             try:
                 if "confirm" in request.POST:
-                    done = draft_apply(text, user=request.user)
+                    done = draft_apply(text, user=request.user, events_found=source_events)
                     self.message_user(request, _draft_done(done))
                     return HttpResponseRedirect(reverse("admin:gem_fragment_changelist"))
-                diff = draft_diff(draft_parse(text))
+                diff = draft_diff(draft_parse(text), events_found=source_events)
             except DraftError as error:
                 form.add_error(None, str(error))
                 diff = None

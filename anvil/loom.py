@@ -2,8 +2,9 @@
 inbox with its phone upload page, the facet agents' calls (notes, the draft's diff; apply, edit,
 drop, retry), "Ask the Loom" from a fragment's page, and the agents' versioned prompts.
 
-Every page is a thin view over ``loom.services``; a draft is applied through the Anvil's own
-``draft_apply`` and recorded on its call in the same transaction (docs/loom.md).
+Every page is a thin view over ``loom.services``; a draft is applied through the Gem's
+``draft_apply`` and recorded on its call in the same transaction (``loom_draft_apply``,
+docs/loom.md).
 """
 
 from urllib.parse import urlsplit
@@ -11,7 +12,6 @@ from urllib.parse import urlsplit
 from django.conf import settings
 from django.contrib import admin, messages
 from django.core.exceptions import PermissionDenied, TooManyFilesSent
-from django.db import transaction
 from django.db.models import Count
 from django.http import HttpResponseRedirect
 from django.shortcuts import get_object_or_404
@@ -23,12 +23,12 @@ from django.utils.text import capfirst
 from django.views.decorators.csrf import csrf_exempt, csrf_protect
 from django.views.decorators.http import require_POST
 
-from anvil.drafts import draft_apply
 from anvil.fragments import draft_preview_fragments
 from anvil.pages import anvil_page, cut_text, row_id, short_when
 from anvil.versions import PromptAdmin
+from events.selectors import source_events
+from gem.draft import DraftError, draft_diff, draft_parse
 from gem.models import Fragment
-from lens.draft_read import DraftError, draft_diff, draft_parse
 from loom.forms import (
     CallForm,
     FragmentAddForm,
@@ -52,7 +52,7 @@ from loom.services import (
     inbox_discard,
     loom_call_retry,
     loom_call_start,
-    loom_draft_applied,
+    loom_draft_apply,
     loom_draft_drop,
     prompt_current,
     session_close,
@@ -378,7 +378,7 @@ def _call_context(request, call: LoomCall, *, suggestions: list, back: str) -> d
     diff = diff_error = None
     if call.draft_state == DraftState.PROPOSED:
         try:
-            diff = draft_diff(draft_parse(call.draft))
+            diff = draft_diff(draft_parse(call.draft), events_found=source_events)
         except DraftError as error:
             diff_error = str(error)
     return {
@@ -497,14 +497,7 @@ class LoomCallAdmin(admin.ModelAdmin):
         call = get_object_or_404(LoomCall, pk=call_id)
         text = request.POST.get("text", call.draft)
         try:
-            with transaction.atomic():
-                diff = draft_apply(text, user=request.user)
-                loom_draft_applied(
-                    call_id=call.pk,
-                    user_id=request.user.pk,
-                    text=text,
-                    keys=[*diff.fragments_created, *diff.fragments_changed()],
-                )
+            diff = loom_draft_apply(call_id=call.pk, user=request.user, text=text)
         except (DraftError, LoomError) as error:
             if "text" in request.POST:  # from the edit page: back to it, the text kept
                 return self._edit_page(request, call, text=text, error=str(error))
@@ -531,7 +524,7 @@ class LoomCallAdmin(admin.ModelAdmin):
         diff = None
         if not error:
             try:
-                diff = draft_diff(draft_parse(text))
+                diff = draft_diff(draft_parse(text), events_found=source_events)
             except DraftError as problem:
                 error = str(problem)
         return anvil_page(

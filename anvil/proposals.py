@@ -1,5 +1,5 @@
 """What an import proposes, decided in the Anvil: a draft of fragments applied through the
-Anvil's own ``draft_apply``, or a wake text added as a new version; or dropped.
+Gem's ``draft_apply``, or a wake text added as a new version; or dropped.
 
 A proposal is decided once: the row is claimed (pending → applied or dropped) in the same
 transaction as what applying it writes, so a draft that cannot be applied leaves it pending,
@@ -12,11 +12,12 @@ from django.contrib.admin.models import ADDITION, LogEntry
 from django.db import transaction
 from django.utils import timezone
 
-from anvil.drafts import draft_apply
 from anvil.textdiff import text_change_summary
+from events.selectors import source_events
+from gem.draft import DraftDiff
+from gem.drafts import draft_apply
 from gem.models import WakeText, WakeTextKind
 from gem.selectors import wake_text_current
-from lens.draft_read import DraftDiff
 from transfer.bridges import wake_proposed
 from transfer.models import ImportedProposal, ProposalKind, ProposalState
 
@@ -56,7 +57,9 @@ def proposal_apply(*, proposal_id: int, user, text: str | None = None) -> Propos
             applied_text="" if chosen == proposal.text else chosen,
         )
         if proposal.kind == ProposalKind.DRAFT:
-            return ProposalApplied(proposal, diff=draft_apply(chosen, user=user))
+            return ProposalApplied(
+                proposal, diff=draft_apply(chosen, user=user, events_found=source_events)
+            )
         before = wake_text_current(WakeTextKind.WAKE)
         after = wake_proposed(chosen)
         if after == before:  # the wake text in use holds it already: no second copy of it

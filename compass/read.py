@@ -15,9 +15,8 @@ from datetime import datetime
 from zoneinfo import ZoneInfo
 
 from compass.findings import Item
+from gem.draft import Draft, draft_render
 from gem.models import Fragment
-from lens.draft import draft_render
-from lens.draft_read import Draft
 from lens.extract import fragment_drafts, one_line, working_memory_lingering
 from mirror.models import Summary
 from silentstar.words import counted

@@ -2,7 +2,7 @@
 
 Everything here reads; nothing writes. Each view is built once as plain data (used by the
 pages in ``lens/views.py``) and written as Markdown for ``manage.py lens``. A fragment's
-Markdown is the draft format of ``lens/draft_read.py``: read back as a draft it changes nothing.
+Markdown is the draft format of ``gem/draft.py``: read back as a draft it changes nothing.
 """
 
 import difflib
@@ -15,11 +15,10 @@ from typing import Any
 from django.db.models import Q
 from django.utils import timezone
 
+from gem.draft import TIERS, Draft, DraftEdge, DraftFragment, draft_render, edges_ordered
 from gem.models import Fragment, FragmentEdge, FragmentSource, WorkingMemoryRef
 from gem.selectors import gem_current, working_memory_scored
 from gem.state import turn_counter_current
-from lens.draft import draft_render, edges_ordered
-from lens.draft_read import TIERS, Draft, DraftEdge, DraftFragment
 from mirror.models import Summary
 from silentstar.words import counted
 

@@ -13,9 +13,8 @@ from django.utils.html import escape
 from django.utils.safestring import mark_safe
 from django.views.decorators.http import require_GET
 
+from gem.draft import Draft, draft_render
 from lens.display import hits_display
-from lens.draft import draft_render
-from lens.draft_read import Draft
 from lens.extract import (
     LensError,
     fragment_drafts,

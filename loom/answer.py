@@ -16,7 +16,7 @@ Pure: no Django, no I/O. The answer is plain text in sections, each opened by a 
     - She names every lamp after a star.
       reason: three fragments say so
 
-The draft section holds a draft in the draft format (``lens/draft_read.py``), read there; it
+The draft section holds a draft in the draft format (``gem/draft.py``), read there; it
 may be empty (notes only). Text before the first marker counts as notes (a model's preamble is
 kept, not refused). Each pattern is a list item, optionally followed by an indented
 ``reason:`` line. Only the Weaver may write a patterns section. Anything else (a second marker

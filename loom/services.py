@@ -1,9 +1,9 @@
 """The Loom's actions: sessions, the photo inbox, and the facet agents' calls with their drafts.
 
 Each action is the one place it happens; the Anvil's pages call them (docs/loom.md). An agent
-only proposes: its draft waits on the call until a person applies it (through the Anvil's
-draft apply, then ``loom_draft_applied`` records it in the same transaction) or drops it, and
-the Weaver's patterns wait in the suggestions' queue.
+only proposes: its draft waits on the call until a person applies it (``loom_draft_apply``:
+the Gem's draft apply and the call's record of it, in one transaction) or drops it, and the
+Weaver's patterns wait in the suggestions' queue.
 """
 
 import logging
@@ -21,11 +21,12 @@ from django.utils import timezone
 from django.utils.text import capfirst
 from django_q.tasks import async_task
 
+from events.selectors import source_events
+from gem.draft import Draft, DraftDiff, DraftError, draft_diff, draft_parse, draft_render
+from gem.drafts import draft_apply
 from gem.models import Fragment
 from gem.selectors import Prompt, agent_prompt, identities_current
 from gem.services import fragment_log
-from lens.draft import draft_render
-from lens.draft_read import Draft, DraftError, draft_diff, draft_parse
 from lens.extract import LensError, fragment_drafts, keys_checked, neighbours
 from loom.answer import Answer, AnswerError, answer_read
 from loom.models import (
@@ -424,7 +425,7 @@ def _draft_checked(answer: Answer, *, given: list[str], name: str) -> None:
                     f"({', '.join(given)})",
                     line=fragment.line,
                 )
-        draft_diff(draft)
+        draft_diff(draft, events_found=source_events)
     except DraftError as error:
         where = ""
         if error.line is not None:
@@ -436,28 +437,31 @@ def _draft_checked(answer: Answer, *, given: list[str], name: str) -> None:
 # --- Drafts ----------------------------------------------------------------------------------
 
 
-def loom_draft_applied(*, call_id: int, user_id: int, text: str, keys: Iterable[str]) -> None:
-    """Record that a person applied a call's draft (``text``, maybe edited) to the fragments
-    ``keys``: called in the transaction of the apply, so both happen or neither. Each fragment's
-    admin log says which agent's draft it was and what the agent read."""
-    call = LoomCall.objects.select_for_update().get(pk=call_id)
-    if call.draft_state != DraftState.PROPOSED:
-        raise LoomError(_decided(call))
-    LoomCall.objects.filter(pk=call_id).update(
-        draft_state=DraftState.APPLIED,
-        applied_text="" if text == call.draft else text,
-        decided_by_id=user_id,
-        decided_at=timezone.now(),
-    )
-    edited = " (edited)" if text != call.draft else ""
-    for key in keys:
-        fragment_log(
-            user_id=user_id,
-            fragment_key=key,
-            action=CHANGE,
-            message=f"Applied {call.get_agent_display()}'s draft{edited} of Loom call "
-            f"{call.pk}; it read {sources_text(call.sources)}",
+def loom_draft_apply(*, call_id: int, user, text: str) -> DraftDiff:
+    """Apply a call's draft (its own, or ``text`` as a person edited it) through the Gem's
+    ``draft_apply`` and record it on the call, in one transaction: both happen or neither. Each
+    fragment's admin log says which agent's draft it was and what the agent read."""
+    with transaction.atomic():
+        call = LoomCall.objects.select_for_update().get(pk=call_id)
+        if call.draft_state != DraftState.PROPOSED:
+            raise LoomError(_decided(call))
+        diff = draft_apply(text, user=user, events_found=source_events)
+        LoomCall.objects.filter(pk=call_id).update(
+            draft_state=DraftState.APPLIED,
+            applied_text="" if text == call.draft else text,
+            decided_by_id=user.pk,
+            decided_at=timezone.now(),
         )
+        edited = " (edited)" if text != call.draft else ""
+        for key in [*diff.fragments_created, *diff.fragments_changed()]:
+            fragment_log(
+                user_id=user.pk,
+                fragment_key=key,
+                action=CHANGE,
+                message=f"Applied {call.get_agent_display()}'s draft{edited} of Loom call "
+                f"{call.pk}; it read {sources_text(call.sources)}",
+            )
+    return diff
 
 
 def loom_draft_drop(*, call_id: int, user_id: int) -> None:

@@ -36,11 +36,20 @@ from django_q.tasks import async_task
 
 from events.models import Event, EventTag
 from events.parse import parse
+from events.selectors import source_events
+from gem.draft import (
+    Draft,
+    DraftDiff,
+    DraftEdge,
+    DraftFragment,
+    draft_diff,
+    draft_parse,
+    draft_render,
+    edges_ordered,
+)
 from gem.models import TIERS, Fragment, FragmentEdge, IdentitySide
 from gem.selectors import identities_current, wake_text_current
 from gem.zone import owner_time_zone
-from lens.draft import draft_render, edges_ordered
-from lens.draft_read import Draft, DraftDiff, DraftEdge, DraftFragment, draft_diff, draft_parse
 from mirror.estimate import CompressionEstimate, compression_estimate, turn_transcripts
 from mirror.models import Proposer, TagSuggestion
 from silentstar.uploads import megabytes
@@ -192,7 +201,11 @@ class BridgePlan:
     @cached_property
     def draft_diff(self) -> DraftDiff | None:
         """The draft against the Gem as it is now."""
-        return draft_diff(draft_parse(self.draft_text)) if self.draft_text else None
+        return (
+            draft_diff(draft_parse(self.draft_text), events_found=source_events)
+            if self.draft_text
+            else None
+        )
 
     @cached_property
     def turns(self) -> list[str]:

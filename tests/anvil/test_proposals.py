@@ -4,9 +4,9 @@ from django.contrib.auth.models import Permission, User
 from django.urls import reverse
 
 from anvil.proposals import ProposalError, proposal_apply, proposal_drop
+from gem.draft import DraftError
 from gem.models import Fragment, WakeText
 from gem.selectors import wake_text_current
-from lens.draft_read import DraftError
 from tests.anvil.test_bridges import card_png
 from transfer.bridges import PREVIEW_LISTED, bridge_import, bridge_plan, bundle_read
 from transfer.bundle import LoreEntry

@@ -10,10 +10,11 @@ from django.test.utils import CaptureQueriesContext
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from events.selectors import source_events
+from gem.draft import draft_diff, draft_parse
 from gem.models import Fragment, FragmentEdge, FragmentSource, WorkingMemory, WorkingMemoryRef
 from gem.selectors import gem_current, working_memory_scored
 from gem.state import TURN_COUNTER, state_set
-from lens.draft_read import draft_diff, draft_parse
 from lens.extract import (
     LensError,
     fragment_markdown,
@@ -24,7 +25,7 @@ from lens.extract import (
     working_memory_markdown,
 )
 from mirror.models import Summary
-from tests.lens.test_draft import relations, tier_texts
+from tests.gem.test_draft_render import relations, tier_texts
 
 pytestmark = pytest.mark.django_db(databases="__all__")
 
@@ -121,10 +122,10 @@ def test_any_fragment_read_back_as_a_draft_is_no_change(gem):
             FragmentEdge(source_id=s, target_id=t, relation=r) for s, t, r in edges
         )
         for key in keys:
-            diff = draft_diff(draft_parse(fragment_markdown(key)))
+            diff = draft_diff(draft_parse(fragment_markdown(key)), events_found=source_events)
             assert diff.is_empty, diff.as_text()
         if len(keys) > 1:
-            diff = draft_diff(draft_parse(intersection_markdown(keys)))
+            diff = draft_diff(draft_parse(intersection_markdown(keys)), events_found=source_events)
             assert diff.is_empty, diff.as_text()
         transaction.set_rollback(True)
 
@@ -251,7 +252,7 @@ def test_the_lens_only_ever_selects(graph, tmp_path):
         intersection_markdown(["fairy", "moon", "lake"])
         working_memory_markdown()
         summaries_markdown()
-        draft_diff(draft_parse(draft.read_text()))
+        draft_diff(draft_parse(draft.read_text()), events_found=source_events)
 
     queries = [q["sql"] for context in captured for q in context.captured_queries]
     assert len(queries) > 10

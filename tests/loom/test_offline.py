@@ -2,7 +2,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from lens.draft_read import draft_parse
+from gem.draft import draft_parse
 from loom.answer import answer_read
 from loom.offline import OFFLINE_LABEL, offline_answer
 

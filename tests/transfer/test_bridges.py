@@ -7,9 +7,10 @@ from datetime import UTC, datetime
 import pytest
 from django.contrib.auth import get_user_model
 
-from anvil.drafts import draft_apply
 from events.models import Event, EventTag
 from events.render import message_display
+from events.selectors import source_events
+from gem.drafts import draft_apply
 from gem.models import Fragment, FragmentEdge, WorkingMemory
 from mirror.models import Proposer, TagSuggestion
 from mirror.services import suggestion_promote
@@ -135,7 +136,7 @@ def test_an_applied_draft_gives_the_fragments_with_their_keys_for_search():
     imported("sillytavern", json.dumps(LOREBOOK).encode())
     user = get_user_model().objects.create_superuser("anvil", password="x")
 
-    draft_apply(ImportedProposal.objects.get().text, user=user)
+    draft_apply(ImportedProposal.objects.get().text, user=user, events_found=source_events)
 
     harbour = Fragment.objects.get(key="old-harbour")
     assert harbour.ambient.startswith("Where claude first met")
@@ -150,7 +151,7 @@ def test_a_second_import_adds_nothing_even_once_the_draft_is_applied():
     data = json.dumps(LOREBOOK).encode()
     imported("sillytavern", data)
     user = get_user_model().objects.create_superuser("anvil", password="x")
-    draft_apply(ImportedProposal.objects.get().text, user=user)
+    draft_apply(ImportedProposal.objects.get().text, user=user, events_found=source_events)
 
     plan = planned("sillytavern", data)
     assert plan.draft_here and plan.is_empty
@@ -349,7 +350,7 @@ def test_a_lorebook_exported_and_imported_again_gives_the_same_fragments():
     Fragment.objects.all().delete()
     imported("sillytavern", data)
     user = get_user_model().objects.create_superuser("anvil", password="x")
-    draft_apply(ImportedProposal.objects.get().text, user=user)
+    draft_apply(ImportedProposal.objects.get().text, user=user, events_found=source_events)
 
     after = list(
         Fragment.objects.order_by("key").values_list("key", "ambient", "recognition", "inventory")

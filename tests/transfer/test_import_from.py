@@ -15,7 +15,7 @@ import pytest
 from django.core.management import CommandError, call_command
 
 from events.models import Event
-from lens.draft_read import draft_parse
+from gem.draft import draft_parse
 from mirror.models import TagSuggestion
 from tests.conftest import REPO
 from tests.transfer.formats.test_card import (

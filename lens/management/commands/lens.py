@@ -3,7 +3,7 @@
 The first word picks what to do (``WORDS``: word → handler); any other first word starts a
 list of fragment keys. Everything after the word is the word's own (``manage.py lens search
 --help``): ``lens diff DRAFT.md``, ``lens search "…"``, ``lens query …``; ``lens KEY [KEY …]
-[--wm] [--summaries]``. The work itself is in ``lens/extract.py``, ``lens/draft_read.py``,
+[--wm] [--summaries]``. The work itself is in ``lens/extract.py``, ``gem/draft.py``,
 ``lens/search.py`` and ``lens/query.py``.
 """
 
@@ -15,8 +15,9 @@ from pathlib import Path
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 from django.utils import timezone
 
+from events.selectors import source_events
+from gem.draft import DraftError, draft_diff, draft_parse
 from lens.display import hits_display
-from lens.draft_read import DraftError, draft_diff, draft_parse
 from lens.extract import (
     DEPTH_DEFAULT,
     SUMMARIES_DEFAULT,
@@ -90,7 +91,9 @@ def _diff(command: "Command", words: list[str], options: dict) -> None:
     except (OSError, UnicodeDecodeError) as error:
         raise CommandError(f"Cannot read the draft {path}: {error}") from None
     try:
-        command.stdout.write(draft_diff(draft_parse(text)).as_text(), ending="")
+        command.stdout.write(
+            draft_diff(draft_parse(text), events_found=source_events).as_text(), ending=""
+        )
     except DraftError as error:
         raise CommandError(f"{path}: {error}") from None
 

@@ -4,12 +4,12 @@ from django.contrib.auth import get_user_model
 from django.db import transaction
 from hypothesis import HealthCheck, given, settings
 
-from anvil.drafts import draft_apply
 from events.models import Event
+from events.selectors import source_events
+from gem.draft import DraftError, draft_diff, draft_parse, draft_render
+from gem.drafts import draft_apply
 from gem.models import Fragment, FragmentEdge, FragmentSource
-from lens.draft import draft_render
-from lens.draft_read import DraftError, draft_diff, draft_parse
-from tests.lens.test_draft import drafts
+from tests.gem.test_draft_render import drafts
 
 pytestmark = pytest.mark.django_db(databases=["default", "events"])
 
@@ -59,7 +59,7 @@ A far light.
 
 - ← fairy
 """
-    diff = draft_apply(draft, user=person)
+    diff = draft_apply(draft, user=person, events_found=source_events)
 
     assert diff.fragments_created == ["star"]
     fairy = Fragment.objects.get(key="fairy")
@@ -85,7 +85,9 @@ A far light.
 
 
 def test_it_clears_a_tier_that_is_present_but_empty(gem, person):
-    draft_apply("# fairy\n\n## recognition\n\n## inventory\n", user=person)
+    draft_apply(
+        "# fairy\n\n## recognition\n\n## inventory\n", user=person, events_found=source_events
+    )
 
     fairy = Fragment.objects.get(key="fairy")
     assert (fairy.ambient, fairy.recognition, fairy.inventory) == ("A small light.", "", "")
@@ -96,7 +98,7 @@ def test_a_bad_draft_changes_nothing_and_says_where(gem, person):
     draft = "# fairy\n\n## recognition\n\nNew text.\n\n## edges\n\n- → nowhere: lost\n"
 
     with pytest.raises(DraftError) as caught:
-        draft_apply(draft, user=person)
+        draft_apply(draft, user=person, events_found=source_events)
 
     assert caught.value.line == 9
     assert "“nowhere” is not a fragment" in str(caught.value)
@@ -107,7 +109,11 @@ def test_an_unreadable_draft_changes_nothing(gem, person):
     before = snapshot()
 
     with pytest.raises(DraftError) as caught:
-        draft_apply("# fairy\n\n## recognition\n\nfine\n\n## mood\n\nsad\n", user=person)
+        draft_apply(
+            "# fairy\n\n## recognition\n\nfine\n\n## mood\n\nsad\n",
+            user=person,
+            events_found=source_events,
+        )
 
     assert caught.value.line == 7
     assert snapshot() == before
@@ -121,7 +127,11 @@ def test_a_failure_while_writing_rolls_everything_back(gem, person, monkeypatch)
 
     monkeypatch.setattr(FragmentEdge.objects, "bulk_create", broken)
     with pytest.raises(RuntimeError):
-        draft_apply("# star\n\n## ambient\n\nFar.\n\n## edges\n\n- → moon\n", user=person)
+        draft_apply(
+            "# star\n\n## ambient\n\nFar.\n\n## edges\n\n- → moon\n",
+            user=person,
+            events_found=source_events,
+        )
 
     assert snapshot() == before
 
@@ -133,7 +143,7 @@ def test_it_records_a_drafts_sources_and_logs_them(gem, person):
         f"## ambient\n\nFar.\n\n## sources\n\n- event {said[1].pk}\n"
     )
 
-    diff = draft_apply(draft, user=person)
+    diff = draft_apply(draft, user=person, events_found=source_events)
 
     assert sorted(FragmentSource.objects.values_list("fragment_id", "event_id")) == [
         ("fairy", said[0].pk),
@@ -148,7 +158,7 @@ def test_it_records_a_drafts_sources_and_logs_them(gem, person):
         in LogEntry.objects.get(object_id="star").change_message
     )
     assert len(diff.sources_added) == 2
-    assert draft_diff(draft_parse(draft)).is_empty
+    assert draft_diff(draft_parse(draft), events_found=source_events).is_empty
 
 
 def test_a_source_that_is_not_an_event_is_refused_and_changes_nothing(gem, person):
@@ -159,6 +169,7 @@ def test_a_source_that_is_not_an_event_is_refused_and_changes_nothing(gem, perso
         draft_apply(
             f"# fairy\n\n## ambient\n\nNew.\n\n## sources\n\n- events {said.pk}\n- event 404\n",
             user=person,
+            events_found=source_events,
         )
 
     assert caught.value.line == 10
@@ -169,7 +180,9 @@ def test_a_source_that_is_not_an_event_is_refused_and_changes_nothing(gem, perso
 def test_a_draft_the_gem_already_holds_changes_and_logs_nothing(gem, person):
     before = snapshot()
 
-    diff = draft_apply("# fairy\n\n## ambient\n\nA small light.\n", user=person)
+    diff = draft_apply(
+        "# fairy\n\n## ambient\n\nA small light.\n", user=person, events_found=source_events
+    )
 
     assert diff.is_empty
     assert snapshot() == before
@@ -191,8 +204,8 @@ def test_a_draft_applied_reads_back_as_no_change(draft):
             Fragment(key=k) for k in outside - {f.key for f in draft.fragments}
         )
         text = draft_render(draft)
-        draft_apply(text, user=person)
-        assert draft_diff(draft_parse(text)).is_empty
+        draft_apply(text, user=person, events_found=source_events)
+        assert draft_diff(draft_parse(text), events_found=source_events).is_empty
         for fragment in draft.fragments:
             held = Fragment.objects.get(key=fragment.key)
             assert {tier: getattr(held, tier) for tier in fragment.tiers} == fragment.tiers

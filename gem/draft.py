@@ -1,6 +1,8 @@
 """The draft format: the Markdown the Lens writes for fragments, read back as proposed changes.
 
-The format belongs to the Gem (its keys, tiers and edges); the Lens renders it.
+The format belongs to the Gem (its keys, tiers and edges): ``draft_render`` writes it (what the
+Lens prints), ``draft_parse`` reads it, ``draft_diff`` compares it with the Gem, and
+``gem.drafts.draft_apply`` applies it.
 
 A draft is plain text, one line per ``\\n``; a draft whose every line break is ``\\r\\n`` (as
 a browser sends a text area) is read with ``\\n``, and tiers that differ from the Gem only in
@@ -66,23 +68,27 @@ The shape, exactly:
   it. Anything else (an unknown section, text after a fence, an edge line that is not one,
   an edge two sections disagree about, a NUL character) is a ``DraftError`` naming the line.
 
-``draft_parse`` reads it; the Lens writes the same shape (``lens.draft.draft_render``, and it
-prints nothing else for a fragment), so a fragment's Lens output read back as a draft changes
-nothing; ``draft_diff`` reads the Gem and writes nothing: its ``DraftDiff`` lists the fragments
+``draft_parse`` reads it; ``draft_render`` writes the same shape (the Lens prints nothing else
+for a fragment), so a fragment's Lens output read back as a draft changes nothing: text that
+cannot be written plainly is fenced, relations that would not survive a line are written as
+JSON strings. ``draft_diff`` reads the Gem and writes nothing: its ``DraftDiff`` lists the fragments
 created, the tiers changed (key, tier, old, new; ``TierChange.unified()`` is a unified diff),
 the edges added, removed and relabelled, the sources added, and ``as_text()`` says it all.
-``anvil.drafts.draft_apply`` applies a draft.
+``gem.drafts.draft_apply`` applies a draft.
+
+The Gem imports no other app, so ``draft_diff`` is given the event log's lookup by its caller
+(``events.selectors.source_events``): a function from event ids to the ones the log holds.
 """
 
 import difflib
 import json
 import re
+from collections.abc import Callable, Container, Iterable
 from dataclasses import dataclass, field
 
 from django.core.exceptions import ValidationError
 from django.db.models import Q
 
-from events.selectors import source_events
 from gem.models import (
     KEY_VALIDATOR,
     RELATION_MAX_LENGTH,
@@ -366,6 +372,65 @@ def _edges_agree(draft: Draft) -> None:
                 )
 
 
+# --- Writing -----------------------------------------------------------------------------------
+
+
+def draft_render(draft: Draft) -> str:
+    """The draft as Markdown: what ``manage.py lens KEY`` prints."""
+    parts = [draft.preface] if draft.preface else []
+    parts.extend(_fragment_render(fragment) for fragment in draft.fragments)
+    return "\n\n".join(parts) + "\n"
+
+
+def _fragment_render(fragment: DraftFragment) -> str:
+    blocks = [f"# {fragment.key}"]
+    for tier in TIERS:
+        if tier in fragment.tiers:
+            blocks.append(f"## {tier}")
+            if fragment.tiers[tier]:
+                blocks.append(_tier_text(fragment.tiers[tier]))
+    if fragment.edges is not None:
+        blocks.append(f"## {EDGES}")
+        if fragment.edges:
+            blocks.append("\n".join(_edge_line(fragment.key, edge) for edge in fragment.edges))
+    for name in NOTES:
+        if name in fragment.notes:
+            blocks.append(f"## {name}")
+            if fragment.notes[name]:
+                blocks.append(fragment.notes[name])
+    return "\n\n".join(blocks)
+
+
+def _tier_text(text: str) -> str:
+    lines = text.split("\n")
+    plain = (
+        not is_blank(lines[0])
+        and not is_blank(lines[-1])
+        and not lines[0].startswith(("~~~", "```"))
+        and not any(HEADING.match(line) for line in lines)
+    )
+    if plain:
+        return text
+    longest = max((len(line) for line in lines if line and set(line) == {"~"}), default=0)
+    fence = "~" * max(3, longest + 1)
+    return f"{fence}\n{text}\n{fence}"
+
+
+def _edge_line(key: str, edge: DraftEdge) -> str:
+    arrow, other = ("→", edge.target) if edge.source == key else ("←", edge.source)
+    relation = edge.relation
+    if not relation:
+        return f"- {arrow} {other}"
+    if relation != relation.strip() or "\n" in relation or "\r" in relation or relation[0] == '"':
+        relation = json.dumps(relation, ensure_ascii=False)
+    return f"- {arrow} {other}: {relation}"
+
+
+def edges_ordered(key: str, edges: Iterable[DraftEdge]) -> list[DraftEdge]:
+    """Edges from the fragment first, then edges to it, each by the other key."""
+    return sorted(edges, key=lambda e: (e.source != key, e.target if e.source == key else e.source))
+
+
 # --- Comparing with the Gem -------------------------------------------------------------------
 
 
@@ -398,7 +463,7 @@ class EdgeRelabel:
 
 @dataclass(frozen=True)
 class SourceAdded:
-    """An event a fragment will record as a source."""
+    """An event a fragment will record as a source (or, in ``sources_removed``, no longer)."""
 
     key: str
     event_id: int
@@ -414,6 +479,9 @@ class DraftDiff:
     edges_removed: list[DraftEdge] = field(default_factory=list)
     edges_relabelled: list[EdgeRelabel] = field(default_factory=list)
     sources_added: list[SourceAdded] = field(default_factory=list)
+    # A draft never removes a source; the fragment's form in the Anvil does, through the same
+    # write (``gem.drafts.diff_write``).
+    sources_removed: list[SourceAdded] = field(default_factory=list)
 
     @property
     def is_empty(self) -> bool:
@@ -424,6 +492,7 @@ class DraftDiff:
             or self.edges_removed
             or self.edges_relabelled
             or self.sources_added
+            or self.sources_removed
         )
 
     def fragments_changed(self) -> list[str]:
@@ -433,7 +502,7 @@ class DraftDiff:
         keys = [change.key for change in self.tiers_changed]
         for edge in (*self.edges_added, *self.edges_removed, *self.edges_relabelled):
             keys += [edge.source, edge.target]
-        keys += [source.key for source in self.sources_added]
+        keys += [source.key for source in (*self.sources_added, *self.sources_removed)]
         return [key for key in dict.fromkeys(keys) if key not in created]
 
     def sources_of(self, key: str) -> list[int]:
@@ -482,9 +551,14 @@ def _edge_text(edge: DraftEdge) -> str:
     return f"{edge.source} → {edge.target}" + (f": {edge.relation}" if edge.relation else "")
 
 
-def draft_diff(draft: Draft) -> DraftDiff:
+# The events of the event log among some ids (``events.selectors.source_events``).
+EventsFound = Callable[[Iterable[int]], Container[int]]
+
+
+def draft_diff(draft: Draft, *, events_found: EventsFound) -> DraftDiff:
     """Compare a draft with the Gem; reads only. Edges to keys that neither the Gem nor the
-    draft has, and sources that are not events of the event log, are a DraftError."""
+    draft has, and sources that ``events_found`` does not find in the event log, are a
+    DraftError."""
     keys = [fragment.key for fragment in draft.fragments]
     existing = Fragment.objects.in_bulk(keys)
     diff = DraftDiff(fragments_created=[key for key in keys if key not in existing])
@@ -495,7 +569,7 @@ def draft_diff(draft: Draft) -> DraftDiff:
             if line_breaks_normalized(old) != line_breaks_normalized(new):
                 diff.tiers_changed.append(TierChange(fragment.key, tier, old, new))
 
-    diff.sources_added = _sources_added(draft, known=existing)
+    diff.sources_added = _sources_added(draft, known=existing, events_found=events_found)
 
     with_edges = [fragment for fragment in draft.fragments if fragment.edges is not None]
     if not with_edges:
@@ -530,7 +604,9 @@ def draft_diff(draft: Draft) -> DraftDiff:
     return diff
 
 
-def _sources_added(draft: Draft, *, known: dict[str, Fragment]) -> list[SourceAdded]:
+def _sources_added(
+    draft: Draft, *, known: dict[str, Fragment], events_found: EventsFound
+) -> list[SourceAdded]:
     """The sources the draft lists that its fragments do not yet record. Each new one must be
     an event of the event log (one query on the events store); the ones already recorded are
     not looked at again, so a fragment's Lens output always reads back as no change."""
@@ -548,7 +624,7 @@ def _sources_added(draft: Draft, *, known: dict[str, Fragment]) -> list[SourceAd
         for event_id, line in fragment.sources.items()
         if (fragment.key, event_id) not in held
     ]
-    found = source_events(source.event_id for source, _ in added)
+    found = events_found(source.event_id for source, _ in added)
     missing: dict[int, list[int]] = {}
     for source, line in added:
         if source.event_id not in found:

@@ -3,8 +3,9 @@
 import pytest
 
 from events.models import Event
+from events.selectors import source_events
+from gem.draft import DraftEdge, DraftError, SourceAdded, draft_diff, draft_parse
 from gem.models import Fragment, FragmentEdge, FragmentSource
-from lens.draft_read import DraftEdge, DraftError, SourceAdded, draft_diff, draft_parse
 
 # --- What a draft means -----------------------------------------------------------------------
 
@@ -89,7 +90,7 @@ def test_it_shows_each_kind_of_change_and_writes_nothing(gem, django_assert_max_
         "- → star\n\n# star\n\n## ambient\n\nFar.\n"
     )
     with django_assert_max_num_queries(4):
-        diff = draft_diff(draft)
+        diff = draft_diff(draft, events_found=source_events)
 
     assert diff.fragments_created == ["star"]
     assert [(c.key, c.tier, c.old, c.new) for c in diff.tiers_changed] == [
@@ -115,14 +116,19 @@ def test_it_shows_each_kind_of_change_and_writes_nothing(gem, django_assert_max_
 
 def test_it_refuses_an_edge_to_a_fragment_nobody_has(gem):
     with pytest.raises(DraftError) as caught:
-        draft_diff(draft_parse("# fairy\n\n## edges\n\n- → well\n- ← moon\n- → nowhere\n"))
+        draft_diff(
+            draft_parse("# fairy\n\n## edges\n\n- → well\n- ← moon\n- → nowhere\n"),
+            events_found=source_events,
+        )
     assert caught.value.line == 7
     assert "“nowhere” is not a fragment: add a “# nowhere” section" in str(caught.value)
 
 
 def test_windows_line_breaks_in_the_gem_are_no_change(db):
     Fragment.objects.create(key="fairy", inventory="one\r\ntwo")
-    diff = draft_diff(draft_parse("# fairy\n\n## inventory\n\none\ntwo\n"))
+    diff = draft_diff(
+        draft_parse("# fairy\n\n## inventory\n\none\ntwo\n"), events_found=source_events
+    )
     assert diff.is_empty
     assert diff.as_text() == "No change: the Gem already holds this draft.\n"
 
@@ -133,13 +139,17 @@ def test_it_lists_the_sources_a_draft_adds_and_refuses_one_that_is_no_event(gem)
     FragmentSource.objects.create(fragment_id="fairy", event_id=12)  # recorded before: not read
 
     diff = draft_diff(
-        draft_parse(f"# fairy\n\n## sources\n\n- events 12, {said.pk}\n\n# star\n\n## ambient\n")
+        draft_parse(f"# fairy\n\n## sources\n\n- events 12, {said.pk}\n\n# star\n\n## ambient\n"),
+        events_found=source_events,
     )
     assert diff.sources_added == [SourceAdded("fairy", said.pk)]
     assert diff.fragments_changed() == ["fairy"]
     assert f"Sources added:\n+ fairy ← event {said.pk}" in diff.as_text()
 
     with pytest.raises(DraftError) as caught:
-        draft_diff(draft_parse("# fairy\n\n## sources\n\n- events 12\n- events 404, 405\n"))
+        draft_diff(
+            draft_parse("# fairy\n\n## sources\n\n- events 12\n- events 404, 405\n"),
+            events_found=source_events,
+        )
     assert caught.value.line == 6
     assert "events 404, 405 are not in the event log" in str(caught.value)

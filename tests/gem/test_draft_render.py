@@ -4,8 +4,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from lens.draft import draft_render
-from lens.draft_read import TIERS, Draft, DraftEdge, DraftFragment, draft_parse
+from gem.draft import TIERS, Draft, DraftEdge, DraftFragment, draft_parse, draft_render
 
 pytestmark = pytest.mark.store_free
 

@@ -1,0 +1,132 @@
+"""Applying a draft to the Gem, and the one write of fragments, edges and sources.
+
+``draft_apply`` is how every caller applies a draft (the Anvil's draft page, a Loom call's
+draft, an import's proposal): parse, compare and write happen in one transaction on the default
+store, which a caller's own record of it joins (``loom.services.loom_draft_apply``,
+``anvil.proposals.proposal_apply``). A draft that cannot be read, or that names a fragment
+nobody has or a source that is not an event, raises ``DraftError`` and changes nothing. Each
+fragment created or changed gets an entry in the admin log saying what changed, its new sources
+included.
+
+``diff_write`` writes a ``DraftDiff``: a draft's, or what the Anvil's fragment form and its
+inlines changed, so fragments, edges and sources are written in one place.
+``fragments_delete`` deletes fragments (their edges, sources and references go with them).
+"""
+
+from collections.abc import Iterable
+
+from django.contrib.admin.models import ADDITION, CHANGE
+from django.db import transaction
+from django.db.models import Q
+
+from gem.draft import DraftDiff, DraftEdge, EventsFound, draft_diff, draft_parse
+from gem.models import TIERS, Fragment, FragmentEdge, FragmentSource
+from gem.services import fragment_log
+
+
+def draft_apply(text: str, *, user, events_found: EventsFound) -> DraftDiff:
+    """Apply a draft written by a person; returns what changed (empty when nothing did).
+    ``events_found`` is the event log's lookup (``events.selectors.source_events``)."""
+    draft = draft_parse(text)
+    with transaction.atomic():
+        diff = draft_diff(draft, events_found=events_found)
+        if diff.is_empty:
+            return diff
+        diff_write(diff)
+        for key in diff.fragments_created:
+            fragment_log(
+                user_id=user.pk,
+                fragment_key=key,
+                action=ADDITION,
+                message="Created from a draft" + _what_changed(diff, key),
+            )
+        for key in diff.fragments_changed():
+            fragment_log(
+                user_id=user.pk,
+                fragment_key=key,
+                action=CHANGE,
+                message="Changed from a draft" + _what_changed(diff, key),
+            )
+    return diff
+
+
+def diff_write(diff: DraftDiff) -> None:
+    """Write what ``diff`` says, in one transaction: fragments created with their tiers, tiers
+    changed, edges removed, added and relabelled, sources recorded and removed. The diff has
+    been checked against the Gem (``draft_diff``, or the fragment form's validation)."""
+    new_tiers: dict[str, dict[str, str]] = {}
+    for change in diff.tiers_changed:
+        new_tiers.setdefault(change.key, {})[change.tier] = change.new
+    created = set(diff.fragments_created)
+    with transaction.atomic():
+        Fragment.objects.bulk_create(
+            Fragment(key=key, **{tier: new_tiers.get(key, {}).get(tier, "") for tier in TIERS})
+            for key in diff.fragments_created
+        )
+        changed = {key: tiers for key, tiers in new_tiers.items() if key not in created}
+        for fragment in Fragment.objects.select_for_update().filter(key__in=changed):
+            for tier, text_new in changed[fragment.key].items():
+                setattr(fragment, tier, text_new)
+            fragment.save(update_fields=[*changed[fragment.key], "updated_at"])
+        if diff.edges_removed:
+            FragmentEdge.objects.filter(
+                _pairs((e.source, e.target) for e in diff.edges_removed)
+            ).delete()
+        FragmentEdge.objects.bulk_create(
+            FragmentEdge(source_id=e.source, target_id=e.target, relation=e.relation)
+            for e in diff.edges_added
+        )
+        for relabel in diff.edges_relabelled:
+            FragmentEdge.objects.filter(source_id=relabel.source, target_id=relabel.target).update(
+                relation=relabel.new
+            )
+        if diff.sources_removed:
+            FragmentSource.objects.filter(
+                _pairs(
+                    [(s.key, s.event_id) for s in diff.sources_removed], "fragment_id", "event_id"
+                )
+            ).delete()
+        FragmentSource.objects.bulk_create(
+            (FragmentSource(fragment_id=s.key, event_id=s.event_id) for s in diff.sources_added),
+            ignore_conflicts=True,
+        )
+
+
+def fragments_delete(*, keys: Iterable[str]) -> None:
+    """Delete fragments: their edges, sources and working-memory references go with them."""
+    Fragment.objects.filter(key__in=list(keys)).delete()
+
+
+def _pairs(pairs: Iterable[tuple], first: str = "source_id", second: str = "target_id") -> Q:
+    condition = Q()
+    for one, other in pairs:
+        condition |= Q(**{first: one, second: other})
+    return condition
+
+
+def _what_changed(diff: DraftDiff, key: str) -> str:
+    parts = []
+    tiers = [change.tier for change in diff.tiers_changed if change.key == key]
+    if tiers:
+        parts.append("tiers " + ", ".join(tiers))
+
+    def mine(edges) -> list:
+        return [edge for edge in edges if key in (edge.source, edge.target)]
+
+    for label, edges in (("edges added", diff.edges_added), ("removed", diff.edges_removed)):
+        if mine(edges):
+            parts.append(f"{label} " + ", ".join(_edge_words(edge) for edge in mine(edges)))
+    relabelled = mine(diff.edges_relabelled)
+    if relabelled:
+        parts.append(
+            "relabelled "
+            + ", ".join(f"{e.source} → {e.target} “{e.old}” → “{e.new}”" for e in relabelled)
+        )
+    sources = diff.sources_of(key)
+    if sources:
+        parts.append("sources added events " + ", ".join(map(str, sources)))
+    return ": " + "; ".join(parts) if parts else ""
+
+
+def _edge_words(edge: DraftEdge) -> str:
+    return f"{edge.source} → {edge.target}" + (f" ({edge.relation})" if edge.relation else "")
