@@ -1,5 +1,7 @@
-"""Texts kept as versions: the ambient prose, the wake texts and the Mirror's prompts. Every save
-adds a version, none is changed or removed, and any two can be compared."""
+"""Texts kept as versions: the ambient prose, the wake texts and the Mirror's prompts (the
+Compass's and the Loom's have their pages in their modules). Every save adds a version through
+the Gem's ``text_version_add`` (the ambient prose's through ``ambient_prose_set``), none is
+changed or removed, and any two can be compared."""
 
 from django import forms
 from django.contrib import admin, messages
@@ -9,7 +11,6 @@ from django.db.models import Exists, OuterRef, Q
 from django.http import HttpResponseRedirect
 from django.shortcuts import get_object_or_404
 from django.urls import path, reverse
-from django.utils import timezone
 from django.utils.html import format_html
 
 from anvil.pages import anvil_page
@@ -23,6 +24,7 @@ from gem.selectors import (
     ambient_prose_current,
     wake_text_current,
 )
+from gem.services import ambient_prose_set, text_version_add
 from mirror.models import MirrorPrompt, MirrorPromptKind
 from mirror.passes import prompt_current
 
@@ -37,7 +39,6 @@ class VersionedTextAdmin(admin.ModelAdmin):
         models.TextField: {"widget": forms.Textarea(attrs={"rows": 20, "cols": 100})}
     }
     version_fields: tuple[str, ...] = ("content",)  # what a person writes in a version
-    text_fields: tuple[str, ...] = ()  # what names the text a version is of (a wake text's kind)
 
     def get_fields(self, request, obj=None):
         return list(self.version_fields) if obj is None else self.version_page_fields()
@@ -65,12 +66,19 @@ class VersionedTextAdmin(admin.ModelAdmin):
         return request.user
 
     def save_model(self, request, obj, form, change):
-        # Always a new version: the one the form was opened on stays as it was.
-        obj.pk = None
-        obj._state.adding = True
-        obj.created_at = timezone.now()
-        obj.author = self.author_of(request)
-        super().save_model(request, obj, form, change=False)
+        # Always a new version, written by the Gem's one service: the version the form was
+        # opened on stays as it was, and the form's object becomes the new one.
+        version = self.version_add(
+            content=obj.content,
+            author=self.author_of(request),
+            **{name: getattr(obj, name) for name in self.model.text_fields},
+        )
+        obj.pk, obj.created_at, obj.author = version.pk, version.created_at, version.author
+        obj._state.adding, obj._state.db = False, version._state.db
+
+    def version_add(self, *, content: str, author, **text: str):
+        """Write a new version through the Gem's one service for versions."""
+        return text_version_add(model=self.model, content=content, author=author, **text)
 
     def response_change(self, request, obj):
         self.message_user(request, f"Saved as a new version: {obj}.")
@@ -82,7 +90,7 @@ class VersionedTextAdmin(admin.ModelAdmin):
         """Each version with whether it is the one in use (no newer version of its text), read
         in the list's one query."""
         newer = self.model.objects.filter(
-            Q(**{name: OuterRef(name) for name in self.text_fields}),
+            Q(**{name: OuterRef(name) for name in self.model.text_fields}),
             Q(created_at__gt=OuterRef("created_at"))
             | Q(created_at=OuterRef("created_at"), pk__gt=OuterRef("pk")),
         )
@@ -103,7 +111,7 @@ class VersionedTextAdmin(admin.ModelAdmin):
 
     def same_text(self, version) -> Q:
         """The versions of the same text as ``version``."""
-        return Q(**{name: getattr(version, name) for name in self.text_fields})
+        return Q(**{name: getattr(version, name) for name in self.model.text_fields})
 
     def version_before(self, version):
         """The version ``version`` replaced, or None for the first."""
@@ -179,6 +187,9 @@ class AmbientProseAdmin(VersionedTextAdmin):
     def version_page_fields(self) -> list[str]:
         return ["content", "key_check", "author", "created_at"]
 
+    def version_add(self, *, content: str, author):
+        return ambient_prose_set(content=content, author=author)
+
     def get_changeform_initial_data(self, request):
         return {"content": ambient_prose_current()}
 
@@ -208,7 +219,6 @@ class WakeTextAdmin(VersionedTextAdmin):
     list_filter = ["kind", "created_at"]
     search_fields = ["content"]
     version_fields = ("kind", "content")
-    text_fields = ("kind",)
 
     def get_changeform_initial_data(self, request):
         kind = request.GET.get("kind", "wake")
@@ -224,7 +234,6 @@ class PromptAdmin(VersionedTextAdmin):
     list_filter = ["kind", "created_at"]
     search_fields = ["content"]
     version_fields = ("kind", "content")
-    text_fields = ("kind",)
     default_kind: str
 
     def prompt_text(self, kind: str) -> str:

@@ -163,3 +163,30 @@ def test_it_offers_a_new_version_of_each_wake_text(admin_client):
     add = reverse("admin:gem_waketext_add")
     assert f'href="{add}?kind=wake"' in page
     assert f'href="{add}?kind=image"' in page
+
+
+@pytest.mark.parametrize(
+    ("url", "service", "post"),
+    [
+        ("admin:gem_ambientprose_add", "ambient_prose_set", {"content": "Luna by the sea."}),
+        ("admin:gem_waketext_add", "text_version_add", {"kind": "image", "content": "Look."}),
+        ("admin:loom_loomprompt_add", "text_version_add", {"kind": "weaver", "content": "Weave."}),
+    ],
+)
+def test_every_version_saved_in_the_anvil_is_written_by_the_gem_s_service(
+    admin_client, admin_user, monkeypatch, url, service, post
+):
+    import anvil.versions
+
+    written = []
+    real = getattr(anvil.versions, service)
+    monkeypatch.setattr(
+        anvil.versions, service, lambda **given: written.append(given) or real(**given)
+    )
+
+    response = admin_client.post(reverse(url), post)
+
+    assert response.status_code == 302
+    [given] = written
+    given.pop("model", None)
+    assert given == {**post, "author": admin_user}
