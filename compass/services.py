@@ -2,11 +2,12 @@
 
 A consultation is written queued and handed to django-q2 (``consultation_ask``); the worker
 claims it (queued → running) and calls Claude (``consultation_run``). The answer is parsed
-whole (``compass.answer``): its proposals are staged as plan suggestions of the Mirror's queue
-(``proposer=compass``), each linked to the consultation by a ``Proposal``, in the same
-transaction that marks it done. A failed call or a refused answer marks it failed with a
-message and stages nothing; ``consultation_retry`` queues it again. Nothing reaches working
-memory here: a person promotes a proposal (``mirror.services.suggestion_promote``).
+whole (``compass.answer``): its proposals are staged as plan suggestions of the queue
+(``mirror.services.suggestions_stage``, ``proposer=compass``), each linked to the consultation
+by a ``Proposal``, in the same transaction that marks it done. A failed call or a refused
+answer marks it failed with a message and stages nothing; ``consultation_retry`` queues it
+again. Nothing reaches working memory here: a person promotes a proposal
+(``mirror.services.suggestion_promote``).
 """
 
 from datetime import datetime, timedelta
@@ -26,7 +27,8 @@ from compass.prompts import prompt_current
 from compass.read import FINDINGS, QUESTION, compass_read
 from gem.models import WorkingMemoryType
 from gem.zone import owner_time_zone
-from mirror.models import Proposer, TagSuggestion
+from mirror.models import Proposer
+from mirror.services import Staged, suggestions_stage
 from silentstar import claude
 from silentstar.claude import ClaudeError
 from silentstar.words import counted
@@ -172,18 +174,23 @@ def _answer(consultation: Consultation, *, now: datetime, tools: list[dict]) -> 
             finished_at=timezone.now(),
         )
         if marked:  # else it was given up on meanwhile (recovered): nothing is staged
-            for position, proposed in enumerate(answer.proposals):
-                suggestion = TagSuggestion.objects.create(
-                    proposer=Proposer.COMPASS,
-                    type=WorkingMemoryType.PLAN,
-                    content=proposed.plan,
-                    due=proposed.due,
-                    hidden=proposed.hidden,
-                    reason=proposed.why,
-                )
-                Proposal.objects.create(
-                    consultation=consultation, suggestion=suggestion, position=position
-                )
+            staged = suggestions_stage(
+                proposer=Proposer.COMPASS,
+                suggestions=[
+                    Staged(
+                        type=WorkingMemoryType.PLAN,
+                        content=proposed.plan,
+                        due=proposed.due,
+                        hidden=proposed.hidden,
+                        reason=proposed.why,
+                    )
+                    for proposed in answer.proposals
+                ],
+            )
+            Proposal.objects.bulk_create(
+                Proposal(consultation=consultation, suggestion=suggestion, position=position)
+                for position, suggestion in enumerate(staged)
+            )
     consultation.refresh_from_db()
     return consultation
 

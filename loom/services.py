@@ -42,7 +42,8 @@ from loom.models import (
     stalled_before,
 )
 from loom.offline import offline_answer
-from mirror.models import Proposer, TagSuggestion
+from mirror.models import Proposer
+from mirror.services import Staged, suggestions_stage
 from silentstar import claude
 from silentstar.words import counted
 
@@ -301,22 +302,20 @@ def loom_call_run(*, call_id: int) -> LoomCall:
         logger.exception("Loom call %s failed", call_id)
         return _failed(call, f"The call failed unexpectedly ({type(error).__name__}: {error}).")
     with transaction.atomic(using="summaries"), transaction.atomic():
-        staged = [
-            TagSuggestion.objects.create(
-                proposer=Proposer.LOOM,
-                type="pattern",
-                content=pattern.content,
-                reason=pattern.reason,
-            ).pk
-            for pattern in answer.patterns
-        ]
+        staged = suggestions_stage(
+            proposer=Proposer.LOOM,
+            suggestions=[
+                Staged(type="pattern", content=pattern.content, reason=pattern.reason)
+                for pattern in answer.patterns
+            ],
+        )
         LoomCall.objects.filter(pk=call.pk).update(
             status=CallStatus.DONE,
             notes=answer.notes,
             draft=answer.draft,
             draft_state=DraftState.PROPOSED if answer.draft.strip() else "",
             sources=sources,
-            suggestion_ids=staged,
+            suggestion_ids=[suggestion.pk for suggestion in staged],
             error="",
             finished_at=timezone.now(),
         )

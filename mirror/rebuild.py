@@ -17,8 +17,8 @@ from django.utils import timezone
 
 from gem.selectors import identities_current
 from mirror.merge import Span, covers
-from mirror.models import MirrorRun, MirrorRunStatus, Summary, TagSuggestion
-from mirror.output import Suggestion, suggestions_chosen
+from mirror.models import MirrorRun, MirrorRunStatus, Proposer, Summary
+from mirror.output import Suggestion
 from mirror.passes import chunk_reflect, merge_reflect
 from mirror.route import MERGE
 from mirror.run import (
@@ -26,9 +26,9 @@ from mirror.run import (
     REBUILD,
     previous_summary,
     run_claim,
-    suggestions_existing,
     usage_add,
 )
+from mirror.services import Staged, suggestions_stage
 from mirror.turns import turns_before, turns_between
 from silentstar.tokens import estimate_tokens
 
@@ -148,7 +148,6 @@ def rebuild_apply(*, plan: RebuildPlan) -> MirrorRun:
         raise RebuildError(
             "Another Mirror run is under way; try the rebuild again when it is done."
         )
-    active, pending = suggestions_existing()
     try:
         with transaction.atomic(using="summaries"):
             for replacement in plan.replacements:
@@ -167,16 +166,14 @@ def rebuild_apply(*, plan: RebuildPlan) -> MirrorRun:
                         f"Summary {replacement.old.pk} ({replacement.old}) was replaced while "
                         "the rebuild was being prepared; nothing was changed. Run it again."
                     )
-                staged = suggestions_chosen(
-                    replacement.suggestions,
-                    active=active,
-                    pending=pending,
+                suggestions_stage(
+                    proposer=Proposer.MIRROR,
+                    summary=new,
+                    suggestions=[
+                        Staged(type=s.type, content=s.content, subject=s.subject)
+                        for s in replacement.suggestions
+                    ],
                     cap=settings.MIRROR_SUGGESTION_CAP,
-                )
-                pending += [s.content for s in staged]
-                TagSuggestion.objects.bulk_create(
-                    TagSuggestion(summary=new, type=s.type, content=s.content, subject=s.subject)
-                    for s in staged
                 )
     except Exception as error:
         MirrorRun.objects.filter(pk=run.pk).update(

@@ -23,12 +23,10 @@ from django.db.models import Max
 from django.utils import timezone
 
 from events.models import Event
-from gem.models import WorkingMemory
 from gem.selectors import identities_current
 from gem.state import RECENT_WINDOW, state_get
 from mirror.merge import NEXT_LEVEL, Span, merges_due
-from mirror.models import MirrorRun, MirrorRunStatus, SuggestionStatus, Summary, TagSuggestion
-from mirror.output import suggestions_chosen
+from mirror.models import MirrorRun, MirrorRunStatus, Proposer, Summary
 from mirror.passes import PassResult, chunk_reflect, merge_reflect
 from mirror.route import (
     FIRE_TURNS,
@@ -40,6 +38,7 @@ from mirror.route import (
     hole_near,
     should_fire,
 )
+from mirror.services import Staged, suggestions_stage
 from mirror.turns import open_from, turns_after, turns_before
 from silentstar.claude import ClaudeError
 from silentstar.tokens import estimate_tokens
@@ -264,18 +263,6 @@ def previous_summary(*, level: str, before: int) -> str:
     return latest or ""
 
 
-def suggestions_existing() -> tuple[list[str], list[str]]:
-    """Active working memory (default store) and pending suggestions (summaries store), read
-    apart and compared in Python: no query joins the two stores."""
-    active = list(WorkingMemory.objects.filter(status="active").values_list("content", flat=True))
-    pending = list(
-        TagSuggestion.objects.filter(status=SuggestionStatus.PENDING).values_list(
-            "content", flat=True
-        )
-    )
-    return active, pending
-
-
 def _chunk_apply(run: MirrorRun, turns: list[Turn], *, sides: dict[str, str]) -> None:
     first, last = turns[0].first_event_id, turns[-1].last_event_id
     progress = run.progress if run.progress.get("chunk") == [first, last] else {}
@@ -293,13 +280,6 @@ def _chunk_apply(run: MirrorRun, turns: list[Turn], *, sides: dict[str, str]) ->
         previous=previous_summary(level="L0", before=first),
         done=progress.get("outputs", {}),
         record=record,
-    )
-    active, pending = suggestions_existing()
-    chosen = suggestions_chosen(
-        reflection.output.suggestions,
-        active=active,
-        pending=pending,
-        cap=settings.MIRROR_SUGGESTION_CAP,
     )
     content = (
         reflection.output.content or reflection.outputs.get("summarise", "") or EMPTY_REFLECTION
@@ -319,9 +299,14 @@ def _chunk_apply(run: MirrorRun, turns: list[Turn], *, sides: dict[str, str]) ->
                 tokens=estimate_tokens(content),
                 run=run,
             )
-            TagSuggestion.objects.bulk_create(
-                TagSuggestion(summary=summary, type=s.type, content=s.content, subject=s.subject)
-                for s in chosen
+            suggestions_stage(
+                proposer=Proposer.MIRROR,
+                summary=summary,
+                suggestions=[
+                    Staged(type=s.type, content=s.content, subject=s.subject)
+                    for s in reflection.output.suggestions
+                ],
+                cap=settings.MIRROR_SUGGESTION_CAP,
             )
             chunks[reflection.route] = chunks.get(reflection.route, 0) + 1
         run.progress = {}

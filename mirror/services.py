@@ -1,4 +1,9 @@
-"""The suggestion queue: a person promotes a staged suggestion into working memory, or rejects it.
+"""The suggestion queue: an agent stages suggestions, a person promotes one into working memory
+or rejects it.
+
+Every proposer stages through ``suggestions_stage`` (the Mirror from a summary, the Compass its
+plans, the Loom's Weaver its patterns, an import the memories of a file); no other code writes a
+new suggestion.
 
 Suggestions live in the ``summaries`` store and working memory in ``default``: the suggestion is
 claimed first (pending → decided, so it can be acted on once), then the item is written with the
@@ -7,6 +12,8 @@ Mirror when they are its own); if that fails the claim is undone. Each decision 
 admin log, under the person who made it.
 """
 
+from collections.abc import Sequence
+from dataclasses import dataclass
 from datetime import datetime
 
 from django.contrib.admin.models import ADDITION, CHANGE, LogEntry
@@ -21,6 +28,7 @@ from gem.selectors import identities_current
 from gem.services import WorkingMemoryError, working_memory_create
 from gem.state import turn_counter_current
 from mirror.models import Proposer, SuggestionStatus, Summary, TagSuggestion
+from mirror.output import Suggestion, suggestions_chosen
 from mirror.route import TurnEvent
 from mirror.turns import events_between
 
@@ -29,6 +37,94 @@ EDITABLE = ("type", "content", "subject", "due", "hidden")
 
 class SuggestionError(ValueError):
     """A suggestion that cannot be acted on, and why."""
+
+
+@dataclass(frozen=True, slots=True)
+class Staged(Suggestion):
+    """A suggestion to stage: its type, content and subject as the tag language says them, and
+    what a proposer may add: when a plan is due, whether it is hidden, why it is proposed, and
+    when (an import keeps the time a memory was remembered; none: now)."""
+
+    due: datetime | None = None
+    hidden: bool = False
+    reason: str = ""
+    at: datetime | None = None
+
+
+def suggestions_stage(
+    *,
+    proposer: str,
+    suggestions: Sequence[Staged],
+    summary: Summary | None = None,
+    cap: int | None = None,
+) -> list[TagSuggestion]:
+    """Stage ``suggestions`` of ``proposer`` as pending suggestions in one INSERT, and return
+    the rows written, in the order given (their ids set).
+
+    ``summary`` is the one the Mirror read them in: a Mirror suggestion comes from one, another
+    proposer's from none. With ``cap`` (the Mirror's), at most that many are staged, pins
+    first, and none whose words nearly repeat an active working-memory item, a pending
+    suggestion or one chosen before it (``mirror.output.suggestions_chosen``); without, every
+    one is staged as given. Every suggestion is checked before anything is written: an unknown
+    type, a due date without its time zone, or a hidden suggestion that is not a plan with a
+    due date raises ``SuggestionError`` and nothing is staged.
+
+    It runs in the caller's transaction of the ``summaries`` store when there is one, so a
+    caller's own records of what it staged (the Compass's proposals, an import's markers) are
+    written with the suggestions or not at all."""
+    if proposer not in Proposer.values:
+        raise SuggestionError(f"“{proposer}” is not one of the proposers of suggestions.")
+    if proposer == Proposer.MIRROR and summary is None:
+        raise SuggestionError("A Mirror suggestion comes from a summary.")
+    if proposer != Proposer.MIRROR and summary is not None:
+        raise SuggestionError("Only the Mirror's suggestions come from a summary.")
+    for number, suggestion in enumerate(suggestions, start=1):
+        _check(suggestion, number)
+    if not suggestions or cap == 0:
+        return []
+    now = timezone.now()
+    with transaction.atomic(using="summaries"):
+        if cap is not None:
+            active, pending = _known()
+            suggestions = suggestions_chosen(suggestions, active=active, pending=pending, cap=cap)
+        return TagSuggestion.objects.bulk_create(
+            TagSuggestion(
+                proposer=proposer,
+                summary=summary,
+                type=suggestion.type,
+                content=suggestion.content,
+                subject=suggestion.subject,
+                due=suggestion.due,
+                hidden=suggestion.hidden,
+                reason=suggestion.reason,
+                created_at=suggestion.at or now,
+            )
+            for suggestion in suggestions
+        )
+
+
+def _check(suggestion: Staged, number: int) -> None:
+    named = f"Suggestion {number} (“{suggestion.content[:60]}”)"
+    if suggestion.type not in WorkingMemoryType.values:
+        raise SuggestionError(f"{named}: “{suggestion.type}” is not a working-memory type.")
+    if suggestion.due is not None and timezone.is_naive(suggestion.due):
+        raise SuggestionError(f"{named}: a due date needs its time zone.")
+    if suggestion.hidden and not (
+        suggestion.type == WorkingMemoryType.PLAN and suggestion.due is not None
+    ):
+        raise SuggestionError(f"{named}: only a plan with a due date can be hidden.")
+
+
+def _known() -> tuple[list[str], list[str]]:
+    """The words of active working memory (default store) and of pending suggestions (summaries
+    store), read apart and compared in Python: no query joins the two stores."""
+    active = list(WorkingMemory.objects.filter(status="active").values_list("content", flat=True))
+    pending = list(
+        TagSuggestion.objects.filter(status=SuggestionStatus.PENDING).values_list(
+            "content", flat=True
+        )
+    )
+    return active, pending
 
 
 def _claim(suggestion_id: int, status: str) -> TagSuggestion:

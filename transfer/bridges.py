@@ -52,6 +52,7 @@ from gem.selectors import identities_current, wake_text_current
 from gem.zone import owner_time_zone
 from mirror.estimate import CompressionEstimate, compression_estimate, turn_transcripts
 from mirror.models import Proposer, TagSuggestion
+from mirror.services import Staged, suggestions_stage
 from silentstar.uploads import megabytes
 from silentstar.words import counted
 from transfer.bundle import BridgeError, Bundle, LoreEntry, Message
@@ -843,18 +844,19 @@ def _suggestions_stage(plan: BridgePlan, run: ImportRun, counts: dict[str, int])
         here = _origins_here(ImportedMemory, [s.origin for s in plan.suggestions])
         fresh = [s for s in plan.suggestions if s.origin not in here]
         counts["suggestions_here"] = len(plan.suggestions) - len(fresh)
-        now = timezone.now()
-        created = TagSuggestion.objects.bulk_create(
-            TagSuggestion(
-                proposer=Proposer.IMPORT,
-                type=s.type,
-                content=s.content,
-                due=s.due,
-                reason=f"Remembered in {what} ({s.origin})"
-                + (f" on {s.at:%Y-%m-%d}" if s.at else ""),
-                created_at=s.at or now,
-            )
-            for s in fresh
+        created = suggestions_stage(
+            proposer=Proposer.IMPORT,
+            suggestions=[
+                Staged(
+                    type=s.type,
+                    content=s.content,
+                    due=s.due,
+                    reason=f"Remembered in {what} ({s.origin})"
+                    + (f" on {s.at:%Y-%m-%d}" if s.at else ""),
+                    at=s.at,
+                )
+                for s in fresh
+            ],
         )
         ImportedMemory.objects.bulk_create(
             ImportedMemory(suggestion=suggestion, origin=s.origin, run_id=run.pk, kept=s.kept)

@@ -1,9 +1,14 @@
-from datetime import datetime, timedelta
+import ast
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
 from zoneinfo import ZoneInfo
 
 import pytest
+from django.apps import apps
+from django.conf import settings as django_settings
 from django.contrib.admin.models import LogEntry
-from django.db import IntegrityError
+from django.db import IntegrityError, connections, transaction
+from django.test.utils import CaptureQueriesContext
 from django.utils import timezone
 
 from events.models import Event
@@ -12,7 +17,13 @@ from gem.models import WorkingMemory, WorkingMemorySource
 from gem.state import TURN_COUNTER, state_set
 from mirror.models import Proposer, Summary, TagSuggestion
 from mirror.run import mirror_run
-from mirror.services import SuggestionError, suggestion_promote, suggestion_reject
+from mirror.services import (
+    Staged,
+    SuggestionError,
+    suggestion_promote,
+    suggestion_reject,
+    suggestions_stage,
+)
 
 pytestmark = pytest.mark.django_db(databases="__all__")
 
@@ -319,3 +330,180 @@ def test_the_offline_mirrors_suggestions_keep_who_said_them_when_promoted(
         ("pin", "luna", "luna"),
         ("plan", "renki", "renki"),
     ]
+
+
+# --- Staging ----------------------------------------------------------------------------------
+
+
+def test_it_stages_many_suggestions_in_one_insert_and_returns_them_in_order():
+    memories = [Staged(type="pin", content=f"memory {n}") for n in range(300)]
+
+    with CaptureQueriesContext(connections["summaries"]) as queries:
+        staged = suggestions_stage(proposer=Proposer.IMPORT, suggestions=memories)
+
+    inserts = [q for q in queries.captured_queries if q["sql"].startswith("INSERT")]
+    assert len(inserts) == 1
+    assert [s.content for s in staged] == [m.content for m in memories]
+    assert [s.pk for s in staged] == sorted(TagSuggestion.objects.values_list("pk", flat=True))
+    assert set(TagSuggestion.objects.values_list("proposer", "status")) == {("import", "pending")}
+
+
+def test_it_writes_every_field_a_proposer_gives():
+    due = timezone.now() + timedelta(days=3)
+    remembered = datetime(2024, 5, 1, 9, 30, tzinfo=UTC)
+
+    plan, memory = suggestions_stage(
+        proposer=Proposer.IMPORT,
+        suggestions=[
+            Staged(type="plan", content="renew the passport", due=due, hidden=True, reason="why"),
+            Staged(type="desc", content="likes green tea", subject="luna", at=remembered),
+        ],
+    )
+
+    plan.refresh_from_db()
+    memory.refresh_from_db()
+    assert (plan.type, plan.due, plan.hidden, plan.reason, plan.summary) == (
+        "plan",
+        due,
+        True,
+        "why",
+        None,
+    )
+    assert (memory.subject, memory.created_at, memory.due, memory.hidden) == (
+        "luna",
+        remembered,
+        None,
+        False,
+    )
+    assert plan.created_at > remembered  # given no time, it is staged now
+
+
+def test_the_mirrors_are_capped_pins_first_and_none_repeats_what_is_known():
+    summary = Summary.objects.create(level="L0", first_event_id=1, last_event_id=9, content="s")
+    WorkingMemory.objects.create(type="pin", content="tea without sugar", turn=1)
+    suggestions_stage(
+        proposer=Proposer.COMPASS,
+        suggestions=[Staged(type="plan", content="walk the dog at dawn", due=None)],
+    )
+    offered = [
+        Staged(type="thought", content="she is tired of the rain"),
+        Staged(type="pin", content="tea without any sugar"),  # an active item's words
+        Staged(type="plan", content="walk the dog at dawn daily"),  # a pending suggestion's
+        Staged(type="pin", content="the cat is called Miso"),
+        Staged(type="feeling", content="she is tired of rain"),  # one chosen before it
+        Staged(type="desc", content="the flat is on the third floor"),
+    ]
+
+    staged = suggestions_stage(
+        proposer=Proposer.MIRROR, summary=summary, suggestions=offered, cap=2
+    )
+
+    assert [(s.type, s.content, s.summary_id) for s in staged] == [
+        ("pin", "the cat is called Miso", summary.pk),
+        ("thought", "she is tired of the rain", summary.pk),
+    ]
+    assert (
+        suggestions_stage(
+            proposer=Proposer.MIRROR, summary=summary, suggestions=offered[-1:], cap=0
+        )
+        == []
+    )
+
+
+def test_other_proposers_stage_every_suggestion_as_given():
+    WorkingMemory.objects.create(type="pattern", content="she cooks when anxious", turn=1)
+    patterns = [Staged(type="pattern", content="she cooks when anxious")] * 3
+
+    staged = suggestions_stage(proposer=Proposer.LOOM, suggestions=patterns)
+
+    assert len(staged) == TagSuggestion.objects.count() == 3
+
+
+@pytest.mark.parametrize(
+    ("proposer", "summary", "suggestion", "refusal"),
+    [
+        ("weaver", False, Staged(type="pin", content="tea"), "not one of the proposers"),
+        (Proposer.MIRROR, False, Staged(type="pin", content="tea"), "comes from a summary"),
+        (Proposer.LOOM, True, Staged(type="pattern", content="tea"), "Only the Mirror"),
+        (Proposer.IMPORT, False, Staged(type="wish", content="tea"), "not a working-memory type"),
+        (
+            Proposer.COMPASS,
+            False,
+            Staged(type="plan", content="tea", due=datetime(2030, 1, 1)),
+            "needs its time zone",
+        ),
+        (
+            Proposer.COMPASS,
+            False,
+            Staged(type="plan", content="tea", hidden=True),
+            "only a plan with a due date can be hidden",
+        ),
+        (
+            Proposer.IMPORT,
+            False,
+            Staged(type="pin", content="tea", due=datetime(2030, 1, 1, tzinfo=UTC), hidden=True),
+            "only a plan with a due date can be hidden",
+        ),
+    ],
+)
+def test_it_refuses_a_suggestion_it_cannot_stage_and_stages_none_of_the_batch(
+    proposer, summary, suggestion, refusal
+):
+    read_in = (
+        Summary.objects.create(level="L0", first_event_id=1, last_event_id=2, content="s")
+        if summary
+        else None
+    )
+    good = Staged(type=suggestion.type, content="a good one")
+
+    with pytest.raises(SuggestionError, match=refusal):
+        suggestions_stage(proposer=proposer, summary=read_in, suggestions=[good, suggestion])
+
+    assert not TagSuggestion.objects.exists()
+
+
+def test_it_stages_in_the_callers_transaction_and_goes_back_with_it():
+    with pytest.raises(RuntimeError), transaction.atomic(using="summaries"):
+        suggestions_stage(proposer=Proposer.IMPORT, suggestions=[Staged(type="pin", content="tea")])
+        raise RuntimeError("the import's markers could not be written")
+
+    assert not TagSuggestion.objects.exists()
+
+
+NEW_SUGGESTION = {"create", "bulk_create", "get_or_create", "update_or_create"}
+
+
+def _dotted(node: ast.expr) -> str:
+    if isinstance(node, ast.Attribute):
+        return f"{_dotted(node.value)}.{node.attr}"
+    return node.id if isinstance(node, ast.Name) else ""
+
+
+def test_no_code_but_the_staging_service_writes_a_new_suggestion():
+    """A suggestion is made (TagSuggestion(…), or its manager's create, bulk_create,
+    get_or_create or update_or_create) in ``mirror/services.py`` only: every proposer calls
+    ``suggestions_stage``. Tests and migrations are not the product."""
+    root = Path(django_settings.BASE_DIR)
+    folders = {
+        Path(app.path)
+        for app in apps.get_app_configs()
+        if Path(app.path).is_relative_to(root) and ".venv" not in Path(app.path).parts
+    }
+    service = root / "mirror" / "services.py"
+    found = []
+    for folder in sorted(folders):
+        for path in sorted(folder.rglob("*.py")):
+            if path == service or {"migrations", "tests"} & set(path.relative_to(root).parts):
+                continue
+            for node in ast.walk(ast.parse(path.read_text(), filename=str(path))):
+                if not isinstance(node, ast.Call):
+                    continue
+                called = _dotted(node.func).split(".")
+                made = called[-1] == "TagSuggestion"
+                managed = called[-3:-1] == ["TagSuggestion", "objects"] and (
+                    called[-1] in NEW_SUGGESTION
+                )
+                if made or managed:
+                    found.append(f"{path.relative_to(root)}:{node.lineno}")
+    assert {Path(app.path).name for app in apps.get_app_configs()} >= {"mirror", "transfer"}
+    assert found == []
