@@ -18,6 +18,7 @@ from gem.draft import DraftDiff
 from gem.drafts import draft_apply
 from gem.models import WakeText, WakeTextKind
 from gem.selectors import wake_text_current
+from gem.services import text_version_add
 from transfer.bridges import wake_proposed
 from transfer.models import ImportedProposal, ProposalKind, ProposalState
 
@@ -64,7 +65,7 @@ def proposal_apply(*, proposal_id: int, user, text: str | None = None) -> Propos
         after = wake_proposed(chosen)
         if after == before:  # the wake text in use holds it already: no second copy of it
             return ProposalApplied(proposal)
-        wake = WakeText.objects.create(kind=WakeTextKind.WAKE, content=after, author=user)
+        wake = text_version_add(model=WakeText, kind=WakeTextKind.WAKE, content=after, author=user)
         LogEntry.objects.log_actions(
             user.pk,
             [wake],

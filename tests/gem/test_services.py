@@ -1,4 +1,6 @@
+import re
 from datetime import datetime, timedelta
+from pathlib import Path
 from zoneinfo import ZoneInfo
 
 import pytest
@@ -672,3 +674,27 @@ def test_it_refuses_a_version_that_does_not_say_which_text_it_is_of():
     with pytest.raises(TypeError):
         text_version_add(model=AmbientProse, content="prose", kind="wake")
     assert (WakeText.objects.count(), AmbientProse.objects.count()) == versions
+
+
+REPO = Path(__file__).resolve().parents[2]
+VERSION_WRITE = re.compile(
+    r"\b(AmbientProse|WakeText|MirrorPrompt|CompassPrompt|LoomPrompt)"
+    r"(\.objects|\._default_manager)\.(create|bulk_create|get_or_create|update_or_create|update)\b"
+)
+
+
+def test_no_module_writes_a_version_of_a_text_but_the_gem_s_service():
+    apps_code = [
+        path
+        for package in REPO.iterdir()
+        if (package / "__init__.py").exists() and package.name not in {"tests", "bench"}
+        for path in package.rglob("*.py")
+        if "migrations" not in path.parts
+    ]
+    writers = [
+        f"{path.relative_to(REPO)}:{number}"
+        for path in apps_code
+        for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1)
+        if VERSION_WRITE.search(line)
+    ]
+    assert len(apps_code) > 100 and writers == []
