@@ -13,16 +13,24 @@ from django.conf import settings
 from django.db import connections, models, router
 
 from gem import decay
-from gem.models import AmbientProse, Fragment, FragmentEdge, Identity, WakeText, WorkingMemory
+from gem.models import (
+    AmbientProse,
+    Fragment,
+    FragmentEdge,
+    Identity,
+    VersionedText,
+    WakeText,
+    WorkingMemory,
+)
 from gem.recall import recall_items
 from gem.recalled import Recall, RecalledItem
 from gem.state import WORKING_MEMORY_FILL, state_get
 
 
-def newest_version(model: type[models.Model], *same_text: models.Q, **same):
-    """The newest version of a text kept as versions (wake texts, the ambient prose, the
-    Mirror's prompts): of those matching ``same_text`` and ``same``, the last created (the
-    higher id on a tie); None when there is none."""
+def newest_version(model: type[VersionedText], *same_text: models.Q, **same):
+    """The newest version of a text kept as versions (a ``VersionedText``: the ambient prose,
+    the wake texts, the agents' prompts): of those matching ``same_text`` and ``same``, the last
+    created (the higher id on a tie); None when there is none."""
     return model.objects.filter(*same_text, **same).order_by("-created_at", "-id").first()
 
 
@@ -35,7 +43,7 @@ class Prompt:
     version_id: int | None
 
 
-def agent_prompt(model: type[models.Model], *, kind: str, defaults: Path) -> Prompt:
+def agent_prompt(model: type[VersionedText], *, kind: str, defaults: Path) -> Prompt:
     """The newest saved ``model`` (an agent's versioned prompts: the Mirror's, the Compass's,
     the Loom's) of ``kind``, else the shipped default ``defaults/<kind>.md``."""
     latest = newest_version(model, kind=kind)
