@@ -19,8 +19,17 @@ from anvil.graph import DEPTH_MAX, WHOLE_GRAPH_LIMIT, graph_around, graph_whole
 from anvil.pages import anvil_page, cut_text, event_line
 from anvil.textdiff import text_diff_html
 from events.selectors import source_events
-from gem.draft import DraftDiff, DraftError, draft_diff, draft_parse
-from gem.drafts import draft_apply
+from gem.draft import (
+    DraftDiff,
+    DraftEdge,
+    DraftError,
+    EdgeRelabel,
+    SourceAdded,
+    TierChange,
+    draft_diff,
+    draft_parse,
+)
+from gem.drafts import diff_write, draft_apply, fragments_delete
 from gem.models import (
     Fragment,
     FragmentEdge,
@@ -156,6 +165,38 @@ class FragmentAdmin(admin.ModelAdmin):
             f"{tier} {estimate_tokens(getattr(fragment, tier), cpt)}" for tier in TIERS
         )
         return f"{counts} (saved text, at {cpt:.2f} characters per token)"
+
+    # The form and its inlines write through the Gem's one write of fragments, edges and
+    # sources (``gem.drafts.diff_write``), as a draft does; Django's admin log says what changed.
+    def save_model(self, request, obj, form, change):
+        """Nothing yet: the fragment is written with its inlines, in ``save_related``."""
+
+    def save_related(self, request, form, formsets, change):
+        fragment = form.instance
+        diff = DraftDiff()
+        if change:
+            diff.tiers_changed = [
+                TierChange(fragment.key, tier, form.initial.get(tier, ""), getattr(fragment, tier))
+                for tier in TIERS
+                if tier in form.changed_data
+            ]
+        else:
+            diff.fragments_created = [fragment.key]
+            diff.tiers_changed = [
+                TierChange(fragment.key, tier, "", getattr(fragment, tier))
+                for tier in TIERS
+                if getattr(fragment, tier)
+            ]
+        for formset in formsets:
+            formset.save(commit=False)  # what Django's admin log reads, nothing written
+            rows_diff(diff, formset.new_objects, formset.changed_objects, formset.deleted_objects)
+        diff_write(diff)
+
+    def delete_model(self, request, obj):
+        fragments_delete(keys=[obj.pk])
+
+    def delete_queryset(self, request, queryset):
+        fragments_delete(keys=queryset.values_list("pk", flat=True))
 
     def render_change_form(self, request, context, *args, **kwargs):
         context["chars_per_token"] = _chars_per_token()
@@ -364,8 +405,64 @@ def _draft_done(diff: DraftDiff) -> str:
     )
 
 
+def rows_diff(diff: DraftDiff, new: list, changed: list, deleted: list) -> None:
+    """Add to ``diff`` what a form made of edges or sources: ``new`` rows, ``changed`` ones
+    (``(row, fields)`` as a formset lists them) and ``deleted`` ones, all not yet written."""
+    rows = [*new, *(row for row, _ in changed), *deleted]
+    if not rows:
+        return
+    model = type(rows[0])
+    before = model.objects.in_bulk([row.pk for row in rows if row.pk is not None])
+    removed = [before[row.pk] for row in deleted if row.pk in before]
+    added = list(new)
+    for row, _ in changed:
+        old = before[row.pk]
+        if model is FragmentEdge and (old.source_id, old.target_id) == (
+            row.source_id,
+            row.target_id,
+        ):
+            diff.edges_relabelled.append(
+                EdgeRelabel(row.source_id, row.target_id, old.relation, row.relation)
+            )
+        else:
+            removed.append(old)
+            added.append(row)
+    if model is FragmentEdge:
+        diff.edges_removed += [DraftEdge(e.source_id, e.target_id, e.relation) for e in removed]
+        diff.edges_added += [DraftEdge(e.source_id, e.target_id, e.relation) for e in added]
+    else:
+        diff.sources_removed += [SourceAdded(s.fragment_id, s.event_id) for s in removed]
+        diff.sources_added += [SourceAdded(s.fragment_id, s.event_id) for s in added]
+
+
+class RowAdmin(admin.ModelAdmin):
+    """An edge's or a source's own pages: written through the Gem's one write too."""
+
+    def save_model(self, request, obj, form, change):
+        diff = DraftDiff()
+        rows_diff(diff, [] if change else [obj], [(obj, form.changed_data)] if change else [], [])
+        diff_write(diff)
+        # The admin log and the page after it name the row written (a new one when an edge's
+        # ends or a source's event changed).
+        obj.pk = type(obj).objects.get(**_row_natural_key(obj)).pk
+
+    def delete_model(self, request, obj):
+        self.delete_queryset(request, type(obj).objects.filter(pk=obj.pk))
+
+    def delete_queryset(self, request, queryset):
+        diff = DraftDiff()
+        rows_diff(diff, [], [], list(queryset))
+        diff_write(diff)
+
+
+def _row_natural_key(row) -> dict:
+    if isinstance(row, FragmentEdge):
+        return {"source_id": row.source_id, "target_id": row.target_id}
+    return {"fragment_id": row.fragment_id, "event_id": row.event_id}
+
+
 @admin.register(FragmentEdge)
-class FragmentEdgeAdmin(admin.ModelAdmin):
+class FragmentEdgeAdmin(RowAdmin):
     list_display = ["source", "relation", "target"]
     list_filter = ["relation"]
     search_fields = ["source__key", "target__key", "relation"]
@@ -373,7 +470,7 @@ class FragmentEdgeAdmin(admin.ModelAdmin):
 
 
 @admin.register(FragmentSource)
-class FragmentSourceAdmin(admin.ModelAdmin):
+class FragmentSourceAdmin(RowAdmin):
     list_display = ["fragment", "event_id"]
     search_fields = ["fragment__key"]
     autocomplete_fields = ["fragment"]

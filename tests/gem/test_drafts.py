@@ -1,13 +1,31 @@
+"""Applying a draft (``gem.drafts``): every kind of change, the admin log, what a draft cannot
+do, the one write of fragments, edges and sources that the Anvil's fragment form shares, and
+that nothing else in the product writes them."""
+
+import re
+from pathlib import Path
+
 import pytest
 from django.contrib.admin.models import ADDITION, CHANGE, LogEntry
 from django.contrib.auth import get_user_model
 from django.db import transaction
+from django.urls import reverse
 from hypothesis import HealthCheck, given, settings
 
 from events.models import Event
 from events.selectors import source_events
-from gem.draft import DraftError, draft_diff, draft_parse, draft_render
-from gem.drafts import draft_apply
+from gem.draft import (
+    DraftDiff,
+    DraftEdge,
+    DraftError,
+    EdgeRelabel,
+    SourceAdded,
+    TierChange,
+    draft_diff,
+    draft_parse,
+    draft_render,
+)
+from gem.drafts import diff_write, draft_apply
 from gem.models import Fragment, FragmentEdge, FragmentSource
 from tests.gem.test_draft_render import drafts
 
@@ -217,3 +235,172 @@ def test_a_draft_applied_reads_back_as_no_change(draft):
                     (e.source, e.target, e.relation) for e in fragment.edges
                 }
         transaction.set_rollback(True)
+
+
+# --- The one write --------------------------------------------------------------------------
+
+
+def test_it_writes_a_diff_of_tiers_edges_and_sources_removed_as_well_as_added(gem):
+    said = Event.objects.create(actor="luna", content="A light by the well.")
+    FragmentSource.objects.create(fragment_id="fairy", event_id=said.pk + 1)
+    diff_write(
+        DraftDiff(
+            fragments_created=["star"],
+            tiers_changed=[
+                TierChange("star", "ambient", "", "Far."),
+                TierChange("fairy", "inventory", "", "A lantern."),
+            ],
+            edges_removed=[DraftEdge("moon", "fairy")],
+            edges_added=[DraftEdge("star", "moon", "above")],
+            edges_relabelled=[EdgeRelabel("fairy", "well", "lives in", "sleeps in")],
+            sources_added=[SourceAdded("fairy", said.pk)],
+            sources_removed=[SourceAdded("fairy", said.pk + 1)],
+        )
+    )
+    assert Fragment.objects.get(key="star").ambient == "Far."
+    assert Fragment.objects.get(key="fairy").inventory == "A lantern."
+    assert set(FragmentEdge.objects.values_list("source_id", "target_id", "relation")) == {
+        ("fairy", "well", "sleeps in"),
+        ("star", "moon", "above"),
+    }
+    assert list(FragmentSource.objects.values_list("fragment_id", "event_id")) == [
+        ("fairy", said.pk)
+    ]
+
+
+def test_the_fragment_form_and_its_inlines_write_through_the_one_write(
+    admin_client, gem, monkeypatch
+):
+    import anvil.fragments
+
+    written: list[DraftDiff] = []
+    monkeypatch.setattr(
+        anvil.fragments, "diff_write", lambda diff: (written.append(diff), diff_write(diff))
+    )
+    FragmentSource.objects.create(fragment_id="fairy", event_id=7)
+    edge = FragmentEdge.objects.get(source="fairy")
+    source = FragmentSource.objects.get()
+    response = admin_client.post(
+        reverse("admin:gem_fragment_change", args=["fairy"]),
+        {
+            "ambient": "A small light.",
+            "recognition": "Older.",
+            "inventory": "",
+            "edges_out-TOTAL_FORMS": "1",
+            "edges_out-INITIAL_FORMS": "1",
+            "edges_out-0-id": edge.pk,
+            "edges_out-0-source": "fairy",
+            "edges_out-0-target": "moon",
+            "edges_out-0-relation": "sees",
+            "edges_in-TOTAL_FORMS": "0",
+            "edges_in-INITIAL_FORMS": "0",
+            "sources-TOTAL_FORMS": "1",
+            "sources-INITIAL_FORMS": "1",
+            "sources-0-id": source.pk,
+            "sources-0-fragment": "fairy",
+            "sources-0-event_id": "7",
+            "sources-0-DELETE": "on",
+        },
+    )
+    assert response.status_code == 302, response.context["errors"]
+    [diff] = written
+    assert diff.tiers_changed == [TierChange("fairy", "recognition", "Old.", "Older.")]
+    assert diff.edges_removed == [DraftEdge("fairy", "well", "lives in")]
+    assert diff.edges_added == [DraftEdge("fairy", "moon", "sees")]
+    assert diff.sources_removed == [SourceAdded("fairy", 7)]
+    assert Fragment.objects.get(key="fairy").recognition == "Older."
+    assert set(FragmentEdge.objects.values_list("source_id", "target_id", "relation")) == {
+        ("fairy", "moon", "sees"),
+        ("moon", "fairy", ""),
+    }
+    assert not FragmentSource.objects.exists()
+    [entry] = LogEntry.objects.filter(object_id="fairy")
+    assert "Deleted fragment source “fairy ← event 7”" in entry.get_change_message()
+
+
+def test_a_fragment_added_in_the_anvil_is_written_through_the_one_write(admin_client, gem):
+    response = admin_client.post(
+        reverse("admin:gem_fragment_add"),
+        {
+            "key": "star",
+            "ambient": "Far.",
+            "recognition": "",
+            "inventory": "",
+            "edges_out-TOTAL_FORMS": "1",
+            "edges_out-INITIAL_FORMS": "0",
+            "edges_out-0-target": "moon",
+            "edges_out-0-relation": "above",
+            "edges_in-TOTAL_FORMS": "0",
+            "edges_in-INITIAL_FORMS": "0",
+            "sources-TOTAL_FORMS": "0",
+            "sources-INITIAL_FORMS": "0",
+        },
+    )
+    assert response.status_code == 302, response.context["errors"]
+    assert Fragment.objects.get(key="star").ambient == "Far."
+    assert FragmentEdge.objects.filter(source="star", target="moon", relation="above").exists()
+    assert LogEntry.objects.get(object_id="star").action_flag == ADDITION
+
+
+# Product modules allowed to write fragments, edges and sources themselves: the Gem's services,
+# and, until they write through them, the bulk importers and Mira's import. A restore copies
+# whole stores and is the one lasting exception.
+WRITERS_ALLOWED = {
+    "gem/services.py",
+    "gem/drafts.py",
+    "transfer/legacy.py",  # manage.py import_legacy: to write through the Gem's services
+    "transfer/portable.py",  # manage.py import: to write through the Gem's services
+    "transfer/mira.py",  # Mira's import: to write through the Gem's services
+    "transfer/restore.py",  # the restore's store copy
+}
+APPS = ("silentstar", "events", "heart", "gem", "mirror", "lens", "ledger", "compass", "loom")
+APPS += ("transfer", "anvil")
+MANAGER = re.compile(r"\b(?:Fragment|FragmentEdge|FragmentSource)\.objects\b")
+MANAGER_WRITE = re.compile(
+    r"\.(?:create|bulk_create|get_or_create|update_or_create|bulk_update|update|delete)\("
+)
+ROW_WRITE = re.compile(r"\b(?:fragment|edge|source)\w*\.(?:save|delete)\(", re.IGNORECASE)
+
+
+def _statement(text: str, start: int) -> str:
+    """From ``start`` to the end of its statement: the first line break outside brackets."""
+    depth = 0
+    for index in range(start, len(text)):
+        if text[index] in "([{":
+            depth += 1
+        elif text[index] in ")]}":
+            depth -= 1
+        elif text[index] == "\n" and depth <= 0:
+            return text[start:index]
+    return text[start:]
+
+
+def fragment_writes(root: Path) -> list[str]:
+    """Where a product module outside the allowed ones writes a fragment, edge or source."""
+    found = []
+    for app in APPS:
+        for path in sorted((root / app).rglob("*.py")):
+            name = path.relative_to(root).as_posix()
+            if "migrations" in path.parts or name in WRITERS_ALLOWED:
+                continue
+            text = path.read_text(encoding="utf-8")
+            starts = [
+                m.start()
+                for m in MANAGER.finditer(text)
+                if MANAGER_WRITE.search(_statement(text, m.start()))
+            ]
+            starts += [m.start() for m in ROW_WRITE.finditer(text)]
+            found += [f"{name}:{text.count(chr(10), 0, start) + 1}" for start in sorted(starts)]
+    return found
+
+
+@pytest.mark.store_free
+def test_nothing_but_the_gems_services_writes_fragments_edges_or_sources(tmp_path):
+    root = Path(__file__).resolve().parents[2]
+    assert fragment_writes(root) == []
+    planted = tmp_path / "anvil" / "planted.py"
+    planted.parent.mkdir()
+    planted.write_text(
+        "FragmentEdge.objects.filter(\n    source='fairy'\n).delete()\nedge.save()\n"
+    )
+    assert fragment_writes(tmp_path) == ["anvil/planted.py:1", "anvil/planted.py:4"]
