@@ -1,15 +1,17 @@
 """What every Anvil page shares: the admin's frame around a page of its own, a source event
 shown as one line, a long text cut in a list, a name in its identity's colour."""
 
+from collections.abc import Iterable
+
 from django.http import Http404
+from django.template.loader import render_to_string
 from django.template.response import TemplateResponse
-from django.urls import reverse
 from django.utils import timezone
 from django.utils.dateformat import format as date_format
 from django.utils.html import format_html
-from django.utils.text import Truncator
 
 from events.render import identity_slug
+from events.selectors import source_events
 
 
 def anvil_page(model_admin, request, template: str, title: str, **context) -> TemplateResponse:
@@ -26,23 +28,29 @@ def anvil_page(model_admin, request, template: str, title: str, **context) -> Te
     )
 
 
-EXCERPT_CHARS = 120
+# The one way a source event is shown (a fragment's, a working-memory item's, a suggestion's, a
+# draft's), in Python as in templates (``{% load anvil_events %}{% source_events ids %}``).
+SOURCE_EVENTS = "admin/_source_events.html"
+
+
+def source_events_shown(event_ids: Iterable[int], events=None, *, note: str = "") -> dict:
+    """What ``SOURCE_EVENTS`` shows of ``event_ids``, in their order: each id with its event
+    (from ``events``, by id, else read from the event log in one query), or None when the log
+    does not have it; ``note`` after the list."""
+    ids = list(event_ids)
+    found = source_events(ids) if events is None else events
+    return {"events": [(event_id, found.get(event_id)) for event_id in ids], "note": note}
+
+
+def event_list(event_ids: Iterable[int], events=None, *, note: str = "") -> str:
+    """Source events as a list (``source_events_shown``)."""
+    return render_to_string(SOURCE_EVENTS, source_events_shown(event_ids, events, note=note))
 
 
 def event_line(event_id: int, event) -> str:
-    """One source event as the Anvil lists it: its id (a link), time, speaker and an excerpt;
-    ``event`` is None when the event log does not have it."""
-    url = reverse("admin:events_event_change", args=[event_id])
-    if event is None:
-        return format_html('<a href="{}">#{}</a> (not in the event log)', url, event_id)
-    return format_html(
-        '<a href="{}">#{}</a> <span class="anvil-event-meta">{} {}</span> {}',
-        url,
-        event_id,
-        event.ts.strftime("%Y-%m-%d %H:%M"),
-        event.actor or "—",
-        Truncator(" ".join(event.content.split())).chars(EXCERPT_CHARS),
-    )
+    """One source event as one line: its id (a link), time, speaker and an excerpt; ``event``
+    is None when the event log does not have it."""
+    return render_to_string(f"{SOURCE_EVENTS}#event", {"event_id": event_id, "event": event})
 
 
 # About two lines of a list's text column: longer texts are cut, the rest one click away.

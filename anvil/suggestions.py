@@ -4,10 +4,10 @@ one or in bulk; the Compass's plans and the Loom's patterns wait there too), run
 from django.contrib import admin, messages
 from django.http import HttpResponseRedirect
 from django.urls import reverse
-from django.utils.html import format_html, format_html_join
+from django.utils.html import format_html
 from django.utils.safestring import mark_safe
 
-from anvil.pages import cut_text, short_when
+from anvil.pages import cut_text, event_list, short_when
 from events.models import Event
 from mirror.models import (
     MirrorRun,
@@ -201,16 +201,10 @@ class TagSuggestionAdmin(admin.ModelAdmin):
             ).order_by("pk")[: SOURCE_EVENTS_SHOWN + 1]
         )
         more = len(events) > SOURCE_EVENTS_SHOWN
-        lines = format_html_join(
-            "",
-            '<li><span class="anvil-event-meta">#{} {} {}</span> {}</li>',
-            (
-                (event.pk, event.ts.strftime("%Y-%m-%d %H:%M"), event.actor, event.content)
-                for event in events[:SOURCE_EVENTS_SHOWN]
-            ),
+        shown = {event.pk: event for event in events[:SOURCE_EVENTS_SHOWN]}
+        return event_list(
+            shown, shown, note=f"(the first {SOURCE_EVENTS_SHOWN} shown)" if more else ""
         )
-        note = f"(the first {SOURCE_EVENTS_SHOWN} shown)" if more else ""
-        return format_html('<ol class="anvil-events">{}</ol>{}', lines, note)
 
     def response_change(self, request, obj):
         if "_promote" in request.POST or "_reject" in request.POST:

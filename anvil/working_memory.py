@@ -10,7 +10,7 @@ from django.http import HttpResponseRedirect
 from django.shortcuts import get_object_or_404
 from django.urls import path, reverse
 from django.utils import timezone
-from django.utils.html import format_html, format_html_join
+from django.utils.html import format_html
 
 from anvil.decay_picture import decay_picture
 from anvil.forms import (
@@ -18,8 +18,7 @@ from anvil.forms import (
     TwinReviewForm,
     WorkingMemoryForm,
 )
-from anvil.pages import anvil_page, cut_text, event_line, identity_name, short_when
-from events.selectors import source_events
+from anvil.pages import anvil_page, cut_text, event_list, identity_name, short_when
 from gem.models import (
     MiraEntry,
     WorkingMemory,
@@ -231,9 +230,7 @@ class WorkingMemoryAdmin(admin.ModelAdmin):
             ids = [item.event_id]
         if not ids:
             return "—"
-        events = source_events(ids)
-        lines = format_html_join("", "<li>{}</li>", ((event_line(i, events.get(i)),) for i in ids))
-        return format_html('<ol class="anvil-events">{}</ol>', lines)
+        return event_list(ids)
 
     def get_urls(self):
         status = self.admin_site.admin_view(self.status_view)

@@ -332,7 +332,7 @@ def test_it_records_a_drafts_sources_and_shows_them_on_the_fragment(admin_client
     draft = f"# fairy\n\n## sources\n\n- events {said.pk}\n"
 
     preview = admin_client.post(url, {"text": draft})
-    assert f"sources recorded: events {said.pk}" in preview.content.decode()
+    assert f">#{said.pk}</a>" in preview.content.decode().split("sources recorded:")[1]
     response = admin_client.post(url, {"text": draft, "confirm": "1"})
 
     [message] = get_messages(response.wsgi_request)
