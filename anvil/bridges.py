@@ -26,6 +26,7 @@ from django.views.decorators.http import require_POST
 from anvil.fragments import draft_preview_fragments
 from anvil.pages import anvil_page, row_id, short_when
 from anvil.proposals import ProposalError, proposal_apply, proposal_drop, proposal_may_decide
+from anvil.proposed import ProposedText, proposed_text_page
 from anvil.site import IMPORT_PERMISSION
 from anvil.textdiff import text_diff_html
 from events.selectors import source_events
@@ -147,6 +148,22 @@ class SpeakersForm(forms.Form):
             speaker.name: self.cleaned_data[f"speaker_{index}"]
             for index, speaker in enumerate(self.speakers)
         }
+
+
+# What the page to edit a proposal says, by its kind.
+PROPOSAL_WORDS = {
+    kind: ProposedText(
+        intro=f"Edit the {what}, preview what it changes, then apply it. Nothing changes until "
+        "you apply; the text as proposed is kept beside yours.",
+        label="The text to apply",
+        apply="Apply this text",
+        back="Back to the proposal",
+    )
+    for kind, what in (
+        (ProposalKind.DRAFT, "draft"),
+        (ProposalKind.WAKE, "text to add to the wake text"),
+    )
+}
 
 
 class ProposalEditForm(forms.Form):
@@ -589,25 +606,22 @@ class ImportedProposalAdmin(admin.ModelAdmin):
         return self._edit_page(request, proposal, form)
 
     def _edit_page(self, request, proposal, form, *, error: str = ""):
-        text = form.cleaned_data["text"] if form.is_bound and form.is_valid() else proposal.text
-        diff = wake_diff = None
-        if proposal.kind == ProposalKind.WAKE:
-            wake_diff = _wake_diff(text, new_label="with the proposal")
-        elif not error:
-            diff, error = _draft_read(text)
-        return anvil_page(
+        text = form["text"].value() or "" if form.is_bound else proposal.text
+        shown = not form.is_bound or form.is_valid()
+        wake = proposal.kind == ProposalKind.WAKE
+        return proposed_text_page(
             self,
             request,
-            "admin/transfer/proposal_edit.html",
-            f"Edit “{proposal.title}”",
+            title=f"Edit “{proposal.title}”",
             original=proposal,
-            proposal=proposal,
-            form=form,
-            diff=diff,
-            fragments=draft_preview_fragments(diff) if diff else [],
-            wake_diff=wake_diff,
-            error=error,
+            text=text,
+            words=PROPOSAL_WORDS[proposal.kind],
+            edit_url=reverse("admin:transfer-proposal-edit", args=[proposal.pk]),
+            apply_url=reverse("admin:transfer-proposal-apply", args=[proposal.pk]),
             back=self._page_url(proposal.pk),
+            error=error,
+            text_errors=form.errors.get("text", []),
+            wake_diff=_wake_diff(text, new_label="with the proposal") if wake and shown else None,
         )
 
     def drop_view(self, request, proposal_id: int):

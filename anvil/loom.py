@@ -25,6 +25,7 @@ from django.views.decorators.http import require_POST
 
 from anvil.fragments import draft_preview_fragments
 from anvil.pages import anvil_page, cut_text, row_id, short_when
+from anvil.proposed import ProposedText, proposed_text_page
 from anvil.versions import PromptAdmin
 from events.selectors import source_events
 from gem.draft import DraftError, draft_diff, draft_parse
@@ -66,6 +67,14 @@ from silentstar.uploads import uploaded_file_response
 from silentstar.words import counted
 
 POLL_SECONDS = 2
+# What the page to edit a call's draft says.
+CALL_WORDS = ProposedText(
+    intro="Edit the draft, preview what it changes, then apply it. Nothing changes until you "
+    "apply.",
+    label="The draft",
+    apply="Apply this draft",
+    back="Back to the call",
+)
 
 
 def _inbox_choices() -> list[tuple[int, str]]:
@@ -521,24 +530,17 @@ class LoomCallAdmin(admin.ModelAdmin):
         return self._edit_page(request, call, text=text)
 
     def _edit_page(self, request, call, *, text: str, error: str = ""):
-        diff = None
-        if not error:
-            try:
-                diff = draft_diff(draft_parse(text), events_found=source_events)
-            except DraftError as problem:
-                error = str(problem)
-        return anvil_page(
+        return proposed_text_page(
             self,
             request,
-            "admin/loom/call_edit.html",
-            f"Edit the draft of {call.get_agent_display()} on “{call.fragment_key}”",
+            title=f"Edit the draft of {call.get_agent_display()} on “{call.fragment_key}”",
             original=call,
-            call=call,
             text=text,
-            diff=diff,
-            fragments=draft_preview_fragments(diff) if diff else [],
-            error=error,
+            words=CALL_WORDS,
+            edit_url=reverse("admin:loom-call-edit", args=[call.pk]),
+            apply_url=reverse("admin:loom-call-apply", args=[call.pk]),
             back=self._call_url(call),
+            error=error,
         )
 
     def drop_view(self, request, call_id: int):

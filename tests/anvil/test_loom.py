@@ -97,6 +97,15 @@ def test_a_loom_draft_previews_as_a_diff_and_changes_nothing_until_applied(
     assert "already applied" in again.text
 
 
+def test_a_draft_is_edited_on_the_page_an_imports_proposal_is(admin_client, fake_api, gem):
+    call = _call(fake_api)
+    page = admin_client.get(reverse("admin:loom-call-edit", args=[call.pk]))
+    assert next(t.name for t in page.templates) == "admin/anvil/proposed_edit.html"
+    assert page.context["words"].apply == "Apply this draft"
+    assert page.context["apply_url"] == reverse("admin:loom-call-apply", args=[call.pk])
+    assert "a blue glass pane" in page.context["fragments"][0]["tiers"][0][1]
+
+
 def test_a_dropped_draft_changes_nothing(admin_client, fake_api, gem):
     call = _call(fake_api)
     admin_client.post(reverse("admin:loom-call-drop", args=[call.pk]))

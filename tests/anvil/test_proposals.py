@@ -211,3 +211,15 @@ def test_a_draft_of_many_fragments_shows_its_first_and_counts_the_rest(admin_cli
     assert page.text.count("— new fragment") == PREVIEW_LISTED
     assert "…and 7 more fragments, all in the draft" in page.text
     assert url("edit", proposal) in page.text
+
+
+def test_a_proposal_is_edited_on_the_page_a_loom_draft_is(admin_client, draft, wake):
+    for proposal in (draft, wake):
+        response = admin_client.post(url("edit", proposal), {"text": ""})
+        assert next(t.name for t in response.templates) == "admin/anvil/proposed_edit.html"
+        assert "This field is required." in response.text
+        assert response.context["diff"] is None and response.context["wake_diff"] is None
+    page = admin_client.get(url("edit", draft))
+    assert page.context["words"].apply == "Apply this text"
+    assert "A brass lantern, dented" in page.text
+    assert page.context["apply_url"] == url("apply", draft)
