@@ -8,18 +8,24 @@ duplicates ``working_memory_twin_review``, and every status change goes through
 ``working_memory_status_set``.
 
 Every Anvil write here runs in one transaction and leaves an entry in the admin log saying what
-changed; nothing a fragment held is lost by a rename or a fold.
+changed; nothing a fragment held is lost by a rename or a fold. The bulk imports (an export,
+a legacy installation) write fragments, edges and sources as they were recorded, ids and times
+kept, through ``fragments_import``, ``edges_import`` and ``sources_import``: in batches, with
+no admin-log entry per row.
 """
 
 import logging
 import re
+from collections import defaultdict
+from collections.abc import Iterable
 from dataclasses import dataclass, field, replace
 from datetime import datetime
+from itertools import batched
 
 from django.contrib.admin.models import ADDITION, CHANGE, DELETION, LogEntry
 from django.contrib.contenttypes.models import ContentType
 from django.core.exceptions import ValidationError
-from django.db import models, transaction
+from django.db import models, router, transaction
 from django.db.models import Q
 from django.utils import timezone
 
@@ -383,6 +389,12 @@ class WorkingMemoryRecorded:
     and valence left None are scored as for a new item; ``fragment_keys`` None links it by its
     words, as a new item, and otherwise names the fragments it was linked to (those that still
     exist; so does ``near_duplicate_of``).
+
+    ``deduplicated`` applies the duplicate rules to an active item from a memory that has them
+    too (Mira's): one that means what an active item of its type and subject means refreshes
+    that item instead of being written (at its recorded time, never earlier than the item's
+    own; the item keeps its turn), and one that nearly repeats an active item is written
+    flagged as its near duplicate.
     """
 
     created_at: datetime
@@ -396,6 +408,7 @@ class WorkingMemoryRecorded:
     near_duplicate_of: int | None = None
     fragment_keys: tuple[str, ...] | None = None
     source_event_ids: tuple[int, ...] = ()
+    deduplicated: bool = False
 
 
 def working_memory_create(
@@ -456,16 +469,7 @@ def working_memory_create(
     with transaction.atomic():
         same = working_memory_same(type=type, content=content, subject=subject, lock=True)
         if same is not None:
-            if person_scored:
-                same.importance = same.importance if importance is None else importance
-                same.valence = same.valence if valence is None else valence
-                same.importance_edited = True
-            elif not same.importance_edited:
-                same.importance = importance_refreshed(same.importance)
-            same.refreshed_at, same.turn = at, turn
-            same.save(
-                update_fields=["refreshed_at", "turn", "importance", "valence", "importance_edited"]
-            )
+            _same_refresh(same, at=at, turn=turn, importance=importance, valence=valence)
             return WorkingMemoryWrite(item=same, refreshed=True)
         superseded = _replaced_supersede(
             type=type, subject=subject, at=at, reason=f"a new {type} replaces it"
@@ -505,6 +509,27 @@ def working_memory_create(
     return WorkingMemoryWrite(item=item, superseded=superseded)
 
 
+def _same_refresh(
+    same: WorkingMemory,
+    *,
+    at: datetime,
+    turn: int | None,
+    importance: float | None = None,
+    valence: float | None = None,
+) -> None:
+    """Refresh the active item a new one means the same as (``working_memory_create``): its
+    decay anchor and turn move to ``at`` and ``turn``, and its importance rises a little unless
+    a person scored it; numbers given are a person's and win."""
+    if importance is not None or valence is not None:
+        same.importance = same.importance if importance is None else importance
+        same.valence = same.valence if valence is None else valence
+        same.importance_edited = True
+    elif not same.importance_edited:
+        same.importance = importance_refreshed(same.importance)
+    same.refreshed_at, same.turn = at, turn
+    same.save(update_fields=["refreshed_at", "turn", "importance", "valence", "importance_edited"])
+
+
 def working_memory_same(
     *, type: str, content: str, subject: str = "", excluding: int | None = None, lock: bool = False
 ) -> WorkingMemory | None:
@@ -539,12 +564,22 @@ def _working_memory_recorded(
             there = WorkingMemory.objects.filter(pk=recorded.id).first()
             if there is not None:
                 return WorkingMemoryWrite(item=there, existed=True)
+        twin = recorded.near_duplicate_of
+        if recorded.deduplicated and recorded.status == WorkingMemoryStatus.ACTIVE:
+            same = working_memory_same(type=type, content=content, subject=subject, lock=True)
+            if same is not None:
+                at = max(recorded.refreshed_at, same.refreshed_at)
+                turn = same.turn if fields["turn"] is None else fields["turn"]
+                _same_refresh(same, at=at, turn=turn)
+                return WorkingMemoryWrite(item=same, refreshed=True)
+            if twin is None:
+                near = working_memory_near_twin(type=type, content=content)
+                twin = None if near is None else near.pk
         if recorded.fragment_keys is None:
             keys = _fragment_keys_named(subject, content)
         else:  # a fragment removed since then takes its link with it
             named = Fragment.objects.filter(key__in=recorded.fragment_keys)
             keys = list(named.values_list("key", flat=True))
-        twin = recorded.near_duplicate_of
         if twin is not None and not WorkingMemory.objects.filter(pk=twin).exists():
             twin = None
         valence = recorded.valence if recorded.valence is not None else valence_of(content)
@@ -990,3 +1025,108 @@ def ambient_prose_set(
     """Make ``content`` the ambient prose in use, as a new version (``text_version_add``):
     ``author`` an account or its id; ``at`` and ``pk`` keep an imported version's."""
     return text_version_add(model=AmbientProse, content=content, author=author, at=at, pk=pk)
+
+
+# --- Fragments recorded elsewhere, written in bulk ---------------------------------------------
+
+IMPORT_BATCH = 1_000
+
+
+@dataclass(frozen=True)
+class FragmentRecorded:
+    """A fragment as it was recorded elsewhere (an export, a legacy installation), to be written
+    exactly: its key, tiers and both times."""
+
+    key: str
+    ambient: str
+    recognition: str
+    inventory: str
+    created_at: datetime
+    updated_at: datetime
+
+
+@dataclass(frozen=True)
+class FragmentEdgeRecorded:
+    """An edge as it was recorded elsewhere; ``id`` None takes the next one here."""
+
+    source_id: str
+    target_id: str
+    relation: str = ""
+    id: int | None = None
+
+
+@dataclass(frozen=True)
+class FragmentSourceRecorded:
+    """A fragment's source event as it was recorded elsewhere; ``id`` None takes the next one."""
+
+    fragment_id: str
+    event_id: int
+    id: int | None = None
+
+
+def fragments_import(*, rows: Iterable[FragmentRecorded]) -> int:
+    """Write fragments recorded elsewhere exactly as they were (``FragmentRecorded``), a batch
+    of ``IMPORT_BATCH`` at a time, in one transaction of the Gem's store. Returns how many.
+
+    For the bulk imports (``manage.py import``, ``manage.py import_silentstar``), which checked
+    every row where they read it: the keys are new here. No admin-log entry is written per row:
+    the import says what it wrote."""
+    written = 0
+    with transaction.atomic(using=router.db_for_write(Fragment)):
+        for chunk in batched(rows, IMPORT_BATCH):
+            Fragment.objects.bulk_create(
+                [
+                    Fragment(
+                        key=row.key,
+                        ambient=row.ambient,
+                        recognition=row.recognition,
+                        inventory=row.inventory,
+                        created_at=row.created_at,
+                    )
+                    for row in chunk
+                ]
+            )
+            by_time = defaultdict(list)  # updated_at is auto_now: set afterwards, one UPDATE a time
+            for row in chunk:
+                by_time[row.updated_at].append(row.key)
+            for updated, keys in by_time.items():
+                Fragment.objects.filter(key__in=keys).update(updated_at=updated)
+            written += len(chunk)
+    return written
+
+
+def edges_import(*, rows: Iterable[FragmentEdgeRecorded]) -> int:
+    """Write edges recorded elsewhere exactly as they were (``FragmentEdgeRecorded``), between
+    fragments already here, as ``fragments_import`` writes fragments. Returns how many."""
+    written = 0
+    with transaction.atomic(using=router.db_for_write(FragmentEdge)):
+        for chunk in batched(rows, IMPORT_BATCH):
+            FragmentEdge.objects.bulk_create(
+                [
+                    FragmentEdge(
+                        id=row.id,
+                        source_id=row.source_id,
+                        target_id=row.target_id,
+                        relation=row.relation,
+                    )
+                    for row in chunk
+                ]
+            )
+            written += len(chunk)
+    return written
+
+
+def sources_import(*, rows: Iterable[FragmentSourceRecorded]) -> int:
+    """Write fragments' source events recorded elsewhere exactly as they were
+    (``FragmentSourceRecorded``), as ``fragments_import`` writes fragments. Returns how many."""
+    written = 0
+    with transaction.atomic(using=router.db_for_write(FragmentSource)):
+        for chunk in batched(rows, IMPORT_BATCH):
+            FragmentSource.objects.bulk_create(
+                [
+                    FragmentSource(id=row.id, fragment_id=row.fragment_id, event_id=row.event_id)
+                    for row in chunk
+                ]
+            )
+            written += len(chunk)
+    return written

@@ -44,7 +44,17 @@ from gem.models import (
     WorkingMemoryStatus,
     WorkingMemoryType,
 )
-from gem.services import WorkingMemoryError, WorkingMemoryRecorded, working_memory_create
+from gem.services import (
+    FragmentEdgeRecorded,
+    FragmentRecorded,
+    FragmentSourceRecorded,
+    WorkingMemoryError,
+    WorkingMemoryRecorded,
+    edges_import,
+    fragments_import,
+    sources_import,
+    working_memory_create,
+)
 from gem.state import PENDING_RECALL, TURN_COUNTER, state_get_many, state_set
 from mirror.models import MirrorRun, MirrorRunStatus
 from silentstar.router import ID_MAX, sequences_reset
@@ -1147,28 +1157,24 @@ def _leftover_events_check(legacy: Legacy, report: LegacyReport) -> None:
 
 
 def _gem_write(gem: Gem, report: LegacyReport) -> None:
-    """The Gem in one transaction: fragments (their times exact), edges, sources, working memory
-    through its one write, state."""
+    """The Gem in one transaction, through its writes of what was recorded elsewhere: fragments
+    (their times exact), edges, sources, working memory, state."""
     with transaction.atomic(using=router.db_for_write(Fragment)):
-        Fragment.objects.bulk_create(
-            [
-                Fragment(key=k, ambient=a, recognition=r, inventory=i, created_at=c)
-                for k, a, r, i, c, _ in gem.fragments
-            ],
-            batch_size=1_000,
+        fragments_import(
+            rows=(
+                FragmentRecorded(
+                    key=k, ambient=a, recognition=r, inventory=i, created_at=c, updated_at=u
+                )
+                for k, a, r, i, c, u in gem.fragments
+            )
         )
-        by_time = defaultdict(list)  # updated_at is auto_now: set afterwards, one UPDATE a time
-        for key, *_, updated in gem.fragments:
-            by_time[updated].append(key)
-        for updated, keys in by_time.items():
-            Fragment.objects.filter(key__in=keys).update(updated_at=updated)
-        FragmentEdge.objects.bulk_create(
-            [FragmentEdge(source_id=s, target_id=t, relation=r) for s, t, r in gem.edges],
-            batch_size=1_000,
+        edges_import(
+            rows=(
+                FragmentEdgeRecorded(source_id=s, target_id=t, relation=r) for s, t, r in gem.edges
+            )
         )
-        FragmentSource.objects.bulk_create(
-            [FragmentSource(fragment_id=key, event_id=pk) for key, pk in gem.sources],
-            batch_size=1_000,
+        sources_import(
+            rows=(FragmentSourceRecorded(fragment_id=key, event_id=pk) for key, pk in gem.sources)
         )
         for item in gem.items:
             try:

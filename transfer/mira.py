@@ -33,12 +33,7 @@ from gem.models import (
     WorkingMemoryType,
 )
 from gem.selectors import identities_current
-from gem.services import (
-    WorkingMemoryRecorded,
-    working_memory_create,
-    working_memory_near_twin,
-    working_memory_same,
-)
+from gem.services import WorkingMemoryRecorded, working_memory_create
 from heart.ingest import event_record
 from transfer.limits import LINE_MAX_CHARS, NestedTooDeep, json_loaded, json_problem, lines_bounded
 
@@ -328,30 +323,12 @@ def _wm_type(entry: dict) -> tuple[str, str]:
 
 def _memory_import(entry: dict, *, event_of: dict[str, int], done: MiraImport) -> None:
     type, status = _wm_type(entry)
-    content = entry["content"].strip()
     at = _moment(entry["timestamp"])
-    if status == WorkingMemoryStatus.ACTIVE:
-        same = working_memory_same(type=type, content=content)
-        if same is not None:
-            # Mira's rule for an exact duplicate: the new one is not added, the one there is
-            # boosted. Written in the existing item's words, so the tag language's rules find it.
-            working_memory_create(
-                type=same.type,
-                content=same.content,
-                subject=same.subject,
-                actor=same.actor,
-                at=max(at, same.refreshed_at),
-                turn=same.turn,
-            )
-            MiraEntry.objects.create(mira_id=entry["id"], working_memory=same, entry=entry)
-            done.refreshed.append(entry["id"])
-            return
-    twin = None
-    if status == WorkingMemoryStatus.ACTIVE:
-        twin = working_memory_near_twin(type=type, content=content)
-    written = working_memory_create(
+    # Mira's rules for duplicates are the tag language's: an exact one is not added, the one
+    # there is refreshed; a near one is added and flagged.
+    write = working_memory_create(
         type=type,
-        content=content,
+        content=entry["content"],
         actor=MIRA_ACTOR,
         at=at,
         turn=None,
@@ -362,10 +339,15 @@ def _memory_import(entry: dict, *, event_of: dict[str, int], done: MiraImport) -
             resolved_at=None if status == WorkingMemoryStatus.ACTIVE else at,
             importance=entry["importance"],
             valence=entry.get("emotional_valence"),
-            near_duplicate_of=twin.pk if twin else None,
             source_event_ids=tuple(event_of[ref] for ref in entry["refs"] if ref in event_of),
+            deduplicated=True,
         ),
-    ).item
+    )
+    written = write.item
+    if write.refreshed:
+        MiraEntry.objects.create(mira_id=entry["id"], working_memory=written, entry=entry)
+        done.refreshed.append(entry["id"])
+        return
     MiraEntry.objects.create(
         mira_id=entry["id"],
         working_memory=written,
@@ -378,7 +360,7 @@ def _memory_import(entry: dict, *, event_of: dict[str, int], done: MiraImport) -
         },
     )
     done.written.append(entry["id"])
-    if twin is not None:
+    if written.near_duplicate_of_id is not None:
         done.flagged.append(entry["id"])
 
 

@@ -57,6 +57,15 @@ from gem.rows import (
     working_memory_from_row,
     working_memory_row,
 )
+from gem.services import (
+    FragmentEdgeRecorded,
+    FragmentRecorded,
+    FragmentSourceRecorded,
+    ambient_prose_set,
+    edges_import,
+    fragments_import,
+    sources_import,
+)
 from heart.models import ContextSnapshot
 from ledger.models import ModelCall
 from loom.models import InboxImage, LoomCall, LoomPrompt, Session, SessionImage
@@ -834,6 +843,9 @@ def _write(folder: Path, kind: Kind, authors: dict[str, int], bar: tqdm) -> None
             }
             for row in chunk
         ]
+        if _gem_write(kind.model, values):
+            bar.update(len(chunk))
+            continue
         manager.bulk_create([kind.model(**each) for each in values])
         if TAGS in kind.fields:
             EventTag.objects.bulk_create(
@@ -845,6 +857,34 @@ def _write(folder: Path, kind: Kind, authors: dict[str, int], bar: tqdm) -> None
                     **{field.attname: each[field.attname] for field in stamped}
                 )
         bar.update(len(chunk))
+
+
+# The Gem's writes of what was recorded elsewhere, for its kinds: a row's values, by the model's
+# field names (``attname``), are the record's.
+GEM_IMPORTS = {
+    Fragment: (FragmentRecorded, fragments_import),
+    FragmentEdge: (FragmentEdgeRecorded, edges_import),
+    FragmentSource: (FragmentSourceRecorded, sources_import),
+}
+
+
+def _gem_write(model: type[models.Model], values: list[dict]) -> bool:
+    """Write rows of a kind the Gem owns through the Gem (fragments, edges, sources, ambient
+    prose), their ids and times kept; False, writing nothing, for any other kind."""
+    if model in GEM_IMPORTS:
+        recorded, write = GEM_IMPORTS[model]
+        write(rows=[recorded(**each) for each in values])
+    elif model is AmbientProse:
+        for each in values:
+            ambient_prose_set(
+                content=each["content"],
+                author=each["author_id"],
+                at=each["created_at"],
+                pk=each["id"],
+            )
+    else:
+        return False
+    return True
 
 
 def _set_up_replaced() -> dict[str, int]:

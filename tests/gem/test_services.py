@@ -9,6 +9,8 @@ from django.core.exceptions import ValidationError
 from django.core.management import call_command
 
 from compass.models import CompassPrompt
+from gem import services as gem_services
+from gem.importance import importance_refreshed
 from gem.models import (
     AmbientProse,
     Fragment,
@@ -20,17 +22,23 @@ from gem.models import (
 )
 from gem.selectors import ambient_prose_current, newest_version
 from gem.services import (
+    FragmentEdgeRecorded,
+    FragmentRecorded,
+    FragmentSourceRecorded,
     IdentityRow,
     ReshapeError,
     WorkingMemoryError,
     WorkingMemoryRecorded,
     ambient_prose_set,
+    edges_import,
     fragment_fold,
     fragment_fold_preview,
     fragment_rename,
     fragment_rename_preview,
+    fragments_import,
     identities_set,
     relations_joined,
+    sources_import,
     text_version_add,
     time_zone_set,
     working_memory_create,
@@ -698,3 +706,96 @@ def test_no_module_writes_a_version_of_a_text_but_the_gem_s_service():
         if VERSION_WRITE.search(line)
     ]
     assert len(apps_code) > 100 and writers == []
+
+
+# --- What was recorded elsewhere ------------------------------------------------------------
+
+
+def test_a_recorded_item_from_a_memory_with_duplicate_rules_refreshes_or_flags_as_a_new_one():
+    there = working_memory_create(
+        type="pin", content="no cilantro in recipes", actor="luna", at=NOW, turn=4
+    ).item
+    before = there.importance
+
+    def recorded(content, at, status="active"):
+        return working_memory_create(
+            type="pin",
+            content=content,
+            actor="mira",
+            at=at,
+            turn=None,
+            recorded=WorkingMemoryRecorded(
+                created_at=at, refreshed_at=at, status=status, importance=0.3, deduplicated=True
+            ),
+        )
+
+    later = NOW + timedelta(hours=2)
+    same = recorded("No  Cilantro in RECIPES!", later)
+    older = recorded("no cilantro in recipes", NOW - timedelta(days=1))
+    near = recorded("no cilantro in ANY recipe suggestions!", later)
+    resolved = recorded("no cilantro in recipes", later, status="resolved")
+
+    assert same.refreshed and older.refreshed and same.item.pk == older.item.pk == there.pk
+    there.refresh_from_db()
+    assert (there.refreshed_at, there.turn) == (later, 4)  # never back in time; its turn kept
+    assert there.importance == importance_refreshed(importance_refreshed(before))
+    assert not near.refreshed and near.item.near_duplicate_of == there
+    assert (near.item.importance, near.item.created_at) == (0.3, later)
+    assert not resolved.refreshed and resolved.item.near_duplicate_of is None
+    assert WorkingMemory.objects.count() == 3
+
+
+def test_it_imports_fragments_edges_and_sources_exactly_with_no_log_entry(monkeypatch):
+    monkeypatch.setattr(gem_services, "IMPORT_BATCH", 2)  # three rows of each: two batches
+    created, edited = NOW - timedelta(days=30), NOW - timedelta(days=3)
+    keys = ("moon", "sea", "tea")
+
+    counts = (
+        fragments_import(
+            rows=(
+                FragmentRecorded(
+                    key=key,
+                    ambient=f"{key}, always known",
+                    recognition=f"{key} in a story",
+                    inventory="",
+                    created_at=created,
+                    updated_at=created if key == "moon" else edited,
+                )
+                for key in keys
+            )
+        ),
+        edges_import(
+            rows=[
+                FragmentEdgeRecorded(source_id="moon", target_id="sea", relation="tides", id=40),
+                FragmentEdgeRecorded(source_id="sea", target_id="tea", id=41),
+                FragmentEdgeRecorded(source_id="tea", target_id="moon", relation="night", id=42),
+            ]
+        ),
+        sources_import(
+            rows=[
+                FragmentSourceRecorded(fragment_id="sea", event_id=7, id=9),
+                FragmentSourceRecorded(fragment_id="sea", event_id=8, id=10),
+                FragmentSourceRecorded(fragment_id="moon", event_id=7),
+            ]
+        ),
+    )
+
+    assert counts == (3, 3, 3)
+    assert list(
+        Fragment.objects.values_list("key", "ambient", "recognition", "created_at", "updated_at")
+    ) == [
+        ("moon", "moon, always known", "moon in a story", created, created),
+        ("sea", "sea, always known", "sea in a story", created, edited),
+        ("tea", "tea, always known", "tea in a story", created, edited),
+    ]
+    assert list(FragmentEdge.objects.order_by("id").values_list("id", "source", "relation")) == [
+        (40, "moon", "tides"),
+        (41, "sea", ""),
+        (42, "tea", "night"),
+    ]
+    assert sorted(FragmentSource.objects.filter(pk__in=[9, 10]).values_list("pk", "event_id")) == [
+        (9, 7),
+        (10, 8),
+    ]
+    assert FragmentSource.objects.get(fragment="moon").event_id == 7
+    assert not LogEntry.objects.exists()
