@@ -142,8 +142,7 @@ def refused(done: subprocess.CompletedProcess, *said: str) -> None:
 def test_a_backup_of_a_damaged_store_is_refused_and_removed(installation, tmp_path):
     if postgresql():
         pytest.skip("SQLite only: PostgreSQL's pages are the server's, not files to damage")
-    source = installation("source")
-    source.shell(FILL)
+    source = installation("source", filled=True)
     overwrite_middle(source.data / "events.sqlite3")
     backups = tmp_path / "backups"
 
@@ -441,8 +440,7 @@ def test_a_backup_onto_a_read_only_folder_says_so(installation, tmp_path):
 
 @pytest.mark.parametrize("size", ["256k", "2m"])  # too small for the databases; for the files
 def test_a_backup_onto_a_full_disk_says_so_and_removes_what_it_wrote(installation, tmp_path, size):
-    source = installation("source")
-    source.shell(FILL)
+    source = installation("source", filled=True)
     images = source.data / "media" / "images"
     (images / "large.png").write_bytes(os.urandom(4 * 2**20))
     small = tmp_path / "small"
