@@ -342,15 +342,11 @@ def test_a_fragment_added_in_the_anvil_is_written_through_the_one_write(admin_cl
     assert LogEntry.objects.get(object_id="star").action_flag == ADDITION
 
 
-# Product modules allowed to write fragments, edges and sources themselves: the Gem's services,
-# and, until they write through them, the bulk importers and Mira's import. A restore copies
-# whole stores and is the one lasting exception.
+# Product modules allowed to write fragments, edges and sources themselves: the Gem's services.
+# A restore copies whole stores and is the one exception.
 WRITERS_ALLOWED = {
     "gem/services.py",
     "gem/drafts.py",
-    "transfer/legacy.py",  # manage.py import_legacy: to write through the Gem's services
-    "transfer/portable.py",  # manage.py import: to write through the Gem's services
-    "transfer/mira.py",  # Mira's import: to write through the Gem's services
     "transfer/restore.py",  # the restore's store copy
 }
 APPS = ("silentstar", "events", "heart", "gem", "mirror", "lens", "ledger", "compass", "loom")

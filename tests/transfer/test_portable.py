@@ -10,12 +10,15 @@ import signal
 import subprocess
 import sys
 import time
+import traceback
 from pathlib import Path
 
 import pytest
 from django.apps import apps
+from django.db import connections, router
 
 from events.models import Turn
+from gem.models import Fragment
 from ledger.models import ModelCall
 from tests.conftest import REPO
 from tests.transfer import installations
@@ -449,3 +452,33 @@ def test_a_snapshot_exported_before_its_inputs_were_kept_still_imports():
     assert list(_row_problems(snapshots, {k: v for k, v in row.items() if k != "turn"})) == [
         ("turn", "is missing")
     ]
+
+
+GEM_TABLE_WRITE = re.compile(
+    r'\s*(?:INSERT INTO|UPDATE) "(gem_(?:fragment|fragmentedge|fragmentsource|ambientprose))"'
+)
+
+
+@pytest.mark.django_db(databases="__all__")
+def test_it_writes_fragments_edges_sources_and_ambient_prose_through_the_gem(exported):
+    """Every statement that writes one of them comes from the Gem's services."""
+    _, folder = exported
+    writes = []
+
+    def seen(execute, sql, params, many, context):
+        if match := GEM_TABLE_WRITE.match(sql):
+            files = {Path(frame.filename) for frame in traceback.extract_stack()}
+            writes.append((match.group(1), REPO / "gem" / "services.py" in files))
+        return execute(sql, params, many, context)
+
+    with connections[router.db_for_write(Fragment)].execute_wrapper(seen):
+        portable_import(folder=folder, unknown_authors_blank=True, progress=lambda _: None)
+
+    assert {table for table, _ in writes} == {
+        "gem_fragment",
+        "gem_fragmentedge",
+        "gem_fragmentsource",
+        "gem_ambientprose",
+    }
+    assert [table for table, by_the_gem in writes if not by_the_gem] == []
+    assert Fragment.objects.count() == 2
