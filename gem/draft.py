@@ -81,10 +81,11 @@ The Gem imports no other app, so ``draft_diff`` is given the event log's lookup 
 """
 
 import difflib
+import hashlib
 import json
 import re
 from collections.abc import Callable, Container, Iterable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from django.core.exceptions import ValidationError
 from django.db.models import Q
@@ -101,13 +102,18 @@ from gem.models import (
 EDGES = "edges"
 SOURCES = "sources"
 NOTES = (SOURCES, "working memory")
-SECTIONS = (*TIERS, EDGES, *NOTES)
+BASE = "written against"
+SECTIONS = (*TIERS, EDGES, *NOTES, BASE)
+# What a draft is written against, part by part: what a fragment holds.
+PARTS = (*TIERS, EDGES, SOURCES)
+DIGEST_CHARS = 12
 KEY_MAX_LENGTH = Fragment._meta.get_field("key").max_length
 
 HEADING = re.compile(r"^(#{1,2})(?:[ \t]+(.*))?$")
 FENCE = re.compile(r"^(~{3,}|`{3,})$")
 EDGE_ITEM = re.compile(r"^[-*][ \t]+(→|->|←|<-)[ \t]*([^\s:]+)(?::(.*))?$")
 OUT_ARROWS = ("→", "->")
+BASE_ITEM = re.compile(rf"^[-*][ \t]+([a-z]+)[ \t]+([0-9a-f]{{{DIGEST_CHARS}}})$")
 SOURCE_ITEM = re.compile(r"^[-*][ \t]+events?[ \t]+(\d+(?:[ \t]*,[ \t]*\d+)*)[ \t]*,?$")
 EVENT_ID_MAX = 2**63 - 1  # an event id is a 64-bit integer
 
@@ -133,12 +139,15 @@ class DraftFragment:
     """One ``# KEY`` section: only the tiers present are in ``tiers``; ``edges`` is None when
     the draft has no edges section (unchanged), a list (maybe empty) when it has one.
     ``sources`` holds the event ids its sources section lists, each with its line: read from
-    ``notes["sources"]``, which is what the draft says (and what compares)."""
+    ``notes["sources"]``, which is what the draft says (and what compares). ``base`` is what it
+    was written against: each part's digest (``part_digest``), empty when the draft does not
+    say."""
 
     key: str
     tiers: dict[str, str] = field(default_factory=dict)
     edges: list[DraftEdge] | None = None
     notes: dict[str, str] = field(default_factory=dict)
+    base: dict[str, str] = field(default_factory=dict)
     line: int | None = field(default=None, compare=False)
     sources: dict[int, int] = field(default_factory=dict, compare=False, repr=False)
 
@@ -220,9 +229,12 @@ def draft_parse(text: str) -> Draft:
             section in fragment.tiers
             or section in fragment.notes
             or (section == EDGES and fragment.edges is not None)
+            or (section == BASE and fragment.base)
         ):
             raise DraftError(f"“{fragment.key}” has a second “## {section}”", line=number)
-        if section in TIERS:
+        if section == BASE:
+            fragment.base, index = _base_read(lines, index)
+        elif section in TIERS:
             fragment.tiers[section], index = _tier_body(lines, index)
         elif section == EDGES:
             fragment.edges, index = _edges_body(lines, index, key=fragment.key)
@@ -328,6 +340,25 @@ def _sources_read(lines: list[str], index: int) -> dict[int, int]:
     return sources
 
 
+def _base_read(lines: list[str], index: int) -> tuple[dict[str, str], int]:
+    """A written-against section: ``- PART DIGEST`` for each part."""
+    base: dict[str, str] = {}
+    while index < len(lines) and not HEADING.match(lines[index]):
+        number, line = index + 1, lines[index].strip()
+        index += 1
+        if not line:
+            continue
+        match = BASE_ITEM.match(line)
+        if match is None or match[1] not in PARTS:
+            raise DraftError(
+                f"“{line}” is not what a draft was written against: write “- ambient "
+                f"{'0' * DIGEST_CHARS}”, or remove the section to apply the draft unchecked",
+                line=number,
+            )
+        base[match[1]] = match[2]
+    return base, index
+
+
 def _relation(raw: str, *, line: int) -> str:
     relation = raw.strip()
     if relation.startswith('"'):
@@ -398,6 +429,11 @@ def _fragment_render(fragment: DraftFragment) -> str:
             blocks.append(f"## {name}")
             if fragment.notes[name]:
                 blocks.append(fragment.notes[name])
+    if fragment.base:
+        blocks.append(f"## {BASE}")
+        blocks.append(
+            "\n".join(f"- {part} {fragment.base[part]}" for part in PARTS if part in fragment.base)
+        )
     return "\n\n".join(blocks)
 
 
@@ -482,6 +518,8 @@ class DraftDiff:
     # A draft never removes a source; the fragment's form in the Anvil does, through the same
     # write (``gem.drafts.diff_write``).
     sources_removed: list[SourceAdded] = field(default_factory=list)
+    # Fragments of the Gem the draft did not say it was written against: applied unchecked.
+    unchecked: list[str] = field(default_factory=list, compare=False)
 
     @property
     def is_empty(self) -> bool:
@@ -637,3 +675,226 @@ def _sources_added(
             line=line,
         )
     return [source for source, _ in added]
+
+
+# --- What a draft was written against ---------------------------------------------------------
+
+
+def part_digest(part: str, text: str) -> str:
+    """The short digest of one part of a fragment (a tier, its edges or its sources)."""
+    return hashlib.sha256(f"{part}\n{text}".encode()).hexdigest()[:DIGEST_CHARS]
+
+
+def _source_ids(fragment: DraftFragment) -> list[int]:
+    if fragment.sources:
+        return sorted(fragment.sources)
+    text = fragment.notes.get(SOURCES, "")
+    return sorted(_sources_read(text.split("\n"), 0)) if text else []
+
+
+def part_text(fragment: DraftFragment, part: str, *, whole: bool = False) -> str | None:
+    """One part of ``fragment`` as text, what its digest is of: None when the fragment does not
+    give it (a draft leaving it as it is), unless ``whole`` (the fragment as the Gem held it,
+    where what is absent is empty)."""
+    if part in TIERS:
+        text = fragment.tiers.get(part, "" if whole else None)
+        return None if text is None else line_breaks_normalized(text)
+    if part == EDGES:
+        if fragment.edges is None and not whole:
+            return None
+        edges = edges_ordered(fragment.key, fragment.edges or [])
+        return "\n".join(_edge_line(fragment.key, edge) for edge in edges)
+    if SOURCES not in fragment.notes and not fragment.sources and not whole:
+        return None
+    return ", ".join(map(str, _source_ids(fragment)))
+
+
+def fragment_base(fragment: DraftFragment) -> dict[str, str]:
+    """What a draft written from ``fragment`` (as the Gem held it) says it was written
+    against: every part's digest."""
+    return {part: part_digest(part, part_text(fragment, part, whole=True)) for part in PARTS}
+
+
+def draft_written(draft: Draft, *, base: Iterable[DraftFragment] | None = None) -> Draft:
+    """``draft`` saying what each of its fragments was written against: ``base``, the fragments
+    as the Gem held them (a Lens extract, ``fragments_now``), or the draft's own fragments when
+    it is what the Gem held (what the Lens writes). A fragment ``base`` lacks says nothing."""
+    held = {f.key: f for f in (draft.fragments if base is None else base)}
+    return Draft(
+        fragments=[
+            replace(f, base=fragment_base(held[f.key]) if f.key in held else {})
+            for f in draft.fragments
+        ],
+        preface=draft.preface,
+    )
+
+
+def fragments_now(keys: Iterable[str]) -> dict[str, DraftFragment]:
+    """The fragments among ``keys`` as the Gem holds them now: tiers, edges, sources."""
+    found = Fragment.objects.in_bulk(list(keys))
+    edges: dict[str, list[DraftEdge]] = {key: [] for key in found}
+    for source, target, relation in FragmentEdge.objects.filter(
+        Q(source_id__in=found) | Q(target_id__in=found)
+    ).values_list("source_id", "target_id", "relation"):
+        for key in {source, target} & edges.keys():
+            edges[key].append(DraftEdge(source, target, relation))
+    sources: dict[str, dict[int, int]] = {key: {} for key in found}
+    for key, event_id in FragmentSource.objects.filter(fragment_id__in=found).values_list(
+        "fragment_id", "event_id"
+    ):
+        sources[key][event_id] = 0
+    return {
+        key: DraftFragment(
+            key=key,
+            tiers={tier: getattr(fragment, tier) for tier in TIERS},
+            edges=edges_ordered(key, edges[key]),
+            sources=sources[key],
+        )
+        for key, fragment in found.items()
+    }
+
+
+def draft_rebased(text: str) -> str:
+    """The draft in ``text`` written against the Gem as it is now (what a person who edited it
+    against today's text saves): its fragments' written-against sections say today's parts."""
+    draft = draft_parse(text)
+    now = fragments_now(f.key for f in draft.fragments)
+    return draft_render(draft_written(draft, base=now.values()))
+
+
+@dataclass(frozen=True)
+class PartCheck:
+    """One part of a fragment a draft was written against: its text then (when it is known),
+    in the draft (None when the draft leaves it as it is) and now."""
+
+    key: str
+    part: str
+    base: str | None
+    draft: str | None
+    now: str
+    changes: bool  # the draft changes it (base → draft)
+    moved: bool  # it changed since the draft was written (base → now)
+
+    @property
+    def conflict(self) -> bool:
+        """Applying the draft would overwrite what changed meanwhile (sources are only added,
+        so they never conflict)."""
+        return (
+            self.moved
+            and self.draft is not None
+            and self.part != SOURCES
+            and (self.draft != self.now)
+        )
+
+    @property
+    def applies(self) -> bool:
+        """Applying this part alone changes something and overwrites nothing."""
+        return self.draft is not None and not self.conflict and self.draft != self.now
+
+    @property
+    def name(self) -> str:
+        return f"{self.key}:{self.part}"
+
+
+@dataclass
+class DraftCheck:
+    """A draft against what it was written against and the Gem now."""
+
+    parts: list[PartCheck] = field(default_factory=list)
+    unchecked: list[str] = field(default_factory=list)  # in the Gem, no base said
+
+    @property
+    def conflicts(self) -> list[PartCheck]:
+        return [part for part in self.parts if part.conflict]
+
+    def moved(self) -> list[str]:
+        """Keys of the fragments that changed since the draft was written."""
+        return list(dict.fromkeys(part.key for part in self.parts if part.moved))
+
+    def fragments(self) -> list[tuple[str, list[PartCheck]]]:
+        """The fragments changed meanwhile, each with its parts the draft or time changed."""
+        moved = set(self.moved())
+        out: dict[str, list[PartCheck]] = {}
+        for part in self.parts:
+            if part.key in moved and (part.moved or part.changes):
+                out.setdefault(part.key, []).append(part)
+        return list(out.items())
+
+    def as_text(self) -> str:
+        said = []
+        for key, parts in self.fragments():
+            conflicting = [part.part for part in parts if part.conflict]
+            said.append(
+                f"“{key}” changed since this draft was written"
+                + (f" (conflicting: {', '.join(conflicting)})" if conflicting else "")
+            )
+        return (
+            "; ".join(said)
+            + ". Edit the draft against today's text, or apply it part by part (a part that "
+            "conflicts needs the edit)."
+        )
+
+
+class DraftConflict(DraftError):
+    """A draft that would overwrite what changed since it was written; ``check`` says what."""
+
+    def __init__(self, check: DraftCheck):
+        self.check = check
+        super().__init__(check.as_text())
+
+
+def draft_check(draft: Draft, *, base: str = "") -> DraftCheck:
+    """Compare ``draft`` with what it says it was written against and with the Gem now; reads
+    only. ``base`` is the text of what it was written against when it is kept beside the draft
+    (a Loom call's extract, an import's): a part's text then is the one of ``base``, the draft
+    or the Gem whose digest is the one the draft names, or unknown."""
+    kept = {f.key: f for f in draft_parse(base).fragments} if base else {}
+    now = fragments_now(f.key for f in draft.fragments)
+    check = DraftCheck()
+    for fragment in draft.fragments:
+        current = now.get(fragment.key)
+        if not fragment.base:
+            if current is not None:
+                check.unchecked.append(fragment.key)
+            continue
+        for part, digest in fragment.base.items():
+            text_now = part_text(current, part, whole=True) if current else ""
+            text_draft = part_text(fragment, part)
+            candidates = [text_draft, text_now]
+            if fragment.key in kept:
+                candidates.insert(0, part_text(kept[fragment.key], part, whole=True))
+            text_base = next(
+                (t for t in candidates if t is not None and part_digest(part, t) == digest), None
+            )
+            check.parts.append(
+                PartCheck(
+                    key=fragment.key,
+                    part=part,
+                    base=text_base,
+                    draft=text_draft,
+                    now=text_now,
+                    changes=text_draft is not None and part_digest(part, text_draft) != digest,
+                    moved=part_digest(part, text_now) != digest,
+                )
+            )
+    return check
+
+
+def draft_parts(draft: Draft, names: Container[str]) -> Draft:
+    """Only the parts of ``draft`` named ``KEY:PART`` in ``names`` (applying it part by part);
+    a fragment none of whose parts is named is left out."""
+    fragments = []
+    for fragment in draft.fragments:
+        chosen = {part for part in PARTS if f"{fragment.key}:{part}" in names}
+        if not chosen:
+            continue
+        fragments.append(
+            replace(
+                fragment,
+                tiers={t: text for t, text in fragment.tiers.items() if t in chosen},
+                edges=fragment.edges if EDGES in chosen else None,
+                notes={n: text for n, text in fragment.notes.items() if n in chosen},
+                sources=fragment.sources if SOURCES in chosen else {},
+            )
+        )
+    return Draft(fragments=fragments, preface=draft.preface)

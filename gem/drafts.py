@@ -13,23 +13,59 @@ inlines changed, so fragments, edges and sources are written in one place.
 ``fragments_delete`` deletes fragments (their edges, sources and references go with them).
 """
 
-from collections.abc import Iterable
+from collections.abc import Container, Iterable
 
 from django.contrib.admin.models import ADDITION, CHANGE
 from django.db import transaction
 from django.db.models import Q
 
-from gem.draft import DraftDiff, DraftEdge, EventsFound, draft_diff, draft_parse
+from gem.draft import (
+    DraftConflict,
+    DraftDiff,
+    DraftEdge,
+    DraftError,
+    EventsFound,
+    draft_check,
+    draft_diff,
+    draft_parse,
+    draft_parts,
+)
 from gem.models import TIERS, Fragment, FragmentEdge, FragmentSource
 from gem.services import fragment_log
 
 
-def draft_apply(text: str, *, user, events_found: EventsFound) -> DraftDiff:
-    """Apply a draft written by a person; returns what changed (empty when nothing did).
-    ``events_found`` is the event log's lookup (``events.selectors.source_events``)."""
+def draft_apply(
+    text: str,
+    *,
+    user,
+    events_found: EventsFound,
+    base: str = "",
+    parts: Container[str] | None = None,
+) -> DraftDiff:
+    """Apply a draft written by a person; returns what changed (empty when nothing did; its
+    ``unchecked`` names the fragments the draft did not say it was written against).
+    ``events_found`` is the event log's lookup (``events.selectors.source_events``); ``base``
+    the text it was written against, when it is kept beside it (``draft_check``).
+
+    A draft that would overwrite what changed since it was written raises ``DraftConflict``
+    (its ``check`` is the three-way difference) and changes nothing; ``parts`` (``KEY:PART``
+    names) applies only those parts, none of which may conflict."""
     draft = draft_parse(text)
     with transaction.atomic():
+        check = draft_check(draft, base=base)
+        if parts is None:
+            if check.conflicts:
+                raise DraftConflict(check)
+        else:
+            refused = [part.name for part in check.conflicts if part.name in parts]
+            if refused:
+                raise DraftError(
+                    f"{', '.join(refused)} changed since the draft was written and the draft "
+                    "changes it too: edit the draft against today's text"
+                )
+            draft = draft_parts(draft, parts)
         diff = draft_diff(draft, events_found=events_found)
+        diff.unchecked = check.unchecked
         if diff.is_empty:
             return diff
         diff_write(diff)

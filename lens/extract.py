@@ -15,7 +15,15 @@ from typing import Any
 from django.db.models import Q
 from django.utils import timezone
 
-from gem.draft import TIERS, Draft, DraftEdge, DraftFragment, draft_render, edges_ordered
+from gem.draft import (
+    TIERS,
+    Draft,
+    DraftEdge,
+    DraftFragment,
+    draft_render,
+    draft_written,
+    edges_ordered,
+)
 from gem.models import Fragment, FragmentEdge, FragmentSource, WorkingMemoryRef
 from gem.selectors import gem_current, working_memory_scored
 from gem.state import turn_counter_current
@@ -99,8 +107,8 @@ def fragment_drafts(keys: list[str]) -> list[DraftFragment]:
 
 
 def fragment_markdown(key: str) -> str:
-    """``manage.py lens KEY``: the fragment as a draft."""
-    return draft_render(Draft(fragments=fragment_drafts(keys_checked([key]))))
+    """``manage.py lens KEY``: the fragment as a draft, saying what it was written against."""
+    return draft_render(draft_written(Draft(fragments=fragment_drafts(keys_checked([key])))))
 
 
 def one_line(text: str) -> str:
@@ -283,7 +291,7 @@ def intersection_markdown(keys: Iterable[str], *, depth: int = DEPTH_DEFAULT) ->
         ]
     if found.common:
         lines += ["", "Reached from every one of them: " + ", ".join(found.common)]
-    return draft_render(Draft(fragments=found.fragments, preface="\n".join(lines)))
+    return draft_render(draft_written(Draft(fragments=found.fragments, preface="\n".join(lines))))
 
 
 # --- Working memory and summaries -------------------------------------------------------------

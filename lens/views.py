@@ -13,7 +13,7 @@ from django.utils.html import escape
 from django.utils.safestring import mark_safe
 from django.views.decorators.http import require_GET
 
-from gem.draft import Draft, draft_render
+from gem.draft import Draft, draft_render, draft_written
 from lens.display import hits_display
 from lens.extract import (
     LensError,
@@ -73,7 +73,8 @@ def fragment_draft(request, key: str):
     except LensError as error:
         return HttpResponse(str(error), status=404, content_type="text/plain; charset=utf-8")
     return HttpResponse(
-        draft_render(Draft(fragments=[fragment])), content_type="text/markdown; charset=utf-8"
+        draft_render(draft_written(Draft(fragments=[fragment]))),
+        content_type="text/markdown; charset=utf-8",
     )
 
 

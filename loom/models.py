@@ -127,6 +127,10 @@ class LoomCall(models.Model):
     error = models.TextField(blank=True)
     notes = models.TextField(blank=True)
     draft = models.TextField(blank=True, help_text="The agent's draft, in the draft format.")
+    draft_base = models.TextField(
+        blank=True,
+        help_text="What the draft was written against: the Lens extract the agent read.",
+    )
     sources = models.JSONField(default=dict, blank=True)
     draft_state = models.CharField(max_length=8, choices=DraftState, blank=True)
     applied_text = models.TextField(

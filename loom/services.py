@@ -22,7 +22,15 @@ from django.utils.text import capfirst
 from django_q.tasks import async_task
 
 from events.selectors import source_events
-from gem.draft import Draft, DraftDiff, DraftError, draft_diff, draft_parse, draft_render
+from gem.draft import (
+    Draft,
+    DraftDiff,
+    DraftError,
+    draft_diff,
+    draft_parse,
+    draft_render,
+    draft_written,
+)
 from gem.drafts import draft_apply
 from gem.models import Fragment
 from gem.selectors import Prompt, agent_prompt, identities_current
@@ -295,7 +303,7 @@ def loom_call_run(*, call_id: int) -> LoomCall:
     failed with a clear message, nothing staged."""
     call = LoomCall.objects.get(pk=call_id)
     try:
-        answer, sources = _ask(call)
+        answer, sources, extract = _ask(call)
     except _Refused as error:
         return _failed(call, str(error))
     except Exception as error:  # a fault of ours: the call must not stay "running"
@@ -312,7 +320,8 @@ def loom_call_run(*, call_id: int) -> LoomCall:
         LoomCall.objects.filter(pk=call.pk).update(
             status=CallStatus.DONE,
             notes=answer.notes,
-            draft=answer.draft,
+            draft=_draft_written(answer.draft, extract=extract),
+            draft_base=extract if answer.draft.strip() else "",
             draft_state=DraftState.PROPOSED if answer.draft.strip() else "",
             sources=sources,
             suggestion_ids=[suggestion.pk for suggestion in staged],
@@ -329,7 +338,14 @@ def _failed(call: LoomCall, message: str) -> LoomCall:
     return LoomCall.objects.get(pk=call.pk)
 
 
-def _ask(call: LoomCall) -> tuple[Answer, dict]:
+def _draft_written(text: str, *, extract: str) -> str:
+    """The agent's draft saying what it was written against: the extract it read."""
+    if not text.strip():
+        return text
+    return draft_render(draft_written(draft_parse(text), base=draft_parse(extract).fragments))
+
+
+def _ask(call: LoomCall) -> tuple[Answer, dict, str]:
     name = capfirst(call.get_agent_display())
     try:
         (fragment,) = fragment_drafts(keys_checked([call.fragment_key]))
@@ -404,7 +420,7 @@ def _ask(call: LoomCall) -> tuple[Answer, dict]:
     except AnswerError as error:
         raise _Refused(f"{name}'s answer cannot be read: {error}") from None
     _draft_checked(answer, given=[call.fragment_key, *near], name=name)
-    return answer, sources
+    return answer, sources, extract
 
 
 def _draft_checked(answer: Answer, *, given: list[str], name: str) -> None:
@@ -436,15 +452,20 @@ def _draft_checked(answer: Answer, *, given: list[str], name: str) -> None:
 # --- Drafts ----------------------------------------------------------------------------------
 
 
-def loom_draft_apply(*, call_id: int, user, text: str) -> DraftDiff:
+def loom_draft_apply(*, call_id: int, user, text: str, parts=None) -> DraftDiff:
     """Apply a call's draft (its own, or ``text`` as a person edited it) through the Gem's
     ``draft_apply`` and record it on the call, in one transaction: both happen or neither. Each
-    fragment's admin log says which agent's draft it was and what the agent read."""
+    fragment's admin log says which agent's draft it was and what the agent read.
+
+    A draft over a fragment that changed since the agent read it is refused with a
+    ``DraftConflict`` and the call keeps it; ``parts`` applies it part by part."""
     with transaction.atomic():
         call = LoomCall.objects.select_for_update().get(pk=call_id)
         if call.draft_state != DraftState.PROPOSED:
             raise LoomError(_decided(call))
-        diff = draft_apply(text, user=user, events_found=source_events)
+        diff = draft_apply(
+            text, user=user, events_found=source_events, base=call.draft_base, parts=parts
+        )
         LoomCall.objects.filter(pk=call_id).update(
             draft_state=DraftState.APPLIED,
             applied_text="" if text == call.draft else text,

@@ -119,6 +119,11 @@ class ImportedProposal(models.Model):
     run = models.ForeignKey(ImportRun, on_delete=models.PROTECT, related_name="proposals")
     title = models.CharField(max_length=200)
     text = models.TextField(help_text="The draft in the draft format, or the wake text proposed.")
+    base = models.TextField(
+        blank=True,
+        help_text="What it was written against: the fragments it changes as they were (a draft), "
+        "or the wake text in use (a wake text); empty when not known.",
+    )
     kept = models.JSONField(default=dict, help_text="The source's fields kept, exactly as read.")
     state = models.CharField(
         max_length=7, choices=ProposalState, default=ProposalState.PENDING, db_index=True

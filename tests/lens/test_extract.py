@@ -11,7 +11,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from events.selectors import source_events
-from gem.draft import draft_diff, draft_parse
+from gem.draft import draft_diff, draft_parse, part_digest
 from gem.models import Fragment, FragmentEdge, FragmentSource, WorkingMemory, WorkingMemoryRef
 from gem.selectors import gem_current, working_memory_scored
 from gem.state import TURN_COUNTER, state_set
@@ -65,7 +65,18 @@ def test_it_shows_every_tier_every_edge_both_ways_sources_and_links(graph):
     wm = WorkingMemory.objects.create(type="thought", content="asked about\nthe fairy")
     WorkingMemoryRef.objects.create(wm=wm, fragment_id="fairy")
 
-    assert fragment_markdown("fairy") == (
+    markdown, base = fragment_markdown("fairy").split("\n\n## written against\n\n")
+    assert base == "".join(
+        f"- {part} {part_digest(part, text)}\n"
+        for part, text in [
+            ("ambient", "The fairy."),
+            ("recognition", "She came with the first snow."),
+            ("inventory", "## Not a section\n\nDetail."),
+            ("edges", "- → mist: breathes\n- → well: lives in\n- ← mist: hides\n- ← star: guides"),
+            ("sources", "12, 40"),
+        ]
+    )
+    assert markdown + "\n" == (
         "# fairy\n\n"
         "## ambient\n\nThe fairy.\n\n"
         "## recognition\n\nShe came with the first snow.\n\n"
@@ -78,7 +89,7 @@ def test_it_shows_every_tier_every_edge_both_ways_sources_and_links(graph):
 
 def test_a_fragment_with_nothing_yet_shows_its_empty_sections():
     fragment("seed")
-    assert fragment_markdown("seed") == (
+    assert fragment_markdown("seed").split("\n\n## written against")[0] + "\n" == (
         "# seed\n\n## ambient\n\n## recognition\n\n## inventory\n\n## edges\n"
     )
 
