@@ -45,6 +45,7 @@ from gem.models import (
     IngestRecord,
     MiraEntry,
     State,
+    VersionedText,
     WakeText,
     WorkingMemory,
     WorkingMemoryRef,
@@ -61,10 +62,10 @@ from gem.services import (
     FragmentEdgeRecorded,
     FragmentRecorded,
     FragmentSourceRecorded,
-    ambient_prose_set,
     edges_import,
     fragments_import,
     sources_import,
+    text_version_add,
 )
 from heart.models import ContextSnapshot
 from ledger.models import ModelCall
@@ -873,18 +874,22 @@ GEM_IMPORTS = {
 
 
 def _gem_write(model: type[models.Model], values: list[dict]) -> bool:
-    """Write rows of a kind the Gem owns through the Gem (fragments, edges, sources, ambient
-    prose), their ids and times kept; False, writing nothing, for any other kind."""
+    """Write rows of a kind the Gem writes through the Gem (fragments, edges, sources, and the
+    versions of the ambient prose, the wake texts and the agents' prompts), their ids and times
+    kept; False, writing nothing, for any other kind."""
     if model in GEM_IMPORTS:
         recorded, write = GEM_IMPORTS[model]
         write(rows=[recorded(**each) for each in values])
-    elif model is AmbientProse:
+    elif issubclass(model, VersionedText):
+        author = model._meta.get_field("author").attname
         for each in values:
-            ambient_prose_set(
+            text_version_add(
+                model=model,
                 content=each["content"],
-                author=each["author_id"],
+                author=each[author],
                 at=each["created_at"],
                 pk=each["id"],
+                **{name: each[name] for name in model.text_fields},
             )
     else:
         return False
