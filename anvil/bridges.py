@@ -23,14 +23,20 @@ from django.utils.http import url_has_allowed_host_and_scheme
 from django.utils.safestring import mark_safe
 from django.views.decorators.http import require_POST
 
-from anvil.fragments import draft_preview_fragments
+from anvil.fragments import draft_parts_chosen, draft_preview_fragments
 from anvil.pages import anvil_page, row_id, short_when
-from anvil.proposals import ProposalError, proposal_apply, proposal_drop, proposal_may_decide
+from anvil.proposals import (
+    ProposalError,
+    WakeConflict,
+    proposal_apply,
+    proposal_drop,
+    proposal_may_decide,
+)
 from anvil.proposed import ProposedText, proposed_text_page
 from anvil.site import IMPORT_PERMISSION
 from anvil.textdiff import text_diff_html
 from events.selectors import source_events
-from gem.draft import DraftDiff, DraftError, draft_diff, draft_parse
+from gem.draft import DraftConflict, DraftDiff, DraftError, draft_diff, draft_parse
 from gem.models import IdentitySide
 from gem.selectors import identities_current, wake_text_current
 from mirror.models import Proposer
@@ -588,9 +594,17 @@ class ImportedProposalAdmin(admin.ModelAdmin):
             return self._edit_page(request, proposal, form)
         text = form.cleaned_data["text"] if form is not None else None
         try:
-            applied = proposal_apply(proposal_id=proposal.pk, user=request.user, text=text)
+            applied = proposal_apply(
+                proposal_id=proposal.pk,
+                user=request.user,
+                text=text,
+                parts=draft_parts_chosen(request),
+                against=request.POST.get("against", ""),
+            )
         except DraftError as error:
-            if form is not None:  # from the edit page: back to it, the text kept
+            if form is not None or isinstance(error, DraftConflict | WakeConflict):
+                # From the edit page, or written against what changed since: to the edit page.
+                form = form or ProposalEditForm(initial={"text": proposal.text})
                 return self._edit_page(request, proposal, form, error=str(error))
             self.message_user(request, f"Nothing applied: {error}", messages.ERROR)
         except ProposalError as error:
@@ -622,6 +636,7 @@ class ImportedProposalAdmin(admin.ModelAdmin):
             error=error,
             text_errors=form.errors.get("text", []),
             wake_diff=_wake_diff(text, new_label="with the proposal") if wake and shown else None,
+            base=proposal.base,
         )
 
     def drop_view(self, request, proposal_id: int):

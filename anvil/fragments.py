@@ -20,14 +20,22 @@ from anvil.pages import anvil_page, cut_text, event_line
 from anvil.textdiff import text_diff_html
 from events.selectors import source_events
 from gem.draft import (
+    Draft,
+    DraftCheck,
+    DraftConflict,
     DraftDiff,
     DraftEdge,
     DraftError,
     EdgeRelabel,
     SourceAdded,
     TierChange,
+    draft_check,
     draft_diff,
     draft_parse,
+    draft_rebased,
+    draft_render,
+    draft_written,
+    fragments_now,
 )
 from gem.drafts import diff_write, draft_apply, fragments_delete
 from gem.models import (
@@ -339,15 +347,28 @@ class FragmentAdmin(admin.ModelAdmin):
         if not (self.has_add_permission(request) and self.has_change_permission(request)):
             raise PermissionDenied
         form = DraftForm(request.POST or None, request.FILES or None)
-        diff = None
+        diff = check = None
+        text = ""
         if request.method == "POST" and form.is_valid():
             text = form.cleaned_data["text"]
             try:
+                if "rebase" in request.POST:  # edited against today's text
+                    text = draft_rebased(text)
                 if "confirm" in request.POST:
-                    done = draft_apply(text, user=request.user, events_found=source_events)
+                    done = draft_apply(
+                        text,
+                        user=request.user,
+                        events_found=source_events,
+                        parts=draft_parts_chosen(request),
+                    )
                     self.message_user(request, _draft_done(done))
                     return HttpResponseRedirect(reverse("admin:gem_fragment_changelist"))
+                draft = draft_parse(text)
+                diff = draft_diff(draft, events_found=source_events)
+                check = draft_check(draft)
+            except DraftConflict as conflict:
                 diff = draft_diff(draft_parse(text), events_found=source_events)
+                check = conflict.check
             except DraftError as error:
                 form.add_error(None, str(error))
                 diff = None
@@ -359,7 +380,8 @@ class FragmentAdmin(admin.ModelAdmin):
             form=form,
             diff=diff,
             fragments=draft_preview_fragments(diff) if diff else [],
-            text=form.cleaned_data.get("text", "") if diff else "",
+            text=text if diff else "",
+            **(draft_check_context(check) if diff and check else {}),
         )
 
 
@@ -393,16 +415,73 @@ def draft_preview_fragments(diff: DraftDiff, *, limit: int | None = None) -> lis
     ]
 
 
+def draft_parts_chosen(request) -> set[str] | None:
+    """The parts (``KEY:PART``) a person chose to apply one by one, or None: the whole draft."""
+    return set(request.POST.getlist("part")) if "by_parts" in request.POST else None
+
+
+def draft_check_context(check: DraftCheck) -> dict:
+    """What a page shows of a draft's check (``admin/anvil/_draft_check.html``): the fragments
+    changed since it was written, part by part, what the draft changes (then → draft) and what
+    changed meanwhile (then → now), the conflicts marked; the parts that can be applied one by
+    one; today's text of those fragments, to edit the draft beside; the fragments it could not
+    check."""
+    moved = []
+    for key, parts in check.fragments():
+        rows = []
+        for part in parts:
+            row = {"part": part.part, "conflict": part.conflict, "moved": part.moved}
+            row["base_known"] = part.base is not None
+            if part.base is not None:
+                if part.changes:
+                    row["draft"] = text_diff_html(
+                        part.base, part.draft, old_label="when written", new_label="in the draft"
+                    )
+                if part.moved:
+                    row["meanwhile"] = text_diff_html(
+                        part.base, part.now, old_label="when written", new_label="now"
+                    )
+            elif part.draft is not None:
+                row["draft"] = text_diff_html(
+                    part.now, part.draft, old_label="now", new_label="in the draft"
+                )
+            rows.append(row)
+        moved.append({"key": key, "parts": rows})
+    today = ""
+    if moved:
+        held = fragments_now(fragment["key"] for fragment in moved).values()
+        today = draft_render(draft_written(Draft(fragments=list(held))))
+    return {
+        "moved": moved,
+        "conflicts": bool(check.conflicts),
+        "choices": [
+            {"name": part.name, "key": part.key, "part": part.part, "conflict": part.conflict}
+            for part in check.parts
+            if part.conflict or part.applies
+        ]
+        if moved
+        else [],
+        "today": today,
+        "unchecked": check.unchecked,
+    }
+
+
 def _draft_done(diff: DraftDiff) -> str:
     if diff.is_empty:
         return "Nothing changed: the Gem already holds this draft."
     changed = diff.fragments_changed()
-    return (
+    said = (
         f"Applied the draft: {len(diff.fragments_created)} fragment(s) created, "
         f"{len(changed)} changed, {len(diff.edges_added)} edge(s) added, "
         f"{len(diff.edges_removed)} removed, {len(diff.edges_relabelled)} relabelled, "
         f"{len(diff.sources_added)} source(s) recorded."
     )
+    if diff.unchecked:
+        said += (
+            f" It did not say what it was written against for {', '.join(diff.unchecked)}, "
+            "so it could not be checked against changes made since."
+        )
+    return said
 
 
 def rows_diff(diff: DraftDiff, new: list, changed: list, deleted: list) -> None:

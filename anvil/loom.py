@@ -23,12 +23,12 @@ from django.utils.text import capfirst
 from django.views.decorators.csrf import csrf_exempt, csrf_protect
 from django.views.decorators.http import require_POST
 
-from anvil.fragments import draft_preview_fragments
+from anvil.fragments import draft_parts_chosen, draft_preview_fragments
 from anvil.pages import anvil_page, cut_text, row_id, short_when
 from anvil.proposed import ProposedText, proposed_text_page
 from anvil.versions import PromptAdmin
 from events.selectors import source_events
-from gem.draft import DraftError, draft_diff, draft_parse
+from gem.draft import DraftConflict, DraftError, draft_diff, draft_parse
 from gem.models import Fragment
 from loom.forms import (
     CallForm,
@@ -51,6 +51,7 @@ from loom.services import (
     LoomError,
     inbox_add,
     inbox_discard,
+    loom_call_again,
     loom_call_retry,
     loom_call_start,
     loom_draft_apply,
@@ -438,6 +439,9 @@ class LoomCallAdmin(admin.ModelAdmin):
             path(
                 "<int:call_id>/retry/", view(require_POST(self.retry_view)), name="loom-call-retry"
             ),
+            path(
+                "<int:call_id>/again/", view(require_POST(self.again_view)), name="loom-call-again"
+            ),
             *super().get_urls(),
         ]
 
@@ -506,9 +510,13 @@ class LoomCallAdmin(admin.ModelAdmin):
         call = get_object_or_404(LoomCall, pk=call_id)
         text = request.POST.get("text", call.draft)
         try:
-            diff = loom_draft_apply(call_id=call.pk, user=request.user, text=text)
+            diff = loom_draft_apply(
+                call_id=call.pk, user=request.user, text=text, parts=draft_parts_chosen(request)
+            )
         except (DraftError, LoomError) as error:
-            if "text" in request.POST:  # from the edit page: back to it, the text kept
+            # From the edit page, or over a fragment changed since: to the edit page, the text
+            # kept.
+            if "text" in request.POST or isinstance(error, DraftConflict):
                 return self._edit_page(request, call, text=text, error=str(error))
             self.message_user(request, f"The draft was not applied: {error}", messages.ERROR)
         else:
@@ -541,6 +549,10 @@ class LoomCallAdmin(admin.ModelAdmin):
             apply_url=reverse("admin:loom-call-apply", args=[call.pk]),
             back=self._call_url(call),
             error=error,
+            base=call.draft_base,
+            again_url=reverse("admin:loom-call-again", args=[call.pk])
+            if _can_call(request)
+            else "",
         )
 
     def drop_view(self, request, call_id: int):
@@ -554,6 +566,19 @@ class LoomCallAdmin(admin.ModelAdmin):
         else:
             self.message_user(request, "Dropped the draft: nothing changed.")
         return _back(request, self._call_url(call))
+
+    def again_view(self, request, call_id: int):
+        """Ask the same agent the same question again, as a new call that reads the Gem as it
+        is now (the draft of this one stays on it)."""
+        if not _can_call(request):
+            raise PermissionDenied
+        call = get_object_or_404(LoomCall, pk=call_id)
+        try:
+            again = loom_call_again(call_id=call.pk)
+        except LoomError as error:
+            self.message_user(request, str(error), messages.ERROR)
+            return HttpResponseRedirect(self._call_url(call))
+        return HttpResponseRedirect(self._call_url(again))
 
     def retry_view(self, request, call_id: int):
         if not self.has_change_permission(request):

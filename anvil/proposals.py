@@ -4,6 +4,11 @@ Gem's ``draft_apply``, or a wake text added as a new version; or dropped.
 A proposal is decided once: the row is claimed (pending → applied or dropped) in the same
 transaction as what applying it writes, so a draft that cannot be applied leaves it pending,
 and a second click, or a second person, finds it decided and changes nothing.
+
+Each is written against the Gem as the import found it (``ImportedProposal.base``): a draft
+over a fragment changed since is refused (``gem.draft.DraftConflict``), and so is a wake text
+when the wake text in use changed since (``WakeConflict``), unless the person applies it against
+the wake text they saw (``against``, its digest, from the edit page).
 """
 
 from dataclasses import dataclass
@@ -14,7 +19,7 @@ from django.utils import timezone
 
 from anvil.textdiff import text_change_summary
 from events.selectors import source_events
-from gem.draft import DraftDiff
+from gem.draft import DraftDiff, DraftError, part_digest
 from gem.drafts import draft_apply
 from gem.models import WakeText, WakeTextKind
 from gem.selectors import wake_text_current
@@ -33,6 +38,25 @@ class ProposalError(Exception):
     """A proposal that is not there, or was decided already."""
 
 
+WAKE = "wake"
+
+
+def wake_digest(text: str) -> str:
+    """The short digest of a wake text, that an edit page says it was applied against."""
+    return part_digest(WAKE, text)
+
+
+class WakeConflict(DraftError):
+    """A wake text proposed against a wake text in use that has changed since."""
+
+    def __init__(self, *, base: str, now: str):
+        self.base, self.now = base, now
+        super().__init__(
+            "The wake text in use changed since the import proposed this: see what changed, "
+            "then apply it to today's wake text."
+        )
+
+
 @dataclass
 class ProposalApplied:
     proposal: ImportedProposal
@@ -45,9 +69,19 @@ def proposal_may_decide(user, proposal: ImportedProposal) -> bool:
     return user.has_perms(PERMISSIONS[proposal.kind])
 
 
-def proposal_apply(*, proposal_id: int, user, text: str | None = None) -> ProposalApplied:
+def proposal_apply(
+    *,
+    proposal_id: int,
+    user,
+    text: str | None = None,
+    parts=None,
+    against: str = "",
+) -> ProposalApplied:
     """Apply a pending proposal as it came, or ``text`` when a person edited it (both are kept:
-    ``text`` in ``applied_text``). A ``DraftError`` leaves it pending and the Gem unchanged."""
+    ``text`` in ``applied_text``). A ``DraftError`` leaves it pending and the Gem unchanged: a
+    ``DraftConflict`` or a ``WakeConflict`` when what it was written against changed since.
+    ``parts`` applies a draft part by part (``gem.drafts.draft_apply``); ``against`` is the
+    digest of the wake text a person applied a wake text against (``wake_digest``)."""
     proposal = _pending(proposal_id)
     chosen = proposal.text if text is None else text
     with transaction.atomic():
@@ -59,12 +93,24 @@ def proposal_apply(*, proposal_id: int, user, text: str | None = None) -> Propos
         )
         if proposal.kind == ProposalKind.DRAFT:
             return ProposalApplied(
-                proposal, diff=draft_apply(chosen, user=user, events_found=source_events)
+                proposal,
+                diff=draft_apply(
+                    chosen,
+                    user=user,
+                    events_found=source_events,
+                    base=proposal.base,
+                    parts=parts,
+                ),
             )
         before = wake_text_current(WakeTextKind.WAKE)
         after = wake_proposed(chosen)
         if after == before:  # the wake text in use holds it already: no second copy of it
             return ProposalApplied(proposal)
+        if against:
+            if wake_digest(before) != against:
+                raise WakeConflict(base=proposal.base, now=before)
+        elif proposal.base and before != proposal.base:
+            raise WakeConflict(base=proposal.base, now=before)
         wake = text_version_add(model=WakeText, kind=WakeTextKind.WAKE, content=after, author=user)
         LogEntry.objects.log_actions(
             user.pk,

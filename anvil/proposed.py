@@ -5,14 +5,25 @@ The page shows the text in a text area and what applying it would change now (a 
 against the Gem, fragment by fragment, or the wake text's before and after); "Preview" posts
 back to the page, "Apply" to the caller's apply view, which comes back here with the text kept
 and the reason when it cannot apply it.
+
+A proposed text knows what it was written against (docs/anvil-and-lens.md). When that changed
+since, the page shows what the text changes and what changed meanwhile, the conflicting parts
+marked, today's text beside the text area, and the parts of a draft that can be applied one by
+one; "Save against today's text" makes the text say it was written against today's (a draft's
+written-against sections, a wake text's ``against``), for the person who edited it so. A Loom
+call's page adds "Ask again" (``again_url``).
 """
 
 from dataclasses import dataclass
 
-from anvil.fragments import draft_preview_fragments
+from anvil.fragments import draft_check_context, draft_preview_fragments
 from anvil.pages import anvil_page
+from anvil.proposals import wake_digest
+from anvil.textdiff import text_diff_html
 from events.selectors import source_events
-from gem.draft import DraftError, draft_diff, draft_parse
+from gem.draft import DraftError, draft_check, draft_diff, draft_parse, draft_rebased
+from gem.models import WakeTextKind
+from gem.selectors import wake_text_current
 
 
 @dataclass(frozen=True)
@@ -39,16 +50,27 @@ def proposed_text_page(
     error: str = "",
     text_errors: list[str] | None = None,
     wake_diff=None,
+    base: str = "",
+    again_url: str = "",
 ):
-    """The page for ``text``: its draft's preview, unless ``wake_diff`` (a wake text's
-    comparison) is given, ``error`` says why it cannot be applied or ``text_errors`` why the
-    text is not one."""
+    """The page for ``text``: its draft's preview and check against ``base`` (what it was
+    written against, when it is kept beside it), unless ``wake_diff`` (a wake text's
+    comparison, ``base`` then the wake text in use when it was proposed) is given; ``error``
+    says why it cannot be applied and ``text_errors`` why the text is not one."""
+    rebase = request.method == "POST" and "rebase" in request.POST
     diff = None
-    if wake_diff is None and not error and not text_errors:
+    checked: dict = {}
+    if wake_diff is not None:
+        checked = _wake_checked(request, base=base, rebase=rebase)
+    elif not text_errors:
         try:
-            diff = draft_diff(draft_parse(text), events_found=source_events)
+            if rebase:
+                text = draft_rebased(text)
+            draft = draft_parse(text)
+            diff = draft_diff(draft, events_found=source_events)
+            checked = draft_check_context(draft_check(draft, base=base))
         except DraftError as problem:
-            error = str(problem)
+            error = error or str(problem)
     return anvil_page(
         model_admin,
         request,
@@ -65,4 +87,25 @@ def proposed_text_page(
         diff=diff,
         fragments=draft_preview_fragments(diff) if diff else [],
         wake_diff=wake_diff,
+        rebased=rebase and not error,
+        again_url=again_url,
+        **checked,
     )
+
+
+def _wake_checked(request, *, base: str, rebase: bool) -> dict:
+    """A wake text against the wake text in use when it was proposed (``base``) and now: what
+    changed meanwhile, or the digest of today's it is applied against once a person saved it
+    so (``against``)."""
+    now = wake_text_current(WakeTextKind.WAKE)
+    against = wake_digest(now) if rebase else request.POST.get("against", "")
+    if against == wake_digest(now):
+        return {"against": against}
+    if not base:
+        return {"wake_unchecked": True}
+    if base == now:
+        return {}
+    return {
+        "wake_moved": text_diff_html(base, now, old_label="when proposed", new_label="now"),
+        "today": now,
+    }

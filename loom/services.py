@@ -278,6 +278,22 @@ def loom_call_retry(*, call_id: int, enqueue: bool = True) -> LoomCall:
     return LoomCall.objects.get(pk=call_id)
 
 
+def loom_call_again(*, call_id: int, enqueue: bool = True) -> LoomCall:
+    """Ask again what a call asked, as a new call (``loom_call_start``) whose agent reads the Gem
+    as it is now: for a draft written against a fragment that changed since. In the call's
+    session, with its photos, while the session is open; the first call keeps its draft."""
+    call = LoomCall.objects.select_related("session").get(pk=call_id)
+    in_session = call.session is not None and call.session.is_open
+    return loom_call_start(
+        agent=call.agent,
+        fragment_key=call.fragment_key,
+        question=call.question,
+        session_id=call.session_id if in_session else None,
+        image_ids=list(call.images.values_list("pk", flat=True)) if in_session else [],
+        enqueue=enqueue,
+    )
+
+
 def loom_call_claim(*, call_id: int) -> bool:
     """Take a call for running: a queued one, or one whose worker stopped (the task queue
     delivers a task again when its worker did not finish it). False when there is none to take

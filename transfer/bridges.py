@@ -45,7 +45,9 @@ from gem.draft import (
     draft_diff,
     draft_parse,
     draft_render,
+    draft_written,
     edges_ordered,
+    fragments_now,
 )
 from gem.models import TIERS, Fragment, FragmentEdge, IdentitySide
 from gem.selectors import identities_current, wake_text_current
@@ -186,6 +188,10 @@ class BridgePlan:
     speakers: list[Speaker]
     messages_here: set[str] = field(repr=False)  # origins imported before
     problems: list[str] = field(default_factory=list)  # what stops the import, said to a person
+    # What the draft and the wake section are written against: the fragments it changes as the
+    # Gem holds them (a draft), the wake text in use.
+    draft_base: str = ""
+    wake_base: str = ""
 
     @cached_property
     def messages_new(self) -> list[Message]:
@@ -291,7 +297,9 @@ def bridge_plan(
     character = bundle.name if bundle.format in CHARACTER_NAMED else ""
     macros = {"char": character or identities.default_companion, "user": user_name}
     fragments = fragments_of(bundle.entries, names=macros)
-    draft_text = _draft_text(bundle, fragments, file_name=file_name) if fragments else ""
+    draft_text, draft_base = (
+        _draft_text(bundle, fragments, file_name=file_name) if fragments else ("", "")
+    )
     wake_section = _wake_section(bundle, macros)
     plan = BridgePlan(
         bundle=bundle,
@@ -305,6 +313,8 @@ def bridge_plan(
         suggestions=_suggestions_planned(bundle),
         speakers=[],
         messages_here=_origins_here(ImportedMessage, [m.origin for m in bundle.messages]),
+        draft_base=draft_base,
+        wake_base=wake_text_current("wake") if wake_section else "",
     )
     plan.speakers = _speakers_mapped(bundle.messages, speakers or {}, identities, plan.problems)
     return plan
@@ -323,10 +333,13 @@ def _proposal_digest(kind: str, content) -> str:
     return _digest(kind, content)
 
 
-def _draft_text(bundle: Bundle, fragments: list[LoreFragment], *, file_name: str) -> str:
-    """The draft of the fragments: each sets the tiers the file gives it. A fragment an edge is
-    proposed for lists the Gem's edges touching it too, since a draft's edges are the whole set;
-    an edge the Gem has between the same two keys stays as it is."""
+def _draft_text(
+    bundle: Bundle, fragments: list[LoreFragment], *, file_name: str
+) -> tuple[str, str]:
+    """The draft of the fragments and what it is written against (the Gem's fragments among
+    them, as a draft): each sets the tiers the file gives it. A fragment an edge is proposed for
+    lists the Gem's edges touching it too, since a draft's edges are the whole set; an edge the
+    Gem has between the same two keys stays as it is."""
     keys = {fragment.key for fragment in fragments}
     existing = {
         DraftEdge(source, target, relation)
@@ -361,7 +374,10 @@ def _draft_text(bundle: Bundle, fragments: list[LoreFragment], *, file_name: str
         ],
         preface=_preface(bundle, fragments, file_name=file_name),
     )
-    return draft_render(draft)
+    held = list(fragments_now(keys).values())
+    return draft_render(draft_written(draft, base=held)), (
+        draft_render(Draft(fragments=held)) if held else ""
+    )
 
 
 def _preface(bundle: Bundle, fragments: list[LoreFragment], *, file_name: str) -> str:
@@ -817,6 +833,7 @@ def _proposals_stage(plan: BridgePlan, run: ImportRun, counts: dict[str, int]) -
                 plan.draft_text,
                 {"file": bundle.kept, "entries": {e.where: e.kept for e in bundle.entries}},
                 "drafts",
+                plan.draft_base,
             )
         )
     if plan.wake_section:
@@ -828,12 +845,20 @@ def _proposals_stage(plan: BridgePlan, run: ImportRun, counts: dict[str, int]) -
                 plan.wake_section,
                 {"file": bundle.kept},
                 "wakes",
+                plan.wake_base,
             )
         )
-    for kind, digest, title, text, kept, counter in staged:
+    for kind, digest, title, text, kept, counter, base in staged:
         _, created = ImportedProposal.objects.get_or_create(
             digest=digest,
-            defaults={"kind": kind, "run": run, "title": title[:200], "text": text, "kept": kept},
+            defaults={
+                "kind": kind,
+                "run": run,
+                "title": title[:200],
+                "text": text,
+                "kept": kept,
+                "base": base,
+            },
         )
         counts[counter if created else "proposals_here"] += 1
 
