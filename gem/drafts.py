@@ -57,6 +57,8 @@ def draft_apply(
             if check.conflicts:
                 raise DraftConflict(check)
         else:
+            if not parts:
+                raise DraftError("Choose at least one part of the draft to apply.")
             refused = [part.name for part in check.conflicts if part.name in parts]
             if refused:
                 raise DraftError(

@@ -18,6 +18,7 @@ from anvil import graph
 from events.models import Event
 from gem.models import AmbientProse, Fragment, FragmentEdge, FragmentSource
 from gem.state import CHARS_PER_TOKEN, state_set
+from lens.extract import fragment_markdown
 from tests.anvil.conftest import log_messages
 from tests.silentstar.test_disks import as_django_wraps, store_read_only
 from tests.silentstar.test_uploads import count_kept_bytes
@@ -370,6 +371,66 @@ def test_it_applies_an_uploaded_draft_on_confirmation(admin_client, fragments):
     assert Fragment.objects.get(key="moon").ambient == "Round and patient."
     assert FragmentEdge.objects.filter(source="fairy", target="ouji", relation="kin").exists()
     assert set(LogEntry.objects.values_list("object_id", flat=True)) == {"fairy", "moon", "ouji"}
+
+
+def test_a_lens_draft_over_a_fragment_changed_since_shows_both_changes_and_is_refused(
+    admin_client, fragments
+):
+    url = reverse("admin:gem_fragment_draft")
+    text = fragment_markdown("fairy").replace("White softness.", "White softness, lace.")
+    Fragment.objects.filter(key="fairy").update(ambient="White softness, ribbons.")
+    FragmentEdge.objects.create(source_id="fairy", target_id="lonely", relation="visits")
+    preview = admin_client.post(url, {"text": text})
+    page = preview.text
+    assert "“fairy” changed since this draft was written" in page
+    assert "conflict: the draft would overwrite what changed meanwhile" in page
+    assert "What the draft changes" in page and "What changed meanwhile" in page
+    assert [row["part"] for row in preview.context["moved"][0]["parts"] if row["conflict"]] == [
+        "ambient",
+        "edges",
+    ]
+    assert "Today's text" in page and "visits" in preview.context["today"]
+    assert 'value="Apply the draft"' not in page
+    before = gem_state()
+    refused = admin_client.post(url, {"text": text, "confirm": "1"})
+    assert refused.context["conflicts"] and "changed since this draft was written" in refused.text
+    assert gem_state() == before
+
+    rebased = admin_client.post(url, {"text": text, "rebase": "1"})
+    assert not rebased.context["moved"] and 'value="Apply the draft"' in rebased.text
+    admin_client.post(url, {"text": rebased.context["text"], "confirm": "1"})
+    fairy = Fragment.objects.get(key="fairy")
+    assert fairy.ambient == "White softness, lace."
+    assert not FragmentEdge.objects.filter(target_id="lonely").exists()  # as the person saved it
+
+
+def test_a_lens_draft_is_applied_part_by_part_on_its_page(admin_client, fragments):
+    url = reverse("admin:gem_fragment_draft")
+    text = fragment_markdown("fairy").replace("White softness.", "Lace.")
+    text = text.replace("## inventory\n", "## inventory\n\nA veil.\n")
+    Fragment.objects.filter(key="fairy").update(ambient="Ribbons.")
+    preview = admin_client.post(url, {"text": text})
+    choices = {c["name"]: c["conflict"] for c in preview.context["choices"]}
+    assert choices == {"fairy:ambient": True, "fairy:inventory": False}
+    assert 'name="part" value="fairy:ambient" disabled' in preview.text
+    admin_client.post(
+        url, {"text": text, "confirm": "1", "by_parts": "1", "part": "fairy:inventory"}
+    )
+    fairy = Fragment.objects.get(key="fairy")
+    assert (fairy.ambient, fairy.inventory) == ("Ribbons.", "A veil.")
+
+
+def test_a_draft_without_a_base_is_applied_with_a_note_that_it_was_not_checked(
+    admin_client, fragments
+):
+    url = reverse("admin:gem_fragment_draft")
+    text = "# fairy\n\n## ambient\n\nLace.\n"
+    preview = admin_client.post(url, {"text": text})
+    assert "does not say what it was written against for fairy" in preview.text
+    response = admin_client.post(url, {"text": text, "confirm": "1"})
+    (message,) = get_messages(response.wsgi_request)
+    assert "could not be checked against changes made since" in str(message)
+    assert Fragment.objects.get(key="fairy").ambient == "Lace."
 
 
 @pytest.mark.parametrize(

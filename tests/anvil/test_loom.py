@@ -376,3 +376,70 @@ def test_a_sessions_page_reads_its_calls_without_a_query_each(
     two = queries()
     decided_weaver_call()
     assert queries() == two
+
+
+# --- A draft over a fragment changed since -----------------------------------------------------
+
+RED_WICK_DRAFT = "# lantern\n\n## inventory\n\n- brass, dented\n- a red wick\n"
+
+
+def test_a_second_draft_of_one_tier_shows_both_changes_and_today_beside_it(
+    admin_client, fake_api, gem
+):
+    first, second = _call(fake_api), _call(fake_api, RED_WICK_DRAFT)
+    admin_client.post(reverse("admin:loom-call-apply", args=[first.pk]))
+    page = admin_client.post(reverse("admin:loom-call-apply", args=[second.pk]))
+    assert page.status_code == 200
+    assert "“lantern” changed since this draft was written" in page.text
+    (fragment,) = page.context["moved"]
+    (row,) = [row for row in fragment["parts"] if row["part"] == "inventory"]
+    assert (
+        row["conflict"] and "a red wick" in row["draft"] and "a blue glass pane" in row["meanwhile"]
+    )
+    assert "inventory — conflict" in page.text
+    assert "a blue glass pane" in page.context["today"]
+    assert 'value="Apply this draft" formaction' in page.text and " disabled>" in page.text
+    assert reverse("admin:loom-call-again", args=[second.pk]) in page.text
+    second.refresh_from_db()
+    assert second.draft_state == DraftState.PROPOSED and "a blue glass pane" in inventory()
+
+    edited = second.draft.replace("- a red wick", "- a blue glass pane\n- a red wick")
+    saved = admin_client.post(
+        reverse("admin:loom-call-edit", args=[second.pk]), {"text": edited, "rebase": "1"}
+    )
+    assert saved.context["rebased"] and not saved.context["moved"]
+    admin_client.post(
+        reverse("admin:loom-call-apply", args=[second.pk]), {"text": saved.context["text"]}
+    )
+    assert inventory() == "- brass, dented\n- a blue glass pane\n- a red wick"
+
+
+def test_a_draft_over_a_changed_fragment_is_applied_part_by_part_from_its_page(
+    admin_client, fake_api, gem
+):
+    call = _call(fake_api, "# lantern\n\n## ambient\n\nA brass lantern.\n\n" + RED_WICK_DRAFT[11:])
+    Fragment.objects.filter(key="lantern").update(inventory="- brass, polished")
+    page = admin_client.post(reverse("admin:loom-call-apply", args=[call.pk]))
+    assert {c["name"]: c["conflict"] for c in page.context["choices"]} == {
+        "lantern:ambient": False,
+        "lantern:inventory": True,
+    }
+    admin_client.post(
+        reverse("admin:loom-call-apply", args=[call.pk]),
+        {"text": call.draft, "by_parts": "1", "part": "lantern:ambient"},
+    )
+    lantern = Fragment.objects.get(key="lantern")
+    assert (lantern.ambient, lantern.inventory) == ("A brass lantern.", "- brass, polished")
+    call.refresh_from_db()
+    assert call.draft_state == DraftState.APPLIED
+
+
+def test_asking_again_starts_a_new_call_on_the_same_question(admin_client, fake_api, gem):
+    call = _call(fake_api)
+    fake_api.push(FakeReply(answer(RED_WICK_DRAFT)))
+    response = admin_client.post(reverse("admin:loom-call-again", args=[call.pk]))
+    again = LoomCall.objects.exclude(pk=call.pk).get()
+    assert response["Location"] == reverse("admin:loom_loomcall_change", args=[again.pk])
+    assert (again.agent, again.fragment_key) == (call.agent, call.fragment_key)
+    call.refresh_from_db()
+    assert call.draft_state == DraftState.PROPOSED

@@ -3,7 +3,7 @@ from django.contrib.admin.models import ADDITION, LogEntry
 from django.contrib.auth.models import Permission, User
 from django.urls import reverse
 
-from anvil.proposals import ProposalError, proposal_apply, proposal_drop
+from anvil.proposals import ProposalError, WakeConflict, proposal_apply, proposal_drop
 from gem.draft import DraftError
 from gem.models import Fragment, WakeText
 from gem.selectors import wake_text_current
@@ -223,3 +223,38 @@ def test_a_proposal_is_edited_on_the_page_a_loom_draft_is(admin_client, draft, w
     assert page.context["words"].apply == "Apply this text"
     assert "A brass lantern, dented" in page.text
     assert page.context["apply_url"] == url("apply", draft)
+
+
+def test_a_wake_proposal_is_refused_after_the_wake_text_changed_until_saved_against_it(
+    admin_client, wake
+):
+    assert wake.base == wake_text_current("wake")
+    WakeText.objects.create(kind="wake", content="Written since the import.\n")
+    versions = WakeText.objects.count()
+    with pytest.raises(WakeConflict):
+        proposal_apply(proposal_id=wake.pk, user=User.objects.get(username="admin"))
+
+    page = admin_client.post(url("apply", wake))
+    assert "The wake text in use changed since this was proposed" in page.text
+    assert "<ins>Written</ins> since the" in str(page.context["wake_moved"])
+    assert page.context["today"] == "Written since the import.\n"
+    wake.refresh_from_db()
+    assert (wake.state, WakeText.objects.count()) == (ProposalState.PENDING, versions)
+
+    saved = admin_client.post(url("edit", wake), {"text": wake.text, "rebase": "1"})
+    against = saved.context["against"]
+    assert against and not saved.context.get("wake_moved")
+    admin_client.post(url("apply", wake), {"text": wake.text, "against": against})
+    newest = WakeText.objects.filter(kind="wake").order_by("-created_at", "-id").first()
+    assert newest.content.startswith("Written since the import.")
+    assert DESCRIPTION in newest.content
+
+
+def test_a_wake_proposal_without_a_base_is_applied_with_a_note(admin_client, wake):
+    ImportedProposal.objects.filter(pk=wake.pk).update(base="")
+    WakeText.objects.create(kind="wake", content="Written since the import.\n")
+    page = admin_client.get(url("edit", wake))
+    assert "it could not be checked against changes made since" in page.text
+    admin_client.post(url("apply", wake))
+    wake.refresh_from_db()
+    assert wake.state == ProposalState.APPLIED

@@ -4,7 +4,20 @@ import pytest
 
 from events.models import Event
 from events.selectors import source_events
-from gem.draft import DraftEdge, DraftError, SourceAdded, draft_diff, draft_parse
+from gem.draft import (
+    Draft,
+    DraftEdge,
+    DraftError,
+    DraftFragment,
+    SourceAdded,
+    draft_check,
+    draft_diff,
+    draft_parse,
+    draft_render,
+    draft_written,
+    fragments_now,
+    part_digest,
+)
 from gem.models import Fragment, FragmentEdge, FragmentSource
 
 # --- What a draft means -----------------------------------------------------------------------
@@ -153,3 +166,78 @@ def test_it_lists_the_sources_a_draft_adds_and_refuses_one_that_is_no_event(gem)
         )
     assert caught.value.line == 6
     assert "events 404, 405 are not in the event log" in str(caught.value)
+
+
+# --- What a draft was written against ---------------------------------------------------------
+
+
+def _written(key: str = "fairy") -> str:
+    """A fragment as the Gem holds it now, written as a draft saying so (what the Lens writes)."""
+    return draft_render(draft_written(Draft(fragments=list(fragments_now([key]).values()))))
+
+
+def test_a_draft_says_what_it_was_written_against_and_reads_it_back(gem):
+    text = _written()
+    assert "\n## written against\n\n- ambient " in text
+    (fragment,) = draft_parse(text).fragments
+    assert list(fragment.base) == ["ambient", "recognition", "inventory", "edges", "sources"]
+    assert fragment.base["ambient"] == part_digest("ambient", "A small light.")
+    assert draft_render(draft_parse(text)) == text
+    check = draft_check(draft_parse(text))
+    assert (check.conflicts, check.moved(), check.unchecked) == ([], [], [])
+
+
+def test_a_written_against_line_that_is_not_one_is_refused(gem):
+    with pytest.raises(DraftError, match="line 5: “- ambient 12” is not what a draft was"):
+        draft_parse("# fairy\n\n## written against\n\n- ambient 12\n")
+
+
+def test_the_check_shows_what_the_draft_changes_and_what_changed_meanwhile(gem):
+    text = _written().replace("A small light.", "A small blue light.")
+    Fragment.objects.filter(key="fairy").update(ambient="A small light that hums.")
+    FragmentEdge.objects.filter(source_id="moon").delete()  # no time of the fragment moves
+    check = draft_check(draft_parse(text))
+    assert check.moved() == ["fairy"]
+    parts = {part.part: part for part in check.parts}
+    ambient, edges = parts["ambient"], parts["edges"]
+    # Both changed it: what it was is not in a pasted draft, only its digest.
+    assert (ambient.base, ambient.draft, ambient.now) == (
+        None,
+        "A small blue light.",
+        "A small light that hums.",
+    )
+    assert ambient.changes and ambient.moved and ambient.conflict
+    assert (edges.base, edges.now) == ("- → well: lives in\n- ← moon", "- → well: lives in")
+    # The draft leaves its edges as they were and would put the removed one back: a conflict too.
+    assert edges.moved and not edges.changes and edges.conflict
+    assert not parts["recognition"].moved and not parts["recognition"].conflict
+    assert [part.name for part in check.conflicts] == ["fairy:ambient", "fairy:edges"]
+
+
+def test_the_text_written_against_comes_from_the_base_kept_beside_the_draft(gem):
+    base = draft_render(Draft(fragments=list(fragments_now(["fairy"]).values())))
+    text = draft_render(
+        draft_written(
+            Draft(fragments=[DraftFragment(key="fairy", tiers={"ambient": "Blue."})]),
+            base=draft_parse(base).fragments,
+        )
+    )
+    Fragment.objects.filter(key="fairy").update(ambient="Hums.")
+    (kept,) = draft_check(draft_parse(text), base=base).conflicts
+    (unknown,) = draft_check(draft_parse(text)).conflicts
+    assert (kept.base, kept.draft, kept.now) == ("A small light.", "Blue.", "Hums.")
+    assert unknown.base is None  # a draft pasted without it: only its digest is known
+
+
+def test_a_fragment_the_draft_does_not_say_it_was_written_against_is_unchecked(gem):
+    check = draft_check(draft_parse("# fairy\n\n## ambient\n\nBlue.\n\n# newcomer\n\n## ambient\n"))
+    assert (check.unchecked, check.parts) == (["fairy"], [])
+
+
+@pytest.mark.django_db(databases=["default", "events"])
+def test_sources_added_meanwhile_never_conflict(gem):
+    text = _written()
+    said = Event.objects.create(content="The fairy lives in the well.", actor="luna")
+    FragmentSource.objects.create(fragment_id="fairy", event_id=said.pk)
+    check = draft_check(draft_parse(text))
+    assert check.moved() == ["fairy"] and check.conflicts == []

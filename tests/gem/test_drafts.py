@@ -15,6 +15,8 @@ from hypothesis import HealthCheck, given, settings
 from events.models import Event
 from events.selectors import source_events
 from gem.draft import (
+    Draft,
+    DraftConflict,
     DraftDiff,
     DraftEdge,
     DraftError,
@@ -23,7 +25,10 @@ from gem.draft import (
     TierChange,
     draft_diff,
     draft_parse,
+    draft_rebased,
     draft_render,
+    draft_written,
+    fragments_now,
 )
 from gem.drafts import diff_write, draft_apply
 from gem.models import Fragment, FragmentEdge, FragmentSource
@@ -400,3 +405,55 @@ def test_nothing_but_the_gems_services_writes_fragments_edges_or_sources(tmp_pat
         "FragmentEdge.objects.filter(\n    source='fairy'\n).delete()\nedge.save()\n"
     )
     assert fragment_writes(tmp_path) == ["anvil/planted.py:1", "anvil/planted.py:4"]
+
+
+# --- What a draft was written against ---------------------------------------------------------
+
+
+def _written(*keys: str) -> str:
+    """The fragments as the Gem holds them, written as a draft saying so (what the Lens writes)."""
+    return draft_render(draft_written(Draft(fragments=list(fragments_now(keys).values()))))
+
+
+def test_a_draft_over_a_fragment_changed_since_is_refused_and_changes_nothing(gem, person):
+    text = _written("fairy").replace("A small light.", "A small blue light.")
+    FragmentEdge.objects.filter(source_id="moon").update(relation="watches")  # edges only
+    before = snapshot()
+    with pytest.raises(DraftConflict) as refused:
+        draft_apply(text, user=person, events_found=source_events)
+    assert [part.name for part in refused.value.check.conflicts] == ["fairy:edges"]
+    assert "“fairy” changed since this draft was written (conflicting: edges)" in str(refused.value)
+    assert snapshot() == before
+
+
+def test_a_draft_is_applied_part_by_part_but_never_a_conflicting_part(gem, person):
+    text = _written("fairy").replace("A small light.", "Blue.").replace("Old.", "New.")
+    Fragment.objects.filter(key="fairy").update(recognition="Changed meanwhile.")
+    with pytest.raises(DraftError, match="fairy:recognition changed since"):
+        draft_apply(
+            text,
+            user=person,
+            events_found=source_events,
+            parts={"fairy:ambient", "fairy:recognition"},
+        )
+    diff = draft_apply(text, user=person, events_found=source_events, parts={"fairy:ambient"})
+    assert [(c.tier, c.new) for c in diff.tiers_changed] == [("ambient", "Blue.")]
+    fairy = Fragment.objects.get(key="fairy")
+    assert (fairy.ambient, fairy.recognition) == ("Blue.", "Changed meanwhile.")
+    with pytest.raises(DraftError, match="Choose at least one part"):
+        draft_apply(text, user=person, events_found=source_events, parts=set())
+
+
+def test_a_draft_without_a_base_is_applied_and_says_so(gem, person):
+    diff = draft_apply("# fairy\n\n## ambient\n\nBlue.\n", user=person, events_found=source_events)
+    assert diff.unchecked == ["fairy"]
+    assert Fragment.objects.get(key="fairy").ambient == "Blue."
+
+
+def test_a_draft_saved_against_todays_text_is_applied(gem, person):
+    text = _written("fairy").replace("A small light.", "Blue.")
+    Fragment.objects.filter(key="fairy").update(ambient="Hums.")
+    rebased = draft_rebased(text)
+    assert "Blue." in rebased and rebased != text
+    diff = draft_apply(rebased, user=person, events_found=source_events)
+    assert (diff.unchecked, Fragment.objects.get(key="fairy").ambient) == ([], "Blue.")

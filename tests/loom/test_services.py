@@ -5,14 +5,17 @@ import pytest
 from django.core.files.storage import FileSystemStorage
 
 from bench.fakeapi import FakeError, FakeReply
+from gem.draft import DraftConflict, DraftError, draft_parse, part_digest
 from gem.models import Fragment
 from ledger.models import ModelCall
 from loom.models import CallStatus, DraftState, InboxImage, LoomCall, LoomPrompt, SessionImage
 from loom.services import (
     LoomError,
     inbox_add,
+    loom_call_again,
     loom_call_retry,
     loom_call_start,
+    loom_draft_apply,
     loom_draft_drop,
     prompt_current,
     session_close,
@@ -273,3 +276,70 @@ def test_a_photo_whose_file_is_gone_is_named_and_the_others_are_taken(gem, media
         session_images_take(session_id=session.pk, image_ids=[first.pk, second.pk])
     assert list(session.images.values_list("original_name", flat=True)) == ["a.png"]
     assert list(InboxImage.objects.all()) == [second]
+
+
+# --- Drafts written against what the agent read ------------------------------------------------
+
+RED_WICK_DRAFT = "# lantern\n\n## inventory\n\n- brass, dented\n- a red wick\n"
+
+
+def _done(fake_api, draft: str) -> LoomCall:
+    fake_api.push(FakeReply(answer(draft)))
+    call = loom_call_start(agent="cataloguer", fragment_key="lantern", question="The panes?")
+    call.refresh_from_db()
+    assert call.status == CallStatus.DONE, call.error
+    return call
+
+
+def test_a_calls_draft_says_what_it_was_written_against_and_keeps_what_the_agent_read(
+    fake_api, gem
+):
+    call = _done(fake_api, INVENTORY_DRAFT)
+    (fragment,) = draft_parse(call.draft).fragments
+    assert fragment.tiers == {"inventory": "- brass, dented\n- a blue glass pane"}
+    assert fragment.base["inventory"] == part_digest("inventory", "- brass, dented")
+    assert "# lantern" in call.draft_base and "# shelf" in call.draft_base
+
+
+def test_two_drafts_of_one_tier_the_second_refused_after_the_first_and_nothing_lost(
+    fake_api, gem, django_user_model
+):
+    person = django_user_model.objects.create_user(username="owner")
+    first, second = _done(fake_api, INVENTORY_DRAFT), _done(fake_api, RED_WICK_DRAFT)
+    loom_draft_apply(call_id=first.pk, user=person, text=first.draft)
+    with pytest.raises(DraftConflict) as refused:
+        loom_draft_apply(call_id=second.pk, user=person, text=second.draft)
+    (conflict,) = refused.value.check.conflicts
+    assert conflict.name == "lantern:inventory"
+    assert (conflict.base, conflict.now) == (
+        "- brass, dented",
+        "- brass, dented\n- a blue glass pane",
+    )
+    first.refresh_from_db()
+    second.refresh_from_db()
+    assert (first.draft_state, second.draft_state) == (DraftState.APPLIED, DraftState.PROPOSED)
+    assert "a blue glass pane" in first.draft and "a red wick" in second.draft
+    assert Fragment.objects.get(key="lantern").inventory == "- brass, dented\n- a blue glass pane"
+
+
+def test_a_draft_over_a_changed_fragment_applies_part_by_part(fake_api, gem, django_user_model):
+    person = django_user_model.objects.create_user(username="owner")
+    call = _done(fake_api, "# lantern\n\n## ambient\n\nA brass lantern.\n\n" + RED_WICK_DRAFT[11:])
+    Fragment.objects.filter(key="lantern").update(inventory="- brass, polished")
+    with pytest.raises(DraftError, match="lantern:inventory changed since"):
+        loom_draft_apply(call_id=call.pk, user=person, text=call.draft, parts={"lantern:inventory"})
+    loom_draft_apply(call_id=call.pk, user=person, text=call.draft, parts={"lantern:ambient"})
+    lantern = Fragment.objects.get(key="lantern")
+    assert (lantern.ambient, lantern.inventory) == ("A brass lantern.", "- brass, polished")
+
+
+def test_asking_again_reads_the_fragment_as_it_is_now_and_keeps_the_first_draft(fake_api, gem):
+    first = _done(fake_api, RED_WICK_DRAFT)
+    Fragment.objects.filter(key="lantern").update(inventory="- brass, polished")
+    fake_api.push(FakeReply(answer(INVENTORY_DRAFT)))
+    again = loom_call_again(call_id=first.pk)
+    again.refresh_from_db()
+    assert (again.agent, again.question, again.status) == ("cataloguer", "The panes?", "done")
+    assert "- brass, polished" in fake_api.requests[-1]["messages"][0]["content"][-1]["text"]
+    first.refresh_from_db()
+    assert (first.draft_state, "a red wick" in first.draft) == (DraftState.PROPOSED, True)
