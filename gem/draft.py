@@ -64,6 +64,12 @@ The shape, exactly:
   ``DraftFragment.sources``.
 - ``## working memory``: what the Lens shows of the items naming the fragment; kept in the
   draft (``DraftFragment.notes``), never applied.
+- ``## written against``: what the fragment was written against, ``- PART DIGEST`` for each of
+  its parts (``PARTS``: the tiers, edges, sources; ``part_digest``), in ``DraftFragment.base``;
+  kept, never applied. ``draft_written`` adds it, ``draft_check`` compares the draft with it and
+  the Gem now (a three-way ``DraftCheck``), ``draft_rebased`` writes it against the Gem now;
+  ``gem.drafts.draft_apply`` refuses a draft that would overwrite what changed since
+  (``DraftConflict``) and applies one part by part (``draft_parts``).
 - An absent section leaves that tier (or the edges) unchanged; a present but empty one clears
   it. Anything else (an unknown section, text after a fence, an edge line that is not one,
   an edge two sections disagree about, a NUL character) is a ``DraftError`` naming the line.
