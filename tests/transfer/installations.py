@@ -19,6 +19,7 @@ import psycopg
 import pytest
 from django.conf import settings
 from django.db import connections
+from filelock import FileLock
 
 from tests.conftest import REPO, requirement_missing
 
@@ -261,28 +262,47 @@ def postgres_databases():
 @pytest.fixture(scope="session")
 def set_up_installations(tmp_path_factory, postgres_databases, request):
     """One migrated installation with its owner and schedules for each layout of the stores,
-    set up once; each test's installations are copies of it. On SQLite its stores are copies
-    of those the run migrated once (``sqlite_stores_migrated``)."""
+    set up once; each test's installations are copies of it. On SQLite, where the stores are
+    files whatever the layout, there is one, set up once for the whole run (its test processes
+    share it, as they only copy it) from copies of the stores the run migrated once
+    (``sqlite_stores_migrated``)."""
     made = {}
 
     def set_up(events_apart: bool) -> Installation:
+        if not postgres_databases:
+            if None not in made:
+                made[None] = sqlite_set_up(
+                    tmp_path_factory, request.getfixturevalue("sqlite_stores_migrated")
+                )
+            return made[None]
         if events_apart not in made:
-            urls = {}
-            folder = tmp_path_factory.mktemp("set-up")
-            migrate = MIGRATE
-            if postgres_databases:
-                urls["DATABASE_URL"] = postgres_databases.create()
-                if events_apart:
-                    urls["EVENTS_DATABASE_URL"] = postgres_databases.create()
-            else:
-                folder.rmdir()
-                shutil.copytree(request.getfixturevalue("sqlite_stores_migrated"), folder)
-                migrate = ""
-            made[events_apart] = Installation(folder, urls)
-            made[events_apart].shell(migrate + OWNER_AND_SCHEDULES)
+            urls = {"DATABASE_URL": postgres_databases.create()}
+            if events_apart:
+                urls["EVENTS_DATABASE_URL"] = postgres_databases.create()
+            made[events_apart] = Installation(tmp_path_factory.mktemp("set-up"), urls)
+            made[events_apart].shell(MIGRATE + OWNER_AND_SCHEDULES)
             made[events_apart].set_up_rows = made[events_apart].rows()
         return made[events_apart]
 
+    return set_up
+
+
+def sqlite_set_up(tmp_path_factory, migrated: Path) -> Installation:
+    """The SQLite installation with its owner and schedules, made by the first test process
+    that asks for it and shared by the others."""
+    shared = tmp_path_factory.getbasetemp()
+    if os.environ.get("PYTEST_XDIST_WORKER"):
+        shared = shared.parent  # the run's folder, above each test process's own
+    folder = shared / "sqlite-installation-set-up"
+    with FileLock(shared / "sqlite-installation-set-up.lock"):
+        if not folder.exists():
+            made = folder.with_name(folder.name + ".making")
+            shutil.rmtree(made, ignore_errors=True)
+            shutil.copytree(migrated, made)
+            Installation(made, {}).shell(OWNER_AND_SCHEDULES)
+            made.rename(folder)
+    set_up = Installation(folder, {})
+    set_up.set_up_rows = set_up.rows()
     return set_up
 
 
