@@ -17,6 +17,7 @@ what the browser refused, and a test with a refusal fails (``csp_refusals``).
 
 import os
 import threading
+import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
@@ -25,7 +26,15 @@ from axe_playwright_python.sync_playwright import Axe
 from django.conf import settings
 from django.db import connections
 from django.test import Client
-from playwright.sync_api import BrowserContext, Page, Playwright, expect, sync_playwright
+from playwright.sync_api import (
+    BrowserContext,
+    Page,
+    Playwright,
+    Request,
+    Response,
+    expect,
+    sync_playwright,
+)
 
 from heart import services
 from heart.tasks import run_turns_task
@@ -58,6 +67,7 @@ PHONE = {
     "has_touch": True,
 }
 WORKER_JOIN_SECONDS = 15
+PAGE_SETTLE_SECONDS = 30
 
 # Every browser test: the live server needs committed data, so a transactional database, and
 # `serialized_rollback` brings back what the migrations put in (the identities, the wake
@@ -349,6 +359,34 @@ def screenshot(request) -> Callable[[Page, str], Path]:
         return path
 
     return save
+
+
+def page_settled(page: Page, url: str) -> Response:
+    """Open ``url`` and wait until every request the page made has finished, those its scripts
+    made while it loaded included: what it shows is then all there. Playwright's "networkidle"
+    waits for the same and then half a second more on every page."""
+    pending: set[Request] = set()
+
+    def started(request: Request) -> None:
+        pending.add(request)
+
+    def ended(request: Request) -> None:
+        pending.discard(request)
+
+    page.on("request", started)
+    page.on("requestfinished", ended)
+    page.on("requestfailed", ended)
+    try:
+        response = page.goto(url)
+        deadline = time.monotonic() + PAGE_SETTLE_SECONDS
+        while pending:
+            assert time.monotonic() < deadline, f"{url} still loads {[r.url for r in pending]}"
+            page.wait_for_timeout(20)
+    finally:
+        page.remove_listener("request", started)
+        page.remove_listener("requestfinished", ended)
+        page.remove_listener("requestfailed", ended)
+    return response
 
 
 # The rules of WCAG 2.1 A and AA; axe's "best-practice" rules are left out.
