@@ -602,10 +602,14 @@ class ImportedProposalAdmin(admin.ModelAdmin):
                 against=request.POST.get("against", ""),
             )
         except DraftError as error:
-            if form is not None or isinstance(error, DraftConflict | WakeConflict):
-                # From the edit page, or written against what changed since: to the edit page.
+            conflict = isinstance(error, DraftConflict | WakeConflict)
+            if form is not None or conflict:
+                # From the edit page, or written against what changed since: to the edit page,
+                # which shows what changed.
                 form = form or ProposalEditForm(initial={"text": proposal.text})
-                return self._edit_page(request, proposal, form, error=str(error))
+                return self._edit_page(
+                    request, proposal, form, error="" if conflict else str(error)
+                )
             self.message_user(request, f"Nothing applied: {error}", messages.ERROR)
         except ProposalError as error:
             self.message_user(request, str(error), messages.ERROR)

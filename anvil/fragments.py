@@ -451,16 +451,16 @@ def draft_check_context(check: DraftCheck) -> dict:
     if moved:
         held = fragments_now(fragment["key"] for fragment in moved).values()
         today = draft_render(draft_written(Draft(fragments=list(held))))
+    choices = [
+        {"name": part.name, "key": part.key, "part": part.part, "conflict": part.conflict}
+        for part in check.parts
+        if moved and (part.conflict or part.applies)
+    ]
     return {
         "moved": moved,
         "conflicts": bool(check.conflicts),
-        "choices": [
-            {"name": part.name, "key": part.key, "part": part.part, "conflict": part.conflict}
-            for part in check.parts
-            if part.conflict or part.applies
-        ]
-        if moved
-        else [],
+        # Offered when at least one part can be applied alone.
+        "choices": choices if any(not choice["conflict"] for choice in choices) else [],
         "today": today,
         "unchecked": check.unchecked,
     }

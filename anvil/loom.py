@@ -516,8 +516,11 @@ class LoomCallAdmin(admin.ModelAdmin):
         except (DraftError, LoomError) as error:
             # From the edit page, or over a fragment changed since: to the edit page, the text
             # kept.
-            if "text" in request.POST or isinstance(error, DraftConflict):
-                return self._edit_page(request, call, text=text, error=str(error))
+            conflict = isinstance(error, DraftConflict)  # the page shows what changed
+            if "text" in request.POST or conflict:
+                return self._edit_page(
+                    request, call, text=text, error="" if conflict else str(error)
+                )
             self.message_user(request, f"The draft was not applied: {error}", messages.ERROR)
         else:
             changed = [*diff.fragments_created, *diff.fragments_changed()]

@@ -14,7 +14,7 @@ from playwright.sync_api import BrowserContext, Page, expect
 
 from gem.models import Fragment, FragmentEdge
 from loom.models import InboxImage, LoomCall, Session
-from loom.services import loom_call_start
+from loom.services import loom_call_start, loom_draft_apply
 from loom.tasks import run_loom_call_task
 from mirror.models import TagSuggestion
 from tests.browser.conftest import BROWSER_DB, DESKTOP, PHONE, accessibility_problems
@@ -149,3 +149,33 @@ def test_a_waiting_calls_card_shows_the_answer_when_it_comes(new_context, signed
     page.get_by_role("button", name="Drop").click()
     expect(page.get_by_text("Dropped the draft: nothing changed.")).to_be_visible()
     assert page.url.endswith(f"/admin/loom/loomcall/{call.pk}/change/")
+
+
+@pytest.mark.parametrize("size", ["desktop", "phone"])
+def test_a_second_draft_over_the_first_shows_both_changes_and_is_saved_against_today(
+    new_context, signed_in, lantern, owner, screenshot, size
+):
+    first = loom_call_start(agent="cataloguer", fragment_key="lantern", question="The panes")
+    second = loom_call_start(agent="cataloguer", fragment_key="lantern", question="The wick")
+    loom_draft_apply(call_id=first.pk, user=owner, text=LoomCall.objects.get(pk=first.pk).draft)
+    page = signed_in(new_context(**(DESKTOP if size == "desktop" else PHONE))).new_page()
+    page.goto(f"/admin/loom/loomcall/{second.pk}/change/")
+    page.get_by_role("button", name="Apply").click()
+    expect(page.get_by_text("“lantern” changed since this draft was written")).to_be_visible()
+    expect(page.locator(".anvil-conflict h4")).to_contain_text("inventory — conflict")
+    expect(page.locator(".anvil-today")).to_contain_text("The panes")
+    expect(page.get_by_role("button", name="Apply this draft")).to_be_disabled()
+    no_serious_problems(page)
+    screenshot(page, f"draft-conflict-{size}")
+    if size == "phone":
+        assert page.evaluate("document.documentElement.scrollWidth") <= 390
+
+    text = page.get_by_role("textbox", name="The draft")
+    kept = Fragment.objects.get(key="lantern").inventory  # the first draft's line with it
+    text.fill(text.input_value().replace("- brass, dented\n", f"{kept}\n", 1))
+    page.get_by_role("button", name="Save against today's text").click()
+    expect(page.get_by_text("The text now says it was written against today's")).to_be_visible()
+    page.get_by_role("button", name="Apply this draft").click()
+    expect(page.get_by_text("Applied the draft: lantern changed.")).to_be_visible()
+    inventory = Fragment.objects.get(key="lantern").inventory
+    assert "The panes" in inventory and "The wick" in inventory
