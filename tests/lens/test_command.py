@@ -74,6 +74,16 @@ def test_diff_shows_what_a_draft_would_change_and_changes_nothing(gem, tmp_path)
     assert lens("diff", str(draft)) == "No change: the Gem already holds this draft.\n"
 
 
+def test_diff_says_when_a_fragment_changed_since_the_draft_was_written(gem, tmp_path):
+    draft = tmp_path / "draft.md"
+    draft.write_text(lens("fairy").replace("A small light.", "A brighter light."))
+    Fragment.objects.filter(key="fairy").update(ambient="A humming light.")
+    out = lens("diff", str(draft))
+    assert "“fairy” changed since this draft was written (conflicting: ambient)." in out
+    draft.write_text("# fairy\n\n## ambient\n\nBlue.\n")
+    assert "could not be checked against changes made since" in lens("diff", str(draft))
+
+
 def test_diff_of_a_bad_draft_names_the_file_and_line(gem, tmp_path):
     draft = tmp_path / "draft.md"
     draft.write_text("# fairy\n\n## mood\n")

@@ -16,7 +16,7 @@ from django.core.management.base import BaseCommand, CommandError, CommandParser
 from django.utils import timezone
 
 from events.selectors import source_events
-from gem.draft import DraftError, draft_diff, draft_parse
+from gem.draft import DraftError, draft_check, draft_diff, draft_parse
 from lens.display import hits_display
 from lens.extract import (
     DEPTH_DEFAULT,
@@ -91,9 +91,16 @@ def _diff(command: "Command", words: list[str], options: dict) -> None:
     except (OSError, UnicodeDecodeError) as error:
         raise CommandError(f"Cannot read the draft {path}: {error}") from None
     try:
-        command.stdout.write(
-            draft_diff(draft_parse(text), events_found=source_events).as_text(), ending=""
-        )
+        draft = draft_parse(text)
+        command.stdout.write(draft_diff(draft, events_found=source_events).as_text(), ending="")
+        check = draft_check(draft)
+        if check.moved():
+            command.stdout.write("\n" + check.as_text())
+        if check.unchecked:
+            command.stdout.write(
+                f"\nIt does not say what it was written against for {', '.join(check.unchecked)}, "
+                "so it could not be checked against changes made since."
+            )
     except DraftError as error:
         raise CommandError(f"{path}: {error}") from None
 
