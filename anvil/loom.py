@@ -28,7 +28,7 @@ from anvil.pages import anvil_page, cut_text, row_id, short_when
 from anvil.proposed import ProposedText, proposed_text_page
 from anvil.versions import PromptAdmin
 from events.selectors import source_events
-from gem.draft import DraftConflict, DraftError, draft_diff, draft_parse
+from gem.draft import DraftConflict, DraftError, draft_check, draft_diff, draft_parse
 from gem.models import Fragment
 from loom.forms import (
     CallForm,
@@ -386,9 +386,13 @@ def _call_context(request, call: LoomCall, *, suggestions: list, back: str) -> d
     draft waits; what it read; its staged suggestions; whether its worker stopped. ``back`` is
     the page its buttons lead back to."""
     diff = diff_error = None
+    changed_since = ""
     if call.draft_state == DraftState.PROPOSED:
         try:
-            diff = draft_diff(draft_parse(call.draft), events_found=source_events)
+            draft = draft_parse(call.draft)
+            diff = draft_diff(draft, events_found=source_events)
+            check = draft_check(draft, base=call.draft_base)
+            changed_since = check.as_text() if check.conflicts else ""
         except DraftError as error:
             diff_error = str(error)
     return {
@@ -396,6 +400,7 @@ def _call_context(request, call: LoomCall, *, suggestions: list, back: str) -> d
         "diff": diff,
         "fragments": draft_preview_fragments(diff) if diff else [],
         "diff_error": diff_error,
+        "changed_since": changed_since,
         "sources": sources_text(call.sources) if call.sources else "",
         "suggestions": suggestions,
         "can_apply": _can_apply(request),

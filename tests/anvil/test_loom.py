@@ -388,6 +388,8 @@ def test_a_second_draft_of_one_tier_shows_both_changes_and_today_beside_it(
 ):
     first, second = _call(fake_api), _call(fake_api, RED_WICK_DRAFT)
     admin_client.post(reverse("admin:loom-call-apply", args=[first.pk]))
+    card = admin_client.get(reverse("admin:loom_loomcall_change", args=[second.pk]))
+    assert "“lantern” changed since this draft was written (conflicting: inventory)" in card.text
     page = admin_client.post(reverse("admin:loom-call-apply", args=[second.pk]))
     assert page.status_code == 200
     assert "“lantern” changed since this draft was written" in page.text
