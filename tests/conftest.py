@@ -63,6 +63,10 @@ def pytest_collection_modifyitems(config, items):
     """
     from django.conf import settings
 
+    # scripts/test starts no serial run on PostgreSQL, where it would leave every test out.
+    for item in items:
+        if item.get_closest_marker("serial") and not item.get_closest_marker("store_free"):
+            raise pytest.UsageError(f"{item.nodeid} is marked serial but not store_free")
     if "postgresql" not in settings.DATABASES["default"]["ENGINE"]:
         return
 
