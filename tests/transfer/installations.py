@@ -171,17 +171,19 @@ class Installation:
         assert done.returncode == 0, done.stderr
         return done.stdout
 
+    def store(self, alias: str) -> Path | str:
+        """The database holding the store ``alias``: a SQLite file, or a PostgreSQL URL."""
+        if self.database_urls:
+            variable = "DATABASE_URL" if alias == "default" else f"{alias.upper()}_DATABASE_URL"
+            return self.database_urls.get(variable) or self.database_urls["DATABASE_URL"]
+        return self.data / settings.SQLITE_FILES[alias]
+
     def databases(self) -> dict[str, Path | str]:
         """Each database of the installation (a SQLite file, or a PostgreSQL URL) by the first
         store it holds."""
         found: dict[Path | str, str] = {}
         for alias in STORES:
-            if self.database_urls:
-                variable = "DATABASE_URL" if alias == "default" else f"{alias.upper()}_DATABASE_URL"
-                where = self.database_urls.get(variable) or self.database_urls["DATABASE_URL"]
-            else:
-                where = self.data / settings.SQLITE_FILES[alias]
-            found.setdefault(where, alias)
+            found.setdefault(self.store(alias), alias)
         return {alias: where for where, alias in found.items()}
 
     def rows(self) -> dict[str, list[str]]:
@@ -203,6 +205,19 @@ class Installation:
                         found = connection.execute(f'SELECT * FROM "{name}"').fetchall()
                         tables[f"{alias} {name}"] = sorted(repr(row) for row in found)
         return tables
+
+    def event_ids(self) -> list[int]:
+        """The event log's ids in order (what ``EVENT_IDS`` prints), read from here as
+        ``rows()`` reads, without a ``manage.py`` process."""
+        from events.models import Event
+
+        query = f'SELECT id FROM "{Event._meta.db_table}" ORDER BY id'
+        where = self.store("events")
+        if isinstance(where, Path):
+            with closing(sqlite3.connect(where)) as connection:
+                return [row[0] for row in connection.execute(query)]
+        with psycopg.connect(where) as connection:
+            return [row[0] for row in connection.execute(query)]
 
     @functools.cached_property
     def rows_kept(self) -> dict[str, list[str]]:

@@ -6,7 +6,6 @@ import stat
 from pathlib import Path
 
 from tests.transfer.installations import (
-    EVENT_IDS,
     Installation,
     checksums_hold,
     manifest_fix,
@@ -39,8 +38,8 @@ def test_it_restores_every_row_and_image_into_a_new_installation(installation, f
     said = target.manage("turn", "the lighthouse again", "--as", "luna")
     assert said.returncode == 0, said.stderr
     found = target.manage("lens", "search", "lighthouse").stdout
-    ids = json.loads(target.shell(EVENT_IDS))
-    assert ids[:-2] == json.loads(source.shell(EVENT_IDS)) and ids[-2] == ids[-3] + 1
+    ids = target.event_ids()
+    assert ids[:-2] == source.event_ids() and ids[-2] == ids[-3] + 1
     assert f"`event:{ids[0]}`" in found and f"`event:{ids[-2]}`" in found
 
 
