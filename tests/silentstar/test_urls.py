@@ -186,6 +186,7 @@ POSTS = {
     "admin/loom/loomcall/<int:call_id>/apply/": {},
     "admin/loom/loomcall/<int:call_id>/drop/": {},
     "admin/loom/loomcall/<int:call_id>/retry/": {},
+    "admin/loom/loomcall/<int:call_id>/again/": {},
     "admin/transfer/importrun/import/": {},
     "admin/transfer/importedproposal/<int:proposal_id>/apply/": {},
     "admin/transfer/importedproposal/<int:proposal_id>/drop/": {},
