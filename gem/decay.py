@@ -321,7 +321,13 @@ def plan_phases(*, refreshed_at: datetime, due: datetime) -> list[PlanPhase]:
         edges.append(("grace", refreshed_at))
     edges.append(("fall", max(grace_end, refreshed_at)))
     ends = [start for _, start in edges[1:]] + [None]
-    return [PlanPhase(name, start, end) for (name, start), end in zip(edges, ends, strict=True)]
+    # A phase of no length (a plan due a microsecond after its refresh has no room for a rise)
+    # is one the curve skips.
+    return [
+        PlanPhase(name, start, end)
+        for (name, start), end in zip(edges, ends, strict=True)
+        if end is None or start < end
+    ]
 
 
 def floor_crossing(
