@@ -36,7 +36,7 @@ from anvil.proposed import ProposedText, proposed_text_page
 from anvil.site import IMPORT_PERMISSION
 from anvil.textdiff import text_diff_html
 from events.selectors import source_events
-from gem.draft import DraftConflict, DraftDiff, DraftError, draft_diff, draft_parse
+from gem.draft import DraftConflict, DraftDiff, DraftError, draft_check, draft_diff, draft_parse
 from gem.models import IdentitySide
 from gem.selectors import identities_current, wake_text_current
 from mirror.models import Proposer
@@ -231,16 +231,22 @@ def _draft_listed(diff: DraftDiff | None) -> dict:
 def proposal_card(request, proposal: ImportedProposal, *, back: str) -> dict:
     """A proposal as its card shows it: while it waits, what applying it would change now."""
     diff = wake_diff = None
-    diff_error = ""
+    diff_error = changed_since = ""
     if proposal.state == ProposalState.PENDING:
         if proposal.kind == ProposalKind.DRAFT:
             diff, diff_error = _draft_read(proposal.text)
+            if diff is not None:
+                check = draft_check(draft_parse(proposal.text), base=proposal.base)
+                changed_since = check.as_text() if check.conflicts else ""
         else:
             wake_diff = _wake_diff(proposal.text, new_label="with the proposal")
+            if proposal.base and proposal.base != wake_text_current("wake"):
+                changed_since = "The wake text in use changed since this was proposed."
     return {
         "proposal": proposal,
         **_draft_listed(diff),
         "diff_error": diff_error,
+        "changed_since": changed_since,
         "wake_diff": wake_diff,
         "can_decide": proposal_may_decide(request.user, proposal),
         "back": back,

@@ -724,11 +724,13 @@ def fragment_base(fragment: DraftFragment) -> dict[str, str]:
 def draft_written(draft: Draft, *, base: Iterable[DraftFragment] | None = None) -> Draft:
     """``draft`` saying what each of its fragments was written against: ``base``, the fragments
     as the Gem held them (a Lens extract, ``fragments_now``), or the draft's own fragments when
-    it is what the Gem held (what the Lens writes). A fragment ``base`` lacks says nothing."""
+    it is what the Gem held (what the Lens writes). A fragment ``base`` lacks was not in the Gem:
+    the draft was written against no fragment of that key, every part empty, so one made since
+    is a change it would overwrite."""
     held = {f.key: f for f in (draft.fragments if base is None else base)}
     return Draft(
         fragments=[
-            replace(f, base=fragment_base(held[f.key]) if f.key in held else {})
+            replace(f, base=fragment_base(held.get(f.key) or DraftFragment(key=f.key)))
             for f in draft.fragments
         ],
         preface=draft.preface,

@@ -4,7 +4,7 @@ from django.contrib.auth.models import Permission, User
 from django.urls import reverse
 
 from anvil.proposals import ProposalError, WakeConflict, proposal_apply, proposal_drop
-from gem.draft import DraftError
+from gem.draft import DraftError, draft_parse
 from gem.models import Fragment, WakeText
 from gem.selectors import wake_text_current
 from tests.anvil.test_bridges import card_png
@@ -258,3 +258,17 @@ def test_a_wake_proposal_without_a_base_is_applied_with_a_note(admin_client, wak
     admin_client.post(url("apply", wake))
     wake.refresh_from_db()
     assert wake.state == ProposalState.APPLIED
+
+
+def test_a_proposals_card_says_when_it_would_overwrite_what_changed_since(
+    admin_client, draft, wake
+):
+    key = draft_parse(draft.text).fragments[0].key
+    Fragment.objects.create(key=key, recognition="Written meanwhile.")
+    WakeText.objects.create(kind="wake", content="Written since the import.\n")
+
+    card = admin_client.get(page_of(draft))
+    wake_card = admin_client.get(page_of(wake))
+
+    assert f"“{key}” changed since this draft was written" in card.text
+    assert "The wake text in use changed since this was proposed." in wake_card.text

@@ -20,6 +20,7 @@ from gem.draft import (
     DraftDiff,
     DraftEdge,
     DraftError,
+    DraftFragment,
     EdgeRelabel,
     SourceAdded,
     TierChange,
@@ -423,6 +424,21 @@ def test_a_draft_over_a_fragment_changed_since_is_refused_and_changes_nothing(ge
         draft_apply(text, user=person, events_found=source_events)
     assert [part.name for part in refused.value.check.conflicts] == ["fairy:edges"]
     assert "“fairy” changed since this draft was written (conflicting: edges)" in str(refused.value)
+    assert snapshot() == before
+
+
+def test_a_draft_of_a_new_fragment_is_refused_once_the_fragment_was_made_meanwhile(gem, person):
+    new = DraftFragment(key="comet", tiers={"recognition": "A tail of ice."})
+    text = draft_render(draft_written(Draft(fragments=[new]), base=[]))  # the Gem had no comet
+    Fragment.objects.create(key="comet", recognition="Seen from the pier.")
+    before = snapshot()
+
+    with pytest.raises(DraftConflict) as refused:
+        draft_apply(text, user=person, events_found=source_events)
+
+    assert "“comet” changed since this draft was written (conflicting: recognition)" in str(
+        refused.value
+    )
     assert snapshot() == before
 
 
