@@ -2,9 +2,9 @@
 in words by the chat, the commands (manage.py), every other page (``DiskTroubleMiddleware``),
 the worker's turns and ``manage.py check`` (silentstar/checks.py).
 
-SQLite says "database or disk is full" (SQLITE_FULL, or SQLITE_IOERR_SHMSIZE when a connection
-cannot even make its WAL index) and "attempt to write a readonly database" (SQLITE_READONLY and
-its kinds; "unable to open database file" when the data folder is mounted read-only); PostgreSQL
+SQLite names its errors (``sqlite_errorname``): SQLITE_FULL, or SQLITE_IOERR_SHMSIZE when a
+connection cannot even make its WAL index, and SQLITE_READONLY and its kinds (SQLITE_CANTOPEN
+when the data folder is mounted read-only); PostgreSQL
 names its errors by SQLSTATE, 53100 (disk_full) and 25006 (read_only_sql_transaction); a file
 written in the data folder (an image, the archive, the cache) fails with ENOSPC or EDQUOT (full)
 or EROFS (read-only). Django wraps a database's error in its own with the driver's as
@@ -49,9 +49,7 @@ FULL_ERRNOS = frozenset({errno.ENOSPC, errno.EDQUOT})
 READ_ONLY_ERRNOS = frozenset({errno.EROFS})
 FULL_SQLSTATES = frozenset({"53100"})  # disk_full
 READ_ONLY_SQLSTATES = frozenset({"25006"})  # read_only_sql_transaction
-SQLITE_FULL = "database or disk is full"
 FULL_BELOW_BYTES = 2**20  # free space under which the data folder is taken to be full
-SQLITE_READ_ONLY = "attempt to write a readonly database"
 # A connection's first use makes room for its WAL index (the -shm file): on a full disk that fails
 # as "disk I/O error" of this kind, before any write.
 SQLITE_FULL_NAMES = frozenset({"SQLITE_FULL", "SQLITE_IOERR_SHMSIZE"})
@@ -81,10 +79,9 @@ def _trouble_of(error: BaseException) -> DiskTrouble | None:
     if sqlstate in READ_ONLY_SQLSTATES:
         return READ_ONLY
     name = getattr(error, "sqlite_errorname", "")
-    message = str(error)
-    if name in SQLITE_FULL_NAMES or SQLITE_FULL in message:
+    if name in SQLITE_FULL_NAMES:
         return FULL
-    if name.startswith("SQLITE_READONLY") or SQLITE_READ_ONLY in message:
+    if name.startswith("SQLITE_READONLY"):
         return READ_ONLY
     if name == "SQLITE_CANTOPEN" and _data_folder_mounted_read_only():
         return READ_ONLY  # a store in WAL mode cannot open without writing its -wal and -shm
@@ -183,7 +180,7 @@ def sqlite_write_problem(path: Path) -> str | None:
         connection.execute("BEGIN IMMEDIATE")
         connection.execute("ROLLBACK")
     except sqlite3.OperationalError as error:
-        if "locked" in str(error):
+        if error.sqlite_errorname == "SQLITE_BUSY":
             return None
         return str(error)
     finally:

@@ -11,7 +11,7 @@ import pytest
 from django.core.cache import cache
 from django.core.files.storage import FileSystemStorage, default_storage
 from django.core.files.uploadedfile import SimpleUploadedFile
-from django.db import OperationalError, connections
+from django.db import connections
 from django.urls import reverse
 from django.utils import timezone
 from django_q.brokers import get_broker
@@ -26,7 +26,7 @@ from heart.services import turn_submit
 from heart.tasks import run_turns_task
 from silentstar import disks
 from tests.conftest import event_log_triggers_lifted
-from tests.silentstar.test_disks import store_full, store_read_only
+from tests.silentstar.test_disks import as_django_wraps, sqlite_error, store_full, store_read_only
 
 pytestmark = pytest.mark.django_db(databases="__all__")
 
@@ -765,7 +765,12 @@ def test_it_says_a_full_disk_met_by_the_image_and_keeps_no_part_of_it(
 
 def test_it_says_when_a_message_reached_the_log_before_the_disk_filled(admin_client, monkeypatch):
     def full(**kwargs):
-        raise OperationalError("database or disk is full")
+        raise as_django_wraps(
+            sqlite_error(
+                pragma="PRAGMA max_page_count = 2",
+                statement="INSERT INTO t VALUES (zeroblob(100000))",
+            )
+        )
 
     monkeypatch.setattr(services, "working_memory_ingest", full)
     response = send(admin_client, message="hello", identity="luna")
