@@ -341,12 +341,8 @@ def _draft_text(
     lists the Gem's edges touching it too, since a draft's edges are the whole set; an edge the
     Gem has between the same two keys stays as it is."""
     keys = {fragment.key for fragment in fragments}
-    existing = {
-        DraftEdge(source, target, relation)
-        for source, target, relation in FragmentEdge.objects.filter(
-            Q(source_id__in=keys) | Q(target_id__in=keys)
-        ).values_list("source_id", "target_id", "relation")
-    }
+    held = list(fragments_now(keys).values())
+    existing = {edge for fragment in held for edge in fragment.edges}
     pairs = {(edge.source, edge.target) for edge in existing}
     targets = {target for fragment in fragments for target, _ in fragment.edges}
     known = keys | set(Fragment.objects.filter(key__in=targets).values_list("key", flat=True))
@@ -374,7 +370,6 @@ def _draft_text(
         ],
         preface=_preface(bundle, fragments, file_name=file_name),
     )
-    held = list(fragments_now(keys).values())
     return draft_render(draft_written(draft, base=held)), (
         draft_render(Draft(fragments=held)) if held else ""
     )
