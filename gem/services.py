@@ -1064,6 +1064,20 @@ class FragmentSourceRecorded:
     id: int | None = None
 
 
+def _rows_import(model: type[models.Model], rows: Iterable, built, *, then=None) -> int:
+    """Write ``rows`` recorded elsewhere as ``model`` objects (``built``, one row each), a batch
+    of ``IMPORT_BATCH`` at a time, in one transaction of the model's store; ``then`` is called
+    with each batch once it is written. Returns how many."""
+    written = 0
+    with transaction.atomic(using=router.db_for_write(model)):
+        for chunk in batched(rows, IMPORT_BATCH):
+            model.objects.bulk_create([built(row) for row in chunk])
+            if then is not None:
+                then(chunk)
+            written += len(chunk)
+    return written
+
+
 def fragments_import(*, rows: Iterable[FragmentRecorded]) -> int:
     """Write fragments recorded elsewhere exactly as they were (``FragmentRecorded``), a batch
     of ``IMPORT_BATCH`` at a time, in one transaction of the Gem's store. Returns how many.
@@ -1071,62 +1085,45 @@ def fragments_import(*, rows: Iterable[FragmentRecorded]) -> int:
     For the bulk imports (``manage.py import``, ``manage.py import_silentstar``), which checked
     every row where they read it: the keys are new here. No admin-log entry is written per row:
     the import says what it wrote."""
-    written = 0
-    with transaction.atomic(using=router.db_for_write(Fragment)):
-        for chunk in batched(rows, IMPORT_BATCH):
-            Fragment.objects.bulk_create(
-                [
-                    Fragment(
-                        key=row.key,
-                        ambient=row.ambient,
-                        recognition=row.recognition,
-                        inventory=row.inventory,
-                        created_at=row.created_at,
-                    )
-                    for row in chunk
-                ]
-            )
-            by_time = defaultdict(list)  # updated_at is auto_now: set afterwards, one UPDATE a time
-            for row in chunk:
-                by_time[row.updated_at].append(row.key)
-            for updated, keys in by_time.items():
-                Fragment.objects.filter(key__in=keys).update(updated_at=updated)
-            written += len(chunk)
-    return written
+
+    def times_kept(chunk) -> None:
+        by_time = defaultdict(list)  # updated_at is auto_now: set afterwards, one UPDATE a time
+        for row in chunk:
+            by_time[row.updated_at].append(row.key)
+        for updated, keys in by_time.items():
+            Fragment.objects.filter(key__in=keys).update(updated_at=updated)
+
+    return _rows_import(
+        Fragment,
+        rows,
+        lambda row: Fragment(
+            key=row.key,
+            ambient=row.ambient,
+            recognition=row.recognition,
+            inventory=row.inventory,
+            created_at=row.created_at,
+        ),
+        then=times_kept,
+    )
 
 
 def edges_import(*, rows: Iterable[FragmentEdgeRecorded]) -> int:
     """Write edges recorded elsewhere exactly as they were (``FragmentEdgeRecorded``), between
     fragments already here, as ``fragments_import`` writes fragments. Returns how many."""
-    written = 0
-    with transaction.atomic(using=router.db_for_write(FragmentEdge)):
-        for chunk in batched(rows, IMPORT_BATCH):
-            FragmentEdge.objects.bulk_create(
-                [
-                    FragmentEdge(
-                        id=row.id,
-                        source_id=row.source_id,
-                        target_id=row.target_id,
-                        relation=row.relation,
-                    )
-                    for row in chunk
-                ]
-            )
-            written += len(chunk)
-    return written
+    return _rows_import(
+        FragmentEdge,
+        rows,
+        lambda row: FragmentEdge(
+            id=row.id, source_id=row.source_id, target_id=row.target_id, relation=row.relation
+        ),
+    )
 
 
 def sources_import(*, rows: Iterable[FragmentSourceRecorded]) -> int:
     """Write fragments' source events recorded elsewhere exactly as they were
     (``FragmentSourceRecorded``), as ``fragments_import`` writes fragments. Returns how many."""
-    written = 0
-    with transaction.atomic(using=router.db_for_write(FragmentSource)):
-        for chunk in batched(rows, IMPORT_BATCH):
-            FragmentSource.objects.bulk_create(
-                [
-                    FragmentSource(id=row.id, fragment_id=row.fragment_id, event_id=row.event_id)
-                    for row in chunk
-                ]
-            )
-            written += len(chunk)
-    return written
+    return _rows_import(
+        FragmentSource,
+        rows,
+        lambda row: FragmentSource(id=row.id, fragment_id=row.fragment_id, event_id=row.event_id),
+    )
