@@ -234,10 +234,13 @@ def proposal_card(request, proposal: ImportedProposal, *, back: str) -> dict:
     diff_error = changed_since = ""
     if proposal.state == ProposalState.PENDING:
         if proposal.kind == ProposalKind.DRAFT:
-            diff, diff_error = _draft_read(proposal.text)
-            if diff is not None:
-                check = draft_check(draft_parse(proposal.text), base=proposal.base)
+            try:
+                draft = draft_parse(proposal.text)
+                diff = draft_diff(draft, events_found=source_events)
+                check = draft_check(draft, base=proposal.base)
                 changed_since = check.as_text() if check.conflicts else ""
+            except DraftError as error:
+                diff_error = str(error)
         else:
             wake_diff = _wake_diff(proposal.text, new_label="with the proposal")
             if proposal.base and proposal.base != wake_text_current("wake"):
@@ -251,14 +254,6 @@ def proposal_card(request, proposal: ImportedProposal, *, back: str) -> dict:
         "can_decide": proposal_may_decide(request.user, proposal),
         "back": back,
     }
-
-
-def _draft_read(text: str) -> tuple[DraftDiff | None, str]:
-    """What a draft would change in the Gem now, or why it cannot be read."""
-    try:
-        return draft_diff(draft_parse(text), events_found=source_events), ""
-    except DraftError as error:
-        return None, str(error)
 
 
 def _wake_diff(section: str, *, new_label: str):
