@@ -62,6 +62,13 @@ def shown(preview) -> str:
     return preview.text.split('id="content-main"')[1].split("<form")[0]
 
 
+def run_made(file_name: str, **fields) -> ImportRun:
+    """A run of ``file_name`` with ``fields`` as given: a SillyTavern chat unless ``format``
+    says otherwise."""
+    fields = {"format": "sillytavern", "file_sha256": "0" * 64, **fields}
+    return ImportRun.objects.create(file_name=file_name, **fields)
+
+
 def import_post(client, preview, **speakers):
     """The Import button of ``preview``: its hidden fields, and the speakers chosen."""
     fields = dict(re.findall(r'<input type="hidden" name="(\w+)" value="([^"]*)"', preview.text))
@@ -217,10 +224,8 @@ def test_an_import_while_another_runs_waits_for_it_then_runs(admin_client):
 
 
 def test_a_waiting_run_names_the_import_it_waits_for(admin_client):
-    first = ImportRun.objects.create(format="mem0", file_name="first.json", file_sha256="0" * 64)
-    second = ImportRun.objects.create(
-        format="mem0", file_name="second.json", file_sha256="1" * 64, status="waiting"
-    )
+    first = run_made("first.json", format="mem0")
+    second = run_made("second.json", format="mem0", file_sha256="1" * 64, status="waiting")
     page = admin_client.get(reverse("admin:transfer_importrun_change", args=[second.pk]))
     first_url = reverse("admin:transfer_importrun_change", args=[first.pk])
     assert f'Waiting for the import of <a href="{first_url}">first.json</a> to end' in page.text
@@ -238,10 +243,8 @@ def test_an_import_of_a_file_no_longer_kept_asks_for_it_again(admin_client):
 
 
 def test_the_runs_list_says_a_run_stopped_part_way_and_offers_the_upload_page(admin_client):
-    run = ImportRun.objects.create(
-        format="sillytavern",
-        file_name="half.jsonl",
-        file_sha256="0" * 64,
+    run = run_made(
+        "half.jsonl",
         status="stopped",
         counts={"messages": 6000, "events": 2000},
         error="Its worker stopped: nothing was heard from it for 120 seconds.",
@@ -263,20 +266,8 @@ def test_the_runs_list_says_a_run_stopped_part_way_and_offers_the_upload_page(ad
 
 
 def test_a_stopped_run_finished_by_a_later_import_says_so(admin_client):
-    stopped = ImportRun.objects.create(
-        format="sillytavern",
-        file_name="chat.jsonl",
-        file_sha256="0" * 64,
-        status="stopped",
-        counts={"messages": 6000, "events": 2000},
-    )
-    later = ImportRun.objects.create(
-        format="sillytavern",
-        file_name="chat again.jsonl",
-        file_sha256="0" * 64,
-        status="done",
-        finished_at=timezone.now(),
-    )
+    stopped = run_made("chat.jsonl", status="stopped", counts={"messages": 6000, "events": 2000})
+    later = run_made("chat again.jsonl", status="done", finished_at=timezone.now())
     page = admin_client.get(reverse("admin:transfer_importrun_change", args=[stopped.pk]))
     assert "2,000 of 6,000 messages written, and a later import finished it." in page.text
     later_url = reverse("admin:transfer_importrun_change", args=[later.pk])
@@ -284,12 +275,7 @@ def test_a_stopped_run_finished_by_a_later_import_says_so(admin_client):
 
 
 def test_a_run_under_way_shows_how_far_it_has_come_and_its_page_follows_it(admin_client):
-    run = ImportRun.objects.create(
-        format="sillytavern",
-        file_name="long.jsonl",
-        file_sha256="0" * 64,
-        counts={"messages": 6000, "events": 2000, "events_here": 2000},
-    )
+    run = run_made("long.jsonl", counts={"messages": 6000, "events": 2000, "events_here": 2000})
     url = reverse("admin:transfer_importrun_change", args=[run.pk])
 
     region = admin_client.get(url, headers={"HX-Request": "true"})
@@ -304,9 +290,7 @@ def test_a_run_under_way_shows_how_far_it_has_come_and_its_page_follows_it(admin
 
 
 def test_a_queued_run_waits_for_a_worker(admin_client):
-    run = ImportRun.objects.create(
-        format="mem0", file_name="m.json", file_sha256="0" * 64, status="queued"
-    )
+    run = run_made("m.json", format="mem0", status="queued")
     page = admin_client.get(reverse("admin:transfer_importrun_change", args=[run.pk]))
     assert "Waiting for a worker to start the import" in page.text
     assert 'hx-trigger="every 1s"' in page.text
@@ -371,10 +355,8 @@ def test_a_file_too_large_for_the_page_is_previewed_by_the_worker_then_imported(
 
 
 def test_a_preview_under_way_in_the_worker_shows_its_stage(admin_client):
-    run = ImportRun.objects.create(
-        format="sillytavern",
-        file_name="long.jsonl",
-        file_sha256="0" * 64,
+    run = run_made(
+        "long.jsonl",
         status="previewing",
         preview={"stage": "finding what is here already", "step": 1, "steps": 3},
     )
