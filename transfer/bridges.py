@@ -541,7 +541,8 @@ def bridge_import(
     _beat(run.pk, counts=counts)
 
     def written(done: int, total: int) -> None:
-        _beat(run.pk, counts=counts)
+        if done < total:  # the last batch's counts are saved with the run done
+            _beat(run.pk, counts=counts)
         if progress is not None:
             progress(done, total)
 
