@@ -16,7 +16,7 @@ from anvil.forms import (
     RenameForm,
 )
 from anvil.graph import DEPTH_MAX, WHOLE_GRAPH_LIMIT, graph_around, graph_whole
-from anvil.pages import anvil_page, cut_text, event_line
+from anvil.pages import anvil_page, cut_text, event_line, source_events_shown
 from anvil.textdiff import text_diff_html
 from events.selectors import source_events
 from gem.draft import (
@@ -387,7 +387,8 @@ class FragmentAdmin(admin.ModelAdmin):
 
 def draft_preview_fragments(diff: DraftDiff, *, limit: int | None = None) -> list[dict]:
     """The preview of a draft, fragment by fragment: created or changed, each tier's text
-    before and after; the first ``limit`` fragments only, when given."""
+    before and after, the sources it records (each event id with its event, or None: read from
+    the event log in one query for them all); the first ``limit`` fragments only, when given."""
     created = set(diff.fragments_created)
     changes: dict[str, list] = {}
     for change in diff.tiers_changed:
@@ -396,11 +397,12 @@ def draft_preview_fragments(diff: DraftDiff, *, limit: int | None = None) -> lis
     for source in diff.sources_added:
         sources.setdefault(source.key, []).append(source.event_id)
     keys = [*diff.fragments_created, *diff.fragments_changed()][:limit]
+    events = source_events(event_id for key in keys for event_id in sources.get(key, []))
     return [
         {
             "key": key,
             "created": key in created,
-            "sources": sources.get(key, []),
+            "sources": source_events_shown(sources.get(key, []), events)["events"],
             "tiers": [
                 (
                     change.tier,

@@ -9,6 +9,7 @@ import pytest
 from django.contrib.admin.models import CHANGE, LogEntry
 from django.contrib.messages import get_messages
 from django.core.files.uploadedfile import SimpleUploadedFile
+from django.db import connections
 from django.urls import reverse
 from django.utils import timezone
 from django.utils.html import escape
@@ -343,6 +344,29 @@ def test_it_records_a_drafts_sources_and_shows_them_on_the_fragment(admin_client
     ]
     page = admin_client.get(reverse("admin:gem_fragment_change", args=["fairy"])).content
     assert f"{said.ts:%Y-%m-%d %H:%M} luna</span> The fairy lives in the well." in page.decode()
+
+
+def test_a_drafts_preview_reads_the_sources_of_all_its_fragments_in_one_query(
+    admin_client, fragments, django_assert_num_queries
+):
+    said = Event.objects.create(content="The fairy lives in the well.", actor="luna")
+    again = Event.objects.create(content="The well is deep.", actor="luna")
+    draft = (
+        f"# fairy\n\n## sources\n\n- events {said.pk}\n\n"
+        f"# ouji\n\n## sources\n\n- events {again.pk}\n\n"
+        f"# moon\n\n## sources\n\n- events {said.pk}, {again.pk}\n"
+    )
+
+    # One query to check the sources are events, one to show them.
+    with django_assert_num_queries(2, connection=connections["events"]):
+        preview = admin_client.post(reverse("admin:gem_fragment_draft"), {"text": draft})
+
+    shown = preview.content.decode().split("sources recorded:")[1:]
+    assert [[f">#{event.pk}</a>" in part for event in (said, again)] for part in shown] == [
+        [True, True],  # moon, new: the fragments created come first
+        [True, False],
+        [False, True],
+    ]
 
 
 def test_it_refuses_a_draft_source_that_is_not_an_event(admin_client, fragments):
