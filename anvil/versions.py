@@ -1,7 +1,6 @@
 """Texts kept as versions: the ambient prose, the wake texts and the Mirror's prompts (the
 Compass's and the Loom's have their pages in their modules). Every save adds a version through
-the Gem's ``text_version_add`` (the ambient prose's through ``ambient_prose_set``), none is
-changed or removed, and any two can be compared."""
+the Gem's ``text_version_add``, none is changed or removed, and any two can be compared."""
 
 from django import forms
 from django.contrib import admin, messages
@@ -24,7 +23,7 @@ from gem.selectors import (
     ambient_prose_current,
     wake_text_current,
 )
-from gem.services import ambient_prose_set, text_version_add
+from gem.services import text_version_add
 from mirror.models import MirrorPrompt, MirrorPromptKind
 from mirror.passes import prompt_current
 
@@ -68,17 +67,14 @@ class VersionedTextAdmin(admin.ModelAdmin):
     def save_model(self, request, obj, form, change):
         # Always a new version, written by the Gem's one service: the version the form was
         # opened on stays as it was, and the form's object becomes the new one.
-        version = self.version_add(
+        version = text_version_add(
+            model=self.model,
             content=obj.content,
             author=self.author_of(request),
             **{name: getattr(obj, name) for name in self.model.text_fields},
         )
         obj.pk, obj.created_at, obj.author = version.pk, version.created_at, version.author
         obj._state.adding, obj._state.db = False, version._state.db
-
-    def version_add(self, *, content: str, author, **text: str):
-        """Write a new version through the Gem's one service for versions."""
-        return text_version_add(model=self.model, content=content, author=author, **text)
 
     def response_change(self, request, obj):
         self.message_user(request, f"Saved as a new version: {obj}.")
@@ -186,9 +182,6 @@ class AmbientProseAdmin(VersionedTextAdmin):
 
     def version_page_fields(self) -> list[str]:
         return ["content", "key_check", "author", "created_at"]
-
-    def version_add(self, *, content: str, author):
-        return ambient_prose_set(content=content, author=author)
 
     def get_changeform_initial_data(self, request):
         return {"content": ambient_prose_current()}

@@ -168,7 +168,7 @@ def test_it_offers_a_new_version_of_each_wake_text(admin_client):
 @pytest.mark.parametrize(
     ("url", "service", "post"),
     [
-        ("admin:gem_ambientprose_add", "ambient_prose_set", {"content": "Luna by the sea."}),
+        ("admin:gem_ambientprose_add", "text_version_add", {"content": "Luna by the sea."}),
         ("admin:gem_waketext_add", "text_version_add", {"kind": "image", "content": "Look."}),
         ("admin:loom_loomprompt_add", "text_version_add", {"kind": "weaver", "content": "Weave."}),
     ],
