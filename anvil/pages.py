@@ -29,7 +29,8 @@ def anvil_page(model_admin, request, template: str, title: str, **context) -> Te
 
 
 # The one way a source event is shown (a fragment's, a working-memory item's, a suggestion's, a
-# draft's), in Python as in templates (``{% load anvil_events %}{% source_events ids %}``).
+# draft's): from Python through ``event_list``, in a template by including it with
+# ``source_events_shown``'s context.
 SOURCE_EVENTS = "admin/_source_events.html"
 
 
