@@ -15,7 +15,12 @@ from mirror.models import (
     Summary,
     TagSuggestion,
 )
-from mirror.services import SuggestionError, suggestion_promote, suggestion_reject
+from mirror.services import (
+    SuggestionError,
+    suggestion_edit,
+    suggestion_promote,
+    suggestion_reject,
+)
 
 
 class TagSuggestionInline(admin.TabularInline):
@@ -206,7 +211,24 @@ class TagSuggestionAdmin(admin.ModelAdmin):
             shown, shown, note=f"(the first {SOURCE_EVENTS_SHOWN} shown)" if more else ""
         )
 
+    def save_model(self, request, obj, form, change):
+        """A person's edits of a pending suggestion, written by the queue's service."""
+        edits = {name: form.cleaned_data[name] for name in form.changed_data}
+        obj.refused = ""
+        if edits:
+            try:
+                suggestion_edit(suggestion_id=obj.pk, edits=edits)
+            except SuggestionError as error:
+                obj.refused = str(error)
+
+    def log_change(self, request, obj, message):
+        if not obj.refused:
+            super().log_change(request, obj, message)
+
     def response_change(self, request, obj):
+        if obj.refused:
+            self.message_user(request, f"Not saved: {obj.refused}", messages.ERROR)
+            return HttpResponseRedirect(request.path)
         if "_promote" in request.POST or "_reject" in request.POST:
             self._decide(request, [obj.pk], promote="_promote" in request.POST)
             return HttpResponseRedirect(reverse("admin:mirror_tagsuggestion_changelist"))

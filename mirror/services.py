@@ -103,6 +103,38 @@ def suggestions_stage(
         )
 
 
+def suggestion_edit(*, suggestion_id: int, edits: dict) -> TagSuggestion:
+    """Change a pending suggestion's ``edits`` (any of ``EDITABLE``) before a person decides on
+    it: refused in words when an edit is not one a suggestion can hold, or when the suggestion
+    was decided meanwhile."""
+    _edits_check(edits)
+    with transaction.atomic(using="summaries"):
+        suggestion = TagSuggestion.objects.select_for_update().filter(pk=suggestion_id).first()
+        if suggestion is None:
+            raise SuggestionError(f"There is no suggestion {suggestion_id}.")
+        if suggestion.status != SuggestionStatus.PENDING:
+            raise SuggestionError(
+                f"Suggestion {suggestion_id} was already {suggestion.status}: it keeps its words."
+            )
+        fields = {name: edits.get(name, getattr(suggestion, name)) for name in EDITABLE}
+        _check(Staged(**fields), suggestion_id)
+        TagSuggestion.objects.filter(pk=suggestion_id).update(**edits)
+    suggestion.refresh_from_db()
+    return suggestion
+
+
+def _edits_check(edits: dict) -> None:
+    unknown = set(edits) - set(EDITABLE)
+    if unknown:
+        raise SuggestionError(f"Only {', '.join(EDITABLE)} can be edited, not {sorted(unknown)}.")
+    if "type" in edits and edits["type"] not in WorkingMemoryType.values:
+        raise SuggestionError(f"“{edits['type']}” is not a working-memory type.")
+    if "content" in edits and not edits["content"].strip():
+        raise SuggestionError("A suggestion needs some content.")
+    if edits.get("due") is not None and timezone.is_naive(edits["due"]):
+        raise SuggestionError("A due date needs its time zone.")
+
+
 def _check(suggestion: Staged, number: int) -> None:
     named = f"Suggestion {number} (“{suggestion.content[:60]}”)"
     if suggestion.type not in WorkingMemoryType.values:
@@ -181,15 +213,7 @@ def suggestion_promote(
     suggestion has no event and is said by its agent. A due date that has passed by now, given
     or staged, is refused: the person gives another (a plan is never promoted overdue)."""
     edits = edits or {}
-    unknown = set(edits) - set(EDITABLE)
-    if unknown:
-        raise SuggestionError(f"Only {', '.join(EDITABLE)} can be edited, not {sorted(unknown)}.")
-    if "type" in edits and edits["type"] not in WorkingMemoryType.values:
-        raise SuggestionError(f"“{edits['type']}” is not a working-memory type.")
-    if "content" in edits and not edits["content"].strip():
-        raise SuggestionError("A promoted item needs some content.")
-    if edits.get("due") is not None and timezone.is_naive(edits["due"]):
-        raise SuggestionError("A due date needs its time zone.")
+    _edits_check(edits)
     suggestion = _claim(suggestion_id, SuggestionStatus.PROMOTED)
     fields = {name: edits.get(name, getattr(suggestion, name)) for name in EDITABLE}
     now = timezone.now()

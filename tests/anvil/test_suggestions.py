@@ -5,9 +5,11 @@ from django.contrib.admin.models import LogEntry
 from django.urls import reverse
 from django.utils import timezone
 
+from anvil.suggestions import TagSuggestionAdmin
 from events.models import Event
 from gem.models import WorkingMemory
 from mirror.models import Summary, TagSuggestion
+from mirror.services import suggestion_reject
 
 pytestmark = pytest.mark.django_db(databases="__all__")
 
@@ -127,7 +129,7 @@ def test_another_agents_plan_shows_its_due_and_reason_and_is_promoted_hidden(adm
     )
 
     item = WorkingMemory.objects.get()
-    assert (item.hidden, item.actor, item.due) == (True, "compass", due.replace(microsecond=0))
+    assert (item.hidden, item.actor, item.due) == (True, "compass", due)
     assert f"Promoted 1: {plan.pk} → working memory item {item.pk}" in messages_of(response)
 
 
@@ -179,6 +181,47 @@ def test_it_rejects_from_the_suggestions_page(admin_client, suggestions):
     suggestion.refresh_from_db()
     assert suggestion.status == "rejected"
     assert LogEntry.objects.filter(object_id=str(suggestion.pk), change_message="Rejected").exists()
+
+
+def test_it_saves_a_persons_edits_and_leaves_the_suggestion_pending(admin_client, suggestions):
+    suggestion = suggestions[0]
+    admin_client.post(
+        reverse("admin:mirror_tagsuggestion_change", args=[suggestion.pk]),
+        {"type": "pin", "content": "tea, never sugar", "subject": "luna", "_save": "1"},
+    )
+
+    suggestion.refresh_from_db()
+    assert (suggestion.content, suggestion.subject, suggestion.status) == (
+        "tea, never sugar",
+        "luna",
+        "pending",
+    )
+
+
+def test_it_says_so_when_a_suggestion_was_decided_while_its_page_was_open(
+    admin_client, admin_user, suggestions, monkeypatch
+):
+    """Someone else rejects the suggestion between the page's form and its save: the edits
+    are refused in words, nothing is promoted and the rejection stands."""
+    suggestion = suggestions[0]
+    save_model = TagSuggestionAdmin.save_model
+
+    def decided_meanwhile(admin, request, obj, form, change):
+        suggestion_reject(suggestion_id=obj.pk, user_id=admin_user.pk)
+        save_model(admin, request, obj, form, change)
+
+    monkeypatch.setattr(TagSuggestionAdmin, "save_model", decided_meanwhile)
+    page = reverse("admin:mirror_tagsuggestion_change", args=[suggestion.pk])
+    response = admin_client.post(
+        page, {"type": "pin", "content": "tea", "subject": "", "_promote": "1"}, follow=True
+    )
+
+    assert response.redirect_chain == [(page, 302)]
+    assert f"Not saved: Suggestion {suggestion.pk} was already rejected" in messages_of(response)
+    suggestion.refresh_from_db()
+    assert (suggestion.content, suggestion.status) == ("tea, no sugar", "rejected")
+    assert not WorkingMemory.objects.exists()
+    assert not LogEntry.objects.filter(change_message__contains="content").exists()
 
 
 def test_it_keeps_a_decided_suggestion_as_it_was(admin_client, suggestions):

@@ -20,6 +20,7 @@ from mirror.run import mirror_run
 from mirror.services import (
     Staged,
     SuggestionError,
+    suggestion_edit,
     suggestion_promote,
     suggestion_reject,
     suggestions_stage,
@@ -142,6 +143,49 @@ def test_it_refuses_bad_edits_and_leaves_the_suggestion_pending(
     with pytest.raises(SuggestionError, match=reason):
         suggestion_promote(user_id=admin_user.pk, suggestion_id=suggestion.pk, edits=edits)
     assert TagSuggestion.objects.get().status == "pending"
+
+
+def test_it_edits_a_pending_suggestion_and_keeps_it_pending(suggestion):
+    edited = suggestion_edit(
+        suggestion_id=suggestion.pk, edits={"content": "tea, never sugar", "subject": "luna"}
+    )
+
+    assert (edited.content, edited.subject, edited.status) == (
+        "tea, never sugar",
+        "luna",
+        "pending",
+    )
+    assert not WorkingMemory.objects.exists()
+
+
+@pytest.mark.parametrize(
+    ("edits", "said"),
+    [
+        ({"hidden": True}, "only a plan with a due date can be hidden"),
+        ({"content": " "}, "needs some content"),
+        ({"type": "wish"}, "not a working-memory type"),
+        ({"status": "promoted"}, "can be edited"),
+    ],
+)
+def test_it_refuses_an_edit_a_suggestion_cannot_hold(suggestion, edits, said):
+    with pytest.raises(SuggestionError, match=said):
+        suggestion_edit(suggestion_id=suggestion.pk, edits=edits)
+
+    suggestion.refresh_from_db()
+    assert (suggestion.content, suggestion.hidden, suggestion.status) == (
+        "tea, no sugar",
+        False,
+        "pending",
+    )
+
+
+def test_it_keeps_the_words_of_a_suggestion_decided_meanwhile(admin_user, suggestion):
+    suggestion_reject(suggestion_id=suggestion.pk, user_id=admin_user.pk)
+
+    with pytest.raises(SuggestionError, match="already rejected"):
+        suggestion_edit(suggestion_id=suggestion.pk, edits={"content": "rewritten"})
+    suggestion.refresh_from_db()
+    assert suggestion.content == "tea, no sugar"
 
 
 def test_it_says_when_there_is_no_such_suggestion(admin_user):
@@ -507,3 +551,43 @@ def test_no_code_but_the_staging_service_writes_a_new_suggestion():
                     found.append(f"{path.relative_to(root)}:{node.lineno}")
     assert {Path(app.path).name for app in apps.get_app_configs()} >= {"mirror", "transfer"}
     assert found == []
+
+
+CHANGED = {"update", "delete", "bulk_update"}
+
+
+def _suggestion_chain(node: ast.expr) -> bool:
+    """Whether a call's receiver starts at ``TagSuggestion.objects`` (through any filters)."""
+    while isinstance(node, ast.Call | ast.Attribute):
+        if isinstance(node, ast.Attribute) and _dotted(node).endswith("TagSuggestion.objects"):
+            return True
+        node = node.func if isinstance(node, ast.Call) else node.value
+    return False
+
+
+def test_no_code_but_the_queues_service_changes_a_suggestion():
+    """A suggestion is changed (``TagSuggestion.objects…update/delete/bulk_update``) in
+    ``mirror/services.py`` only, and the Anvil's change form saves a person's edits through
+    ``suggestion_edit``, not the model's own ``save``."""
+    from anvil.suggestions import TagSuggestionAdmin
+
+    root = Path(django_settings.BASE_DIR)
+    service = root / "mirror" / "services.py"
+    found = []
+    for app in apps.get_app_configs():
+        folder = Path(app.path)
+        if not folder.is_relative_to(root) or ".venv" in folder.parts:
+            continue
+        for path in sorted(folder.rglob("*.py")):
+            if path == service or {"migrations", "tests"} & set(path.relative_to(root).parts):
+                continue
+            for node in ast.walk(ast.parse(path.read_text(), filename=str(path))):
+                if (
+                    isinstance(node, ast.Call)
+                    and isinstance(node.func, ast.Attribute)
+                    and node.func.attr in CHANGED
+                    and _suggestion_chain(node.func.value)
+                ):
+                    found.append(f"{path.relative_to(root)}:{node.lineno}")
+    assert found == []
+    assert "save_model" in vars(TagSuggestionAdmin)
