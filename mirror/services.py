@@ -1,5 +1,5 @@
-"""The suggestion queue: an agent stages suggestions, a person promotes one into working memory
-or rejects it.
+"""The suggestion queue: an agent stages suggestions, a person edits one while it waits, then
+promotes it into working memory or rejects it.
 
 Every proposer stages through ``suggestions_stage`` (the Mirror from a summary, the Compass its
 plans, the Loom's Weaver its patterns, an import the memories of a file); no other code writes a
