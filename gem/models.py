@@ -137,6 +137,12 @@ class Fragment(models.Model):
     )
     recognition = models.TextField(blank=True, help_text="Story-level detail (shallow recall).")
     inventory = models.TextField(blank=True, help_text="Full detail (deep recall).")
+    triggers = models.JSONField(
+        default=list,
+        blank=True,
+        help_text="Words or phrases that wake the fragment when the person says them, besides "
+        "its key.",
+    )
     created_at = models.DateTimeField(default=timezone.now)
     updated_at = models.DateTimeField(auto_now=True)
 
