@@ -76,3 +76,31 @@ def names_found(message: str, index: Mapping[tuple[str, ...], list[str]]) -> lis
                 if known is None or (size, end) > (known.words, known.at):
                     best[key] = found
     return sorted(best.values(), key=lambda named: (-named.words, -named.at, named.key))
+
+
+TRIGGERS_MAX = 50  # triggers of one fragment
+TRIGGER_CHARS_MAX = 100
+
+
+def triggers_problem(triggers: object) -> str | None:
+    """What is wrong with a fragment's triggers, in words, or None: they are a list of at most
+    ``TRIGGERS_MAX`` texts, each of one to ``NAME_WORDS_MAX`` words and at most
+    ``TRIGGER_CHARS_MAX`` characters, no two the same words."""
+    if not isinstance(triggers, list) or not all(isinstance(t, str) for t in triggers):
+        return "Triggers are a list of words or phrases."
+    if len(triggers) > TRIGGERS_MAX:
+        return f"A fragment has at most {TRIGGERS_MAX} triggers, not {len(triggers)}."
+    seen: dict[tuple[str, ...], str] = {}
+    for trigger in triggers:
+        words = name_words(trigger)
+        if not words:
+            return f"The trigger “{trigger}” has no words in it."
+        if len(words) > NAME_WORDS_MAX or len(trigger) > TRIGGER_CHARS_MAX:
+            return (
+                f"The trigger “{trigger[:40]}…” is too long: a trigger is a name or a short "
+                f"phrase, at most {NAME_WORDS_MAX} words and {TRIGGER_CHARS_MAX} characters."
+            )
+        if words in seen:
+            return f"The triggers “{seen[words]}” and “{trigger}” are the same words."
+        seen[words] = trigger
+    return None
