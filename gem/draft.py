@@ -1,7 +1,7 @@
 """The draft format: the Markdown the Lens writes for fragments, read back as proposed changes.
 
-The format belongs to the Gem (its keys, tiers and edges): ``draft_render`` writes it (what the
-Lens prints), ``draft_parse`` reads it, ``draft_diff`` compares it with the Gem, and
+The format belongs to the Gem (its keys, tiers, triggers and edges): ``draft_render`` writes it
+(what the Lens prints), ``draft_parse`` reads it, ``draft_diff`` compares it with the Gem, and
 ``gem.drafts.draft_apply`` applies it.
 
 A draft is plain text, one line per ``\\n``; a draft whose every line break is ``\\r\\n`` (as
@@ -26,6 +26,11 @@ a browser sends a text area) is read with ``\\n``, and tiers that differ from th
 
     ## inventory
 
+    ## triggers
+
+    - wisp
+    - the little light
+
     ## edges
 
     - → well: lives in
@@ -49,6 +54,12 @@ The shape, exactly:
   fenced: a line of three or more ``~`` (or backticks), the text exactly, the same line again.
   The Lens fences with more ``~`` than any line of only ``~`` inside, so the text always
   comes back as it was.
+- ``## triggers``: the words or phrases that wake the fragment besides its key, one list item
+  each, in order, ``- lighthouse``. A trigger with a line break, surrounding spaces or a leading
+  ``"`` is written as a JSON string, as a relation is. The list is the fragment's whole set of
+  triggers; what ``gem.waking.triggers_problem`` finds wrong with it (a trigger without words,
+  two of the same words, too many or too long) is a ``DraftError`` naming the line. Read in
+  ``DraftFragment.triggers``; the Lens writes the section for a fragment that has triggers.
 - ``## edges``: one list item per edge touching the fragment, ``- → KEY`` for an edge from
   this fragment, ``- ← KEY`` for one to it (``->`` and ``<-`` work too), then ``: relation``
   when it has one. A relation with a line break, surrounding spaces or a leading ``"`` is
@@ -65,21 +76,25 @@ The shape, exactly:
 - ``## working memory``: what the Lens shows of the items naming the fragment; kept in the
   draft (``DraftFragment.notes``), never applied.
 - ``## written against``: what the fragment was written against, ``- PART DIGEST`` for each of
-  its parts (``PARTS``: the tiers, edges, sources; ``part_digest``), in ``DraftFragment.base``;
-  kept, never applied. ``draft_written`` adds it, ``draft_check`` compares the draft with it and
-  the Gem now (a three-way ``DraftCheck``), ``draft_rebased`` writes it against the Gem now;
+  its parts (``PARTS``: the tiers, triggers, edges, sources; ``part_digest``), in
+  ``DraftFragment.base``; kept, never applied. ``draft_written`` adds it, ``draft_check``
+  compares the draft with it and the Gem now (a three-way ``DraftCheck``), ``draft_rebased``
+  writes it against the Gem now;
   ``gem.drafts.draft_apply`` refuses a draft that would overwrite what changed since
   (``DraftConflict``) and applies one part by part (``draft_parts``).
-- An absent section leaves that tier (or the edges) unchanged; a present but empty one clears
-  it. Anything else (an unknown section, text after a fence, an edge line that is not one,
-  an edge two sections disagree about, a NUL character) is a ``DraftError`` naming the line.
+- An absent section leaves that tier (or the triggers, or the edges) unchanged; a present but
+  empty one clears it. Anything else (an unknown section, text after a fence, an edge line that
+  is not one, an edge two sections disagree about, a NUL character) is a ``DraftError`` naming
+  the line.
 
 ``draft_parse`` reads it; ``draft_render`` writes the same shape (the Lens prints nothing else
 for a fragment), so a fragment's Lens output read back as a draft changes nothing: text that
-cannot be written plainly is fenced, relations that would not survive a line are written as
-JSON strings. ``draft_diff`` reads the Gem and writes nothing: its ``DraftDiff`` lists the fragments
-created, the tiers changed (key, tier, old, new; ``TierChange.unified()`` is a unified diff),
-the edges added, removed and relabelled, the sources added, and ``as_text()`` says it all.
+cannot be written plainly is fenced, relations and triggers that would not survive a line are
+written as JSON strings. ``draft_diff`` reads the Gem and writes nothing: its ``DraftDiff`` lists
+the fragments created, the tiers changed (key, tier, old, new; ``TierChange.unified()`` is a
+unified diff) and the triggers changed among them (a ``TriggersChange``, whose old and new are
+the section's lines, so it is shown as a tier's change is), the edges added, removed and
+relabelled, the sources added, and ``as_text()`` says it all.
 ``gem.drafts.draft_apply`` applies a draft.
 
 The Gem imports no other app, so ``draft_diff`` is given the event log's lookup by its caller
@@ -104,19 +119,22 @@ from gem.models import (
     FragmentEdge,
     FragmentSource,
 )
+from gem.waking import triggers_problem
 
+TRIGGERS = "triggers"
 EDGES = "edges"
 SOURCES = "sources"
 NOTES = (SOURCES, "working memory")
 BASE = "written against"
-SECTIONS = (*TIERS, EDGES, *NOTES, BASE)
+SECTIONS = (*TIERS, TRIGGERS, EDGES, *NOTES, BASE)
 # What a draft is written against, part by part: what a fragment holds.
-PARTS = (*TIERS, EDGES, SOURCES)
+PARTS = (*TIERS, TRIGGERS, EDGES, SOURCES)
 DIGEST_CHARS = 12
 KEY_MAX_LENGTH = Fragment._meta.get_field("key").max_length
 
 HEADING = re.compile(r"^(#{1,2})(?:[ \t]+(.*))?$")
 FENCE = re.compile(r"^(~{3,}|`{3,})$")
+TRIGGER_ITEM = re.compile(r"^[-*](?:[ \t]+(.*))?$")
 EDGE_ITEM = re.compile(r"^[-*][ \t]+(→|->|←|<-)[ \t]*([^\s:]+)(?::(.*))?$")
 OUT_ARROWS = ("→", "->")
 BASE_ITEM = re.compile(rf"^[-*][ \t]+([a-z]+)[ \t]+([0-9a-f]{{{DIGEST_CHARS}}})$")
@@ -142,8 +160,9 @@ class DraftEdge:
 
 @dataclass
 class DraftFragment:
-    """One ``# KEY`` section: only the tiers present are in ``tiers``; ``edges`` is None when
-    the draft has no edges section (unchanged), a list (maybe empty) when it has one.
+    """One ``# KEY`` section: only the tiers present are in ``tiers``; ``triggers`` and
+    ``edges`` are None when the draft has no such section (unchanged), a list (maybe empty) when
+    it has one.
     ``sources`` holds the event ids its sources section lists, each with its line: read from
     ``notes["sources"]``, which is what the draft says (and what compares). ``base`` is what it
     was written against: each part's digest (``part_digest``), empty when the draft does not
@@ -151,6 +170,7 @@ class DraftFragment:
 
     key: str
     tiers: dict[str, str] = field(default_factory=dict)
+    triggers: list[str] | None = None
     edges: list[DraftEdge] | None = None
     notes: dict[str, str] = field(default_factory=dict)
     base: dict[str, str] = field(default_factory=dict)
@@ -234,6 +254,7 @@ def draft_parse(text: str) -> Draft:
         if (
             section in fragment.tiers
             or section in fragment.notes
+            or (section == TRIGGERS and fragment.triggers is not None)
             or (section == EDGES and fragment.edges is not None)
             or (section == BASE and fragment.base)
         ):
@@ -242,6 +263,8 @@ def draft_parse(text: str) -> Draft:
             fragment.base, index = _base_read(lines, index)
         elif section in TIERS:
             fragment.tiers[section], index = _tier_body(lines, index)
+        elif section == TRIGGERS:
+            fragment.triggers, index = _triggers_body(lines, index)
         elif section == EDGES:
             fragment.edges, index = _edges_body(lines, index, key=fragment.key)
         else:
@@ -325,6 +348,26 @@ def _edges_body(lines: list[str], index: int, *, key: str) -> tuple[list[DraftEd
     return edges, index
 
 
+def _triggers_body(lines: list[str], index: int) -> tuple[list[str], int]:
+    """A triggers section: one list item per trigger, checked as the list grows so a problem
+    names the line that brings it."""
+    triggers: list[str] = []
+    while index < len(lines) and not HEADING.match(lines[index]):
+        number, line = index + 1, lines[index].strip()
+        index += 1
+        if not line:
+            continue
+        match = TRIGGER_ITEM.match(line)
+        if match is None:
+            raise DraftError(f"“{line}” is not a trigger: write “- lighthouse”", line=number)
+        triggers.append(_quoted(match[1] or "", what="trigger", line=number))
+        if "\x00" in triggers[-1]:
+            raise DraftError("a NUL character (\\u0000) cannot be stored; remove it", line=number)
+        if problem := triggers_problem(triggers):
+            raise DraftError(problem, line=number)
+    return triggers, index
+
+
 def _sources_read(lines: list[str], index: int) -> dict[int, int]:
     """The event ids a sources section lists, each with the (first) line naming it."""
     sources: dict[int, int] = {}
@@ -365,17 +408,25 @@ def _base_read(lines: list[str], index: int) -> tuple[dict[str, str], int]:
     return base, index
 
 
+def _quoted(raw: str, *, what: str, line: int) -> str:
+    """A relation or a trigger as written: without the spaces around it, read as a JSON string
+    when it starts with ``"``."""
+    text = raw.strip()
+    if not text.startswith('"'):
+        return text
+    try:
+        text = json.loads(text)
+    except json.JSONDecodeError as error:
+        raise DraftError(
+            f"the {what} {raw.strip()} is not a JSON string: {error}", line=line
+        ) from None
+    if not isinstance(text, str):
+        raise DraftError(f"the {what} {raw.strip()} is not a JSON string", line=line)
+    return text
+
+
 def _relation(raw: str, *, line: int) -> str:
-    relation = raw.strip()
-    if relation.startswith('"'):
-        try:
-            relation = json.loads(relation)
-        except json.JSONDecodeError as error:
-            raise DraftError(
-                f"the relation {raw.strip()} is not a JSON string: {error}", line=line
-            ) from None
-        if not isinstance(relation, str):
-            raise DraftError(f"the relation {raw.strip()} is not a JSON string", line=line)
+    relation = _quoted(raw, what="relation", line=line)
     if len(relation) > RELATION_MAX_LENGTH:
         raise DraftError(f"a relation is longer than {RELATION_MAX_LENGTH} characters", line=line)
     return relation
@@ -426,6 +477,10 @@ def _fragment_render(fragment: DraftFragment) -> str:
             blocks.append(f"## {tier}")
             if fragment.tiers[tier]:
                 blocks.append(_tier_text(fragment.tiers[tier]))
+    if fragment.triggers is not None:
+        blocks.append(f"## {TRIGGERS}")
+        if fragment.triggers:
+            blocks.append(triggers_text(fragment.triggers))
     if fragment.edges is not None:
         blocks.append(f"## {EDGES}")
         if fragment.edges:
@@ -458,14 +513,24 @@ def _tier_text(text: str) -> str:
     return f"{fence}\n{text}\n{fence}"
 
 
+def _as_written(text: str) -> str:
+    """A relation or a trigger as a list item holds it: as a JSON string when it would not
+    survive the line as it is (a line break, spaces around it, a leading ``"``)."""
+    if text != text.strip() or "\n" in text or "\r" in text or text.startswith('"'):
+        return json.dumps(text, ensure_ascii=False)
+    return text
+
+
 def _edge_line(key: str, edge: DraftEdge) -> str:
     arrow, other = ("→", edge.target) if edge.source == key else ("←", edge.source)
-    relation = edge.relation
-    if not relation:
+    if not edge.relation:
         return f"- {arrow} {other}"
-    if relation != relation.strip() or "\n" in relation or "\r" in relation or relation[0] == '"':
-        relation = json.dumps(relation, ensure_ascii=False)
-    return f"- {arrow} {other}: {relation}"
+    return f"- {arrow} {other}: {_as_written(edge.relation)}"
+
+
+def triggers_text(triggers: Iterable[str]) -> str:
+    """A triggers section's lines: one list item per trigger."""
+    return "\n".join(f"- {_as_written(trigger)}" for trigger in triggers)
 
 
 def edges_ordered(key: str, edges: Iterable[DraftEdge]) -> list[DraftEdge]:
@@ -493,6 +558,20 @@ class TierChange:
                 lineterm="",
             )
         )
+
+
+@dataclass(frozen=True)
+class TriggersChange(TierChange):
+    """A fragment's triggers changed: listed with the tiers changed, its old and new the
+    triggers section's lines (``triggers_text``), so it is shown as a tier's change is;
+    ``triggers`` is the new list, what is written."""
+
+    triggers: tuple[str, ...] = ()
+
+
+def triggers_change(key: str, old: Iterable[str], new: Iterable[str]) -> TriggersChange:
+    new = tuple(new)
+    return TriggersChange(key, TRIGGERS, triggers_text(old), triggers_text(new), new)
 
 
 @dataclass(frozen=True)
@@ -540,8 +619,8 @@ class DraftDiff:
         )
 
     def fragments_changed(self) -> list[str]:
-        """Keys of existing fragments whose tiers, edges or sources change, in order of first
-        mention."""
+        """Keys of existing fragments whose tiers, triggers, edges or sources change, in order
+        of first mention."""
         created = set(self.fragments_created)
         keys = [change.key for change in self.tiers_changed]
         for edge in (*self.edges_added, *self.edges_removed, *self.edges_relabelled):
@@ -612,6 +691,10 @@ def draft_diff(draft: Draft, *, events_found: EventsFound) -> DraftDiff:
             old = getattr(current, tier) if current else ""
             if line_breaks_normalized(old) != line_breaks_normalized(new):
                 diff.tiers_changed.append(TierChange(fragment.key, tier, old, new))
+        if fragment.triggers is not None:
+            held = current.triggers if current else []
+            if held != fragment.triggers:
+                diff.tiers_changed.append(triggers_change(fragment.key, held, fragment.triggers))
 
     diff.sources_added = _sources_added(draft, known=existing, events_found=events_found)
 
@@ -687,7 +770,7 @@ def _sources_added(
 
 
 def part_digest(part: str, text: str) -> str:
-    """The short digest of one part of a fragment (a tier, its edges or its sources)."""
+    """The short digest of one part of a fragment (a tier, its triggers, edges or sources)."""
     return hashlib.sha256(f"{part}\n{text}".encode()).hexdigest()[:DIGEST_CHARS]
 
 
@@ -705,6 +788,10 @@ def part_text(fragment: DraftFragment, part: str, *, whole: bool = False) -> str
     if part in TIERS:
         text = fragment.tiers.get(part, "" if whole else None)
         return None if text is None else line_breaks_normalized(text)
+    if part == TRIGGERS:
+        if fragment.triggers is None and not whole:
+            return None
+        return triggers_text(fragment.triggers or [])
     if part == EDGES:
         if fragment.edges is None and not whole:
             return None
@@ -738,7 +825,8 @@ def draft_written(draft: Draft, *, base: Iterable[DraftFragment] | None = None) 
 
 
 def fragments_now(keys: Iterable[str]) -> dict[str, DraftFragment]:
-    """The fragments among ``keys`` as the Gem holds them now: tiers, edges, sources."""
+    """The fragments among ``keys`` as the Gem holds them now: tiers, triggers (None when it has
+    none, so no empty section is written), edges, sources."""
     found = Fragment.objects.in_bulk(list(keys))
     edges: dict[str, list[DraftEdge]] = {key: [] for key in found}
     for source, target, relation in FragmentEdge.objects.filter(
@@ -755,6 +843,7 @@ def fragments_now(keys: Iterable[str]) -> dict[str, DraftFragment]:
         key: DraftFragment(
             key=key,
             tiers={tier: getattr(fragment, tier) for tier in TIERS},
+            triggers=list(fragment.triggers) or None,
             edges=edges_ordered(key, edges[key]),
             sources=sources[key],
         )
@@ -900,6 +989,7 @@ def draft_parts(draft: Draft, names: Container[str]) -> Draft:
             replace(
                 fragment,
                 tiers={t: text for t, text in fragment.tiers.items() if t in chosen},
+                triggers=fragment.triggers if TRIGGERS in chosen else None,
                 edges=fragment.edges if EDGES in chosen else None,
                 notes={n: text for n, text in fragment.notes.items() if n in chosen},
                 sources=fragment.sources if SOURCES in chosen else {},

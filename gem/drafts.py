@@ -25,12 +25,13 @@ from gem.draft import (
     DraftEdge,
     DraftError,
     EventsFound,
+    TriggersChange,
     draft_check,
     draft_diff,
     draft_parse,
     draft_parts,
 )
-from gem.models import TIERS, Fragment, FragmentEdge, FragmentSource
+from gem.models import Fragment, FragmentEdge, FragmentSource
 from gem.services import fragment_log
 
 
@@ -89,17 +90,18 @@ def draft_apply(
 
 
 def diff_write(diff: DraftDiff) -> None:
-    """Write what ``diff`` says, in one transaction: fragments created with their tiers, tiers
-    changed, edges removed, added and relabelled, sources recorded and removed. The diff has
-    been checked against the Gem (``draft_diff``, or the fragment form's validation)."""
-    new_tiers: dict[str, dict[str, str]] = {}
+    """Write what ``diff`` says, in one transaction: fragments created with their tiers and
+    triggers, tiers and triggers changed, edges removed, added and relabelled, sources recorded
+    and removed. The diff has been checked against the Gem (``draft_diff``, or the fragment
+    form's validation)."""
+    new_tiers: dict[str, dict[str, str | list[str]]] = {}
     for change in diff.tiers_changed:
-        new_tiers.setdefault(change.key, {})[change.tier] = change.new
+        new = list(change.triggers) if isinstance(change, TriggersChange) else change.new
+        new_tiers.setdefault(change.key, {})[change.tier] = new
     created = set(diff.fragments_created)
     with transaction.atomic():
         Fragment.objects.bulk_create(
-            Fragment(key=key, **{tier: new_tiers.get(key, {}).get(tier, "") for tier in TIERS})
-            for key in diff.fragments_created
+            Fragment(key=key, **new_tiers.get(key, {})) for key in diff.fragments_created
         )
         changed = {key: tiers for key, tiers in new_tiers.items() if key not in created}
         for fragment in Fragment.objects.select_for_update().filter(key__in=changed):
@@ -144,9 +146,12 @@ def _pairs(pairs: Iterable[tuple], first: str = "source_id", second: str = "targ
 
 def _what_changed(diff: DraftDiff, key: str) -> str:
     parts = []
-    tiers = [change.tier for change in diff.tiers_changed if change.key == key]
+    changes = [change for change in diff.tiers_changed if change.key == key]
+    tiers = [change.tier for change in changes if not isinstance(change, TriggersChange)]
     if tiers:
         parts.append("tiers " + ", ".join(tiers))
+    if len(tiers) < len(changes):
+        parts.append("triggers")
 
     def mine(edges) -> list:
         return [edge for edge in edges if key in (edge.source, edge.target)]

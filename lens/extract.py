@@ -62,8 +62,9 @@ def keys_checked(keys: Iterable[str]) -> list[str]:
 
 
 def fragment_drafts(keys: list[str]) -> list[DraftFragment]:
-    """Known fragments with every tier, every edge (both ways), sources and working-memory
-    links, in the order asked; a fixed number of queries however many keys."""
+    """Known fragments with every tier, their triggers (when they have any), every edge (both
+    ways), sources and working-memory links, in the order asked; a fixed number of queries
+    however many keys."""
     fragments = Fragment.objects.in_bulk(keys)
     edges: dict[str, list[DraftEdge]] = {key: [] for key in keys}
     for source, target, relation in FragmentEdge.objects.filter(
@@ -99,6 +100,7 @@ def fragment_drafts(keys: list[str]) -> list[DraftFragment]:
             DraftFragment(
                 key=key,
                 tiers={tier: getattr(fragments[key], tier) for tier in TIERS},
+                triggers=list(fragments[key].triggers) or None,
                 edges=edges_ordered(key, edges[key]),
                 notes=notes,
             )

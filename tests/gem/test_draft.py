@@ -10,9 +10,11 @@ from gem.draft import (
     DraftError,
     DraftFragment,
     SourceAdded,
+    TriggersChange,
     draft_check,
     draft_diff,
     draft_parse,
+    draft_parts,
     draft_render,
     draft_written,
     fragments_now,
@@ -30,6 +32,14 @@ def test_an_absent_section_means_unchanged_and_an_empty_one_cleared():
     assert fairy.edges == []
     assert well.tiers == {"ambient": "Deep."}
     assert well.edges is None
+
+
+def test_it_reads_triggers_in_order_and_an_empty_section_as_none_left():
+    text = '# fairy\n\n## triggers\n\n- lighthouse\n* Old Grey the seal\n- " padded "\n\n# well\n'
+    fairy, well = draft_parse(text + "\n## triggers\n").fragments
+    assert fairy.triggers == ["lighthouse", "Old Grey the seal", " padded "]
+    assert well.triggers == []
+    assert draft_parse("# moon\n\n## ambient\n\nPale.\n").fragments[0].triggers is None
 
 
 def test_it_reads_windows_line_breaks_and_ascii_arrows():
@@ -75,6 +85,19 @@ def test_it_reads_the_event_ids_of_a_sources_section_and_keeps_its_text():
             "has the relation “in” here and “out” under “well” (line 11)",
         ),
         ("# fairy\n\n## edges\n\n- → well\n\n# well\n\n## edges\n", 5, "not under “well”"),
+        ("# fairy\n\n## triggers\n\nlighthouse\n", 5, "is not a trigger"),
+        ("# fairy\n\n## triggers\n\n- lighthouse\n- -- !\n", 6, "has no words in it"),
+        ("# fairy\n\n## triggers\n\n- Old Grey\n\n- old-grey\n", 7, "are the same words"),
+        ('# fairy\n\n## triggers\n\n- "unclosed\n', 5, 'the trigger "unclosed is not a JSON'),
+        ('# fairy\n\n## triggers\n\n- "nul \\u0000 here"\n', 5, "NUL character"),
+        ("# fairy\n\n## triggers\n\n" + "- word\n" * 2, 6, "are the same words"),
+        ("# fairy\n\n## triggers\n\n- " + "a " * 13 + "\n", 5, "is too long"),
+        (
+            "# fairy\n\n## triggers\n\n" + "".join(f"- w{n}\n" for n in range(51)),
+            55,
+            "at most 50 triggers",
+        ),
+        ("# fairy\n\n## triggers\n\n## triggers\n", 5, "second “## triggers”"),
     ],
 )
 def test_it_refuses_what_it_cannot_place_and_names_the_line(text, line, words):
@@ -125,6 +148,28 @@ def test_it_shows_each_kind_of_change_and_writes_nothing(gem, django_assert_max_
     assert '~ fairy → well: "lives in" → "sleeps in"' in text
     assert Fragment.objects.count() == 3
     assert FragmentEdge.objects.filter(relation="lives in").exists()
+
+
+def test_it_lists_a_change_of_triggers_as_it_lists_a_tiers(gem):
+    Fragment.objects.filter(key="fairy").update(triggers=["wisp"])
+    draft = draft_parse(
+        "# fairy\n\n## triggers\n\n- wisp\n- little light\n\n# well\n\n## triggers\n\n"
+        "# star\n\n## triggers\n\n- far light\n"
+    )
+    diff = draft_diff(draft, events_found=source_events)
+
+    assert [(c.key, c.tier, c.old, c.new) for c in diff.tiers_changed] == [
+        ("fairy", "triggers", "- wisp", "- wisp\n- little light"),
+        ("star", "triggers", "", "- far light"),
+    ]
+    assert isinstance(diff.tiers_changed[0], TriggersChange)
+    assert diff.tiers_changed[0].triggers == ("wisp", "little light")
+    assert diff.fragments_changed() == ["fairy"]  # well had none and keeps none
+    text = diff.as_text()
+    assert "--- fairy · triggers (now)\n+++ fairy · triggers (draft)" in text
+    assert " - wisp\n+- little light" in text
+    same = draft_parse("# fairy\n\n## triggers\n\n- wisp\n")
+    assert draft_diff(same, events_found=source_events).is_empty
 
 
 def test_it_refuses_an_edge_to_a_fragment_nobody_has(gem):
@@ -180,11 +225,36 @@ def test_a_draft_says_what_it_was_written_against_and_reads_it_back(gem):
     text = _written()
     assert "\n## written against\n\n- ambient " in text
     (fragment,) = draft_parse(text).fragments
-    assert list(fragment.base) == ["ambient", "recognition", "inventory", "edges", "sources"]
+    assert list(fragment.base) == [
+        "ambient",
+        "recognition",
+        "inventory",
+        "triggers",
+        "edges",
+        "sources",
+    ]
     assert fragment.base["ambient"] == part_digest("ambient", "A small light.")
     assert draft_render(draft_parse(text)) == text
     check = draft_check(draft_parse(text))
     assert (check.conflicts, check.moved(), check.unchecked) == ([], [], [])
+
+
+def test_triggers_changed_meanwhile_conflict_and_apply_part_by_part(gem):
+    Fragment.objects.filter(key="fairy").update(triggers=["wisp"])
+    text = _written().replace("- wisp\n", "- glimmer\n").replace("A small light.", "Blue.")
+    assert draft_check(draft_parse(text)).conflicts == []
+    Fragment.objects.filter(key="fairy").update(triggers=["wisp", "will-o'-the-wisp"])
+
+    check = draft_check(draft_parse(text))
+
+    assert [part.name for part in check.conflicts] == ["fairy:triggers"]
+    (part,) = check.conflicts
+    assert (part.base, part.draft, part.now) == (None, "- glimmer", "- wisp\n- will-o'-the-wisp")
+    kept = draft_render(Draft(fragments=[DraftFragment(key="fairy", triggers=["wisp"])]))
+    assert draft_check(draft_parse(text), base=kept).conflicts[0].base == "- wisp"
+    assert draft_parts(draft_parse(text), {"fairy:ambient"}).fragments[0].triggers is None
+    chosen = draft_parts(draft_parse(text), {"fairy:triggers"}).fragments[0]
+    assert (chosen.triggers, chosen.tiers) == (["glimmer"], {})
 
 
 def test_a_written_against_line_that_is_not_one_is_refused(gem):

@@ -5,6 +5,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from gem.draft import TIERS, Draft, DraftEdge, DraftFragment, draft_parse, draft_render
+from gem.waking import name_words, triggers_problem
 
 pytestmark = pytest.mark.store_free
 
@@ -40,6 +41,31 @@ relations = st.one_of(
     st.sampled_from(["", "lives in", ' "quoted"', "two\nlines", " padded ", "a: b", "→ ←"]),
     st.text(st.characters(codec="utf-8", exclude_characters="\x00"), max_size=100),
 )
+# Triggers a fragment can hold: odd characters, quotes and spaces where a line would lose them.
+AWKWARD_TRIGGERS = [
+    "lighthouse",
+    "Old Grey the seal",
+    ' "quoted" ',
+    '"leading quote',
+    'trailing quote"',
+    "  padded  ",
+    "two\nlines",
+    "lone\rcarriage",
+    "- → well: lives in",
+    "# not a heading",
+    "Y'lhara's",
+    "ünïcödé ✨ 妖精",
+    "\u2028line separator\x85next",
+    "tab\tinside",
+]
+triggers = st.lists(
+    st.one_of(
+        st.sampled_from(AWKWARD_TRIGGERS),
+        st.text(st.characters(codec="utf-8", exclude_characters="\x00"), min_size=1, max_size=30),
+    ).filter(lambda trigger: name_words(trigger)),
+    max_size=6,
+    unique_by=name_words,
+).filter(lambda listed: triggers_problem(listed) is None)
 
 
 @st.composite
@@ -60,6 +86,7 @@ def draft_fragments(draw, key: str, others: list[str]) -> DraftFragment:
     return DraftFragment(
         key=key,
         tiers=dict(sorted(tiers.items(), key=lambda kv: TIERS.index(kv[0]))),
+        triggers=draw(st.none() | triggers),
         edges=edges,
         notes=notes,
     )
@@ -86,6 +113,27 @@ def test_it_reads_back_exactly_what_it_writes(draft):
 def test_it_keeps_any_tier_text_exactly(text):
     draft = Draft(fragments=[DraftFragment(key="fairy", tiers={"inventory": text})])
     assert draft_parse(draft_render(draft)).fragments[0].tiers["inventory"] == text
+
+
+@given(triggers)
+@settings(max_examples=500)
+def test_it_keeps_any_triggers_exactly(listed):
+    draft = Draft(fragments=[DraftFragment(key="fairy", triggers=listed)])
+    assert draft_parse(draft_render(draft)).fragments[0].triggers == listed
+
+
+def test_it_writes_triggers_as_a_list_and_quotes_what_a_line_would_lose():
+    draft = Draft(
+        fragments=[
+            DraftFragment(key="fairy", triggers=["lighthouse", " padded", '"quoted"', "Old Grey"]),
+            DraftFragment(key="well", triggers=[]),
+            DraftFragment(key="moon"),
+        ]
+    )
+    assert draft_render(draft) == (
+        '# fairy\n\n## triggers\n\n- lighthouse\n- " padded"\n- "\\"quoted\\""\n'
+        "- Old Grey\n\n# well\n\n## triggers\n\n# moon\n"
+    )
 
 
 def test_it_writes_plain_prose_plainly_and_fences_the_rest():

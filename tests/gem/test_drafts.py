@@ -55,7 +55,9 @@ def gem():
 
 def snapshot() -> tuple:
     return (
-        list(Fragment.objects.values_list("key", "ambient", "recognition", "inventory")),
+        list(
+            Fragment.objects.values_list("key", "ambient", "recognition", "inventory", "triggers")
+        ),
         list(FragmentEdge.objects.values_list("source_id", "target_id", "relation")),
         LogEntry.objects.count(),
     )
@@ -115,6 +117,82 @@ def test_it_clears_a_tier_that_is_present_but_empty(gem, person):
 
     fairy = Fragment.objects.get(key="fairy")
     assert (fairy.ambient, fairy.recognition, fairy.inventory) == ("A small light.", "", "")
+
+
+def test_it_writes_a_drafts_triggers_clears_them_and_leaves_them_when_absent(gem, person):
+    Fragment.objects.filter(key="well").update(triggers=["the old well"])
+    Fragment.objects.filter(key="moon").update(triggers=["pale one"])
+    draft = """# fairy
+
+## triggers
+
+- wisp
+- " the little light"
+
+# star
+
+## ambient
+
+A far light.
+
+## triggers
+
+- far light
+
+# well
+
+## triggers
+
+# moon
+
+## ambient
+
+Pale.
+"""
+    diff = draft_apply(draft, user=person, events_found=source_events)
+
+    assert dict(Fragment.objects.values_list("key", "triggers")) == {
+        "fairy": ["wisp", " the little light"],
+        "star": ["far light"],
+        "well": [],
+        "moon": ["pale one"],
+    }
+    assert [(c.key, c.tier) for c in diff.tiers_changed] == [
+        ("fairy", "triggers"),
+        ("star", "ambient"),
+        ("star", "triggers"),
+        ("well", "triggers"),
+        ("moon", "ambient"),
+    ]
+    entries = {e.object_id: e.change_message for e in LogEntry.objects.all()}
+    assert entries["fairy"] == "Changed from a draft: triggers"
+    assert entries["star"] == "Created from a draft: tiers ambient; triggers"
+    assert entries["moon"] == "Changed from a draft: tiers ambient"
+
+
+def test_a_draft_written_against_other_triggers_is_refused_but_its_other_parts_apply(gem, person):
+    Fragment.objects.filter(key="fairy").update(triggers=["wisp"])
+    text = (
+        _written("fairy")
+        .replace("- wisp\n", "- wisp\n- glimmer\n")
+        .replace("A small light.", "Blue.")
+    )
+    Fragment.objects.filter(key="fairy").update(triggers=["wisp", "will-o'-the-wisp"])
+    before = snapshot()
+
+    with pytest.raises(DraftConflict) as refused:
+        draft_apply(text, user=person, events_found=source_events)
+
+    (conflict,) = refused.value.check.conflicts
+    assert (conflict.name, conflict.draft, conflict.now) == (
+        "fairy:triggers",
+        "- wisp\n- glimmer",
+        "- wisp\n- will-o'-the-wisp",
+    )
+    assert snapshot() == before
+    draft_apply(text, user=person, events_found=source_events, parts={"fairy:ambient"})
+    fairy = Fragment.objects.get(key="fairy")
+    assert (fairy.ambient, fairy.triggers) == ("Blue.", ["wisp", "will-o'-the-wisp"])
 
 
 def test_a_bad_draft_changes_nothing_and_says_where(gem, person):
@@ -233,6 +311,8 @@ def test_a_draft_applied_reads_back_as_no_change(draft):
         for fragment in draft.fragments:
             held = Fragment.objects.get(key=fragment.key)
             assert {tier: getattr(held, tier) for tier in fragment.tiers} == fragment.tiers
+            if fragment.triggers is not None:
+                assert held.triggers == fragment.triggers
             if fragment.edges is not None:
                 touching = FragmentEdge.objects.filter(source=held) | FragmentEdge.objects.filter(
                     target=held

@@ -74,6 +74,20 @@ def test_diff_shows_what_a_draft_would_change_and_changes_nothing(gem, tmp_path)
     assert lens("diff", str(draft)) == "No change: the Gem already holds this draft.\n"
 
 
+def test_one_key_prints_its_triggers_and_diff_shows_them_changed(gem, tmp_path):
+    Fragment.objects.filter(key="fairy").update(triggers=["wisp"])
+    assert "\n## triggers\n\n- wisp\n\n## edges\n" in lens("fairy")
+    assert "## triggers" not in lens("well")
+    draft = tmp_path / "draft.md"
+    draft.write_text(lens("fairy").replace("- wisp\n", "- wisp\n- the little light\n"))
+
+    out = lens("diff", str(draft))
+
+    assert "--- fairy · triggers (now)\n+++ fairy · triggers (draft)" in out
+    assert " - wisp\n+- the little light" in out
+    assert Fragment.objects.get(key="fairy").triggers == ["wisp"]
+
+
 def test_diff_says_when_a_fragment_changed_since_the_draft_was_written(gem, tmp_path):
     draft = tmp_path / "draft.md"
     draft.write_text(lens("fairy").replace("A small light.", "A brighter light."))

@@ -72,6 +72,7 @@ def test_it_shows_every_tier_every_edge_both_ways_sources_and_links(graph):
             ("ambient", "The fairy."),
             ("recognition", "She came with the first snow."),
             ("inventory", "## Not a section\n\nDetail."),
+            ("triggers", ""),
             ("edges", "- → mist: breathes\n- → well: lives in\n- ← mist: hides\n- ← star: guides"),
             ("sources", "12, 40"),
         ]
@@ -92,6 +93,21 @@ def test_a_fragment_with_nothing_yet_shows_its_empty_sections():
     assert fragment_markdown("seed").split("\n\n## written against")[0] + "\n" == (
         "# seed\n\n## ambient\n\n## recognition\n\n## inventory\n\n## edges\n"
     )
+
+
+def test_a_fragment_with_triggers_shows_them_after_its_tiers_one_without_no_section(graph):
+    Fragment.objects.filter(key="fairy").update(triggers=["wisp", " the little light"])
+    markdown = fragment_markdown("fairy")
+    assert (
+        '## inventory\n\n## triggers\n\n- wisp\n- " the little light"\n\n## edges\n'
+        in markdown
+    )
+    assert f"- triggers {part_digest('triggers', '- wisp\n- " the little light"')}\n" in markdown
+    assert draft_parse(markdown).fragments[0].triggers == ["wisp", " the little light"]
+    assert "## triggers" not in fragment_markdown("well")
+    connecting = intersection_markdown(["fairy", "well"])
+    assert connecting.count("## triggers") == 1
+    assert draft_diff(draft_parse(connecting), events_found=source_events).is_empty
 
 
 def test_an_unknown_key_is_named_with_the_nearest_keys(graph):

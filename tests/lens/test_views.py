@@ -68,6 +68,15 @@ def test_a_fragment_page_shows_every_tier_and_links_its_neighbours(client, owner
     assert reverse("lens-fragment-draft", args=["fairy"]) in html
 
 
+def test_a_fragment_page_shows_its_triggers_and_no_section_without_them(client, owner, gem):
+    Fragment.objects.filter(key="fairy").update(triggers=["wisp", "<the> light"])
+    html = client.get(reverse("lens-fragment-detail", args=["fairy"])).content.decode()
+    assert '<h2 id="triggers-heading">triggers</h2>' in html
+    assert "<li>wisp</li><li>&lt;the&gt; light</li>" in html
+    html = client.get(reverse("lens-fragment-detail", args=["well"])).content.decode()
+    assert "triggers-heading" not in html
+
+
 def test_a_fragment_page_shows_incoming_edges_too(client, owner, gem):
     html = client.get(reverse("lens-fragment-detail", args=["well"])).content.decode()
     assert html.count('class="arrow"') == 2
