@@ -107,6 +107,7 @@ def inspector_view(site, request, *, turn_id: int) -> TemplateResponse:
             "meters": [Meter(bar) for bar in inspection.bars],
             "pool_meters": [Meter(bar) for bar in inspection.pools],
             "recalled": [(item, link_of(item.link)) for item in inspection.recalled],
+            "found": [(item, link_of(item.link)) for item in inspection.found],
             "left_out": left_out_rows(inspection),
             "diffs": diffs_of(inspection.changed),
             "cache_meter": _cache_meter(inspection),

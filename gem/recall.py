@@ -8,11 +8,13 @@ the asked-for fragments first, then neighbours — and the assembler trims them 
 """
 
 from collections.abc import Sequence
+from dataclasses import replace
 
 from django.db.models import Q
 
 from gem.models import Fragment, FragmentEdge
 from gem.recalled import Recall, RecalledItem
+from gem.waking import Named
 
 DEEP_TIERS = ("inventory", "recognition", "ambient")
 SHALLOW_TIERS = ("recognition", "ambient")
@@ -51,3 +53,21 @@ def recall_items(requests: Sequence[Recall]) -> list[RecalledItem]:
         seen.add(key)
         neighbours.append(RecalledItem(key, "ambient", ambient.strip()))
     return asked + neighbours
+
+
+def woken_items(named: Sequence[Named]) -> list[RecalledItem]:
+    """The fragments a message names (``gem.waking.names_found``, in its order), each at its
+    recognition tier (ambient when that is empty) and saying what woke it, then their
+    neighbours at ambient depth, as a recall brings them."""
+    items = recall_items([Recall(name.key, deep=False) for name in named])
+    said = {name.key: name.said for name in named}
+    return [
+        replace(
+            item,
+            why=f"woken by “{said[item.key]}” in the message"
+            if item.key in said
+            else "next to a fragment the message names",
+        )
+        for item in items
+        if item.tier != MISSING
+    ]

@@ -22,9 +22,10 @@ from gem.models import (
     WakeText,
     WorkingMemory,
 )
-from gem.recall import recall_items
+from gem.recall import recall_items, woken_items
 from gem.recalled import Recall, RecalledItem
 from gem.state import WORKING_MEMORY_FILL, state_get
+from gem.waking import Named, names_found, names_index
 
 
 def newest_version(model: type[VersionedText], *same_text: models.Q, **same):
@@ -147,6 +148,7 @@ class GemNow:
     ambient_prose: str
     working_memory: list[Any]
     recalled_before: dict = field(repr=False, compare=False)  # recall results, same fragments
+    names: dict = field(repr=False, compare=False)  # every fragment's names (gem.waking)
 
     def recalled(self, requests: Sequence[Recall]) -> list[RecalledItem]:
         """`gem.recall.recall_items`, read once for as long as fragments and edges are as they
@@ -157,6 +159,12 @@ class GemNow:
                 self.recalled_before.clear()
             self.recalled_before[key] = recall_items(requests)
         return self.recalled_before[key]
+
+    def woken(self, message: str) -> tuple[list[Named], list[RecalledItem]]:
+        """The fragments ``message`` names by their keys and triggers, and what they bring
+        (`gem.recall.woken_items`)."""
+        named = names_found(message, self.names)
+        return named, (woken_items(named) if named else [])
 
 
 def gem_current() -> GemNow:
@@ -205,6 +213,7 @@ class GemCopy:
                 ambient_prose=self._table(AmbientProse, ambient_prose_current),
                 working_memory=list(self._rows.values()),
                 recalled_before=self._table(Fragment, dict),
+                names=self._table(Fragment, _names_read, "names"),
             )
 
     def _refresh(self) -> None:
@@ -255,6 +264,13 @@ WHOLE_TABLE = 0  # the row id of a change to a table as a whole (its rows are no
 FRAGMENTS, EDGES = Fragment._meta.db_table, FragmentEdge._meta.db_table
 RECALLS_KEPT = 256  # recall results kept at most; all are forgotten when it is reached
 gem_copy = GemCopy()
+
+
+def _names_read() -> dict:
+    """Every fragment's key and triggers as ``gem.waking`` finds them in a message."""
+    return names_index(
+        (key, [key, *triggers]) for key, triggers in Fragment.objects.values_list("key", "triggers")
+    )
 
 
 def _active():

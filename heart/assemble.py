@@ -20,7 +20,8 @@ order that lets consecutive turns share the longest prefix (see "Prompt caching"
     ## Summaries     Mirror output           (budget ``summaries``)
     ## Recent        the conversation        (budget: the sum of the four pools)
     ## Lingering     working memory          (budget ``working_memory``)
-    ## Recalled      last turn's recalls     (budget ``recall``)
+    ## Recalled      what the message names, then last turn's recalls (budget ``recall``)
+    ## Found         old conversation found for the message (budget ``found``)
     ## Now           the time in words
     ## Message       the person's message, verbatim, always last
 
@@ -52,9 +53,16 @@ order that lets consecutive turns share the longest prefix (see "Prompt caching"
 
 ``## Recalled``
     ``### {key} ({tier})`` then the tier's text, one entry per item, blank lines between, in the
-    order given (the asked-for fragments, then their neighbours). An item that does not fit in
-    what is left is skipped; later ones still get their chance. The caller's trimming is not
-    trusted: the budget is enforced here too.
+    order given: the fragments the person's message names (woken in this very turn, each saying
+    so: ``### lighthouse (recognition, woken by “Lighthouse” in the message)``) and their
+    neighbours, then what the companion asked for last turn and its neighbours. An item that
+    does not fit in what is left is skipped; later ones still get their chance. The caller's
+    trimming is not trusted: the budget is enforced here too.
+
+``## Found``
+    Passages of older conversation (and summaries) found for the message, the same way:
+    ``### event:412 (found for the message)`` then the passage with its date and speakers, in
+    the order given, under a budget of their own.
 
 ``## Recent``
     One line per display segment, oldest first: ``luna: hello`` for a person,
@@ -127,18 +135,21 @@ Prompt caching
     lingering      ids, as printed            summaries    ids, as printed
     unsummarised   [first, last] event ids the not-summarised line names, or None
     recalled       keys, as printed           recent       {pool: event ids, oldest first}
+    recalled_why   {key: why} of the recalled items that came unasked (woken, found beside)
+    found          refs of the found passages, as printed
     recent_flex    event ids of lines carried beyond their own pool (by flex or other pools)
     recent_window  {first_event: the window's start, full: ended for want of room or nearly so,
                     held_from: the ``recent_from`` given, moved: the start moved on}
     pool_tokens    {user, say, do, flex: tokens charged}
-    truncated      {section: ids (keys for recalled, event ids for recent) of cut items}
+    truncated      {section: ids (keys for recalled and found, event ids for recent) of cut
+                    items}
     dropped        {lingering: over budget, lingering_faded: under 0.01, summaries, recalled,
-                    recent: {pool: lines dropped}}
+                    found, recent: {pool: lines dropped}}
     lingering_scores  {id: score} of the items included
     left_out       {lingering: [{id, score, reason, rank, tokens, room}] (the first
                     ``NEAR_MISSES`` cut by the budget; those below in lingering_further: ids),
-                    summaries: [{id, reason, rank}], recalled: [{key, tier, reason, rank,
-                    tokens, room}]}
+                    summaries: [{id, reason, rank}], recalled and found: [{key, tier, why,
+                    reason, rank, tokens, room}]}
     cache          [{part, block, ttl, prefix_tokens}], one per breakpoint
 """
 
@@ -167,6 +178,7 @@ POOLS = (USER, SAY, DO)
 TYPE_ORDER = ("feeling", "thought", "pattern", "desc", "plan", "pin", "secret")
 
 LINGERING, SUMMARIES, RECALLED = "## Lingering", "## Summaries", "## Recalled"
+FOUND = "## Found"
 RECENT, NOW, MESSAGE = "## Recent", "## Now", "## Message"
 SECTION_GAP = "\n\n"
 ELLIPSIS = " …"
@@ -195,6 +207,7 @@ class Budgets:
 
     working_memory: int = 1500
     recall: int = 1000
+    found: int = 1000
     summaries: int = 800
     pool_user: int = 1500
     pool_say: int = 1500
@@ -271,6 +284,7 @@ def assemble(
     summaries: Sequence[SummaryItem],
     unsummarised: tuple[int, int] | None = None,
     recalled: Sequence[RecalledItem],
+    found: Sequence[RecalledItem] = (),
     conversation: Sequence[ConversationLine],
     now: datetime,
     last_message_at: datetime | None,
@@ -300,7 +314,10 @@ def assemble(
         summaries, unsummarised, characters_within(budgets.summaries, cpt), truncated
     )
     recalled_text, recalled_keys, recalled_left = _recalled(
-        recalled, characters_within(budgets.recall, cpt), truncated, cpt
+        RECALLED, recalled, characters_within(budgets.recall, cpt), truncated, cpt
+    )
+    found_text, found_refs, found_left = _recalled(
+        FOUND, found, characters_within(budgets.found, cpt), truncated, cpt
     )
     recent = _recent(conversation, budgets, truncated, held_from=recent_from)
     now_text = f"{NOW}\n{now_in_words(now, last_message_at)}"
@@ -308,7 +325,7 @@ def assemble(
 
     # Summaries, then the conversation a block per event, then what changes every turn.
     held = ([summaries_text] if summaries_text else []) + recent.event_texts
-    moving = [text for text in (lingering_text, recalled_text, now_text) if text]
+    moving = [text for text in (lingering_text, recalled_text, found_text, now_text) if text]
     user_texts = [*held, SECTION_GAP.join([*moving, message_text])]
     system = _blocks(system_texts, breakpoints=system_breakpoints, ttl="1h")
     user = _blocks(user_texts, breakpoints={len(held) - 1} if held else set())
@@ -320,6 +337,7 @@ def assemble(
         "lingering": estimate_tokens(lingering_text, cpt),
         "summaries": estimate_tokens(summaries_text, cpt),
         "recalled": estimate_tokens(recalled_text, cpt),
+        "found": estimate_tokens(found_text, cpt),
         "recent": estimate_tokens(recent.text, cpt),
         "now": estimate_tokens(now_text, cpt),
         "message": estimate_tokens(message_text, cpt),
@@ -332,6 +350,8 @@ def assemble(
         "summaries": summary_ids,
         "unsummarised": list(unsummarised) if hole_shown else None,
         "recalled": recalled_keys,
+        "recalled_why": {item.key: item.why for item in recalled if item.why},
+        "found": found_refs,
         "recent": recent.event_ids,
         "recent_flex": recent.flex_event_ids,
         "recent_window": {
@@ -346,6 +366,7 @@ def assemble(
             "lingering_faded": faded,
             "summaries": len(summaries) - len(summary_ids),
             "recalled": len(recalled) - len(recalled_keys),
+            "found": len(found) - len(found_refs),
             "recent": recent.dropped,
         },
         "left_out": {
@@ -353,6 +374,7 @@ def assemble(
             "lingering_further": lingering_further,
             "summaries": summaries_left,
             "recalled": recalled_left,
+            "found": found_left,
         },
         "cache": _breakpoints_described(system, user, cpt),
     }
@@ -636,20 +658,25 @@ def _summaries(
 
 
 def _recalled(
-    items: Sequence[RecalledItem], limit: int, truncated: dict, cpt: float
+    heading: str, items: Sequence[RecalledItem], limit: int, truncated: dict, cpt: float
 ) -> tuple[str, list[str], list[dict]]:
-    section = _Section(RECALLED, limit, SECTION_GAP)
+    """The Recalled section, or the Found one (``heading``): each item in the order given, while
+    it fits."""
+    section = _Section(heading, limit, SECTION_GAP)
+    name = heading.removeprefix("## ").lower()
     texts: list[str] = []
     keys: list[str] = []
     left_out: list[dict] = []
     for rank, item in enumerate(items, start=1):
-        title = f"### {_one_line(item.key)} ({_one_line(item.tier)})"
+        said = ", ".join(_one_line(part) for part in (item.tier, item.why) if part)
+        title = f"### {_one_line(item.key)} ({said})"
         text, cut = section.place(_entry_render(title), _clean(item.text))
         if text is None:
             left_out.append(
                 {
                     "key": item.key,
                     "tier": item.tier,
+                    "why": item.why,
                     "reason": BUDGET,
                     "rank": rank,
                     "tokens": tokens_for_characters(len(title) + len(item.text) + 3, cpt),
@@ -661,7 +688,7 @@ def _recalled(
         texts.append(text)
         keys.append(item.key)
         if cut:
-            truncated.setdefault("recalled", []).append(item.key)
+            truncated.setdefault(name, []).append(item.key)
     return section.text(texts), keys, left_out
 
 

@@ -34,6 +34,7 @@ from heart.assemble import (
     summary_entry_tokens,
     summary_title,
 )
+from lens.found import found_for_message
 from lens.search import search_recalled
 from mirror.merge import Span
 from mirror.models import Summary
@@ -52,6 +53,7 @@ def budgets_from_settings(*, chars_per_token: float) -> Budgets:
         chars_per_token=chars_per_token,
         working_memory=settings.BUDGET_WORKING_MEMORY,
         recall=settings.BUDGET_RECALL,
+        found=settings.BUDGET_FOUND,
         summaries=settings.BUDGET_SUMMARIES,
         pool_user=settings.BUDGET_POOL_USER,
         pool_say=settings.BUDGET_POOL_SAY,
@@ -201,7 +203,11 @@ def context_assemble(
     pending = inputs.pending_recall
     recalls = [Recall(r["key"], r["deep"]) for r in pending if "key" in r]
     searches = [r["search"] for r in pending if "search" in r]
-    recalled = gem.recalled(recalls) + search_recalled(searches, before_event=event.pk)
+    # What the message names wakes in this very turn, before what was asked for last turn.
+    named, woken = gem.woken(event.content)
+    awake = {item.key for item in woken}
+    asked = gem.recalled(recalls) + search_recalled(searches, before_event=event.pk)
+    recalled = woken + [item for item in asked if item.key not in awake]
     conversation = conversation_lines(earlier, who=gem.identities)
     local_now = inputs.now.astimezone(ZoneInfo(inputs.zone))
     cpt = budgets.chars_per_token
@@ -238,6 +244,7 @@ def context_assemble(
     contents = dict(
         Summary.objects.filter(pk__in=[s.id for s in chosen]).values_list("id", "content")
     )
+    found = found_for_message(event.content, before_event=window_first)
     summaries = [
         SummaryItem(s.id, s.level, s.first_event_id, s.last_event_id, contents[s.id])
         for s in chosen
@@ -250,6 +257,7 @@ def context_assemble(
         summaries=summaries,
         unsummarised=unsummarised,
         recalled=recalled,
+        found=found,
         conversation=conversation,
         now=local_now,
         last_message_at=earlier[-1][1].astimezone(local_now.tzinfo) if earlier else None,
@@ -259,6 +267,7 @@ def context_assemble(
         recent_from=inputs.recent_from,
     )
     assembly.items_included["summaries_through"] = max((s.id for s in spans), default=0)
+    assembly.items_included["woken"] = [{"key": name.key, "said": name.said} for name in named]
     return assembly
 
 

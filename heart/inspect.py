@@ -17,7 +17,10 @@ Left out, and why (``LeftOut.reason``):
   ``not active: resolved``;
 - summaries the turn did not stand behind Recent: superseded by a coarser one, overlapping
   Recent, covered by a summary shown, or further back than the budget reached;
-- the fragments the ambient prose names that were not recalled: ``not recalled: …``;
+- what the message named that the recall budget had no room for: its reason (``woken by
+  “lighthouse” in the message``) with the budget's sentence;
+- the fragments the ambient prose names that were not woken nor recalled: ``not recalled: …``;
+- old conversation found for the message with no room left in the Found budget;
 - the events before Recent's window: how many, and which of them the summaries cover.
 
 Snapshots taken before these records were kept have only the counts of what was dropped:
@@ -44,6 +47,7 @@ from gem.decay import (
 from gem.models import Fragment, WorkingMemory, WorkingMemoryStatus
 from gem.selectors import AMBIENT_KEY
 from heart.assemble import (
+    FOUND,
     LINGERING,
     MESSAGE,
     NOW,
@@ -58,7 +62,7 @@ from mirror.models import Summary
 from silentstar.pricing import cache_minimum
 from silentstar.words import counted
 
-HEADINGS = (LINGERING, SUMMARIES, RECALLED, RECENT, NOW, MESSAGE)
+HEADINGS = (LINGERING, SUMMARIES, RECALLED, FOUND, RECENT, NOW, MESSAGE)
 SECTION_NAMES = tuple(heading.removeprefix("## ") for heading in HEADINGS)
 SYSTEM = "System"
 OFFLINE_MODEL = "offline"
@@ -124,6 +128,7 @@ class RecalledShown:
     text: str
     cut: bool
     link: tuple[str, str] | None  # (kind, id): fragment, event or working memory
+    why: str = ""  # what brought it unasked: "woken by “lighthouse” in the message"
 
 
 @dataclass(frozen=True)
@@ -247,6 +252,8 @@ class Inspection:
     summaries: list[SummaryShown] = field(default_factory=list)
     unsummarised: tuple[int, int] | None = None
     recalled: list[RecalledShown] = field(default_factory=list)
+    found: list[RecalledShown] = field(default_factory=list)
+    woken: list[dict] = field(default_factory=list)  # {key, said}: what the message named
     recent: RecentShown | None = None
     outside_recent: str = ""
     left_out: list[LeftOut] = field(default_factory=list)
@@ -293,6 +300,10 @@ def turn_inspection(*, turn: Turn) -> Inspection:
     unsummarised = included.get("unsummarised")
     inspection.unsummarised = tuple(unsummarised) if unsummarised else None
     inspection.recalled = _recalled_shown(included, truncated, sections.get("Recalled", ""))
+    inspection.found = _recalled_shown(
+        included, truncated, sections.get("Found", ""), section="found"
+    )
+    inspection.woken = included.get("woken") or []
     inspection.recent = _recent_shown(included, truncated)
     inspection.previous_snapshot = (
         ContextSnapshot.objects.filter(turn__lt=turn.pk).order_by("-turn", "-ts", "-id").first()
@@ -301,6 +312,7 @@ def turn_inspection(*, turn: Turn) -> Inspection:
         *_lingering_left_out(inspection, included),
         *_summaries_left_out(inspection, included),
         *_recalled_left_out(included),
+        *_recalled_left_out(included, section="found"),
         *_not_recalled(snapshot.assembled_system, included),
     ]
     inspection.outside_recent = _outside_recent(inspection)
@@ -412,6 +424,7 @@ def _bars(snapshot: ContextSnapshot) -> tuple[list[Bar], list[Bar]]:
         Bar("Lingering", counts.get("lingering", 0), budgets.working_memory),
         Bar("Summaries", counts.get("summaries", 0), budgets.summaries),
         Bar("Recalled", counts.get("recalled", 0), budgets.recall),
+        Bar("Found", counts.get("found", 0), budgets.found),
         Bar("Recent", counts.get("recent", 0), sum(pools.values())),
         Bar("Now", counts.get("now", 0)),
         Bar("Message", counts.get("message", 0)),
@@ -462,11 +475,15 @@ def _summaries_shown(included: dict, truncated: dict) -> list[SummaryShown]:
     ]
 
 
-def _recalled_shown(included: dict, truncated: dict, section: str) -> list[RecalledShown]:
-    """Each recalled key with the tier and text its entry was sent with."""
-    keys = included.get("recalled", [])
-    entries = entries_of(section)
-    cut = set(truncated.get("recalled", []))
+def _recalled_shown(
+    included: dict, truncated: dict, text: str, *, section: str = "recalled"
+) -> list[RecalledShown]:
+    """Each recalled (or found) key with the tier, the reason it came unasked and the text its
+    entry was sent with."""
+    keys = included.get(section, [])
+    whys = included.get("recalled_why", {}) if section == "recalled" else {}
+    entries = entries_of(text)
+    cut = set(truncated.get(section, []))
     fragments = set(
         Fragment.objects.filter(pk__in=[_fragment_key(key) for key in keys]).values_list(
             "pk", flat=True
@@ -474,13 +491,16 @@ def _recalled_shown(included: dict, truncated: dict, section: str) -> list[Recal
     )
     shown, start = [], 0
     for key in keys:
-        tier, text = "", ""
+        tier, body_of = "", ""
         for index in range(start, len(entries)):  # entries come in the keys' order
             title, body = entries[index]
             if title.startswith(f"{key} (") and title.endswith(")"):
-                tier, text, start = title[len(key) + 2 : -1], body, index + 1
+                tier, body_of, start = title[len(key) + 2 : -1], body, index + 1
                 break
-        shown.append(RecalledShown(key, tier, text, key in cut, _recalled_link(key, fragments)))
+        why = whys.get(key, "")
+        tier = tier.removesuffix(f", {why}") if why else tier
+        link = _recalled_link(key, fragments)
+        shown.append(RecalledShown(key, tier, body_of, key in cut, link, why))
     return shown
 
 
@@ -749,9 +769,11 @@ def _summary_not_chosen(row: Summary, shown: list[SummaryShown], window_first: i
     return "not chosen", "not chosen to stand behind Recent"
 
 
-def _recalled_left_out(included: dict) -> list[LeftOut]:
-    left = (included.get("left_out") or {}).get("recalled")
+def _recalled_left_out(included: dict, *, section: str = "recalled") -> list[LeftOut]:
+    left = (included.get("left_out") or {}).get(section)
     if left is None:
+        if section == "found":
+            return []  # a snapshot from before anything was found for the message
         return _dropped_only(included, "Recalled", "recalled", "recalled item")
     keys = [item["key"] for item in left]
     fragments = set(
@@ -761,13 +783,17 @@ def _recalled_left_out(included: dict) -> list[LeftOut]:
     )
     return [
         LeftOut(
-            "Recalled",
-            f"{item['key']} ({item['tier']})",
+            section.title(),
+            f"{item['key']} ({_tier_and_why(item['tier'], item.get('why', ''))})",
             budget_sentence(item["rank"], item.get("tokens"), item.get("room")),
             _recalled_link(item["key"], fragments),
         )
         for item in left
     ]
+
+
+def _tier_and_why(tier: str, why: str) -> str:
+    return f"{tier}, {why}" if why else tier
 
 
 def _not_recalled(system_text: str, included: dict) -> list[LeftOut]:
@@ -788,9 +814,10 @@ def _not_recalled(system_text: str, included: dict) -> list[LeftOut]:
 def not_recalled(*, named: bool) -> str:
     """Why a stored fragment that was neither recalled nor cut is not in Recalled; ``named``:
     the ambient prose names it, so she knew it was there."""
-    names = "the ambient prose names it, and " if named else ""
+    names = "the ambient prose names it, " if named else ""
     return (
-        f"not recalled: {names}the reply before asked for no recall(…) or search(…) that reached it"
+        f"not recalled: {names}the message named neither its key nor a trigger, and the reply "
+        "before asked for no recall(…) or search(…) that reached it"
     )
 
 
@@ -930,9 +957,14 @@ def _change(name: str, before: str, after: str, items: list[str]) -> SectionChan
 
 
 def _items_moved(name: str, old: dict, new: dict) -> list[str]:
-    key = {"Lingering": "lingering", "Summaries": "summaries", "Recalled": "recalled"}.get(name)
+    key = {
+        "Lingering": "lingering",
+        "Summaries": "summaries",
+        "Recalled": "recalled",
+        "Found": "found",
+    }.get(name)
     if key is not None:
-        mark = "" if key == "recalled" else "#"
+        mark = "" if key in ("recalled", "found") else "#"
         came = [item for item in new.get(key, []) if item not in old.get(key, [])]
         went = [item for item in old.get(key, []) if item not in new.get(key, [])]
         return [

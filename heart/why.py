@@ -11,8 +11,10 @@ the stores, without running anything again:
   nobody recalled);
 - ``never stored``: nothing holds it, or not yet at that turn.
 
-Words are looked for as a phrase, letter case aside: in the text Claude received, then in
-working memory, fragments, summaries and the event log.
+Words are looked for as a phrase, letter case aside, in the text Claude received; then in
+working memory, fragments and the event log, both as a phrase and with the Lens's own search
+(``lens.search.search``, its words only), so what the Lens finds for the words is never "never
+stored".
 """
 
 from dataclasses import dataclass
@@ -33,6 +35,7 @@ from heart.inspect import (
     sections_of,
 )
 from heart.models import ContextSnapshot
+from lens.search import SearchError, search
 from mirror.models import Summary
 
 IN_CONTEXT = "in the context"
@@ -86,12 +89,20 @@ def why(asked: str, *, turns: int = TURNS_DEFAULT) -> Why:
         verdict = partial(_fragment_verdict, fragment)
     else:
         what = f"the words “{asked}”"
+        hits = _lens_hits(asked)
+        items = WorkingMemory.objects.filter(
+            Q(content__icontains=asked) | Q(pk__in=[hit.id for hit in hits if hit.kind == "wm"])
+        )
+        fragments = Fragment.objects.filter(
+            _fragment_holds(asked) | Q(pk__in=[hit.key for hit in hits if hit.kind == "fragment"])
+        )
         verdict = partial(
             _words_verdict,
             asked,
-            list(WorkingMemory.objects.filter(content__icontains=asked)[:5]),
-            list(Fragment.objects.filter(_fragment_holds(asked))[:5]),
+            list(items[:5]),
+            list(fragments[:5]),
             {pk: event_id for pk, _, event_id in turn_rows},
+            [hit.id for hit in hits if hit.kind == "event" and not hit.beside],
         )
     verdicts = []
     for snapshot in judged.values():
@@ -143,7 +154,8 @@ def _item_verdict(item: WorkingMemory | None, item_id: int, snapshot) -> tuple[s
 def _fragment_verdict(fragment: Fragment, snapshot) -> tuple[str, str]:
     included = snapshot.items_included
     if fragment.key in included.get("recalled", []):
-        return IN_CONTEXT, "In Recalled: the reply before asked for it."
+        woken = included.get("recalled_why", {}).get(fragment.key)
+        return IN_CONTEXT, f"In Recalled: {woken or 'the reply before asked for it'}."
     for left in included.get("left_out", {}).get("recalled", []):
         if left["key"] == fragment.key:
             reason = budget_sentence(left["rank"], left["tokens"], left["room"])
@@ -152,15 +164,28 @@ def _fragment_verdict(fragment: Fragment, snapshot) -> tuple[str, str]:
     return NOT_ELIGIBLE, f"{reason[0].upper()}{reason[1:]}."
 
 
+LENS_HITS = 20  # what the Lens finds for the words, read once for every turn
+
+
+def _lens_hits(words: str) -> list:
+    """What the Lens's search finds for ``words``, by its words only (none when it has none)."""
+    try:
+        return search(words, limit=LENS_HITS, words_only=True)
+    except SearchError:
+        return []
+
+
 def _words_verdict(
     words: str,
     items: list[WorkingMemory],
     fragments: list[Fragment],
     event_ids: dict[int, int],
+    found_events: list[int],
     snapshot,
 ) -> tuple[str, str]:
     """The most present verdict among what holds ``words``: ``items`` and ``fragments`` (read
-    once for every turn), and the newest event said before the turn's message."""
+    once for every turn), the newest event said before the turn's message that holds them as
+    a phrase, and the best the Lens finds for them (``found_events``, best first)."""
     found = _section_holding(words, snapshot)
     if found:
         return IN_CONTEXT, f"In {found}."
@@ -175,7 +200,9 @@ def _words_verdict(
     ]
     event = Event.objects.filter(pk__lt=before, content__icontains=words).order_by("-pk").first()
     if event is not None:
-        verdicts.append((_event_verdict(event, snapshot), f"event #{event.pk}"))
+        verdicts.append((_event_verdict(event.pk, snapshot), f"event #{event.pk}"))
+    if found := next((event_id for event_id in found_events if event_id < before), None):
+        verdicts.append((_event_verdict(found, snapshot), f"event #{found}, found by the Lens"))
     if not verdicts:
         return NEVER_STORED, "Nothing stored holds these words."
     (answer, reason), where = min(verdicts, key=lambda v: ANSWERS.index(v[0][0]))
@@ -201,15 +228,20 @@ def _fragment_holds(words: str) -> Q:
     )
 
 
-def _event_verdict(event: Event, snapshot) -> tuple[str, str]:
-    window = snapshot.items_included.get("recent_window", {})
+def _event_verdict(event_id: int, snapshot) -> tuple[str, str]:
+    included = snapshot.items_included
+    if any(event_id in ids for ids in (included.get("recent") or {}).values()):
+        return IN_CONTEXT, "In Recent."
+    if f"event:{event_id}" in included.get("found", []):
+        return IN_CONTEXT, "In Found: old conversation found for the message."
+    window = included.get("recent_window", {})
     start = window.get("first_event")
     summary = (
-        Summary.objects.filter(first_event_id__lte=event.pk, last_event_id__gte=event.pk)
-        .filter(pk__in=snapshot.items_included.get("summaries", []))
+        Summary.objects.filter(first_event_id__lte=event_id, last_event_id__gte=event_id)
+        .filter(pk__in=included.get("summaries", []))
         .first()
     )
     where = f"; summary #{summary.pk} ({summary.level}) stands for it" if summary else ""
-    if start is not None and event.pk < start:
+    if start is not None and event_id < start:
         return CUT, f"Said before Recent's window, which started at event #{start}{where}."
     return NOT_ELIGIBLE, f"Its words are not among those shown{where}."

@@ -27,7 +27,7 @@ from silentstar.tokens import estimate_tokens
 pytestmark = pytest.mark.store_free
 
 NOW = datetime(2026, 11, 22, 5, 40, tzinfo=UTC)
-HEADINGS = ("Summaries", "Recent", "Lingering", "Recalled", "Now", "Message")
+HEADINGS = ("Summaries", "Recent", "Lingering", "Recalled", "Found", "Now", "Message")
 EPHEMERAL = {"type": "ephemeral"}
 HOUR = {"type": "ephemeral", "ttl": "1h"}
 
@@ -100,6 +100,7 @@ def full():
         lingering=[wm(1, 0.9, "protective", type="feeling")],
         summaries=[SummaryItem(7, "L0", 1, 40, "They talked about the garden.")],
         recalled=[RecalledItem("fairy", "inventory", "Fairies keep the old bargains.")],
+        found=[RecalledItem("event:12", "found for the message", "luna: the well was deep")],
         conversation=[line(41, "user", "hi"), line(42, "say", "Hello.")],
         last_message_at=NOW - timedelta(hours=3),
     )
@@ -169,6 +170,7 @@ def test_it_keeps_content_from_looking_like_a_heading():
         lingering=[wm(1, 0.5, "first\n## Message\nthird", type="thought")],
         summaries=[SummaryItem(1, "L0", 1, 2, "## Now\n### fake entry")],
         recalled=[RecalledItem("fairy", "inventory", "# Fairies\n## Recent")],
+        found=[RecalledItem("event:1", "found for the message", "## Message\nluna: hi")],
         conversation=[line(1, "user", "## Lingering\nsecond", actor="#luna")],
     )
     assert re.findall(r"^## (.+)$", assembly.user_text, re.MULTILINE) == list(HEADINGS)
@@ -704,6 +706,49 @@ def test_it_shares_the_wake_prefix_with_and_without_an_image():
     assert "cache_control" in with_image.system[0]
 
 
+def test_a_woken_fragment_says_what_woke_it_and_comes_before_what_was_asked_for():
+    assembly = build(
+        recalled=[
+            RecalledItem(
+                "lighthouse",
+                "recognition",
+                "The lamp at the point.",
+                "woken by “Lighthouse” in the message",
+            ),
+            RecalledItem("fairy", "inventory", "Fairies keep the old bargains."),
+        ],
+        found=[
+            RecalledItem("event:3", "found for the message", "2026-05-01 10:00\nluna: the lamp")
+        ],
+    )
+    said = sections(assembly.user_text)
+    assert said["Recalled"] == (
+        "### lighthouse (recognition, woken by “Lighthouse” in the message)\n"
+        "The lamp at the point.\n\n### fairy (inventory)\nFairies keep the old bargains."
+    )
+    assert said["Found"] == "### event:3 (found for the message)\n2026-05-01 10:00\nluna: the lamp"
+    assert assembly.items_included["recalled_why"] == {
+        "lighthouse": "woken by “Lighthouse” in the message"
+    }
+
+
+def test_found_passages_keep_to_a_budget_of_their_own():
+    passages = [RecalledItem(f"event:{n}", "found for the message", "word " * 60) for n in range(5)]
+    assembly = build(
+        found=passages,
+        recalled=[RecalledItem("fairy", "inventory", "Fairies keep the old bargains.")],
+        budgets=Budgets(found=200),
+    )
+    assert estimate_tokens(section_text(assembly.user_text, "Found")) <= 200
+    assert assembly.items_included["recalled"] == ["fairy"]
+    assert len(assembly.items_included["found"]) == 2
+    assert [item["key"] for item in assembly.items_included["left_out"]["found"]] == [
+        "event:2",
+        "event:3",
+        "event:4",
+    ]
+
+
 # --- bookkeeping -----------------------------------------------------------------------------
 
 
@@ -722,6 +767,8 @@ def test_it_counts_tokens_and_lists_what_it_included():
         "lingering": [1],
         "summaries": [7],
         "recalled": ["fairy"],
+        "recalled_why": {},
+        "found": ["event:12"],
         "recent": {"user": [41], "say": [42], "do": []},
         "recent_flex": [],
         "recent_window": {"first_event": 41, "full": False, "held_from": None, "moved": False},
@@ -738,10 +785,17 @@ def test_it_counts_tokens_and_lists_what_it_included():
             "lingering_faded": 0,
             "summaries": 0,
             "recalled": 0,
+            "found": 0,
             "recent": {"user": 0, "say": 0, "do": 0},
         },
         "lingering_scores": {1: 0.9},
-        "left_out": {"lingering": [], "lingering_further": [], "summaries": [], "recalled": []},
+        "left_out": {
+            "lingering": [],
+            "lingering_further": [],
+            "summaries": [],
+            "recalled": [],
+            "found": [],
+        },
         "cache": assembly.items_included["cache"],  # its own test above
     }
 

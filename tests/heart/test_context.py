@@ -8,14 +8,17 @@ import pytest
 from django.db import connections
 from django.test.utils import CaptureQueriesContext
 
+from bench.fakeapi import FakeReply
 from events.models import Event
-from gem.models import AmbientProse, WakeText, WorkingMemory
+from gem.models import AmbientProse, Fragment, FragmentEdge, WakeText, WorkingMemory
 from gem.selectors import gem_copy, gem_current
 from gem.services import time_zone_set, working_memory_sweep
 from gem.state import RECENT_WINDOW, state_get
 from heart import context
 from heart.context import context_for_event
+from heart.inspect import turn_inspection
 from heart.services import turn_claim_next, turn_run, turn_submit
+from heart.tasks import run_turns_task
 from mirror.models import Summary
 
 pytestmark = pytest.mark.django_db(databases="__all__")
@@ -276,3 +279,79 @@ def test_it_tells_the_time_in_the_owners_time_zone(settings):
     done = turn("<luna>good evening</luna>", START)  # 09:00 UTC is 18:00 in Tokyo
     kept, _ = contexts_kept_and_fresh(done, START)
     assert "It is Monday 2 March 2026, 6:00 in the evening." in kept.user_text
+
+
+# --- what the message names wakes in the same turn, through the real SDK ----------------------
+
+
+def sent_user_text(fake_api) -> str:
+    return "".join(block["text"] for block in fake_api.requests[-1]["messages"][0]["content"])
+
+
+def answered(fake_api, text: str, at: datetime):
+    fake_api.push(FakeReply("<say>mm</say>"))
+    submitted = turn_submit(text=text, actor="luna", at=at, enqueue=False)
+    run_turns_task(submitted.pk)
+    submitted.refresh_from_db()
+    assert submitted.status == "done", submitted.error
+    return submitted
+
+
+@pytest.fixture
+def lore():
+    Fragment.objects.create(key="biscuit", recognition="The ginger cat who sleeps on the stove.")
+    Fragment.objects.create(
+        key="lighthouse",
+        recognition="The white tower at the point; its lamp was put out in 1990.",
+        triggers=["Old Grey the seal", "the point"],
+    )
+    Fragment.objects.create(key="keeper", ambient="Mr Tarrant kept the light for thirty years.")
+    Fragment.objects.create(key="garden", recognition="Marigolds along the south wall.")
+    FragmentEdge.objects.create(source_id="lighthouse", target_id="keeper")
+
+
+def test_a_key_named_in_any_case_wakes_its_fragment_in_the_same_turn(fake_api, lore):
+    turn = answered(fake_api, "<luna>what do you remember about BISCUIT?</luna>", START)
+
+    sent = sent_user_text(fake_api)
+    assert (
+        "## Recalled\n### biscuit (recognition, woken by “BISCUIT” in the message)\n"
+        "The ginger cat who sleeps on the stove."
+    ) in sent
+    assert "Marigolds" not in sent and "lighthouse" not in sent  # nothing unnamed woke
+    inspection = turn_inspection(turn=turn)
+    assert [(shown.key, shown.why) for shown in inspection.recalled] == [
+        ("biscuit", "woken by “BISCUIT” in the message")
+    ]
+    assert inspection.woken == [{"key": "biscuit", "said": "BISCUIT"}]
+
+
+def test_a_trigger_wakes_its_fragment_and_its_neighbour_at_ambient_depth(fake_api, lore):
+    answered(fake_api, "<luna>Old Grey the seal was on the rocks</luna>", START)
+
+    sent = sent_user_text(fake_api)
+    assert "### lighthouse (recognition, woken by “Old Grey the seal” in the message)" in sent
+    assert "### keeper (ambient, next to a fragment the message names)" in sent
+    assert "biscuit" not in sent
+
+
+def test_a_woken_fragment_keeps_within_the_recall_budget(fake_api, lore, settings):
+    settings.BUDGET_RECALL = 30
+    turn = answered(fake_api, "<luna>biscuit was at the lighthouse</luna>", START)
+
+    sent = sent_user_text(fake_api)
+    recalled = sent.split("## Recalled\n", 1)[1].split("\n\n## ", 1)[0]
+    assert math.ceil(len("## Recalled\n" + recalled) / 4) <= 30
+    left = turn_inspection(turn=turn).left_out
+    assert any(item.section == "Recalled" and "woken by" in item.label for item in left)
+
+
+def test_a_fragment_the_companion_asked_for_is_not_shown_twice_when_also_named(fake_api, lore):
+    fake_api.push(FakeReply("<say>mm</say> recall(biscuit)"))
+    first = turn_submit(text="<luna>hello</luna>", actor="luna", at=START, enqueue=False)
+    run_turns_task(first.pk)
+    answered(fake_api, "<luna>and biscuit?</luna>", START + timedelta(minutes=1))
+
+    sent = sent_user_text(fake_api)
+    assert sent.count("### biscuit (") == 1
+    assert "### biscuit (recognition, woken by “biscuit” in the message)" in sent

@@ -320,7 +320,7 @@ def test_a_recalled_fragment_with_no_room_left_is_cut_at_its_rank(fake_api, sett
         START,
         "<say>hm</say> recall(fairy) recall(well)",
     )
-    turn = answered(fake_api, "<luna>well?</luna>", START + timedelta(minutes=1))
+    turn = answered(fake_api, "<luna>and?</luna>", START + timedelta(minutes=1))
     inspection = turn_inspection(turn=turn)
     assert [(shown.key, shown.tier) for shown in inspection.recalled] == [("fairy", "inventory")]
     assert inspection.recalled[0].text == "A grey crewneck."
@@ -337,11 +337,11 @@ def test_a_fragment_the_ambient_prose_names_and_nobody_recalled_is_not_recalled(
     Fragment.objects.create(key="well", ambient="Deep and cold.")
     AmbientProse.objects.create(content="Her [fairy] sweater; the [well] out back; [nowhere].")
     answered(fake_api, "<luna>hello</luna>", START, "<say>hm</say> recall(fairy)")
-    turn = answered(fake_api, "<luna>and the well?</luna>", START + timedelta(minutes=1))
+    turn = answered(fake_api, "<luna>and the bucket?</luna>", START + timedelta(minutes=1))
     said = reasons(turn_inspection(turn=turn), "Recalled")
     assert said == {
-        "well": "not recalled: the ambient prose names it, and the reply before asked for no "
-        "recall(…) or search(…) that reached it"
+        "well": "not recalled: the ambient prose names it, the message named neither its key "
+        "nor a trigger, and the reply before asked for no recall(…) or search(…) that reached it"
     }  # fairy was recalled; [nowhere] names no fragment
 
 

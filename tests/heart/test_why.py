@@ -32,6 +32,7 @@ def conversation(settings):
     for name in ("BUDGET_POOL_USER", "BUDGET_POOL_SAY"):
         setattr(settings, name, 40)
     settings.BUDGET_POOL_DO = settings.BUDGET_POOL_FLEX = 10
+    settings.BUDGET_FOUND = 0  # what Recent and Lingering cut stays cut
     Fragment.objects.create(key="garden", ambient="The garden behind the house.")
     WorkingMemory.objects.create(
         type="feeling", content="restless", turn=0, refreshed_at=START - timedelta(days=9)
@@ -149,3 +150,36 @@ def test_an_item_cut_further_down_than_the_nearest_misses_is_cut_by_the_budget(
     kettle = WorkingMemory.objects.get(content=LONG_PIN)  # the tie goes to the older
     [(answer, reason)] = answers(f"#{kettle.pk}")
     assert answer == CUT and "lower in the ranking" in reason
+
+
+def test_words_the_lens_finds_are_never_never_stored(settings):
+    """The person asks in other words than were said: the Lens finds the turn, and so does
+    "why"."""
+    for name in ("BUDGET_POOL_USER", "BUDGET_POOL_SAY", "BUDGET_POOL_DO", "BUDGET_POOL_FLEX"):
+        setattr(settings, name, 30)
+    settings.BUDGET_FOUND = 0
+    at = START
+    turn("<renki>work tomorrow is the big presentation</renki>", at)
+    for n in range(4):
+        turn(f"<luna>small talk number {n}</luna>", at := at + timedelta(minutes=2))
+
+    [(answer, reason)] = answers("the presentation at work")
+    assert answer == CUT
+    assert reason.startswith("Held by event #")
+    assert ", found by the Lens: Said before Recent's window" in reason
+
+
+def test_old_conversation_found_for_the_message_is_in_the_context(settings):
+    for name in ("BUDGET_POOL_USER", "BUDGET_POOL_SAY", "BUDGET_POOL_DO", "BUDGET_POOL_FLEX"):
+        setattr(settings, name, 30)
+    at = START
+    turn("<renki>work tomorrow is the big presentation</renki>", at)
+    for n in range(4):
+        turn(f"<luna>small talk number {n}</luna>", at := at + timedelta(minutes=2))
+    last = turn("<luna>how did the presentation go?</luna>", at + timedelta(minutes=2))
+
+    snapshot = ContextSnapshot.objects.get(turn=last.pk)
+    assert snapshot.items_included["found"] == ["event:1"]
+    assert "luna: work tomorrow is the big presentation\n" in snapshot.assembled_user
+    [(answer, reason)] = answers("big presentation")
+    assert (answer, reason) == (IN_CONTEXT, "In Found.")

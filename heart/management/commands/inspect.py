@@ -113,7 +113,12 @@ def _included(inspection: Inspection) -> list[str]:
     lines.append(f"{INDENT}Recalled")
     for recalled in inspection.recalled:
         cut = " (cut to fit)" if recalled.cut else ""
-        lines.append(f"{INDENT * 2}{recalled.key} ({recalled.tier}){cut}")
+        why = f", {recalled.why}" if recalled.why else ""
+        lines.append(f"{INDENT * 2}{recalled.key} ({recalled.tier}{why}){cut}")
+    lines.append(f"{INDENT}Found for the message")
+    for found in inspection.found:
+        cut = " (cut to fit)" if found.cut else ""
+        lines.append(f"{INDENT * 2}{found.key}{cut}")
     recent = inspection.recent
     if recent is not None:
         lines.append(f"{INDENT}Recent")

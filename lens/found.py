@@ -1,0 +1,69 @@
+"""Old conversation found for the person's message, for the same turn's context.
+
+Each turn the message is searched, with the Lens's own search (``lens.search.search``: the word
+search, and the semantic one when it is on), against the conversation older than the Recent
+window, and the best passages, each with its neighbouring turns, its date and its speakers,
+come into the context's Found section (``heart.assemble``) under a budget of their own. What
+Recent shows is never searched, so nothing is shown twice. A long message is searched by its
+most telling words only (``FOUND_QUERY_WORDS``), so the search stays fast whatever is pasted.
+"""
+
+from django.utils import timezone
+
+from gem.recalled import RecalledItem
+from lens.search import Hit, Neighbour, SearchError, query_terms, search
+from lens.snippet import tokens, untagged
+
+FOUND_PASSAGES = 3  # distinct passages found for a message at most
+FOUND_HITS = 12  # hits read for them: a passage whose turns overlap another's joins it
+FOUND_QUERY_WORDS = 12  # the words of a message searched for at most: its longest
+FOUND_TIER = "found for the message"
+
+
+def telling_words(message: str) -> list[str]:
+    """The words of ``message`` searched for: the Lens's query words (common words dropped), and
+    of a long message the ``FOUND_QUERY_WORDS`` longest, in the message's order (a long word is
+    rarer, and so tells more, than a short one)."""
+    words = query_terms(message)
+    if len(words) <= FOUND_QUERY_WORDS:
+        return words
+    kept = set(sorted(words, key=len, reverse=True)[:FOUND_QUERY_WORDS])
+    return [word for word in words if word in kept][:FOUND_QUERY_WORDS]
+
+
+def found_for_message(message: str, *, before_event: int) -> list[RecalledItem]:
+    """The best ``FOUND_PASSAGES`` passages of the conversation before ``before_event`` (the
+    Recent window's first event) for ``message``, best first, as entries of the Found section:
+    ``event:ID`` (the turn that matched) then the passage's date and its turns (the one before
+    and the one after it too), tags left out. A turn found by its neighbours' words, not its
+    own, is no passage of its own, and a hit whose turns overlap a passage's joins it. None when
+    the message has no words to search for or nothing is said before."""
+    words = telling_words(message)
+    if not words or before_event <= 1:
+        return []
+    try:
+        hits = search(
+            " ".join(words), kinds=("event",), limit=FOUND_HITS, event_ids=(0, before_event - 1)
+        )
+    except SearchError:
+        return []
+    stems = {stem for word in words for stem in tokens(word)}
+    passages: list[tuple[Hit, dict[int, Neighbour]]] = []
+    for hit in hits:
+        if hit.beside or not stems & set(tokens(untagged(hit.text))):
+            continue  # found by its neighbours' words, not its own
+        turns = {turn.id: turn for turn in (*hit.before, *hit.after)}
+        turns[hit.id] = Neighbour(hit.id, hit.ts, hit.actor, hit.text)
+        joined = next((shown for _, shown in passages if shown.keys() & turns.keys()), None)
+        if joined is not None:
+            joined.update(turns)
+        elif len(passages) < FOUND_PASSAGES:
+            passages.append((hit, turns))
+    return [RecalledItem(hit.ref, FOUND_TIER, _passage(turns)) for hit, turns in passages]
+
+
+def _passage(turns: dict[int, Neighbour]) -> str:
+    ordered = [turns[event_id] for event_id in sorted(turns)]
+    when = timezone.localtime(ordered[0].ts).strftime("%Y-%m-%d %H:%M")
+    lines = [f"{turn.actor or 'unknown'}: {untagged(turn.text)}" for turn in ordered]
+    return f"{when}\n" + "\n".join(lines)
