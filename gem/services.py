@@ -17,7 +17,7 @@ no admin-log entry per row.
 import logging
 import re
 from collections import defaultdict
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import datetime
 from itertools import batched
@@ -1035,7 +1035,7 @@ IMPORT_BATCH = 1_000
 @dataclass(frozen=True)
 class FragmentRecorded:
     """A fragment as it was recorded elsewhere (an export, a legacy installation), to be written
-    exactly: its key, tiers and both times."""
+    exactly: its key, tiers, both times and its triggers (none when the record has none)."""
 
     key: str
     ambient: str
@@ -1043,6 +1043,7 @@ class FragmentRecorded:
     inventory: str
     created_at: datetime
     updated_at: datetime
+    triggers: Sequence[str] = ()
 
 
 @dataclass(frozen=True)
@@ -1101,6 +1102,7 @@ def fragments_import(*, rows: Iterable[FragmentRecorded]) -> int:
             ambient=row.ambient,
             recognition=row.recognition,
             inventory=row.inventory,
+            triggers=list(row.triggers),
             created_at=row.created_at,
         ),
         then=times_kept,

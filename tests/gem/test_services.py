@@ -760,6 +760,7 @@ def test_it_imports_fragments_edges_and_sources_exactly_with_no_log_entry(monkey
                     inventory="",
                     created_at=created,
                     updated_at=created if key == "moon" else edited,
+                    **({"triggers": ("the pale one", "Selene")} if key == "moon" else {}),
                 )
                 for key in keys
             )
@@ -782,11 +783,20 @@ def test_it_imports_fragments_edges_and_sources_exactly_with_no_log_entry(monkey
 
     assert counts == (3, 3, 3)
     assert list(
-        Fragment.objects.values_list("key", "ambient", "recognition", "created_at", "updated_at")
+        Fragment.objects.values_list(
+            "key", "ambient", "recognition", "created_at", "updated_at", "triggers"
+        )
     ) == [
-        ("moon", "moon, always known", "moon in a story", created, created),
-        ("sea", "sea, always known", "sea in a story", created, edited),
-        ("tea", "tea, always known", "tea in a story", created, edited),
+        (
+            "moon",
+            "moon, always known",
+            "moon in a story",
+            created,
+            created,
+            ["the pale one", "Selene"],
+        ),
+        ("sea", "sea, always known", "sea in a story", created, edited, []),
+        ("tea", "tea, always known", "tea in a story", created, edited, []),
     ]
     assert list(FragmentEdge.objects.order_by("id").values_list("id", "source", "relation")) == [
         (40, "moon", "tides"),
