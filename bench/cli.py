@@ -32,6 +32,8 @@ from django.conf import settings
 from django.core.management import call_command
 from django.test import override_settings
 
+from bench.answerable import conversation_answerable
+from bench.answerable import figures_lines as answerable_lines
 from bench.bridges import (
     LOREBOOKS,
     bridges_measure,
@@ -337,6 +339,29 @@ def parser() -> argparse.ArgumentParser:
     continuity.add_argument("--conversation", help=argparse.SUPPRESS)
     _inside_options(continuity, size=False)
     continuity.set_defaults(run=_continuity)
+
+    answerable = words.add_parser(
+        "answerable",
+        help="how many questions about a long real conversation its context could answer",
+        description="Live each conversation of a dataset into throwaway SQLite stores as "
+        "continuity does; then put each question as the person's message, at the end of the "
+        "conversation and at the first turn after its evidence, and count the questions whose "
+        "evidence turns are all in the context, beside a FIFO of the same size and the project "
+        "without finding.",
+    )
+    _real_dataset_argument(answerable)
+    answerable.add_argument(
+        "--conversations",
+        type=int,
+        metavar="N",
+        help="measure only the first N conversations (default: all)",
+    )
+    answerable.add_argument(
+        "--mirror-every", type=int, default=10, metavar="N", help="run the Mirror every N turns"
+    )
+    answerable.add_argument("--conversation", help=argparse.SUPPRESS)
+    _inside_options(answerable, size=False)
+    answerable.set_defaults(run=_answerable)
 
     cache = words.add_parser(
         "cache",
@@ -1154,6 +1179,64 @@ def _continuity(asked: argparse.Namespace) -> None:
     for result in results:
         for example in result["hole_examples"]:
             print(f"  {result['conversation']} hole: {example}")
+    load_after = os.getloadavg()
+    print(
+        f"wall time {time.perf_counter() - began:.0f} s; machine load (1, 5, 15 min) on "
+        f"{os.cpu_count()} processors: before {' '.join(f'{n:.2f}' for n in load_before)}, "
+        f"after {' '.join(f'{n:.2f}' for n in load_after)}"
+    )
+
+
+# --- answerable --------------------------------------------------------------------------------
+
+
+def _answerable(asked: argparse.Namespace) -> None:
+    """Questions about a long conversation put to its context (bench/answerable.py)."""
+    if asked.mirror_every < 1 or (asked.conversations is not None and asked.conversations < 1):
+        raise BenchError("--mirror-every and --conversations must be at least 1")
+    try:
+        data = dataset_load(asked.dataset)
+    except DatasetError as error:
+        raise BenchError(str(error)) from error
+    if asked.inside:
+        from tqdm import tqdm
+
+        _migrate_throwaway_stores()
+        conversation = next(c for c in data["conversations"] if c["id"] == asked.conversation)
+        questions = [q for q in data["questions"] if q["conversation"] == asked.conversation]
+        with tqdm(total=len(conversation["turns"]), desc=asked.conversation, mininterval=2) as bar:
+            result = conversation_answerable(
+                conversation=conversation,
+                questions=questions,
+                mirror_every=asked.mirror_every,
+                progress=bar.update,
+            )
+        print(json.dumps(result))
+        return
+    began, load_before = time.perf_counter(), os.getloadavg()
+    results = []
+    for conversation in data["conversations"][: asked.conversations]:
+        _note(f"{conversation['id']}: {len(conversation['turns']):,} turns...")
+        results.append(
+            _run_inside(
+                [
+                    "answerable",
+                    str(asked.dataset.resolve()),
+                    "--conversation",
+                    conversation["id"],
+                    "--mirror-every",
+                    str(asked.mirror_every),
+                ]
+            )
+        )
+    print(
+        f"{asked.dataset.name}, {len(results)} conversations, the Mirror offline every "
+        f"{asked.mirror_every} turns and at each session's end; strict: every evidence turn's "
+        "words verbatim in the context; loose: 60% of each one's content words; fifo and "
+        "unwoken at the same size, strict"
+    )
+    for line in answerable_lines(results):
+        print(line)
     load_after = os.getloadavg()
     print(
         f"wall time {time.perf_counter() - began:.0f} s; machine load (1, 5, 15 min) on "
