@@ -53,7 +53,7 @@ from django.utils import timezone
 
 from gem.models import Fragment, WorkingMemory
 from lens.search import (
-    KINDS,
+    DEFAULT_KINDS,
     SEARCH_RECALL_HITS,
     SEARCH_RECALL_POOL,
     SQLITE_EVENT_WEIGHTS,
@@ -309,7 +309,7 @@ def _time_query(
         "event_raw": lambda: raw_query("event", expression, LIMIT),
         "event_search": lambda: search(query, kinds=["event"], limit=LIMIT),
         "event_read": lambda: _passages(search(query, kinds=["event"], limit=LIMIT)),
-        "all_raw": lambda: [raw_query(kind, expression, LIMIT) for kind in KINDS],
+        "all_raw": lambda: [raw_query(kind, expression, LIMIT) for kind in DEFAULT_KINDS],
         "all_search": lambda: search(query, limit=LIMIT),
         "all_read": lambda: _passages(search(query, limit=LIMIT)),
         "turn_search": lambda: search(

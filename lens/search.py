@@ -1,8 +1,12 @@
-"""Full-text search over fragments, events and working memory: one API over SQLite and PostgreSQL.
+"""Full-text search over fragments, events, working memory and the Mirror's summaries: one API
+over SQLite and PostgreSQL.
 
-The indexes are built and kept in step by triggers (``lens/migrations/0001_search_indexes.py``):
-FTS5 with the Porter stemmer on SQLite, weighted ``tsvector`` columns under GIN on PostgreSQL.
-Each lives in the store of what it indexes, so each kind is searched in one store.
+The indexes are built and kept in step by triggers (``lens/migrations/0001_search_indexes.py``,
+``0008_summary_index.py`` for summaries): FTS5 with the Porter stemmer on SQLite, weighted
+``tsvector`` columns under GIN on PostgreSQL. Each lives in the store of what it indexes, so
+each kind is searched in one store. Summaries are searched only when asked for by kind
+(``DEFAULT_KINDS`` leaves them out), so the search page and a reply's ``search(…)`` find what
+they found before.
 
 Query words
     The query is cut into words; common English words ("what", "did", "the", and light verbs
@@ -55,7 +59,8 @@ from lens.snippet import snippet as fts5_snippet
 from lens.sql import fetch_all, fetch_rows, placeholders
 from silentstar.router import store_for
 
-KINDS = ("fragment", "event", "wm")
+KINDS = ("fragment", "event", "wm", "summary")
+DEFAULT_KINDS = ("fragment", "event", "wm")  # searched unless the kinds are named
 MAX_LIMIT = 100
 MAX_TERMS = 32
 NEIGHBOURS = 1  # turns each side of an event hit
@@ -75,6 +80,7 @@ SQLITE_EVENT_WEIGHTS = (1.0, 0.5, 0.5, 0.2)
 SQLITE_EVENT_RANK = f"bm25(lens_event_fts, {', '.join(map(str, SQLITE_EVENT_WEIGHTS))})"
 SQLITE_FRAGMENT_WEIGHTS = (2.0, 1.0, 0.7, 0.5)  # key, ambient, recognition, inventory
 SQLITE_WM_WEIGHTS = (1.0, 0.5, 0.2)  # content, subject, type
+SQLITE_SUMMARY_WEIGHTS = (1.0,)  # content
 # PostgreSQL ts_rank weights for D, C, B, A (see the migration for what each letter holds).
 POSTGRES_WEIGHTS = "{0.1, 0.2, 0.5, 1.0}"
 
@@ -105,14 +111,14 @@ class Hit(NamedTuple):
     evaluation) never show a passage, and making ten costs a quarter of a search. A named
     tuple, as ``Neighbour``: a frozen dataclass takes three times as long to make."""
 
-    kind: str  # fragment | event | wm
-    id: int | None  # event or working-memory id
+    kind: str  # fragment | event | wm | summary
+    id: int | None  # event, working-memory or summary id
     key: str | None  # fragment key
     score: float
-    ts: datetime | None  # events: when said; wm: created; fragments: last updated
-    text: str = ""  # the whole event, working-memory item or fragment (its fullest tier)
+    ts: datetime | None  # events: when said; wm, summaries: created; fragments: last updated
+    text: str = ""  # the whole event, working-memory item, summary or fragment (its fullest tier)
     actor: str = ""
-    detail: str = ""  # wm: "type, status"
+    detail: str = ""  # wm: "type, status"; summaries: "L0, events 12–40"
     before: tuple[Neighbour, ...] = ()
     after: tuple[Neighbour, ...] = ()
     passage: str | None = None  # made by the database; None: made from text and words when read
@@ -120,10 +126,14 @@ class Hit(NamedTuple):
     beside: bool = False  # an event brought in by its neighbours alone: none of the words found it
     tier: str = ""  # fragments: the tier the passage is from (ambient, recognition, inventory)
     tiers: tuple[str, str, str] = ("", "", "")  # fragments: ambient, recognition, inventory
+    level: str = ""  # summaries: L0, L1 or L2
+    first_event_id: int | None = None  # summaries: the first event of the span summarised
+    last_event_id: int | None = None  # summaries: the last event of the span summarised
+    superseded_by: int | None = None  # summaries: the summary a rebuild replaced it with
 
     @property
     def ref(self) -> str:
-        """``event:12``, ``wm:3``, ``fragment:fairy``."""
+        """``event:12``, ``wm:3``, ``fragment:fairy``, ``summary:4``."""
         return f"{self.kind}:{self.key if self.kind == 'fragment' else self.id}"
 
     @property
@@ -166,7 +176,7 @@ def tsquery_expression(terms: Sequence[str]) -> str:
 def search(
     query: str,
     *,
-    kinds: Iterable[str] = KINDS,
+    kinds: Iterable[str] = DEFAULT_KINDS,
     limit: int = 10,
     since: datetime | None = None,
     until: datetime | None = None,
@@ -174,15 +184,18 @@ def search(
     event_ids: tuple[int, int] | None = None,
     neighbours: int = NEIGHBOURS,
     words_only: bool = False,
+    current_only: bool = False,
 ) -> list[Hit]:
     """The best ``limit`` hits for ``query``, best first.
 
-    ``since``/``until``: events said, working memory created, fragments last updated in
-    ``[since, until)``. ``actor``: events and working memory by that speaker (fragments have
-    none, so they drop out). ``event_ids``: only events with ids in that inclusive range (one
-    conversation, one summary's span). ``words_only``: only what the query's words match (in
-    an event's text or its context), as a filter needs: no turn brought in by its neighbours'
-    scores, no semantic ranking.
+    ``kinds``: any of ``KINDS``; summaries only when named (``DEFAULT_KINDS`` leaves them out).
+    ``since``/``until``: events said, working memory and summaries created, fragments last
+    updated in ``[since, until)``. ``actor``: events and working memory by that speaker
+    (fragments and summaries have none, so they drop out). ``event_ids``: only events with ids
+    in that inclusive range (one conversation, one summary's span), and summaries whose span
+    overlaps it. ``words_only``: only what the query's words match (in an event's text or its
+    context), as a filter needs: no turn brought in by its neighbours' scores, no semantic
+    ranking. ``current_only``: no summary a rebuild has superseded.
     """
     kinds = tuple(dict.fromkeys(kinds))
     if unknown := [kind for kind in kinds if kind not in KINDS]:
@@ -195,7 +208,12 @@ def search(
     if not terms:
         raise SearchError("The query has no words to search for.")
     filters = _Filters(
-        since=since, until=until, actor=actor or None, event_ids=event_ids, words_only=words_only
+        since=since,
+        until=until,
+        actor=actor or None,
+        event_ids=event_ids,
+        words_only=words_only,
+        current_only=current_only,
     )
     found: list[list[Hit]] = []
     if "fragment" in kinds and filters.actor is None:
@@ -204,6 +222,8 @@ def search(
         found.append(_working_memory(terms, filters, limit))
     if "event" in kinds:
         found.append(_events(query, terms, filters, limit, neighbours))
+    if "summary" in kinds and filters.actor is None:
+        found.append(_summaries(terms, filters, limit))
     return one_scale([hits for hits in found if hits], terms)[:limit]
 
 
@@ -215,7 +235,7 @@ def one_scale(found: Sequence[Sequence[Hit]], terms: Sequence[str]) -> list[Hit]
     the query's words the kind's best holder holds in its own text (a fragment's key and
     tiers, a working-memory item's content, subject and type, a turn's text and speaker): so
     the best hit of each kind scores what it answers of the query, and a kind keeps its own
-    order. Equal scores go to fragments, then working memory."""
+    order. Equal scores go to fragments, then working memory, then turns, then summaries."""
     stems = {word: set(tokens(word)) for word in terms}
     scaled = []
     for kind_rank, hits in enumerate(found):
@@ -246,6 +266,7 @@ class _Filters:
     actor: str | None
     event_ids: tuple[int, int] | None
     words_only: bool = False
+    current_only: bool = False
 
 
 def _where(connection, filters: _Filters, *, ts: str, actor: str | None, id_column: str | None):
@@ -586,6 +607,58 @@ def _fragments(terms, filters: _Filters, limit: int) -> list[Hit]:
                 words=tuple(terms),
                 tier=tier,
                 tiers=tuple(tiers),
+            )
+        )
+    return hits
+
+
+_SUMMARY_INDEX = _Index(
+    fts5_table="lens_summary_fts",
+    fts5_weights=SQLITE_SUMMARY_WEIGHTS,
+    fts5_key="f.rowid",
+    fts5_join="mirror_summary s ON s.id = f.rowid",
+    snippet_column=0,
+    postgres_index="lens_summary_index",
+    postgres_key="s.id",
+    postgres_join="mirror_summary s ON s.id = i.summary_id",
+    headline="s.content",
+)
+
+
+def _summaries(terms, filters: _Filters, limit: int) -> list[Hit]:
+    """The best summaries, from the summaries store: with ``event_ids``, those whose span
+    overlaps the range; with ``current_only``, none a rebuild has superseded."""
+    connection = connections[store_for("mirror", "summary")]
+    conditions, params = _where(connection, filters, ts="s.created_at", actor=None, id_column=None)
+    if filters.event_ids is not None:
+        first, last = filters.event_ids
+        conditions += " AND s.first_event_id <= %s AND s.last_event_id >= %s"
+        params += [last, first]
+    if filters.current_only:
+        conditions += " AND s.superseded_by_id IS NULL"
+    columns = (
+        "s.created_at, s.content, s.level, s.first_event_id, s.last_event_id, s.superseded_by_id"
+    )
+    rows = _indexed_best(
+        connection, _SUMMARY_INDEX, terms, where=(conditions, params), limit=limit, columns=columns
+    )
+    hits = []
+    for summary_id, score, passage, created_at, content, level, first, last, superseded in rows:
+        replaced = f", superseded by #{superseded}" if superseded is not None else ""
+        hits.append(
+            Hit(
+                kind="summary",
+                id=summary_id,
+                key=None,
+                score=float(score),
+                passage=_snippet(passage),
+                ts=_aware(connection, created_at),
+                text=content,
+                detail=f"{level}, events {first}–{last}{replaced}",
+                level=level,
+                first_event_id=first,
+                last_event_id=last,
+                superseded_by=superseded,
             )
         )
     return hits

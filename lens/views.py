@@ -26,7 +26,7 @@ from lens.extract import (
 )
 from lens.forms import KeysForm
 from lens.query import QueryError, memory_query, query_from_params
-from lens.search import KINDS, MARK_OPEN, MAX_LIMIT, SearchError, search
+from lens.search import DEFAULT_KINDS, MARK_OPEN, MAX_LIMIT, SearchError, search
 
 SEARCH_PAGE_HITS = 10
 
@@ -119,7 +119,8 @@ def search_page(request):
     """The best hits, a page at a time. A turn brought in by its neighbours alone is left out:
     it is shown among the turns around the hit it is beside."""
     query = request.GET.get("q", "").strip()
-    kinds = [kind for kind in request.GET.getlist("kind") if kind in KINDS] or list(KINDS)
+    asked = [kind for kind in request.GET.getlist("kind") if kind in DEFAULT_KINDS]
+    kinds = asked or list(DEFAULT_KINDS)
     page, error = None, ""
     if query:
         try:
@@ -132,7 +133,7 @@ def search_page(request):
     context = {
         "query": query,
         "kinds": kinds,
-        "all_kinds": KINDS,
+        "all_kinds": DEFAULT_KINDS,
         "page": page,
         "hits": [
             (shown, _marked(shown.passage))

@@ -9,6 +9,7 @@ from django.core.management import CommandError, call_command
 
 from gem.models import Fragment, WorkingMemory
 from heart.ingest import event_record
+from mirror.models import Summary
 
 pytestmark = pytest.mark.django_db(databases="__all__")
 
@@ -56,6 +57,17 @@ def test_search_takes_kinds_and_an_actor():
     Fragment.objects.create(key="lighthouse", ambient="The old lighthouse.")
     text = lens("search", "lighthouse", "--kinds", "wm", "--actor", "claude")
     assert "`wm:" in text and "fragment:" not in text
+
+
+def test_search_finds_summaries_when_they_are_named():
+    summary = Summary.objects.create(
+        level="L1", first_event_id=4, last_event_id=12, content="A week of lighthouse walks."
+    )
+    Fragment.objects.create(key="lighthouse", ambient="The old lighthouse.")
+    assert f"summary:{summary.pk}" not in lens("search", "lighthouse")
+    text = lens("search", "lighthouse", "--kinds", "summary")
+    assert f"1. `summary:{summary.pk}` · " in text and " · L1, events 4–12 · " in text
+    assert "A week of **lighthouse** walks." in text and "fragment:" not in text
 
 
 def test_search_says_what_is_wrong():

@@ -10,11 +10,13 @@ from django.db import connections
 from gem.models import Fragment, WorkingMemory
 from heart.ingest import event_record
 from lens.search import search
+from mirror.models import Summary
 from tests.conftest import semantic_extra_required
 
 pytestmark = pytest.mark.django_db(databases="__all__")
 
 migration = importlib.import_module("lens.migrations.0001_search_indexes")
+summary_index = importlib.import_module("lens.migrations.0008_summary_index")
 
 
 def run(alias: str, statements: dict[str, list[str]]) -> None:
@@ -66,6 +68,43 @@ def test_emptying_a_table_empties_its_index():
 
     Fragment.objects.create(key="canal", ambient="Walked again.")
     assert [hit.ref for hit in search("canal", kinds=["fragment"])] == ["fragment:canal"]
+
+
+def test_the_summary_index_holds_the_summaries_that_exist_when_it_runs():
+    drop = {"sqlite": summary_index.SQLITE_DROP, "postgresql": summary_index.POSTGRES_DROP}
+    run("summaries", drop)
+    old = Summary.objects.create(
+        level="L0", first_event_id=1, last_event_id=4, content="Ana's cello lessons began."
+    )
+    new = Summary.objects.create(
+        level="L0", first_event_id=1, last_event_id=4, content="Ana began the cello."
+    )
+    Summary.objects.filter(pk=old.pk).update(superseded_by=new)
+    run("summaries", {"sqlite": summary_index.SQLITE, "postgresql": summary_index.POSTGRES})
+    assert {hit.id for hit in search("cello", kinds=["summary"])} == {old.pk, new.pk}
+    assert [hit.id for hit in search("cello", kinds=["summary"], current_only=True)] == [new.pk]
+    # and the triggers follow what is written afterwards
+    later = Summary.objects.create(
+        level="L1", first_event_id=1, last_event_id=9, content="A term of cello lessons."
+    )
+    Summary.objects.filter(pk=new.pk).update(content="Ana began the viola.")
+    found = search("cello", kinds=["summary"], current_only=True)
+    assert [(hit.id, hit.level) for hit in found] == [(later.pk, "L1")]
+
+
+def test_emptying_the_summaries_empties_their_index():
+    """TRUNCATE on PostgreSQL (row triggers do not see it), DELETE on SQLite."""
+    Summary.objects.create(level="L0", first_event_id=1, last_event_id=2, content="Kites.")
+    connection = connections["summaries"]
+    with connection.cursor() as cursor:
+        if connection.vendor == "postgresql":
+            cursor.execute("SET CONSTRAINTS ALL IMMEDIATE")
+            cursor.execute("TRUNCATE mirror_summary CASCADE")
+        else:
+            cursor.execute("DELETE FROM mirror_summary")
+    assert search("kites", kinds=["summary"]) == []
+    Summary.objects.create(level="L0", first_event_id=1, last_event_id=2, content="Kites again.")
+    assert len(search("kites", kinds=["summary"])) == 1
 
 
 @pytest.mark.parametrize(

@@ -11,6 +11,8 @@ from events.models import Event
 from gem.models import Fragment, WorkingMemory
 from heart.ingest import event_record
 from lens.search import (
+    DEFAULT_KINDS,
+    KINDS,
     MARK_OPEN,
     NEIGHBOUR_FUSION,
     SEARCH_RECALL_HITS,
@@ -25,6 +27,7 @@ from lens.search import (
     search_recalled,
 )
 from lens.snippet import snippet
+from mirror.models import Summary
 from silentstar.router import store_for
 
 pytestmark = pytest.mark.django_db(databases="__all__")
@@ -585,3 +588,101 @@ def test_a_reply_search_reads_the_best_of_every_kind_first():
     first_evening()
     items = search_recalled(["physio"], before_event=Event.objects.count() + 1)
     assert [item.key for item in items[:2]] == ["fragment:physio", ref_of("wm:physio Tuesday")]
+
+
+# --- summaries ------------------------------------------------------------------------------
+
+
+def summarise(first, last, content, *, level="L0"):
+    return Summary.objects.create(
+        level=level, first_event_id=first, last_event_id=last, content=content
+    )
+
+
+def test_it_searches_summaries_only_when_they_are_named():
+    """The search page, the command and a reply's search(…) find what they found before."""
+    summary = summarise(3, 9, "Luna and Ben walked out to the lighthouse at dusk.")
+    said = say("the lighthouse keeper waved")
+    assert "summary" in KINDS and "summary" not in DEFAULT_KINDS
+    assert {hit.kind for hit in search("lighthouse")} == {"event"}
+    recalled = search_recalled(["lighthouse"], before_event=said.pk + 1)
+    assert [item.key.split(":")[0] for item in recalled] == ["event"]
+    (hit,) = search("lighthouses", kinds=("summary",))
+    assert (hit.ref, hit.key, hit.level, hit.first_event_id, hit.last_event_id) == (
+        f"summary:{summary.pk}",
+        None,
+        "L0",
+        3,
+        9,
+    )
+    assert hit.superseded_by is None
+    assert (hit.text, hit.ts, hit.detail) == (summary.content, summary.created_at, "L0, events 3–9")
+    assert hit.snippet == (
+        f"Luna and Ben walked out to the {MARK_OPEN}lighthouse{MARK_OPEN} at dusk."
+    )
+    assert hit.score == 1.0  # the best of its kind holds every word of the query
+
+
+def test_it_follows_a_summarys_edits_and_deletion():
+    summary = summarise(1, 5, "They planned the picnic by the river.")
+    assert [hit.id for hit in search("picnic", kinds=["summary"])] == [summary.pk]
+    Summary.objects.filter(pk=summary.pk).update(content="They planned the concert instead.")
+    assert search("picnic", kinds=["summary"]) == []
+    assert [hit.id for hit in search("concert", kinds=["summary"])] == [summary.pk]
+    summary.delete()
+    assert search("concert", kinds=["summary"]) == []
+
+
+def test_a_superseded_summary_stays_found_unless_only_current_ones_are_wanted():
+    old = summarise(1, 5, "They planned the picnic by the river.")
+    new = summarise(1, 5, "A picnic by the river, planned for Sunday.")
+    Summary.objects.filter(pk=old.pk).update(superseded_by=new)
+    hits = {hit.id: hit for hit in search("picnic river", kinds=["summary"])}
+    assert set(hits) == {old.pk, new.pk}  # still indexed: superseding changed no text
+    assert hits[old.pk].superseded_by == new.pk
+    assert hits[old.pk].detail == f"L0, events 1–5, superseded by #{new.pk}"
+    current = search("picnic river", kinds=["summary"], current_only=True)
+    assert [hit.id for hit in current] == [new.pk]
+
+
+@pytest.mark.parametrize(
+    ("event_ids", "found"),
+    [
+        ((1, 100), {"early", "middle", "late"}),
+        ((15, 25), {"middle", "late"}),  # a span that overlaps the range, not only one inside it
+        ((10, 10), {"early"}),  # a span's last event
+        ((21, 21), {"late"}),  # a span's first event
+        ((31, 40), set()),  # after every span
+    ],
+)
+def test_it_keeps_summaries_whose_span_overlaps_the_event_range(event_ids, found):
+    spans = {"early": (1, 10), "middle": (11, 20), "late": (21, 30)}
+    ids = {summarise(*span, f"The {name} garden talk.").pk: name for name, span in spans.items()}
+    hits = search("garden", kinds=["summary"], event_ids=event_ids)
+    assert {ids[hit.id] for hit in hits} == found
+
+
+def test_it_filters_summaries_by_time_and_leaves_them_out_for_one_speaker():
+    old = summarise(1, 5, "Kites on the hill.")
+    new = summarise(6, 9, "Kites again.", level="L1")
+    Summary.objects.filter(pk=old.pk).update(created_at=START)
+    Summary.objects.filter(pk=new.pk).update(created_at=START + timedelta(days=1))
+    ids = lambda **kw: [hit.id for hit in search("kites", kinds=["summary"], **kw)]  # noqa: E731
+    assert set(ids()) == {old.pk, new.pk}
+    assert ids(until=START + timedelta(hours=1)) == [old.pk]
+    assert ids(since=START + timedelta(hours=1)) == [new.pk]
+    assert ids(actor="ana") == []
+
+
+def test_it_ranks_summaries_with_the_other_kinds_on_one_scale():
+    say("the garden was lovely", actor="ana")
+    summarise(1, 1, "Ana spent the morning in the garden, weeding by the roses.")
+    hits = search("garden roses", kinds=["event", "summary"])
+    assert [hit.kind for hit in hits] == ["summary", "event"]  # it holds both words
+    assert [hit.score for hit in hits] == [1.0, 0.5]
+
+
+def test_a_summary_search_is_one_statement_on_the_summaries_store(django_assert_max_num_queries):
+    summarise(1, 5, "A long talk about the concert.")
+    with django_assert_max_num_queries(1, connection=connections[store_for("mirror", "summary")]):
+        assert search("concert", kinds=["summary"], event_ids=(1, 3), current_only=True)

@@ -7,6 +7,7 @@ from django.urls import reverse
 
 from gem.models import Fragment, WorkingMemory
 from heart.ingest import event_record
+from mirror.models import Summary
 
 pytestmark = pytest.mark.django_db(databases="__all__")
 
@@ -20,6 +21,18 @@ def test_it_shows_hits_with_marked_words(admin_client):
     html = response.content.decode()
     assert "fragment:fairy" in html
     assert "grey <mark>crewneck</mark> &amp; more" in html  # escaped, then marked
+
+
+def test_it_searches_the_kinds_it_searched_before_and_offers_no_summaries(admin_client):
+    Fragment.objects.create(key="fairy", ambient="A grey crewneck.")
+    summary = Summary.objects.create(
+        level="L0", first_event_id=1, last_event_id=3, content="They knitted a crewneck."
+    )
+    url = reverse("lens-search-page")
+    for asked in ({"q": "crewneck"}, {"q": "crewneck", "kind": "summary"}):
+        html = admin_client.get(url, asked).content.decode()
+        assert "fragment:fairy" in html and f"summary:{summary.pk}" not in html
+        assert 'value="summary"' not in html
 
 
 def test_it_answers_htmx_with_the_results_partial(admin_client):

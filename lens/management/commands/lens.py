@@ -28,7 +28,7 @@ from lens.extract import (
     working_memory_markdown,
 )
 from lens.query import QUERY_PARAMETERS, QueryError, memory_query, query_from_params
-from lens.search import KINDS, SearchError, search
+from lens.search import DEFAULT_KINDS, KINDS, SearchError, search
 from silentstar.words import counted
 
 KEYS_OPTIONS = ("key", "wm", "summaries", "depth", "limit")
@@ -113,7 +113,7 @@ def _moment(value: str) -> datetime:
 def _search(command: "Command", words: list[str], options: dict) -> None:
     parser = command.word_parser("search", "Full-text search over fragments, events and memory.")
     parser.add_argument("query")
-    parser.add_argument("--kinds", nargs="+", choices=KINDS, default=list(KINDS))
+    parser.add_argument("--kinds", nargs="+", choices=KINDS, default=list(DEFAULT_KINDS))
     parser.add_argument("--since", type=_moment, help="ISO date and time (owner's time zone)")
     parser.add_argument("--until", type=_moment, help="ISO date and time (owner's time zone)")
     parser.add_argument("--actor", help="only events and working memory by this speaker")
