@@ -67,6 +67,7 @@ from gem.services import (
     sources_import,
     text_version_add,
 )
+from gem.waking import triggers_problem
 from heart.models import ContextSnapshot
 from ledger.models import ModelCall
 from loom.models import InboxImage, LoomCall, LoomPrompt, Session, SessionImage
@@ -152,7 +153,8 @@ KINDS = (
     Kind(
         "fragments.jsonl",
         Fragment,
-        ("key", "ambient", "recognition", "inventory", "created_at", "updated_at"),
+        ("key", "ambient", "recognition", "inventory", "triggers", "created_at", "updated_at"),
+        later=("triggers",),
     ),
     Kind("edges.jsonl", FragmentEdge, ("id", "source", "target", "relation")),
     Kind("fragment_sources.jsonl", FragmentSource, ("id", "fragment", "event_id")),
@@ -712,6 +714,15 @@ def _listed(kind: Kind, name: str) -> bool:
     return name in LISTED.get(kind.model, ())
 
 
+# Fields whose values the Gem checks as it checks its own writes of them: a fragment's triggers.
+VALUE_CHECKS = {(Fragment, "triggers"): triggers_problem}
+
+
+def _value_problem(kind: Kind, name: str, value) -> str | None:
+    check = VALUE_CHECKS.get((kind.model, name))
+    return check(value) if check is not None else None
+
+
 def _row_problems(kind: Kind, row: dict) -> Iterator[tuple[str, str]]:
     for name in kind.fields:
         if name not in row:
@@ -720,7 +731,9 @@ def _row_problems(kind: Kind, row: dict) -> Iterator[tuple[str, str]]:
         elif _listed(kind, name):
             if problem := _list_problem(name, row[name]):
                 yield name, problem
-        elif problem := _field_problem(_model_field(kind, name), row[name]):
+        elif problem := _field_problem(_model_field(kind, name), row[name]) or _value_problem(
+            kind, name, row[name]
+        ):
             yield name, problem
     for name in row:
         if name not in kind.fields:

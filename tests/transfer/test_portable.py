@@ -46,7 +46,8 @@ from loom.models import InboxImage, LoomCall, LoomPrompt, Session, SessionImage
 owner = get_user_model().objects.get()
 image = default_storage.save('images/2026/11/photo.png', ContentFile(bytes(range(256)) * 40))
 Fragment.objects.create(key='lighthouse', ambient='A white tower on the point.',
-                        recognition='Zoë keeps it ☕', inventory='Built in 1871.')
+                        recognition='Zoë keeps it ☕', inventory='Built in 1871.',
+                        triggers=['the white tower', " Zoë's light "])
 Fragment.objects.create(key='keeper', ambient='Zoë.')
 turn_submit(text='<luna>look, the lighthouse <pin>tea without sugar</pin></luna>', actor='luna',
             image=image)
@@ -188,6 +189,8 @@ def test_it_exports_imports_and_exports_the_same_files(installation, exported, t
     events = [json.loads(line) for line in (first / "events.jsonl").read_text().splitlines()]
     assert events[0]["image"] == "images/2026/11/photo.png" and events[0]["tags"]
     assert "Zoë keeps it ☕" in (first / "fragments.jsonl").read_text(encoding="utf-8")
+    lighthouse = json.loads((first / "fragments.jsonl").read_text().splitlines()[1])
+    assert lighthouse["triggers"] == ["the white tower", " Zoë's light "]
 
     # The search indexes are made again by their triggers, and new rows get new ids.
     found = target.manage("lens", "search", "lighthouse").stdout
@@ -269,6 +272,8 @@ def test_it_refuses_a_malformed_file_naming_the_line_and_field(installation, exp
         "fragments.jsonl line 2, field “created_at”": rewritten(
             "fragments.jsonl", with_value("created_at", "2026-11-20 09:30")
         ),
+        "fragments.jsonl line 2, field “triggers”: The triggers “sea” and “SEA” are the same "
+        "words": rewritten("fragments.jsonl", with_value("triggers", ["sea", "SEA"])),
         "identities.jsonl line 2, field “moon”: is not a field": rewritten(
             "identities.jsonl", with_value("moon", 1)
         ),
@@ -433,6 +438,32 @@ def test_it_imports_an_export_older_than_the_ledger(exported, tmp_path):
 
     assert imported.rows["model_calls.jsonl"] == 0
     assert Turn.objects.exists() and not ModelCall.objects.exists()
+
+
+@pytest.mark.django_db(databases="__all__")
+def test_fragments_exported_before_they_had_triggers_import_with_none(exported, tmp_path):
+    _, folder = exported
+    copy = shutil.copytree(folder, tmp_path / "older")
+    rows = [json.loads(line) for line in (copy / "fragments.jsonl").read_text().splitlines()]
+    (copy / "fragments.jsonl").write_text(
+        "".join(
+            json.dumps({k: v for k, v in row.items() if k != "triggers"}, ensure_ascii=False) + "\n"
+            for row in rows
+        ),
+        encoding="utf-8",
+    )
+    manifest = json.loads((copy / MANIFEST).read_text())
+    for entry in manifest["files"]:
+        if entry["name"] == "fragments.jsonl":
+            entry["sha256"] = hashlib.sha256((copy / "fragments.jsonl").read_bytes()).hexdigest()
+    (copy / MANIFEST).write_text(json.dumps(manifest))
+
+    portable_import(folder=copy, unknown_authors_blank=True, progress=lambda _: None)
+
+    assert dict(Fragment.objects.values_list("key", "triggers")) == {
+        "keeper": [],
+        "lighthouse": [],
+    }
 
 
 def test_a_snapshot_exported_before_its_inputs_were_kept_still_imports():
