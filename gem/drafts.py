@@ -31,8 +31,10 @@ from gem.draft import (
     draft_parse,
     draft_parts,
 )
+from gem.keys import key_folded, twin_refusal
 from gem.models import Fragment, FragmentEdge, FragmentSource
 from gem.services import fragment_log
+from gem.tier_size import chars_per_token, tier_refusal
 
 
 def draft_apply(
@@ -93,7 +95,10 @@ def diff_write(diff: DraftDiff) -> None:
     """Write what ``diff`` says, in one transaction: fragments created with their tiers and
     triggers, tiers and triggers changed, edges removed, added and relabelled, sources recorded
     and removed. The diff has been checked against the Gem (``draft_diff``, or the fragment
-    form's validation)."""
+    form's validation). A diff the Gem refuses (``diff_refusal``) raises ``DraftError`` and
+    writes nothing."""
+    if refusal := diff_refusal(diff):
+        raise DraftError(refusal)
     new_tiers: dict[str, dict[str, str | list[str]]] = {}
     for change in diff.tiers_changed:
         new = list(change.triggers) if isinstance(change, TriggersChange) else change.new
@@ -101,7 +106,8 @@ def diff_write(diff: DraftDiff) -> None:
     created = set(diff.fragments_created)
     with transaction.atomic():
         Fragment.objects.bulk_create(
-            Fragment(key=key, **new_tiers.get(key, {})) for key in diff.fragments_created
+            Fragment(key=key, key_folded=key_folded(key), **new_tiers.get(key, {}))
+            for key in diff.fragments_created
         )
         changed = {key: tiers for key, tiers in new_tiers.items() if key not in created}
         for fragment in Fragment.objects.select_for_update().filter(key__in=changed):
@@ -130,6 +136,21 @@ def diff_write(diff: DraftDiff) -> None:
             (FragmentSource(fragment_id=s.key, event_id=s.event_id) for s in diff.sources_added),
             ignore_conflicts=True,
         )
+
+
+def diff_refusal(diff: DraftDiff) -> str | None:
+    """Why the Gem would not write ``diff``, in words, or None: a fragment it creates whose key
+    is another's but for case (``gem.keys``), or a tier past the most a tier may hold
+    (``gem.tier_size``)."""
+    if twin := twin_refusal(diff.fragments_created, fragment_model=Fragment):
+        return twin
+    cpt = chars_per_token()
+    for change in diff.tiers_changed:
+        if isinstance(change, TriggersChange):
+            continue
+        if refusal := tier_refusal(change.key, change.tier, change.new, chars_per_token=cpt):
+            return refusal
+    return None
 
 
 def fragments_delete(*, keys: Iterable[str]) -> None:

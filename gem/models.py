@@ -132,6 +132,15 @@ class Fragment(models.Model):
     """Crystallised knowledge in three tiers; the key is the exact lookup word."""
 
     key = models.CharField(max_length=100, primary_key=True, validators=[KEY_VALIDATOR])
+    # Written with the key by the Gem's writes of fragments (``gem.keys``); a folded letter can
+    # be up to three. NULL while a rename moves the fragment to its new row (``key_move``), and
+    # in a row written around the Gem's writes: a unique column holds any number of NULLs.
+    key_folded = models.CharField(  # noqa: DJ001
+        max_length=300,
+        null=True,
+        editable=False,
+        help_text="The key case folded: no two keys differ only in case.",
+    )
     ambient = models.TextField(
         blank=True, help_text="Always known: register-level, one or two lines."
     )
@@ -148,6 +157,13 @@ class Fragment(models.Model):
 
     class Meta:
         ordering = ["key"]
+        constraints = [
+            models.UniqueConstraint(
+                fields=["key_folded"],
+                name="gem_fragment_unique_key_folded",
+                violation_error_message="A fragment of that key but for case is already here.",
+            ),
+        ]
         # The one permission that opens the whole memory (gem/access.py); it sits on the
         # fragments because they are the Gem's core, not because it concerns them alone.
         permissions = [("use_memory", "Can read and write the memory")]

@@ -32,6 +32,7 @@ from django.utils import timezone
 from gem import decay
 from gem.due import due_from_text
 from gem.importance import importance_of, importance_refreshed, valence_of
+from gem.keys import key_folded, key_move, mention, mentions_repointed, twin_refusal
 from gem.match import best_match
 from gem.meaning import near_duplicate, semantic_hash
 from gem.models import (
@@ -54,6 +55,8 @@ from gem.models import (
 )
 from gem.selectors import ambient_prose_current, decay_inputs
 from gem.state import state_set
+from gem.tier_size import chars_per_token, tier_refusal
+from gem.waking import name_words, triggers_problem
 from gem.zone import TIME_ZONE, owner_time_zone, time_zone_known
 
 logger = logging.getLogger(__name__)
@@ -80,14 +83,10 @@ class ReshapeError(ValueError):
     """A rename or fold that cannot be done, with the reason a person can act on."""
 
 
-def _mention(key: str) -> re.Pattern[str]:
-    return re.compile(rf"\[{re.escape(key)}\]")
-
-
 def _ambient_prose_repoint(*, old: str, new: str, author_id: int | None) -> bool:
     """Save a new ambient prose version with ``[old]`` written ``[new]``; False if none."""
     current = ambient_prose_current()
-    updated = _mention(old).sub(f"[{new}]", current)
+    updated = mentions_repointed(current, old=old, new=new)
     if updated == current:
         return False
     ambient_prose_set(content=updated, author=author_id)
@@ -130,6 +129,8 @@ def _rename_refusal(old_key: str, new_key: str) -> str | None:
         return f"There is no fragment “{old_key}”."
     if Fragment.objects.filter(key=new_key).exists():
         return f"“{new_key}” is already a fragment: fold into it instead."
+    if twin := twin_refusal([new_key], fragment_model=Fragment, leaving=[old_key]):
+        return f"{twin} Fold into it instead."
     return None
 
 
@@ -143,26 +144,20 @@ def fragment_rename_preview(*, old_key: str, new_key: str) -> RenamePlan:
         edges=FragmentEdge.objects.filter(Q(source=old_key) | Q(target=old_key)).count(),
         sources=FragmentSource.objects.filter(fragment=old_key).count(),
         refs=WorkingMemoryRef.objects.filter(fragment=old_key).count(),
-        ambient_mentions=len(_mention(old_key).findall(ambient_prose_current())),
+        ambient_mentions=len(mention(old_key).findall(ambient_prose_current())),
     )
 
 
 def fragment_rename(*, old_key: str, new_key: str, user_id: int) -> Fragment:
-    """Give a fragment a new key; edges, sources, working-memory links and ``[key]`` mentions
-    in the ambient prose follow, in one transaction."""
+    """Give a fragment a new key (which may differ from the old one only in case); its tiers,
+    triggers, edges, sources, working-memory links, Loom sessions and ``[key]`` mentions in
+    the ambient prose follow (``gem.keys.key_move``), in one transaction."""
     with transaction.atomic():
-        old = Fragment.objects.select_for_update().filter(key=old_key).first()
+        Fragment.objects.select_for_update().filter(key=old_key).first()
         if refusal := _rename_refusal(old_key, new_key):
             raise ReshapeError(refusal)
-        renamed = Fragment.objects.create(
-            key=new_key, created_at=old.created_at, **{tier: getattr(old, tier) for tier in TIERS}
-        )
-        FragmentEdge.objects.filter(source=old).update(source=renamed)
-        FragmentEdge.objects.filter(target=old).update(target=renamed)
-        FragmentSource.objects.filter(fragment=old).update(fragment=renamed)
-        WorkingMemoryRef.objects.filter(fragment=old).update(fragment=renamed)
+        renamed = key_move(fragment_model=Fragment, old=old_key, new=new_key)
         prose = _ambient_prose_repoint(old=old_key, new=new_key, author_id=user_id)
-        old.delete()
         fragment_log(
             user_id=user_id,
             fragment_key=new_key,
@@ -229,6 +224,7 @@ class FoldPlan:
     source: str
     into: str
     tiers: dict[str, str] = field(default_factory=dict)  # the kept fragment's tiers after
+    triggers: list[str] = field(default_factory=list)  # the kept fragment's triggers after
     edges_moved: list[tuple[str, str]] = field(default_factory=list)
     edges_merged: list[EdgeMerge] = field(default_factory=list)  # already there, or a loop
     sources_moved: int = 0
@@ -279,6 +275,7 @@ def fragment_fold_preview(*, source_key: str, into_key: str) -> FoldPlan:
             plan.edges_moved.append(moved)
             existing[moved] = edge.relation
     kept_in_tier = [merge.tier_line() for merge in plan.edges_merged if merge.in_tier]
+    cpt = chars_per_token()
     for tier in TIERS:
         kept, folded = getattr(into, tier).strip(), getattr(source, tier).strip()
         if tier == "recognition" and kept_in_tier:
@@ -287,9 +284,15 @@ def fragment_fold_preview(*, source_key: str, into_key: str) -> FoldPlan:
         if folded:
             parts.append(f"## {source_key}\n{folded}")
         plan.tiers[tier] = "\n\n".join(parts)
+        if refusal := tier_refusal(into_key, tier, plan.tiers[tier], chars_per_token=cpt):
+            raise ReshapeError(refusal)
+    said = {name_words(trigger) for trigger in into.triggers}
+    plan.triggers = [*into.triggers, *(t for t in source.triggers if name_words(t) not in said)]
+    if refusal := triggers_problem(plan.triggers):
+        raise ReshapeError(f"Their triggers together cannot be kept: {refusal}")
     plan.sources_moved = FragmentSource.objects.filter(fragment=source).count()
     plan.refs_moved = WorkingMemoryRef.objects.filter(fragment=source).count()
-    plan.ambient_mentions = len(_mention(source_key).findall(ambient_prose_current()))
+    plan.ambient_mentions = len(mention(source_key).findall(ambient_prose_current()))
     return plan
 
 
@@ -304,7 +307,8 @@ def fragment_fold(*, source_key: str, into_key: str, user_id: int) -> FoldPlan:
         into = Fragment.objects.select_for_update().get(key=into_key)
         for tier, text in plan.tiers.items():
             setattr(into, tier, text)
-        into.save(update_fields=[*TIERS, "updated_at"])
+        into.triggers = plan.triggers
+        into.save(update_fields=[*TIERS, "triggers", "updated_at"])
         source = Fragment.objects.get(key=source_key)
         for edge in FragmentEdge.objects.filter(source=source):
             if (into_key, edge.target_id) in plan.edges_moved:
@@ -1032,6 +1036,10 @@ def ambient_prose_set(
 IMPORT_BATCH = 1_000
 
 
+class FragmentRefused(ValueError):
+    """A fragment recorded elsewhere that the Gem does not take, with why in words."""
+
+
 @dataclass(frozen=True)
 class FragmentRecorded:
     """A fragment as it was recorded elsewhere (an export, a legacy installation), to be written
@@ -1085,7 +1093,18 @@ def fragments_import(*, rows: Iterable[FragmentRecorded]) -> int:
 
     For the bulk imports (``manage.py import``, ``manage.py import_silentstar``), which checked
     every row where they read it: the keys are new here. No admin-log entry is written per row:
-    the import says what it wrote."""
+    the import says what it wrote. A key the same as another but for case, or a tier past the
+    most a tier may hold (``gem.tier_size``), raises ``FragmentRefused`` and writes nothing."""
+    cpt = chars_per_token()
+
+    def checked(chunk) -> list[FragmentRecorded]:
+        for row in chunk:
+            for tier in TIERS:
+                if refusal := tier_refusal(row.key, tier, getattr(row, tier), chars_per_token=cpt):
+                    raise FragmentRefused(refusal)
+        if refusal := twin_refusal([row.key for row in chunk], fragment_model=Fragment):
+            raise FragmentRefused(refusal)
+        return chunk
 
     def times_kept(chunk) -> None:
         by_time = defaultdict(list)  # updated_at is auto_now: set afterwards, one UPDATE a time
@@ -1096,9 +1115,10 @@ def fragments_import(*, rows: Iterable[FragmentRecorded]) -> int:
 
     return _rows_import(
         Fragment,
-        rows,
+        (row for chunk in batched(rows, IMPORT_BATCH) for row in checked(chunk)),
         lambda row: Fragment(
             key=row.key,
+            key_folded=key_folded(row.key),
             ambient=row.ambient,
             recognition=row.recognition,
             inventory=row.inventory,

@@ -106,6 +106,7 @@ class Kind:
     model: type[models.Model]
     fields: tuple[str, ...]
     later: tuple[str, ...] = ()  # fields an older export lacks: their default is taken
+    derived: tuple[str, ...] = ()  # fields the import makes from the others: never in the file
 
 
 # In the order they are written on import: a row after the rows it names.
@@ -155,6 +156,7 @@ KINDS = (
         Fragment,
         ("key", "ambient", "recognition", "inventory", "triggers", "created_at", "updated_at"),
         later=("triggers",),
+        derived=("key_folded",),
     ),
     Kind("edges.jsonl", FragmentEdge, ("id", "source", "target", "relation")),
     Kind("fragment_sources.jsonl", FragmentSource, ("id", "fragment", "event_id")),
@@ -775,7 +777,11 @@ def _check(folder: Path, manifest: dict) -> _Checked:
 
     for kind in KINDS:
         pk = kind.model._meta.pk.name
-        seen: dict[tuple[str, ...], set] = {names: set() for names in _unique_sets(kind.model)}
+        seen: dict[tuple[str, ...], set] = {
+            names: set()
+            for names in _unique_sets(kind.model)
+            if not set(names) & set(kind.derived)
+        }
         lines = 0
         for number, row in _lines(folder, kind):
             lines = number

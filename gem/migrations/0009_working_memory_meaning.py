@@ -26,7 +26,9 @@ class AddFieldInPlace(migrations.AddField):
         if field.null:  # added in place by the schema editor itself
             return super().database_forwards(app_label, schema_editor, from_state, to_state)
         definition, _ = schema_editor.column_sql(model, field, include_default=False)
-        default = schema_editor.prepare_default(field.get_default())
+        default = schema_editor.prepare_default(
+            field.get_db_prep_save(field.get_default(), schema_editor.connection)
+        )
         schema_editor.execute(
             f"ALTER TABLE {schema_editor.quote_name(model._meta.db_table)} ADD COLUMN "
             f"{schema_editor.quote_name(field.column)} {definition} DEFAULT {default}"

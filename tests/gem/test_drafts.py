@@ -553,3 +553,28 @@ def test_a_draft_saved_against_todays_text_is_applied(gem, person):
     assert "Blue." in rebased and rebased != text
     diff = draft_apply(rebased, user=person, events_found=source_events)
     assert (diff.unchecked, Fragment.objects.get(key="fairy").ambient) == ([], "Blue.")
+
+
+def test_a_draft_making_a_case_twin_is_refused_in_words_and_changes_nothing(person):
+    diff_write(DraftDiff(fragments_created=["biscuit"]))
+    before = snapshot()
+
+    with pytest.raises(DraftError) as refused:
+        draft_apply(
+            "# Biscuit\n\n## ambient\n\nThe cat.\n", user=person, events_found=source_events
+        )
+
+    assert str(refused.value) == "“Biscuit” is already a fragment, as “biscuit”."
+    assert snapshot() == before
+    assert Fragment.objects.get().key_folded == "biscuit"
+
+
+def test_a_draft_with_a_tier_past_the_cap_is_refused_in_words(gem, person, settings):
+    settings.FRAGMENT_TIER_MAX_TOKENS = 4000
+    before = snapshot()
+    draft = "# fairy\n\n## inventory\n\n" + "word " * 20_000 + "\n"
+
+    with pytest.raises(DraftError, match="The inventory of “fairy” is about 25,000 tokens"):
+        draft_apply(draft, user=person, events_found=source_events)
+
+    assert snapshot() == before

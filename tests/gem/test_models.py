@@ -49,6 +49,14 @@ def test_it_uses_the_key_as_the_fragment_primary_key():
     refused(lambda: Fragment.objects.create(key="fairy"))
 
 
+def test_it_keeps_one_fragment_per_key_folded():
+    Fragment.objects.create(key="biscuit", key_folded="biscuit")
+    Fragment.objects.create(key="Straße", key_folded="strasse")
+    refused(lambda: Fragment.objects.create(key="Biscuit", key_folded="biscuit"))
+    refused(lambda: Fragment.objects.create(key="STRASSE", key_folded="strasse"))
+    assert Fragment.objects.count() == 2
+
+
 def test_it_refuses_keys_with_spaces():
     with pytest.raises(ValidationError):
         Fragment(key="fairy wardrobe").full_clean()

@@ -46,7 +46,7 @@ from gem.services import (
     working_memory_status_set,
     working_memory_sweep,
 )
-from loom.models import LoomPrompt
+from loom.models import LoomPrompt, Session
 from mirror.models import MirrorPrompt
 
 pytestmark = pytest.mark.django_db
@@ -809,3 +809,99 @@ def test_it_imports_fragments_edges_and_sources_exactly_with_no_log_entry(monkey
     ]
     assert FragmentSource.objects.get(fragment="moon").event_id == 7
     assert not LogEntry.objects.exists()
+
+
+# --- Keys unique regardless of case, tiers within the cap ----------------------------------
+
+
+def fragment(key: str, **fields) -> Fragment:
+    """A fragment as the Gem's writes leave it, its key folded."""
+    return Fragment.objects.create(key=key, key_folded=key.casefold(), **fields)
+
+
+def recorded(key: str, inventory: str = "") -> FragmentRecorded:
+    return FragmentRecorded(
+        key=key, ambient="", recognition="", inventory=inventory, created_at=NOW, updated_at=NOW
+    )
+
+
+def test_a_rename_to_a_case_twin_of_another_fragment_is_refused_in_words(admin_user):
+    fragment("biscuit")
+    fragment("cat")
+
+    with pytest.raises(ReshapeError) as refused:
+        fragment_rename(old_key="cat", new_key="Biscuit", user_id=admin_user.pk)
+
+    assert (
+        str(refused.value) == "“Biscuit” is already a fragment, as “biscuit”. Fold into it instead."
+    )
+    assert sorted(Fragment.objects.values_list("key", flat=True)) == ["biscuit", "cat"]
+
+
+def test_a_rename_may_change_only_the_case_and_keeps_triggers_and_loom_sessions(admin_user):
+    biscuit = fragment("biscuit", ambient="The cat.", triggers=["the cat"])
+    session = Session.objects.create(topic="cats")
+    session.fragments.add(biscuit)
+    AmbientProse.objects.create(content="We have [biscuit].")
+
+    fragment_rename(old_key="biscuit", new_key="Biscuit", user_id=admin_user.pk)
+
+    renamed = Fragment.objects.get()
+    assert (renamed.key, renamed.key_folded, renamed.triggers) == (
+        "Biscuit",
+        "biscuit",
+        ["the cat"],
+    )
+    assert list(session.fragments.values_list("key", flat=True)) == ["Biscuit"]
+    assert ambient_prose_current() == "We have [Biscuit]."
+
+
+def test_an_import_of_a_case_twin_is_refused_in_words_and_writes_nothing():
+    fragment("biscuit")
+
+    with pytest.raises(
+        gem_services.FragmentRefused, match="“Biscuit” is already a fragment, as “biscuit”"
+    ):
+        fragments_import(rows=[recorded("moon"), recorded("Biscuit")])
+    with pytest.raises(gem_services.FragmentRefused, match="“Sea” and “sea” are the same key"):
+        fragments_import(rows=[recorded("sea"), recorded("Sea")])
+
+    assert list(Fragment.objects.values_list("key", flat=True)) == ["biscuit"]
+
+
+def test_an_import_folds_its_keys_across_batches(monkeypatch):
+    monkeypatch.setattr(gem_services, "IMPORT_BATCH", 1)
+
+    fragments_import(rows=[recorded("Moon"), recorded("ΣΊΣΥΦΟΣ")])
+    with pytest.raises(gem_services.FragmentRefused, match="as “Moon”"):
+        fragments_import(rows=[recorded("sea"), recorded("MOON")])
+
+    assert dict(Fragment.objects.values_list("key", "key_folded")) == {
+        "Moon": "moon",
+        "ΣΊΣΥΦΟΣ": "σίσυφοσ",
+    }
+
+
+def test_an_import_of_a_tier_past_the_cap_is_refused_in_words(settings):
+    settings.FRAGMENT_TIER_MAX_TOKENS = 4000
+
+    with pytest.raises(gem_services.FragmentRefused) as refused:
+        fragments_import(rows=[recorded("inventory-dump", inventory="x" * 100_000)])
+
+    assert str(refused.value).startswith(
+        "The inventory of “inventory-dump” is about 25,000 tokens, past the 4,000 a tier may hold"
+    )
+    assert not Fragment.objects.exists()
+
+
+def test_a_fold_keeps_both_fragments_triggers_and_refuses_tiers_past_the_cap(admin_user, settings):
+    fragment("biscuit", recognition="a" * 8_000, triggers=["the cat", "Biscuit the cat"])
+    fragment("Biscuit-2", recognition="b" * 8_000, triggers=["THE CAT", "kitten"])
+
+    settings.FRAGMENT_TIER_MAX_TOKENS = 4000
+    with pytest.raises(ReshapeError, match="The recognition of “biscuit” is about 4,0"):
+        fragment_fold(source_key="Biscuit-2", into_key="biscuit", user_id=admin_user.pk)
+    settings.FRAGMENT_TIER_MAX_TOKENS = 5000
+    fragment_fold(source_key="Biscuit-2", into_key="biscuit", user_id=admin_user.pk)
+
+    assert Fragment.objects.get().triggers == ["the cat", "Biscuit the cat", "kitten"]
