@@ -982,15 +982,15 @@ def _rows_insert(model, names: Sequence[str], rows: list[tuple]) -> list[int]:
 
 
 def fragments_exported() -> list[LoreEntry]:
-    """Every fragment as lorebook entries, with its edges out, in key order."""
+    """Every fragment as lorebook entries, with its edges out and its triggers, in key order."""
     edges: dict[str, list[tuple[str, str]]] = {}
     for source, target, relation in FragmentEdge.objects.order_by(
         "source_id", "target_id"
     ).values_list("source_id", "target_id", "relation"):
         edges.setdefault(source, []).append((target, relation))
     return entries_of(
-        FragmentData(key, ambient, recognition, inventory, tuple(edges.get(key, ())))
-        for key, ambient, recognition, inventory in Fragment.objects.order_by("key").values_list(
-            "key", *TIERS
+        FragmentData(key, *tiers, edges=tuple(edges.get(key, ())), triggers=tuple(triggers))
+        for key, triggers, *tiers in Fragment.objects.order_by("key").values_list(
+            "key", "triggers", *TIERS
         )
     )

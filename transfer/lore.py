@@ -17,7 +17,9 @@ An entry from elsewhere becomes a fragment like this:
   from it to that other fragment, "names".
 
 An entry exported from here carries its fragment (``LoreEntry.fragment``: key, the tiers it
-holds, its edges out), and is read back as that fragment exactly.
+holds, its edges out), and is read back as that fragment exactly. Its keys are the fragment's
+key and triggers, the names that wake it here, then the keys of the ``Keys:`` line an older
+import ended the recognition tier with.
 """
 
 import heapq
@@ -242,16 +244,17 @@ class FragmentData:
     recognition: str
     inventory: str
     edges: tuple[tuple[str, str], ...] = ()  # edges out: target, relation
+    triggers: tuple[str, ...] = ()
 
 
 def entries_of(fragments: Iterable[FragmentData]) -> list[LoreEntry]:
     """Fragments as lorebook entries: the ambient tier a constant entry, recognition and
-    inventory one entry that recall would find by the fragment's key and the keys of its
-    ``Keys:`` line. Each carries its part of the fragment, to be read back exactly."""
+    inventory one entry, both keyed by what wakes the fragment (``entry_keys``). Each carries
+    its part of the fragment, to be read back exactly."""
     entries: list[LoreEntry] = []
     for fragment in fragments:
         recognition, keys = keys_line_split(fragment.recognition)
-        all_keys = (fragment.key, *(k for k in keys if k != fragment.key))
+        all_keys = entry_keys(fragment.key, fragment.triggers, keys)
         whole = {
             "key": fragment.key,
             **{tier: getattr(fragment, tier) for tier in TIERS},
@@ -287,6 +290,16 @@ def entries_of(fragments: Iterable[FragmentData]) -> list[LoreEntry]:
                 )
             )
     return entries
+
+
+def entry_keys(key: str, triggers: Iterable[str], keys_line: Iterable[str]) -> tuple[str, ...]:
+    """A fragment's key, then its triggers, then the keys of its ``Keys:`` line (an older
+    import's), each once: a name said again in other letter case is a duplicate, as
+    SillyTavern matches keys in any case."""
+    entry: dict[str, str] = {}
+    for name in (key, *triggers, *keys_line):
+        entry.setdefault(name.casefold(), name)
+    return tuple(entry.values())
 
 
 def _deep_content(recognition: str, inventory: str) -> str:

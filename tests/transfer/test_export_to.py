@@ -41,6 +41,19 @@ def test_a_lorebook_holds_every_fragment_by_its_keys_and_reads_back_unchanged(ge
     assert plan.draft_diff.is_empty
 
 
+def test_an_entrys_keys_are_the_fragments_key_and_triggers_then_an_older_keys_line(gem, tmp_path):
+    Fragment.objects.filter(key="fairy").update(triggers=["wisp", "the little light", "Fairy"])
+    Fragment.objects.filter(key="well").update(triggers=["Old well"])
+    path = tmp_path / "world.json"
+    call_command("export_to", "sillytavern", str(path), stdout=io.StringIO())
+
+    entries = sorted(json.loads(path.read_text())["entries"].values(), key=lambda e: e["uid"])
+    assert [(e["comment"], e["key"]) for e in entries] == [
+        ("fairy (ambient)", ["fairy", "wisp", "the little light", "sprite"]),
+        ("well", ["well", "Old well"]),
+    ]
+
+
 def test_a_card_carries_the_book_and_the_ambient_prose_in_json_and_png(gem, tmp_path):
     for name in ("card.json", "card.png"):
         path = tmp_path / name
