@@ -38,7 +38,7 @@ from anvil.textdiff import text_diff_html
 from events.selectors import source_events
 from gem.draft import DraftConflict, DraftDiff, DraftError, draft_check, draft_diff, draft_parse
 from gem.models import IdentitySide
-from gem.selectors import identities_current, wake_text_current
+from gem.selectors import identities_current
 from mirror.models import Proposer
 from silentstar.uploads import megabytes, upload_max_bytes
 from silentstar.words import counted
@@ -52,6 +52,7 @@ from transfer.bridges import (
     bundle_read,
     counts_said,
     draft_diff_listed,
+    entries_left_out_said,
     file_keep,
     file_refused,
     import_enqueue,
@@ -62,7 +63,8 @@ from transfer.bridges import (
     preview_import,
     preview_ready,
     run_finished_by,
-    wake_proposed,
+    text_current,
+    text_proposed,
 )
 from transfer.bundle import BridgeError
 from transfer.models import (
@@ -168,6 +170,7 @@ PROPOSAL_WORDS = {
     for kind, what in (
         (ProposalKind.DRAFT, "draft"),
         (ProposalKind.WAKE, "text to add to the wake text"),
+        (ProposalKind.PROSE, "text to add to the ambient prose"),
     )
 }
 
@@ -197,9 +200,13 @@ def preview_context(plan: BridgePlan) -> dict:
             diff = plan.draft_diff
         except DraftError as error:
             draft_error = str(error)
-    wake_diff = None
+    wake_diff = prose_diff = None
     if plan.wake_section and not plan.wake_here:
         wake_diff = _wake_diff(plan.wake_section, new_label="with the import")
+    if plan.prose_section and not plan.prose_here:
+        prose_diff = _wake_diff(
+            plan.prose_section, new_label="with the import", kind=ProposalKind.PROSE
+        )
     times = [message.at for message in plan.bundle.messages]
     return {
         "plan": plan,
@@ -209,6 +216,8 @@ def preview_context(plan: BridgePlan) -> dict:
         "memories_more": more_said(len(plan.suggestions), "memory", "memories"),
         "draft_error": draft_error,
         "wake_diff": wake_diff,
+        "prose_diff": prose_diff,
+        "left_out": entries_left_out_said(plan.left_out),
         "first_at": min(times) if times else None,
         "last_at": max(times) if times else None,
         "estimate": plan.estimate if plan.bundle.messages else None,
@@ -242,9 +251,10 @@ def proposal_card(request, proposal: ImportedProposal, *, back: str) -> dict:
             except DraftError as error:
                 diff_error = str(error)
         else:
-            wake_diff = _wake_diff(proposal.text, new_label="with the proposal")
-            if proposal.base and proposal.base != wake_text_current("wake"):
-                changed_since = "The wake text in use changed since this was proposed."
+            wake_diff = _wake_diff(proposal.text, new_label="with the proposal", kind=proposal.kind)
+            if proposal.base and proposal.base != text_current(proposal.kind):
+                what = "ambient prose" if proposal.kind == ProposalKind.PROSE else "wake text"
+                changed_since = f"The {what} in use changed since this was proposed."
     return {
         "proposal": proposal,
         **_draft_listed(diff),
@@ -256,12 +266,12 @@ def proposal_card(request, proposal: ImportedProposal, *, back: str) -> dict:
     }
 
 
-def _wake_diff(section: str, *, new_label: str):
-    """The wake text in use beside it with ``section`` added, the long unchanged run said in
-    one row."""
+def _wake_diff(section: str, *, new_label: str, kind: str = ProposalKind.WAKE):
+    """The wake text (or, ``kind`` prose, the ambient prose) in use beside it with ``section``
+    added, the long unchanged run said in one row."""
     return text_diff_html(
-        wake_text_current("wake"),
-        wake_proposed(section),
+        text_current(kind),
+        text_proposed(kind, section),
         old_label="in use now",
         new_label=new_label,
         context=WAKE_CONTEXT_LINES,
@@ -301,7 +311,7 @@ class ImportRunAdmin(admin.ModelAdmin):
             return "—"
         return (
             f"{c.get('events', 0):,} messages, {c.get('suggestions', 0):,} memories, "
-            f"{c.get('drafts', 0) + c.get('wakes', 0)} proposals"
+            f"{sum(c.get(n, 0) for n in ('drafts', 'wakes', 'prose_additions'))} proposals"
         )
 
     def has_add_permission(self, request):
@@ -627,7 +637,7 @@ class ImportedProposalAdmin(admin.ModelAdmin):
     def _edit_page(self, request, proposal, form, *, error: str = ""):
         text = form["text"].value() or "" if form.is_bound else proposal.text
         shown = not form.is_bound or form.is_valid()
-        wake = proposal.kind == ProposalKind.WAKE
+        wake = proposal.kind != ProposalKind.DRAFT
         return proposed_text_page(
             self,
             request,
@@ -640,8 +650,11 @@ class ImportedProposalAdmin(admin.ModelAdmin):
             back=self._page_url(proposal.pk),
             error=error,
             text_errors=form.errors.get("text", []),
-            wake_diff=_wake_diff(text, new_label="with the proposal") if wake and shown else None,
+            wake_diff=_wake_diff(text, new_label="with the proposal", kind=proposal.kind)
+            if wake and shown
+            else None,
             base=proposal.base,
+            wake_now=text_current(proposal.kind) if wake else None,
         )
 
     def drop_view(self, request, proposal_id: int):
@@ -657,6 +670,10 @@ class ImportedProposalAdmin(admin.ModelAdmin):
 
 def _applied_said(applied) -> str:
     title = applied.proposal.title
+    if applied.proposal.kind == ProposalKind.PROSE:
+        if applied.wake is None:
+            return f"Applied “{title}”: the ambient prose in use held it already, nothing changed."
+        return f"Applied “{title}”: the ambient prose has a new version, {applied.wake}."
     if applied.proposal.kind == ProposalKind.WAKE:
         if applied.wake is None:
             return f"Applied “{title}”: the wake text in use held it already, nothing changed."

@@ -1,14 +1,15 @@
 """What an import proposes, decided in the Anvil: a draft of fragments applied through the
-Gem's ``draft_apply``, or a wake text added as a new version; or dropped.
+Gem's ``draft_apply``, or an addition to the wake text or the ambient prose saved as a new
+version; or dropped.
 
 A proposal is decided once: the row is claimed (pending → applied or dropped) in the same
 transaction as what applying it writes, so a draft that cannot be applied leaves it pending,
 and a second click, or a second person, finds it decided and changes nothing.
 
 Each is written against the Gem as the import found it (``ImportedProposal.base``): a draft
-over a fragment changed since is refused (``gem.draft.DraftConflict``), and so is a wake text
-when the wake text in use changed since (``WakeConflict``), unless the person applies it against
-the wake text they saw (``against``, its digest, from the edit page).
+over a fragment changed since is refused (``gem.draft.DraftConflict``), and so is an addition
+when the text in use changed since (``WakeConflict``), unless the person applies it against the
+text they saw (``against``, its digest, from the edit page).
 """
 
 from dataclasses import dataclass
@@ -21,16 +22,16 @@ from anvil.textdiff import text_change_summary
 from events.selectors import source_events
 from gem.draft import DraftDiff, DraftError, part_digest
 from gem.drafts import draft_apply
-from gem.models import WakeText, WakeTextKind
-from gem.selectors import wake_text_current
+from gem.models import AmbientProse, WakeText, WakeTextKind
 from gem.services import text_version_add
-from transfer.bridges import wake_proposed
+from transfer.bridges import text_current, text_proposed
 from transfer.models import ImportedProposal, ProposalKind, ProposalState
 
 # What deciding a proposal of each kind takes: what the draft page and a new wake text take.
 PERMISSIONS = {
     ProposalKind.DRAFT: ("gem.add_fragment", "gem.change_fragment"),
     ProposalKind.WAKE: ("gem.add_waketext",),
+    ProposalKind.PROSE: ("gem.add_ambientprose",),
 }
 
 
@@ -47,13 +48,14 @@ def wake_digest(text: str) -> str:
 
 
 class WakeConflict(DraftError):
-    """A wake text proposed against a wake text in use that has changed since."""
+    """An addition proposed against a wake text (or ambient prose) in use that has changed
+    since."""
 
-    def __init__(self, *, base: str, now: str):
+    def __init__(self, *, base: str, now: str, what: str = "wake text"):
         self.base, self.now = base, now
         super().__init__(
-            "The wake text in use changed since the import proposed this: see what changed, "
-            "then apply it to today's wake text."
+            f"The {what} in use changed since the import proposed this: see what changed, "
+            f"then apply it to today's {what}."
         )
 
 
@@ -61,7 +63,8 @@ class WakeConflict(DraftError):
 class ProposalApplied:
     proposal: ImportedProposal
     diff: DraftDiff | None = None  # a draft's: what it changed in the Gem
-    wake: WakeText | None = None  # a wake text's: the version it added, if it added one
+    # An addition's: the version of the wake text or ambient prose it added, if it added one.
+    wake: WakeText | AmbientProse | None = None
 
 
 def proposal_may_decide(user, proposal: ImportedProposal) -> bool:
@@ -102,16 +105,22 @@ def proposal_apply(
                     parts=parts,
                 ),
             )
-        before = wake_text_current(WakeTextKind.WAKE)
-        after = wake_proposed(chosen)
-        if after == before:  # the wake text in use holds it already: no second copy of it
+        before = text_current(proposal.kind)
+        after = text_proposed(proposal.kind, chosen)
+        if after == before:  # the text in use holds it already: no second copy of it
             return ProposalApplied(proposal)
+        what = "ambient prose" if proposal.kind == ProposalKind.PROSE else "wake text"
         if against:
             if wake_digest(before) != against:
-                raise WakeConflict(base=proposal.base, now=before)
+                raise WakeConflict(base=proposal.base, now=before, what=what)
         elif proposal.base and before != proposal.base:
-            raise WakeConflict(base=proposal.base, now=before)
-        wake = text_version_add(model=WakeText, kind=WakeTextKind.WAKE, content=after, author=user)
+            raise WakeConflict(base=proposal.base, now=before, what=what)
+        if proposal.kind == ProposalKind.PROSE:
+            wake = text_version_add(model=AmbientProse, content=after, author=user)
+        else:
+            wake = text_version_add(
+                model=WakeText, kind=WakeTextKind.WAKE, content=after, author=user
+            )
         LogEntry.objects.log_actions(
             user.pk,
             [wake],

@@ -52,16 +52,19 @@ def proposed_text_page(
     wake_diff=None,
     base: str = "",
     again_url: str = "",
+    wake_now: str | None = None,
 ):
     """The page for ``text``: its draft's preview and check against ``base`` (what it was
     written against, when it is kept beside it), unless ``wake_diff`` (a wake text's
-    comparison, ``base`` then the wake text in use when it was proposed) is given; ``error``
-    says why it cannot be applied and ``text_errors`` why the text is not one."""
+    comparison, ``base`` then the wake text in use when it was proposed, ``wake_now`` the text
+    it adds to as it is in use, the wake text when None) is given; ``error`` says why it cannot
+    be applied and ``text_errors`` why the text is not one."""
     rebase = request.method == "POST" and "rebase" in request.POST
     diff = None
     checked: dict = {}
     if wake_diff is not None:
-        checked = _wake_checked(request, base=base, rebase=rebase)
+        now = wake_text_current(WakeTextKind.WAKE) if wake_now is None else wake_now
+        checked = _wake_checked(request, base=base, now=now, rebase=rebase)
     elif not text_errors:
         try:
             if rebase:
@@ -93,11 +96,10 @@ def proposed_text_page(
     )
 
 
-def _wake_checked(request, *, base: str, rebase: bool) -> dict:
-    """A wake text against the wake text in use when it was proposed (``base``) and now: what
-    changed meanwhile, or the digest of today's it is applied against once a person saved it
-    so (``against``)."""
-    now = wake_text_current(WakeTextKind.WAKE)
+def _wake_checked(request, *, base: str, now: str, rebase: bool) -> dict:
+    """A wake text against the wake text in use when it was proposed (``base``) and now
+    (``now``): what changed meanwhile, or the digest of today's it is applied against once a
+    person saved it so (``against``)."""
     against = wake_digest(now) if rebase else request.POST.get("against", "")
     if against == wake_digest(now):
         return {"against": against}

@@ -2,10 +2,12 @@
 import itself (``manage.py import_from``, the Anvil's import page; docs/bridges.md).
 
 Curated knowledge is never written here: a lorebook's entries (a card's book, Letta's blocks)
-become a draft in the draft format, and a card's description or Letta's persona a proposed
-addition to the wake text, both staged as ``ImportedProposal`` for a person to apply, edit or
-drop in the Anvil. Memories become suggestions of the queue, typed by what they say. Messages
-become events, with their original times, said by the identities their speakers are mapped to.
+become a draft in the draft format, a card's description or Letta's persona a proposed
+addition to the wake text, and the entries that were always in the other app's context a
+proposed addition to the ambient prose naming their ``[keys]``, each staged as
+``ImportedProposal`` for a person to apply, edit or drop in the Anvil. Memories become
+suggestions of the queue, typed by what they say. Messages become events, with their original
+times, said by the identities their speakers are mapped to.
 
 ``bridge_plan`` reads the stores and writes nothing: it is the preview, and every refusal comes
 from it or from the reader, before anything is written. ``bridge_import`` writes what the plan
@@ -50,7 +52,13 @@ from gem.draft import (
     fragments_now,
 )
 from gem.models import TIERS, Fragment, FragmentEdge, IdentitySide
-from gem.selectors import identities_current, wake_text_current
+from gem.selectors import (
+    AMBIENT_KEY,
+    ambient_prose_current,
+    identities_current,
+    wake_text_current,
+)
+from gem.waking import TRIGGERS_MAX, name_words
 from gem.zone import owner_time_zone
 from mirror.estimate import CompressionEstimate, compression_estimate, turn_transcripts
 from mirror.models import Proposer, TagSuggestion
@@ -70,6 +78,8 @@ from transfer.lore import (
     entries_of,
     fragments_of,
     key_of,
+    keys_indexed,
+    left_out,
     macros_replaced,
 )
 from transfer.models import (
@@ -192,6 +202,12 @@ class BridgePlan:
     # Gem holds them (a draft), the wake text in use.
     draft_base: str = ""
     wake_base: str = ""
+    # The ambient prose addition naming the constant entries' keys ("" when none), whether an
+    # earlier import proposed it, and the ambient prose in use it is written against.
+    prose_section: str = ""
+    prose_here: bool = False
+    prose_base: str = ""
+    left_out: list[LoreEntry] = field(default_factory=list)  # disabled: no fragment made
 
     @cached_property
     def messages_new(self) -> list[Message]:
@@ -233,6 +249,7 @@ class BridgePlan:
         return (
             (not self.draft_text or self.draft_here)
             and (not self.wake_section or self.wake_here)
+            and (not self.prose_section or self.prose_here)
             and not self.suggestions_new
             and not self.messages_new
         )
@@ -275,9 +292,16 @@ def _digest(kind: str, text: str) -> str:
     return hashlib.sha256(f"{kind}\n{text}".encode()).hexdigest()
 
 
-def wake_proposed(section: str) -> str:
-    """The wake text in use with ``section`` after it (unchanged when it is there already)."""
-    current = wake_text_current("wake")
+def text_current(kind: str) -> str:
+    """The text a proposal of ``kind`` adds to, as it is in use: the wake text, or the ambient
+    prose."""
+    return ambient_prose_current() if kind == ProposalKind.PROSE else wake_text_current("wake")
+
+
+def text_proposed(kind: str, section: str) -> str:
+    """The text a proposal of ``kind`` adds to (``text_current``) with ``section`` after it
+    (unchanged when it is there already)."""
+    current = text_current(kind)
     if not section or section in current:
         return current
     return f"{current.rstrip()}\n\n{section}\n"
@@ -296,11 +320,17 @@ def bridge_plan(
     # A lorebook's name is the book's; a card's, an agent's or a chat's is the character's.
     character = bundle.name if bundle.format in CHARACTER_NAMED else ""
     macros = {"char": character or identities.default_companion, "user": user_name}
-    fragments = fragments_of(bundle.entries, names=macros)
+    existing = (
+        keys_indexed(Fragment.objects.order_by("key").values_list("key", flat=True))
+        if bundle.entries
+        else {}
+    )
+    fragments = fragments_of(bundle.entries, names=macros, existing=existing)
     draft_text, draft_base = (
         _draft_text(bundle, fragments, file_name=file_name) if fragments else ("", "")
     )
     wake_section = _wake_section(bundle, macros)
+    prose_section = _prose_section(bundle, fragments)
     plan = BridgePlan(
         bundle=bundle,
         file_name=file_name,
@@ -315,6 +345,10 @@ def bridge_plan(
         messages_here=_origins_here(ImportedMessage, [m.origin for m in bundle.messages]),
         draft_base=draft_base,
         wake_base=wake_text_current("wake") if wake_section else "",
+        prose_section=prose_section,
+        prose_here=bool(prose_section) and _proposal_here(ProposalKind.PROSE, prose_section),
+        prose_base=ambient_prose_current() if prose_section else "",
+        left_out=left_out(bundle.entries),
     )
     plan.speakers = _speakers_mapped(bundle.messages, speakers or {}, identities, plan.problems)
     return plan
@@ -325,10 +359,13 @@ def _proposal_here(kind: str, content) -> bool:
 
 
 def _proposal_digest(kind: str, content) -> str:
-    """A draft is the same when its fragments are (whatever the Gem holds around them)."""
+    """A draft is the same when its fragments are, as the file gives them (whatever the Gem
+    holds around them: once applied, a fragment the file made is one it folds into)."""
     if kind == ProposalKind.DRAFT:
         content = json.dumps(
-            [[f.key, f.tiers, f.edges] for f in content], ensure_ascii=False, sort_keys=True
+            [[f.key, f.tiers, f.edges, f.triggers] for f in content],
+            ensure_ascii=False,
+            sort_keys=True,
         )
     return _digest(kind, content)
 
@@ -337,11 +374,13 @@ def _draft_text(
     bundle: Bundle, fragments: list[LoreFragment], *, file_name: str
 ) -> tuple[str, str]:
     """The draft of the fragments and what it is written against (the Gem's fragments among
-    them, as a draft): each sets the tiers the file gives it. A fragment an edge is proposed for
-    lists the Gem's edges touching it too, since a draft's edges are the whole set; an edge the
-    Gem has between the same two keys stays as it is."""
+    them, as a draft): each sets the tiers the file gives it, and its triggers; a fold adds the
+    tiers after the fragment's own and the triggers to its own (``_folded``). A fragment an edge
+    is proposed for lists the Gem's edges touching it too, since a draft's edges are the whole
+    set; an edge the Gem has between the same two keys stays as it is."""
     keys = {fragment.key for fragment in fragments}
-    held = list(fragments_now(keys).values())
+    now = fragments_now(keys)
+    held = list(now.values())
     existing = {edge for fragment in held for edge in fragment.edges}
     pairs = {(edge.source, edge.target) for edge in existing}
     targets = {target for fragment in fragments for target, _ in fragment.edges}
@@ -359,9 +398,8 @@ def _draft_text(
             edges[key].add(edge)
     draft = Draft(
         fragments=[
-            DraftFragment(
-                key=fragment.key,
-                tiers=fragment.tiers,
+            replace(
+                _folded(fragment, now.get(fragment.key)),
                 edges=edges_ordered(fragment.key, edges[fragment.key])
                 if fragment.key in touched
                 else None,
@@ -375,16 +413,69 @@ def _draft_text(
     )
 
 
+def _folded(fragment: LoreFragment, held: DraftFragment | None) -> DraftFragment:
+    """A fragment of the file as its draft section: as the file gives it; or, folded into the
+    fragment the Gem holds, each tier the file gives after that tier's text (unless the text
+    holds it already, so a second import adds nothing twice) and the file's triggers after its
+    triggers, none twice in words."""
+    triggers = list(fragment.triggers)
+    if not fragment.fold or held is None:
+        return DraftFragment(key=fragment.key, tiers=fragment.tiers, triggers=triggers or None)
+    tiers = {}
+    for tier, text in fragment.tiers.items():
+        before = held.tiers.get(tier, "")
+        tiers[tier] = before if text in before else f"{before.rstrip()}\n\n{text}".lstrip("\n")
+    own = held.triggers or []
+    seen = {name_words(trigger) for trigger in own}
+    added = [t for t in triggers if name_words(t) not in seen]
+    folded = [*own, *added][:TRIGGERS_MAX]
+    return DraftFragment(key=fragment.key, tiers=tiers, triggers=folded if added else None)
+
+
 def _preface(bundle: Bundle, fragments: list[LoreFragment], *, file_name: str) -> str:
-    """What the draft comes from, entry by entry (a preface is kept, never applied)."""
+    """What the draft comes from, entry by entry, with what was said of each (its comment, a
+    fold, a key that is no trigger) and the disabled entries left out (a preface is kept, never
+    applied)."""
     what = FORMAT_NAMES.get(bundle.format, bundle.format)
     named = f" “{bundle.name}”" if bundle.name else ""
-    lines = [f"Imported from the {what}{named} ({file_name}): {len(bundle.entries)} entries."]
-    disabled = [entry.where for entry in bundle.entries if not entry.enabled]
-    if disabled:
-        lines.append(f"Disabled there, so never ambient here: {', '.join(disabled)}.")
-    lines += [f"- {fragment.key} ← {', '.join(fragment.entries)}" for fragment in fragments]
+    lines = [
+        f"Imported from the {what}{named} ({file_name}): "
+        f"{counted(len(bundle.entries), 'entry', 'entries')}."
+    ]
+    lines += [f"Left out: {said}." for said in entries_left_out_said(left_out(bundle.entries))]
+    for fragment in fragments:
+        lines.append(f"- {fragment.key} ← {', '.join(fragment.entries)}")
+        lines += [f"  - {note}" for note in fragment.notes]
     return "\n".join(lines)
+
+
+def entries_left_out_said(entries: Sequence[LoreEntry]) -> list[str]:
+    """What the preview and the draft's preface say of each disabled entry left out."""
+    return [
+        f"{entry.where}"
+        + (f" (“{entry.note or entry.name}”)" if entry.note or entry.name else "")
+        + ", disabled there: a fragment here has no off switch, and naming "
+        + (f"its key “{entry.keys[0]}”" if entry.keys else "it")
+        + " would wake it"
+        for entry in entries
+    ]
+
+
+def _prose_section(bundle: Bundle, fragments: list[LoreFragment]) -> str:
+    """The addition to the ambient prose that names the fragments of the entries always in the
+    other app's context (constant ones), those the ambient prose in use does not name yet; ""
+    when there are none. Ambient prose is authored: this is proposed, never written."""
+    keys = [fragment.key for fragment in fragments if fragment.constant]
+    if not keys:
+        return ""
+    named = set(AMBIENT_KEY.findall(ambient_prose_current()))
+    keys = [key for key in keys if key not in named]
+    if not keys:
+        return ""
+    what = FORMAT_NAMES.get(bundle.format, bundle.format)
+    named = f" “{bundle.name}”" if bundle.name else ""
+    listed = ", ".join(f"[{key}]" for key in keys)
+    return f"Always in mind from the {what}{named}: {listed}."
 
 
 def _wake_section(bundle: Bundle, macros: dict[str, str]) -> str:
@@ -486,6 +577,7 @@ COUNT_WORDS = [  # what a run's counts say, one and many
     ("suggestions_here", "memory already here", "memories already here"),
     ("drafts", "draft proposed", "drafts proposed"),
     ("wakes", "wake text proposed", "wake texts proposed"),
+    ("prose_additions", "ambient prose addition proposed", "ambient prose additions proposed"),
     ("proposals_here", "proposal already here", "proposals already here"),
 ]
 
@@ -530,6 +622,7 @@ def bridge_import(
         "messages": len(plan.bundle.messages),
         "drafts": 0,
         "wakes": 0,
+        "prose_additions": 0,
         "proposals_here": 0,
         "suggestions": 0,
         "suggestions_here": 0,
@@ -819,6 +912,8 @@ def _proposals_stage(plan: BridgePlan, run: ImportRun, counts: dict[str, int]) -
     bundle = plan.bundle
     what = FORMAT_NAMES.get(bundle.format, bundle.format)
     named = f" “{bundle.name}”" if bundle.name else ""
+    # A card's greetings ride on each proposal, for the chat's greeting to find.
+    file = {"file": bundle.kept} | ({"greetings": bundle.greetings} if bundle.greetings else {})
     staged = []
     if plan.draft_text:
         staged.append(
@@ -827,7 +922,11 @@ def _proposals_stage(plan: BridgePlan, run: ImportRun, counts: dict[str, int]) -
                 _proposal_digest(ProposalKind.DRAFT, plan.fragments),
                 f"{counted(len(plan.fragments), 'fragment')} from the {what}{named}",
                 plan.draft_text,
-                {"file": bundle.kept, "entries": {e.where: e.kept for e in bundle.entries}},
+                {
+                    **file,
+                    "entries": {e.where: _entry_kept(e) for e in bundle.entries if e.enabled},
+                    "left_out": {e.where: _entry_kept(e, whole=True) for e in plan.left_out},
+                },
                 "drafts",
                 plan.draft_base,
             )
@@ -839,9 +938,21 @@ def _proposals_stage(plan: BridgePlan, run: ImportRun, counts: dict[str, int]) -
                 _proposal_digest(ProposalKind.WAKE, plan.wake_section),
                 f"Who {bundle.name or 'the companion'} is, from the {what}",
                 plan.wake_section,
-                {"file": bundle.kept},
+                file,
                 "wakes",
                 plan.wake_base,
+            )
+        )
+    if plan.prose_section:
+        staged.append(
+            (
+                ProposalKind.PROSE,
+                _proposal_digest(ProposalKind.PROSE, plan.prose_section),
+                f"What is always in mind, from the {what}{named}",
+                plan.prose_section,
+                file,
+                "prose_additions",
+                plan.prose_base,
             )
         )
     for kind, digest, title, text, kept, counter, base in staged:
@@ -857,6 +968,25 @@ def _proposals_stage(plan: BridgePlan, run: ImportRun, counts: dict[str, int]) -
             },
         )
         counts[counter if created else "proposals_here"] += 1
+
+
+def _entry_kept(entry: LoreEntry, *, whole: bool = False) -> dict:
+    """What a proposal keeps of an entry: the fields it has no place for, and its comment and
+    secondary keys, which no fragment holds; ``whole``, for an entry left out, everything."""
+    kept = dict(entry.kept)
+    if entry.note:
+        kept["comment"] = entry.note
+    if entry.secondary_keys:
+        kept["secondary_keys"] = list(entry.secondary_keys)
+    if whole:
+        kept |= {
+            "name": entry.name,
+            "keys": list(entry.keys),
+            "content": entry.content,
+            "constant": entry.constant,
+            "enabled": entry.enabled,
+        }
+    return kept
 
 
 def _suggestions_stage(plan: BridgePlan, run: ImportRun, counts: dict[str, int]) -> None:

@@ -22,7 +22,7 @@ class BridgeError(ValueError):
 class LoreEntry:
     """One lorebook entry (SillyTavern's World Info, a card's book, a Letta block)."""
 
-    name: str  # its title: the entry's comment or name, the block's label; may be empty
+    name: str  # a card entry's name, the block's label; may be empty
     keys: tuple[str, ...]  # the words that trigger it, in order
     secondary_keys: tuple[str, ...]
     content: str
@@ -33,6 +33,7 @@ class LoreEntry:
     # The fragment it was exported from here (``extensions.silentstar``): key and tiers as
     # they were, so an export read back gives the same fragments.
     fragment: dict | None = None
+    note: str = ""  # its comment: a person's note about it, never its key
 
 
 @dataclass(frozen=True)
@@ -76,4 +77,7 @@ class Bundle:
     memories: list[Memory] = field(default_factory=list)
     messages: list[Message] = field(default_factory=list)
     kept: dict = field(default_factory=dict)  # the file's fields mapped to nothing here
+    # A card's greetings and example messages as read (``first_mes``, ``alternate_greetings``,
+    # ``mes_example``): not memory, kept on the import's proposals for the chat's greeting.
+    greetings: dict = field(default_factory=dict)
     skipped: list[str] = field(default_factory=list)  # what was left out, said for the preview

@@ -3,16 +3,22 @@
 Pure: plain data in and out, no Django.
 
 An entry from elsewhere becomes a fragment like this:
-- its key is its title (the entry's comment or name), else its first key, written as one word
-  of the Gem's keys ("Old Harbour" → ``old-harbour``); two entries of one key are told apart
-  by a number (``old-harbour-2``);
-- a constant entry is always in SillyTavern's context, so its content is the fragment's
-  ambient tier; a disabled one never is, so even a constant disabled entry is only recognition;
-- any other entry is recognition when it is a single short paragraph, else its first
-  paragraph is the recognition and the whole content the inventory (recall reads the
-  inventory first, the recognition when asked for less);
-- its keys and secondary keys, other than the key itself, end the recognition tier in one
-  ``Keys:`` line, so search finds the fragment by them and recall shows them;
+- its key is its first key (a word, not a regular expression), else a card entry's name or a
+  Letta block's label, else its comment, written as one word of the Gem's keys ("Old Harbour"
+  → ``old-harbour``); two entries of one key are told apart by a number (``old-harbour-2``).
+  The comment is a person's note about the entry, said in the draft's preface;
+- its keys are the fragment's triggers, the names that wake it when the person says them; its
+  secondary keys are not (SillyTavern reads them only beside a key, often to keep an entry
+  out), and stay on the proposal as the file had them;
+- an entry is recognition when it is a single short paragraph, else its first paragraph is
+  the recognition and the whole content the inventory (recall reads the inventory first, the
+  recognition when asked for less); a constant entry, always in SillyTavern's context, is also
+  ambient by that recognition, and is named in a proposed addition to the ambient prose;
+- a disabled entry is left out: a fragment has no off switch here, and its keys would wake it;
+- an entry whose key is an existing fragment's in any case, or a near duplicate of one (its
+  key begins with the words of that fragment's key and it answers to that key: "Biscuit the
+  cat" keyed also "biscuit", beside ``biscuit``), folds into that fragment: its tiers are
+  added after the fragment's, its keys to the fragment's triggers;
 - an entry whose content names another entry's key (a whole word, any case) proposes an edge
   from it to that other fragment, "names".
 
@@ -24,18 +30,19 @@ import ended the recognition tier with.
 
 import heapq
 import re
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from itertools import groupby, islice
 
 import ahocorasick
 
+from gem.waking import TRIGGERS_MAX, name_words, triggers_problem
 from transfer.bundle import LoreEntry
 
 KEY_MAX = 100  # gem.models.Fragment.key
 KEY_PATTERN = re.compile(r"[\w][\w'-]*")  # gem.models.KEY_VALIDATOR
 RECOGNITION_CHARS = 600  # a single paragraph up to this is recognition alone
-KEYS_PREFIX = "Keys: "
+KEYS_PREFIX = "Keys: "  # the line that ended an imported recognition tier before triggers
 NAMES = "names"  # the relation of an edge proposed because one entry names another
 MENTION_MIN_CHARS = 3  # shorter keys ("a", "it") name nothing
 MENTIONS_MAX = 50  # the entries one entry may name: the first in the file's order
@@ -45,6 +52,10 @@ _WORD = re.compile(r"[\w']+")
 _PARAGRAPH_BREAK = re.compile(r"\n[ \t]*\n")
 _TOKEN = re.compile(r"(\w+)|(\W)")
 TOKEN_EDGE = "\x00"
+# A key SillyTavern reads as a regular expression: ``/pattern/flags``.
+REGEX_KEY = re.compile(r"^/(.+)/([a-z]*)$", re.S)
+
+Words = tuple[str, ...]
 
 
 @dataclass
@@ -56,6 +67,10 @@ class LoreFragment:
     tiers: dict[str, str] = field(default_factory=dict)
     edges: list[tuple[str, str]] = field(default_factory=list)
     entries: list[str] = field(default_factory=list)  # where in the file it came from
+    triggers: list[str] = field(default_factory=list)  # the names that wake it: its keys
+    fold: bool = False  # into the existing fragment of its key: tiers added after its own
+    constant: bool = False  # always in context there: named in the ambient prose proposed
+    notes: list[str] = field(default_factory=list)  # said of it in the draft's preface
 
 
 def key_of(title: str) -> str:
@@ -66,17 +81,24 @@ def key_of(title: str) -> str:
 
 
 def fragments_of(
-    entries: Sequence[LoreEntry], *, names: dict[str, str] | None = None
+    entries: Sequence[LoreEntry],
+    *,
+    names: dict[str, str] | None = None,
+    existing: Mapping[Words, str] | None = None,
 ) -> list[LoreFragment]:
     """The fragments a lorebook's entries propose, in the file's order.
 
     ``names``: what the macros of SillyTavern stand for (``{"char": "Seraphina", "user":
-    "luna"}``), replaced in the contents of entries from elsewhere.
+    "luna"}``), replaced in the contents and keys of entries from elsewhere. ``existing``: the
+    Gem's keys by their words (``keys_indexed``), which entries fold into.
     """
+    names, existing = names or {}, existing or {}
     by_key: dict[str, LoreFragment] = {}
     keys_of_entry: list[tuple[str, LoreEntry]] = []
     numbers: dict[str, int] = {}
     for entry in entries:
+        if not entry.enabled:
+            continue
         marked = _marked(entry)
         if marked is not None:
             fragment = by_key.setdefault(marked["key"], LoreFragment(marked["key"]))
@@ -84,14 +106,104 @@ def fragments_of(
             fragment.edges += [tuple(edge) for edge in marked.get("edges", [])]
             fragment.entries.append(entry.where)
             continue
-        key = _key_free(_title(entry), taken=by_key, numbers=numbers)
-        fragment = by_key[key] = LoreFragment(key, entries=[entry.where])
-        fragment.tiers = _tiers(entry, key=key, names=names or {})
+        title = _title(entry)
+        keys, notes = _keys(entry, names)
+        words = name_words(key_of(title))
+        into, near = _fold_target(words, keys, existing)
+        if into is None:
+            key = _key_free(title, taken=by_key, numbers=numbers, existing=existing)
+            fragment = by_key[key] = LoreFragment(key, constant=entry.constant)
+        else:
+            key = into
+            fragment = by_key.setdefault(key, LoreFragment(key, fold=True))
+            fragment.constant = fragment.constant or entry.constant
+            said = f"“{macros_replaced(title, names).strip()}”"
+            notes.append(
+                f"folded into the existing “{key}”: "
+                + (f"{said} begins with its name and answers to it" if near else f"{said} is it")
+            )
+        if entry.note:
+            notes.insert(0, f"its comment: “{entry.note}”")
+        fragment.entries.append(entry.where)
+        fragment.notes += [f"{entry.where}: {note}" for note in notes]
+        _triggers_added(fragment, keys)
+        for tier, text in _tiers(entry, names=names).items():
+            before = fragment.tiers.get(tier, "")
+            fragment.tiers[tier] = f"{before}\n\n{text}" if before else text
         keys_of_entry.append((key, entry))
     _mentions_proposed(keys_of_entry, by_key)
     for fragment in by_key.values():
         fragment.edges = list(dict.fromkeys(fragment.edges))
     return list(by_key.values())
+
+
+def keys_indexed(keys: Iterable[str]) -> dict[Words, str]:
+    """The Gem's keys by their words (``gem.waking.name_words``: case folded, split at what is
+    not a letter or digit), the first of each words in the order given: what an entry of the
+    same words, in any case, folds into."""
+    index: dict[Words, str] = {}
+    for key in keys:
+        index.setdefault(name_words(key), key)
+    return index
+
+
+def left_out(entries: Iterable[LoreEntry]) -> list[LoreEntry]:
+    """The entries that make no fragment: the disabled ones (a fragment has no off switch, and
+    a key named in the chat would wake it)."""
+    return [entry for entry in entries if not entry.enabled]
+
+
+def _fold_target(words: Words, keys: list[str], existing: Mapping[Words, str]):
+    """The existing fragment an entry of key ``words`` and triggers ``keys`` folds into, and
+    whether as a near duplicate; ``(None, False)`` when none. Its key's words are an existing
+    key's; or (a near duplicate) an existing key's words begin its key's words, and one of its
+    keys is that existing key's words: the longest such. Looked up by words, never compared
+    pair by pair."""
+    if not words:
+        return None, False
+    if words in existing:
+        return existing[words], False
+    best: Words = ()
+    for trigger in keys:
+        said = name_words(trigger)
+        if len(best) < len(said) < len(words) and words[: len(said)] == said and said in existing:
+            best = said
+    return (existing[best], True) if best else (None, False)
+
+
+def _keys(entry: LoreEntry, names: dict[str, str]) -> tuple[list[str], list[str]]:
+    """The entry's keys that can be triggers, macros replaced, and what is said of the others:
+    a regular expression is not a word to find, and a trigger too long is a sentence."""
+    keys, notes = [], []
+    for raw in dict.fromkeys(entry.keys):
+        key = macros_replaced(raw, names).strip()
+        if not key:
+            continue
+        if REGEX_KEY.match(key):
+            notes.append(f"the key “{key}” is a regular expression, not a trigger here")
+        elif problem := triggers_problem([key]):
+            notes.append(problem)
+        else:
+            keys.append(key)
+    return keys, notes
+
+
+def _triggers_added(fragment: LoreFragment, keys: Iterable[str]) -> None:
+    """``keys`` added to the fragment's triggers: none twice in words, none its key's words, at
+    most ``TRIGGERS_MAX`` (the preface names one left out)."""
+    seen = {name_words(fragment.key), *(name_words(t) for t in fragment.triggers)}
+    for key in keys:
+        words = name_words(key)
+        if words in seen:
+            continue
+        if len(fragment.triggers) == TRIGGERS_MAX:
+            fragment.notes.append(
+                f"“{key}” and the keys after it are not triggers: a fragment has at most "
+                f"{TRIGGERS_MAX}"
+            )
+            break
+        seen.add(words)
+        fragment.triggers.append(key)
 
 
 def _marked(entry: LoreEntry) -> dict | None:
@@ -115,19 +227,25 @@ def _marked(entry: LoreEntry) -> dict | None:
 
 
 def _title(entry: LoreEntry) -> str:
-    for title in (entry.name, *entry.keys):
+    """What names the entry: its first key that is a word, else its name (a card entry's, a
+    block's label), else its comment."""
+    keys = (key for key in entry.keys if not REGEX_KEY.match(key.strip()))
+    for title in (*keys, entry.name, entry.note):
         if key_of(title):
             return title
     return f"entry {entry.where}"
 
 
-def _key_free(title: str, *, taken: dict, numbers: dict[str, int]) -> str:
-    """The title's key, or the first numbered one not ``taken``. ``numbers``: the number to try
-    first for each key (keys are only ever added to ``taken``, so the ones before it still are
-    taken), so a thousand entries of one title do not each count up from 2."""
+def _key_free(
+    title: str, *, taken: dict, numbers: dict[str, int], existing: Mapping[Words, str]
+) -> str:
+    """The title's key, or the first numbered one not ``taken`` and not an existing fragment's.
+    ``numbers``: the number to try first for each key (keys are only ever added to ``taken``,
+    so the ones before it still are taken), so a thousand entries of one title do not each
+    count up from 2."""
     key = base = key_of(title)
     number = numbers.get(base, 2)
-    while key in taken:
+    while key in taken or name_words(key) in existing:
         suffix = f"-{number}"
         key = base[: KEY_MAX - len(suffix)] + suffix
         number += 1
@@ -142,25 +260,16 @@ def macros_replaced(text: str, names: dict[str, str]) -> str:
     return text
 
 
-def _tiers(entry: LoreEntry, *, key: str, names: dict[str, str]) -> dict[str, str]:
+def _tiers(entry: LoreEntry, *, names: dict[str, str]) -> dict[str, str]:
     content = macros_replaced(entry.content.strip(), names)
-    keys = [
-        word
-        for word in dict.fromkeys(k.strip() for k in (*entry.keys, *entry.secondary_keys))
-        if word and key_of(word) != key
-    ]
-    keys_line = KEYS_PREFIX + ", ".join(keys) if keys else ""
-    if entry.constant and entry.enabled:
-        tiers = {"ambient": content}
-        if keys_line:
-            tiers["recognition"] = keys_line
-        return tiers
     paragraphs = [part.strip() for part in _PARAGRAPH_BREAK.split(content) if part.strip()]
     if len(paragraphs) <= 1 and len(content) <= RECOGNITION_CHARS:
         recognition, inventory = content, ""
     else:
         recognition, inventory = paragraphs[0], content
-    tiers = {"recognition": "\n\n".join(part for part in (recognition, keys_line) if part)}
+    tiers = {"recognition": recognition}
+    if entry.constant and recognition:
+        tiers["ambient"] = recognition
     if inventory:
         tiers["inventory"] = inventory
     return tiers
@@ -188,12 +297,13 @@ def _mentions_proposed(
     if not len(automaton):
         return
     automaton.make_automaton()
-    for number, (key, entry) in enumerate(keys_of_entry):
+    for key, entry in keys_of_entry:
         found = {
             id(owners): owners for _, owners in automaton.iter(_joined(_tokens(entry.content)))
         }
         merged = (other for other, _ in groupby(heapq.merge(*found.values())))
-        named = (other for other in merged if other != number)
+        # Not itself, nor another entry folded into the same fragment.
+        named = (other for other in merged if keys_of_entry[other][0] != key)
         by_key[key].edges += [
             (keys_of_entry[other][0], NAMES) for other in islice(named, MENTIONS_MAX)
         ]

@@ -99,6 +99,7 @@ class ImportRun(models.Model):
 class ProposalKind(models.TextChoices):
     DRAFT = "draft", "draft of fragments"
     WAKE = "wake", "wake context"
+    PROSE = "prose", "ambient prose"
 
 
 class ProposalState(models.TextChoices):
@@ -108,9 +109,9 @@ class ProposalState(models.TextChoices):
 
 
 class ImportedProposal(models.Model):
-    """Curated knowledge or a wake text an import proposes: nothing of it is written until a
-    person applies it in the Anvil (a draft through the Anvil's draft apply, a wake text as a new
-    version)."""
+    """Curated knowledge, a wake text or an ambient prose addition an import proposes: nothing
+    of it is written until a person applies it in the Anvil (a draft through the Anvil's draft
+    apply, a wake text or the ambient prose as a new version)."""
 
     kind = models.CharField(max_length=5, choices=ProposalKind)
     digest = models.CharField(
@@ -118,11 +119,13 @@ class ImportedProposal(models.Model):
     )
     run = models.ForeignKey(ImportRun, on_delete=models.PROTECT, related_name="proposals")
     title = models.CharField(max_length=200)
-    text = models.TextField(help_text="The draft in the draft format, or the wake text proposed.")
+    text = models.TextField(
+        help_text="The draft in the draft format, or the wake text or ambient prose proposed."
+    )
     base = models.TextField(
         blank=True,
         help_text="What it was written against: the fragments it changes as they were (a draft), "
-        "or the wake text in use (a wake text); empty when not known.",
+        "or the wake text or ambient prose in use; empty when not known.",
     )
     kept = models.JSONField(default=dict, help_text="The source's fields kept, exactly as read.")
     state = models.CharField(

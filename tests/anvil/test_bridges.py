@@ -1,4 +1,5 @@
 import hashlib
+import json
 import re
 
 import pytest
@@ -383,3 +384,39 @@ def test_a_refused_file_previewed_by_the_worker_says_each_problem(admin_client, 
     assert "“broken.json” was refused, nothing imported:" in page.text
     assert "[1].id" in page.text and "[1].memory" in page.text
     assert not TagSuggestion.objects.exists()
+
+
+def test_a_preview_shows_the_greetings_the_entries_left_out_and_the_ambient_prose_proposed(
+    admin_client,
+):
+    card = {
+        "spec": "chara_card_v2",
+        "spec_version": "2.0",
+        "data": {
+            "name": "Seraphina",
+            "description": "A keeper.",
+            "first_mes": "You came back.",
+            "alternate_greetings": ["The lamp is lit tonight."],
+            "mes_example": "<START>\n{{char}}: Hm.",
+            "character_book": {
+                "entries": [
+                    {"keys": ["harbour"], "content": "Where ships rest.", "constant": True},
+                    {
+                        "keys": ["Old Grey"],
+                        "comment": "a seal",
+                        "content": "Grey.",
+                        "enabled": False,
+                    },
+                ]
+            },
+        },
+    }
+    preview = upload(admin_client, json.dumps(card).encode(), name="sera.json", format="card")
+    said = shown(preview)
+
+    assert "Greetings" in said and "You came back." in said and "The lamp is lit tonight." in said
+    assert "Example messages" in said and "{{char}}: Hm." in said
+    assert "data.character_book.entries[1] (“a seal”), disabled there" in said
+    assert "Always in mind: an addition to the ambient prose" in said
+    assert "Always in mind from the character card “Seraphina”: [harbour]." in said
+    assert "naming one in the chat wakes the fragment in that turn" in said

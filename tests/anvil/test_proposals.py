@@ -1,3 +1,5 @@
+import json
+
 import pytest
 from django.contrib.admin.models import ADDITION, LogEntry
 from django.contrib.auth.models import Permission, User
@@ -5,8 +7,8 @@ from django.urls import reverse
 
 from anvil.proposals import ProposalError, WakeConflict, proposal_apply, proposal_drop
 from gem.draft import DraftError, draft_parse
-from gem.models import Fragment, WakeText
-from gem.selectors import wake_text_current
+from gem.models import AmbientProse, Fragment, WakeText
+from gem.selectors import ambient_prose_current, wake_text_current
 from tests.anvil.test_bridges import card_png
 from transfer.bridges import PREVIEW_LISTED, bridge_import, bridge_plan, bundle_read
 from transfer.bundle import LoreEntry
@@ -272,3 +274,45 @@ def test_a_proposals_card_says_when_it_would_overwrite_what_changed_since(
 
     assert f"“{key}” changed since this draft was written" in card.text
     assert "The wake text in use changed since this was proposed." in wake_card.text
+
+
+def test_an_ambient_prose_addition_is_applied_as_a_new_version_naming_the_keys(admin_client):
+    AmbientProse.objects.create(content="She keeps [tea] close.")
+    book = {
+        "entries": {"0": {"key": ["harbour"], "content": "Where ships rest.", "constant": True}}
+    }
+    data = json.dumps(book).encode()
+    plan = bridge_plan(
+        bundle_read(format="sillytavern", data=data), file_name="b", format="sillytavern"
+    )
+    bridge_import(plan, file_sha256="0" * 64)
+    prose = ImportedProposal.objects.get(kind=ProposalKind.PROSE)
+
+    page = admin_client.get(page_of(prose))
+    assert "the ambient prose in use, and as it would be" in page.text
+    assert "apply the draft first" in page.text
+    response = admin_client.post(url("apply", prose), follow=True)
+    assert "the ambient prose has a new version" in response.text
+    assert ambient_prose_current() == (
+        "She keeps [tea] close.\n\nAlways in mind from the SillyTavern lorebook: [harbour].\n"
+    )
+    assert AmbientProse.objects.count() == 2
+
+
+def test_an_ambient_prose_addition_is_refused_after_the_prose_changed(admin_client):
+    AmbientProse.objects.create(content="As the import found it.")
+    book = {
+        "entries": {"0": {"key": ["harbour"], "content": "Where ships rest.", "constant": True}}
+    }
+    data = json.dumps(book).encode()
+    plan = bridge_plan(
+        bundle_read(format="sillytavern", data=data), file_name="b", format="sillytavern"
+    )
+    bridge_import(plan, file_sha256="0" * 64)
+    prose = ImportedProposal.objects.get(kind=ProposalKind.PROSE)
+    AmbientProse.objects.create(content="Written since the import.")
+
+    with pytest.raises(WakeConflict, match="The ambient prose in use changed"):
+        proposal_apply(proposal_id=prose.pk, user=User.objects.get(username="admin"))
+    assert AmbientProse.objects.count() == 2
+    assert "The ambient prose in use changed since" in admin_client.get(page_of(prose)).text

@@ -11,7 +11,7 @@ from events.models import Event, EventTag
 from events.render import message_display
 from events.selectors import source_events
 from gem.drafts import draft_apply
-from gem.models import Fragment, FragmentEdge, WorkingMemory
+from gem.models import AmbientProse, Fragment, FragmentEdge, WorkingMemory
 from mirror.models import Proposer, TagSuggestion
 from mirror.services import suggestion_promote
 from transfer.bridges import (
@@ -20,7 +20,7 @@ from transfer.bridges import (
     bundle_read,
     fragments_exported,
     speakers_read,
-    wake_proposed,
+    text_proposed,
 )
 from transfer.bundle import BridgeError
 from transfer.formats.sillytavern import lorebook_dump
@@ -116,49 +116,58 @@ def imported(format, data, **options):
 def test_a_lorebook_is_proposed_as_a_draft_and_the_gem_is_untouched():
     plan = planned("sillytavern", json.dumps(LOREBOOK).encode())
 
-    assert [f.key for f in plan.fragments] == ["old-harbour", "lighthouse"]
+    assert [f.key for f in plan.fragments] == ["harbour", "lighthouse"]
     diff = plan.draft_diff
-    assert diff.fragments_created == ["old-harbour", "lighthouse"]
+    assert diff.fragments_created == ["harbour", "lighthouse"]
     assert "Where Seraphina first met" not in plan.draft_text  # no card: the companion's name
     assert "Where claude first met hasuki." in plan.draft_text
-    assert [(e.source, e.target) for e in diff.edges_added] == [("old-harbour", "lighthouse")]
+    assert "- harbour ← entries.0\n  - entries.0: its comment: “Old Harbour”" in plan.draft_text
+    assert "## triggers\n\n- docks\n" in plan.draft_text
+    assert [(e.source, e.target) for e in diff.edges_added] == [("harbour", "lighthouse")]
     report = bridge_import(plan, file_sha256="0" * 64)
 
     assert report.counts["drafts"] == 1
-    proposal = ImportedProposal.objects.get()
+    proposal = ImportedProposal.objects.get(kind="draft")
     assert proposal.text == plan.draft_text
     assert proposal.kept["entries"]["entries.0"]["ignoreBudget"] is True
     assert proposal.kept["entries"]["entries.0"]["triggers"] == ["normal"]
+    assert proposal.kept["entries"]["entries.0"]["comment"] == "Old Harbour"
+    assert proposal.kept["entries"]["entries.1"]["secondary_keys"] == ["beacon"]
     assert not Fragment.objects.exists()
 
 
-def test_an_applied_draft_gives_the_fragments_with_their_keys_for_search():
+def test_an_applied_draft_gives_the_fragments_their_text_and_their_keys_as_triggers():
     imported("sillytavern", json.dumps(LOREBOOK).encode())
     user = get_user_model().objects.create_superuser("anvil", password="x")
 
-    draft_apply(ImportedProposal.objects.get().text, user=user, events_found=source_events)
+    draft = ImportedProposal.objects.get(kind="draft").text
+    draft_apply(draft, user=user, events_found=source_events)
 
-    harbour = Fragment.objects.get(key="old-harbour")
-    assert harbour.ambient.startswith("Where claude first met")
-    assert harbour.recognition == "Keys: harbour, docks"
+    harbour = Fragment.objects.get(key="harbour")
+    said = "Where claude first met hasuki. Ships from the Lighthouse pass by."
+    assert (harbour.recognition, harbour.ambient) == (said, said)  # recall and waking read it
+    assert harbour.triggers == ["docks"]
     lighthouse = Fragment.objects.get(key="lighthouse")
-    assert lighthouse.recognition == "A white tower.\n\nKeys: beacon"
+    assert lighthouse.recognition == "A white tower."  # no "Keys:" line, no secondary key
     assert lighthouse.inventory == "A white tower.\n\nIts keeper sings at night."
-    assert FragmentEdge.objects.filter(source="old-harbour", target="lighthouse").exists()
+    assert lighthouse.triggers == []
+    assert FragmentEdge.objects.filter(source="harbour", target="lighthouse").exists()
 
 
 def test_a_second_import_adds_nothing_even_once_the_draft_is_applied():
     data = json.dumps(LOREBOOK).encode()
     imported("sillytavern", data)
     user = get_user_model().objects.create_superuser("anvil", password="x")
-    draft_apply(ImportedProposal.objects.get().text, user=user, events_found=source_events)
+    draft = ImportedProposal.objects.get(kind="draft").text
+    draft_apply(draft, user=user, events_found=source_events)
 
     plan = planned("sillytavern", data)
-    assert plan.draft_here and plan.is_empty
+    assert plan.draft_here and plan.prose_here and plan.is_empty
+    assert plan.draft_diff.is_empty
     report = bridge_import(plan, file_sha256="0" * 64)
 
-    assert report.counts["drafts"] == 0 and report.counts["proposals_here"] == 1
-    assert ImportedProposal.objects.count() == 1
+    assert report.counts["drafts"] == 0 and report.counts["proposals_here"] == 2
+    assert ImportedProposal.objects.count() == 2
 
 
 def test_a_chat_becomes_events_at_their_times_with_the_chosen_swipe_and_the_others_kept():
@@ -321,12 +330,12 @@ def test_a_card_proposes_a_wake_text_after_the_one_in_use():
     assert plan.wake_section.startswith("# Who you are: Seraphina")
     assert "Seraphina is a guardian of the forest." in plan.wake_section
     assert "## Personality\n\nKind, watchful." in plan.wake_section
-    proposed = wake_proposed(plan.wake_section)
+    proposed = text_proposed("wake", plan.wake_section)
     assert proposed.startswith("# Waking up") and proposed.endswith(plan.wake_section + "\n")
     bridge_import(plan, file_sha256="0" * 64)
     proposal = ImportedProposal.objects.get(kind="wake")
-    assert proposal.kept["file"]["first_mes"] == "Hello."
-    assert wake_proposed(proposal.text) == proposed
+    assert proposal.kept["greetings"] == {"first_mes": "Hello."}
+    assert text_proposed("wake", proposal.text) == proposed
 
 
 def test_a_malformed_file_is_refused_whole_before_anything_is_written():
@@ -359,3 +368,122 @@ def test_a_lorebook_exported_and_imported_again_gives_the_same_fragments():
     assert list(FragmentEdge.objects.values_list("source", "target", "relation")) == [
         ("fairy", "well", "lives in")
     ]
+
+
+# --- Imports that keep their meaning -------------------------------------------------------------
+
+
+def test_a_constant_entry_proposes_an_ambient_prose_addition_and_writes_none():
+    AmbientProse.objects.create(content="She keeps [tea] close.")
+    plan = planned("sillytavern", json.dumps(LOREBOOK).encode())
+
+    assert (
+        plan.prose_section == "Always in mind from the SillyTavern lorebook “Harbour”: [harbour]."
+    )
+    assert plan.prose_base == "She keeps [tea] close."
+    report = bridge_import(plan, file_sha256="0" * 64)
+
+    assert report.counts["prose_additions"] == 1
+    proposal = ImportedProposal.objects.get(kind="prose")
+    assert (proposal.text, proposal.base) == (plan.prose_section, plan.prose_base)
+    assert list(AmbientProse.objects.values_list("content", flat=True)) == [
+        "She keeps [tea] close."
+    ]
+
+
+def test_no_ambient_prose_is_proposed_for_a_key_it_names_already():
+    AmbientProse.objects.create(content="By the [harbour].")
+    assert planned("sillytavern", json.dumps(LOREBOOK).encode()).prose_section == ""
+
+
+def test_a_disabled_entry_is_left_out_and_said_so_and_kept_on_the_proposal():
+    book = json.loads(json.dumps(LOREBOOK))
+    book["entries"]["2"] = {
+        "uid": 2,
+        "key": ["Old Grey", "the seal"],
+        "comment": "disabled-entry",
+        "content": "A seal on the rocks.",
+        "disable": True,
+    }
+    plan = planned("sillytavern", json.dumps(book).encode())
+
+    assert [f.key for f in plan.fragments] == ["harbour", "lighthouse"]
+    assert [e.where for e in plan.left_out] == ["entries.2"]
+    said = (
+        "Left out: entries.2 (“disabled-entry”), disabled there: a fragment here has no off "
+        "switch, and naming its key “Old Grey” would wake it."
+    )
+    assert said in plan.draft_text
+    bridge_import(plan, file_sha256="0" * 64)
+    kept = ImportedProposal.objects.get(kind="draft").kept["left_out"]["entries.2"]
+    assert kept["content"] == "A seal on the rocks."
+    assert (kept["keys"], kept["comment"]) == (["Old Grey", "the seal"], "disabled-entry")
+
+
+def test_an_entry_keyed_by_its_keys_not_by_a_disabled_entry_comment():
+    book = {
+        "entries": {
+            "0": {
+                "key": ["Old Grey", "the seal"],
+                "comment": "disabled-entry",
+                "content": "A seal.",
+            }
+        }
+    }
+    plan = planned("sillytavern", json.dumps(book).encode())
+    (fragment,) = plan.fragments
+    assert (fragment.key, fragment.triggers) == ("old-grey", ["the seal"])
+
+
+def test_biscuit_the_cat_beside_biscuit_is_a_fold_into_it_applied_once():
+    Fragment.objects.create(key="biscuit", recognition="Luna's cat.", triggers=["kitty"])
+    book = {
+        "entries": {
+            "0": {
+                "key": ["Biscuit the cat", "Biscuit"],
+                "comment": "biscuit-the-cat",
+                "content": "A ginger cat who sleeps on the stairs.",
+            }
+        }
+    }
+    data = json.dumps(book).encode()
+    plan = planned("sillytavern", data)
+
+    assert plan.draft_diff.fragments_created == []
+    assert plan.draft_diff.fragments_changed() == ["biscuit"]
+    imported("sillytavern", data)
+    user = get_user_model().objects.create_superuser("anvil", password="x")
+    proposal = ImportedProposal.objects.get(kind="draft")
+    draft_apply(proposal.text, user=user, events_found=source_events, base=proposal.base)
+
+    biscuit = Fragment.objects.get(key="biscuit")
+    assert biscuit.recognition == "Luna's cat.\n\nA ginger cat who sleeps on the stairs."
+    assert biscuit.triggers == ["kitty", "Biscuit the cat"]
+    assert list(Fragment.objects.values_list("key", flat=True)) == ["biscuit"]
+    again = planned("sillytavern", data)
+    assert again.draft_here and again.draft_diff.is_empty
+
+
+def test_a_cards_greetings_are_kept_on_its_proposals_and_shown():
+    card = {
+        "spec": "chara_card_v2",
+        "spec_version": "2.0",
+        "data": {
+            "name": "Seraphina",
+            "description": "A guardian.",
+            "first_mes": "Welcome, {{user}}.",
+            "alternate_greetings": ["Back again?", "Hello, traveller."],
+            "mes_example": "<START>\n{{char}}: Quiet now.",
+        },
+    }
+    plan = planned("card", json.dumps(card).encode())
+    greetings = {
+        "first_mes": "Welcome, {{user}}.",
+        "alternate_greetings": ["Back again?", "Hello, traveller."],
+        "mes_example": "<START>\n{{char}}: Quiet now.",
+    }
+    assert plan.bundle.greetings == greetings
+    assert "first_mes" not in plan.bundle.kept
+
+    bridge_import(plan, file_sha256="0" * 64)
+    assert ImportedProposal.objects.get(kind="wake").kept["greetings"] == greetings

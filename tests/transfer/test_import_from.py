@@ -147,7 +147,9 @@ def test_each_fixture_imports_and_a_second_import_adds_nothing(format, name, opt
     assert ImportRun.objects.order_by("-pk").first().counts == {
         **{key: 0 for key in counts},
         "messages": counts["messages"],
-        "proposals_here": counts["drafts"] + counts["wakes"] + counts["proposals_here"],
+        "proposals_here": sum(
+            counts[name] for name in ("drafts", "wakes", "prose_additions", "proposals_here")
+        ),
         "suggestions_here": counts["suggestions"] + counts["suggestions_here"],
         "events_here": counts["events"] + counts["events_here"],
     }
@@ -181,8 +183,8 @@ def twice_encoded() -> bytes:
 # its edges, whether it proposes a wake text, its suggestions, and its events (said by, words).
 EXPECTED = {
     "lorebook.json": (
-        {"the-lighthouse": ["recognition"], "maren": ["recognition"], "storm": ["recognition"]},
-        [("the-lighthouse", "storm", "names")],
+        {"lighthouse": ["recognition"], "storm": ["recognition"]},  # maren is disabled
+        [("lighthouse", "storm", "names")],
         False,
         [],
         0,
@@ -190,14 +192,14 @@ EXPECTED = {
     "card.png": ({"oil": ["recognition"]}, [], True, [], 0),
     "card.charx": ({"oil": ["recognition"]}, [], True, [], 0),
     "letta_twice.af": (
-        {"places": ["ambient"]},
+        {"places": ["ambient", "recognition"]},
         [],
         True,
         [("desc", "First name: Nell"), ("desc", "Lives by the harbour")],
         3,
     ),
     "letta_older.af": (
-        {"projects": ["ambient"]},
+        {"projects": ["ambient", "recognition"]},
         [],
         True,
         [("desc", "First name: Chad"), ("pin", "Likes sailing"), ("desc", "Studies at Berkeley")],

@@ -4,6 +4,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from gem.models import KEY_VALIDATOR
+from gem.waking import TRIGGERS_MAX, name_words, triggers_problem
 from transfer.bundle import LoreEntry
 from transfer.lore import (
     KEY_PATTERN,
@@ -16,12 +17,16 @@ from transfer.lore import (
     entries_of,
     fragments_of,
     key_of,
+    keys_indexed,
     keys_line_split,
+    left_out,
     macros_replaced,
 )
 
 
-def entry(name="", keys=(), content="", constant=False, enabled=True, secondary=(), where="0"):
+def entry(
+    name="", keys=(), content="", constant=False, enabled=True, secondary=(), where="0", note=""
+):
     return LoreEntry(
         name=name,
         keys=tuple(keys),
@@ -30,6 +35,7 @@ def entry(name="", keys=(), content="", constant=False, enabled=True, secondary=
         constant=constant,
         enabled=enabled,
         where=where,
+        note=note,
     )
 
 
@@ -51,26 +57,84 @@ def test_every_key_made_is_one_the_gem_takes(title):
         assert len(key) <= 100
 
 
-def test_a_constant_entry_is_ambient_and_its_other_keys_end_the_recognition():
+def test_an_entry_is_keyed_by_its_first_key_and_its_comment_is_only_a_note():
+    (fragment,) = fragments_of(
+        [entry(keys=["Old Grey", "the seal"], content="A grey seal.", note="disabled-entry")]
+    )
+    assert fragment.key == "old-grey"
+    assert fragment.notes == ["0: its comment: “disabled-entry”"]
+    assert "disabled" not in fragment.triggers
+
+
+def test_without_keys_an_entry_is_keyed_by_its_name_then_its_comment():
+    named, noted, bare = fragments_of(
+        [
+            entry("Maren", [], "Runs the ferry.", note="ferry woman", where="a"),
+            entry("", [], "The old quay.", note="Old Quay", where="b"),
+            entry("", ["/sea(side)?/i"], "Salt.", where="c"),
+        ]
+    )
+    assert (named.key, noted.key, bare.key) == ("maren", "old-quay", "entry-c")
+    assert bare.notes == ["c: the key “/sea(side)?/i” is a regular expression, not a trigger here"]
+
+
+def test_its_keys_are_its_triggers_and_its_secondary_keys_are_not():
     (fragment,) = fragments_of(
         [
             entry(
-                "The Well", ["well", "old well"], "A deep well.", constant=True, secondary=["water"]
+                keys=["Lighthouse", "the light", "LIGHTHOUSE", "{{char}}'s tower"],
+                secondary=["storm"],
+                content="The lighthouse on the point.",
             )
-        ]
+        ],
+        names={"char": "Sera"},
     )
-    assert fragment.key == "the-well"
+    assert fragment.key == "lighthouse"
+    assert fragment.triggers == ["the light", "Sera's tower"]
+    assert fragment.tiers == {"recognition": "The lighthouse on the point."}
+    assert triggers_problem(fragment.triggers) is None
+
+
+def test_a_key_too_long_to_wake_anything_is_said_and_left_out():
+    sentence = " ".join(["word"] * 20)
+    (fragment,) = fragments_of([entry(keys=["moon", sentence], content="Pale.")])
+    assert fragment.triggers == []
+    assert "too long" in fragment.notes[0]
+
+
+def test_a_fragment_has_at_most_so_many_triggers():
+    keys = ["hub", *(f"spoke {n}" for n in range(TRIGGERS_MAX + 5))]
+    (fragment,) = fragments_of([entry(keys=keys, content="A wheel.")])
+    assert len(fragment.triggers) == TRIGGERS_MAX
+    assert triggers_problem(fragment.triggers) is None
+    assert f"“spoke {TRIGGERS_MAX}” and the keys after it are not triggers" in fragment.notes[0]
+
+
+def test_a_constant_entry_is_recognition_and_ambient_and_named_for_the_ambient_prose():
+    (fragment,) = fragments_of(
+        [entry("The Well", ["well", "old well"], "A deep well.", constant=True)]
+    )
+    assert fragment.key == "well"
+    assert fragment.constant
+    assert fragment.tiers == {"recognition": "A deep well.", "ambient": "A deep well."}
+    assert fragment.triggers == ["old well"]
+
+
+def test_a_long_constant_entry_is_ambient_by_its_first_paragraph():
+    content = "Always so.\n\nAnd more besides, at length."
+    (fragment,) = fragments_of([entry(keys=["rule"], content=content, constant=True)])
     assert fragment.tiers == {
-        "ambient": "A deep well.",
-        "recognition": "Keys: well, old well, water",
+        "recognition": "Always so.",
+        "ambient": "Always so.",
+        "inventory": content,
     }
 
 
-def test_a_disabled_constant_entry_is_never_ambient():
-    (fragment,) = fragments_of(
-        [entry("well", ["well"], "A deep well.", constant=True, enabled=False)]
-    )
-    assert fragment.tiers == {"recognition": "A deep well."}
+def test_a_disabled_entry_is_left_out():
+    disabled = entry("well", ["well"], "A deep well.", constant=True, enabled=False, where="1")
+    fragments = fragments_of([disabled, entry(keys=["moon"], content="Pale.", where="2")])
+    assert [f.key for f in fragments] == ["moon"]
+    assert left_out([disabled, entry(keys=["moon"])]) == [disabled]
 
 
 def test_a_long_entry_is_recognition_by_its_first_paragraph_and_inventory_whole():
@@ -85,9 +149,9 @@ def test_a_long_entry_is_recognition_by_its_first_paragraph_and_inventory_whole(
 def test_two_entries_of_one_title_are_told_apart_and_one_naming_another_proposes_an_edge():
     fragments = fragments_of(
         [
-            entry("Fairy", ["fairy"], "Lives by the Well.", where="a"),
-            entry("Fairy", ["sprite"], "Another fairy.", where="b"),
-            entry("Well", ["well"], "Deep and old.", where="c"),
+            entry(keys=["fairy"], content="Lives by the Well.", where="a"),
+            entry(keys=["Fairy", "sprite"], content="Another fairy.", where="b"),
+            entry(keys=["well"], content="Deep and old.", where="c"),
         ]
     )
     assert [f.key for f in fragments] == ["fairy", "fairy-2", "well"]
@@ -223,4 +287,97 @@ def test_it_names_at_most_so_many_entries_the_first_in_the_file():
     every = " ".join(f"PLACE{n}" for n in reversed(range(MENTIONS_MAX + 9)))
     fragments = fragments_of([*others, entry("Atlas", [], every, where="atlas")])
 
-    assert fragments[-1].edges == [(f"place-{n}", NAMES) for n in range(MENTIONS_MAX)]
+    assert fragments[-1].edges == [(f"place{n}", NAMES) for n in range(MENTIONS_MAX)]
+
+
+# --- Folding into the Gem's fragments ---------------------------------------------------------
+
+
+def test_an_entry_of_an_existing_key_in_any_case_folds_into_it():
+    existing = keys_indexed(["Biscuit", "moon"])
+    (fragment,) = fragments_of(
+        [entry(keys=["BISCUIT", "the cat"], content="A ginger cat.", where="7")],
+        existing=existing,
+    )
+    assert (fragment.key, fragment.fold) == ("Biscuit", True)
+    assert fragment.tiers == {"recognition": "A ginger cat."}
+    assert fragment.triggers == ["the cat"]
+    assert fragment.notes == ["7: folded into the existing “Biscuit”: “BISCUIT” is it"]
+
+
+def test_biscuit_the_cat_beside_biscuit_folds_into_it():
+    (fragment,) = fragments_of(
+        [entry(keys=["Biscuit the cat", "biscuit"], content="Ginger.", note="biscuit-the-cat")],
+        existing=keys_indexed(["biscuit"]),
+    )
+    assert (fragment.key, fragment.fold) == ("biscuit", True)
+    assert fragment.triggers == ["Biscuit the cat"]
+    assert "“Biscuit the cat” begins with its name and answers to it" in fragment.notes[1]
+
+
+def test_an_entry_that_only_begins_with_an_existing_key_is_a_fragment_of_its_own():
+    fragments = fragments_of(
+        [
+            entry(keys=["Tower keeper", "keeper"], content="Keeps the tower.", where="a"),
+            entry(keys=["cat", "biscuit"], content="Any cat.", where="b"),
+        ],
+        existing=keys_indexed(["tower", "biscuit"]),
+    )
+    assert [(f.key, f.fold) for f in fragments] == [("tower-keeper", False), ("cat", False)]
+
+
+def test_entries_folded_into_one_fragment_add_up_and_name_no_one_but_others():
+    fragments = fragments_of(
+        [
+            entry(keys=["biscuit"], content="A cat; see the Biscuit tin.", where="a"),
+            entry(keys=["Biscuit tin", "biscuit"], content="Biscuit lives in it.", where="b"),
+            entry(keys=["moon"], content="Biscuit watches it.", where="c"),
+        ],
+        existing=keys_indexed(["biscuit"]),
+    )
+    assert [f.key for f in fragments] == ["biscuit", "moon"]
+    assert fragments[0].tiers == {
+        "recognition": "A cat; see the Biscuit tin.\n\nBiscuit lives in it."
+    }
+    assert fragments[0].triggers == ["Biscuit tin"]
+    assert fragments[0].edges == []
+    assert fragments[1].edges == [("biscuit", NAMES)]
+
+
+def test_a_numbered_key_is_never_an_existing_one():
+    fragments = fragments_of(
+        [entry(keys=["fairy"], where="a"), entry(keys=["fairy"], where="b")],
+        existing=keys_indexed(["fairy-2"]),
+    )
+    assert [f.key for f in fragments] == ["fairy", "fairy-3"]
+
+
+def fold_pair_by_pair(title_key, keys, existing_keys):
+    """The fold's rule, each existing key compared with the entry in turn."""
+    words = name_words(title_key)
+    for existing in existing_keys:
+        if name_words(existing) == words:
+            return existing
+    best = None
+    for existing in existing_keys:
+        said = name_words(existing)
+        if (
+            len(said) < len(words)
+            and words[: len(said)] == said
+            and any(name_words(k) == said for k in keys)
+            and (best is None or len(said) > len(name_words(best)))
+        ):
+            best = existing
+    return best
+
+
+a_word = st.sampled_from(["biscuit", "Biscuit", "the", "cat", "tower", "keeper", "old", "grey"])
+a_key = st.lists(a_word, min_size=1, max_size=3).map(" ".join)
+
+
+@given(st.lists(a_key, min_size=1, max_size=4), st.lists(a_key.map(key_of), max_size=5))
+def test_it_folds_through_its_index_as_pair_by_pair_would(keys, gem_keys):
+    gem_keys = list(keys_indexed(gem_keys).values())
+    (fragment,) = fragments_of([entry(keys=keys, content="Text.")], existing=keys_indexed(gem_keys))
+    into = fold_pair_by_pair(key_of(keys[0]), keys, gem_keys)
+    assert (fragment.key if fragment.fold else None) == into

@@ -53,7 +53,10 @@ WAKE_FIELDS = (
     ("scenario", "Scenario"),
     ("system_prompt", "System prompt"),
 )
-ENTRY_MAPPED = frozenset({"keys", "secondary_keys", "content", "constant", "enabled"})
+ENTRY_MAPPED = frozenset(
+    {"name", "comment", "keys", "secondary_keys", "content", "constant", "enabled"}
+)
+GREETINGS = ("first_mes", "alternate_greetings", "mes_example")
 # Fields V3 added to a card's data and to a book entry, left out of the V2 copy of a PNG.
 V3_ONLY_DATA = ("group_only_greetings", "assets", "nickname", "creator_notes_multilingual")
 V3_ONLY_ENTRY = ("use_regex",)
@@ -215,7 +218,8 @@ def _card_bundle(card: object, *, read_from: str) -> Bundle:
     for field, title in WAKE_FIELDS:
         if text := checks.text(data, field, where, default=""):
             wake.append(WakePart(title=title, text=text))
-    mapped = {"name", "character_book", *(field for field, _ in WAKE_FIELDS)}
+    greetings = checks.kept({field: data[field] for field in GREETINGS if data.get(field)}, where)
+    mapped = {"name", "character_book", *GREETINGS, *(field for field, _ in WAKE_FIELDS)}
     kept = {**checks.kept(data, where, mapped=mapped), **outside, "read_from": read_from}
     entries = []
     book = data.get("character_book")
@@ -225,7 +229,9 @@ def _card_bundle(card: object, *, read_from: str) -> Bundle:
         kept["character_book"] = checks.kept(book, book_where, mapped={"entries"})
         entries = _book_entries(book, book_where, checks)
     checks.refuse()
-    return Bundle(format="card", name=name, entries=entries, wake=wake, kept=kept)
+    return Bundle(
+        format="card", name=name, entries=entries, wake=wake, kept=kept, greetings=greetings
+    )
 
 
 def _book_entries(book: dict, book_where: str, checks: Checks) -> list[LoreEntry]:
@@ -239,19 +245,17 @@ def _book_entries(book: dict, book_where: str, checks: Checks) -> list[LoreEntry
         entry = checks.object(raw, where)
         if entry is None:
             continue
-        comment = checks.text(entry, "comment", where, default="")
-        title = checks.text(entry, "name", where, default="")
-        named_by = "comment" if comment or not title else "name"
         entries.append(
             LoreEntry(
-                name=comment or title,
+                name=checks.text(entry, "name", where, default=""),
+                note=checks.text(entry, "comment", where, default=""),
                 keys=checks.texts(entry, "keys", where),
                 secondary_keys=checks.texts(entry, "secondary_keys", where),
                 content=checks.text(entry, "content", where),
                 constant=checks.flag(entry, "constant", where, default=False),
                 enabled=checks.flag(entry, "enabled", where, default=True),
                 where=where,
-                kept=checks.kept(entry, where, mapped=ENTRY_MAPPED | {named_by}),
+                kept=checks.kept(entry, where, mapped=ENTRY_MAPPED),
                 fragment=fragment_of(entry),
             )
         )
@@ -305,7 +309,8 @@ def _book_entry(index: int, entry: LoreEntry) -> dict:
         "id": index,
         "keys": list(entry.keys),
         "secondary_keys": list(entry.secondary_keys),
-        "comment": entry.name,
+        "name": entry.name,
+        "comment": entry.note or entry.name,
         "content": entry.content,
         "constant": entry.constant,
         "selective": bool(entry.secondary_keys),

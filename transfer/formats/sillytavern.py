@@ -127,7 +127,8 @@ def lorebook_read(data: bytes, *, zone: str) -> Bundle:
             continue
         entries.append(
             LoreEntry(
-                name=checks.text(entry, "comment", where, default=""),
+                name="",
+                note=checks.text(entry, "comment", where, default=""),
                 keys=checks.texts(entry, "key", where),
                 secondary_keys=checks.texts(entry, "keysecondary", where),
                 content=checks.text(entry, "content", where),
@@ -154,7 +155,7 @@ def lorebook_dump(entries: list[LoreEntry], *, name: str) -> bytes:
             displayIndex=uid,
             key=list(entry.keys),
             keysecondary=list(entry.secondary_keys),
-            comment=entry.name,
+            comment=entry.note or entry.name,
             content=entry.content,
             constant=entry.constant,
             disable=not entry.enabled,

@@ -132,7 +132,8 @@ def test_it_reads_a_v2_json_card():
     ]
     assert card.entries == [
         LoreEntry(
-            name="The lighthouse",
+            name="lighthouse",
+            note="The lighthouse",
             keys=("lighthouse", "lamp"),
             secondary_keys=(),
             content="The lighthouse has been dark since the storm.",
@@ -143,7 +144,6 @@ def test_it_reads_a_v2_json_card():
                 "extensions": {"position": 0, "depth": 4},
                 "insertion_order": 100,
                 "case_sensitive": False,
-                "name": "lighthouse",
                 "priority": 10,
                 "id": 1,
                 "selective": False,
@@ -163,8 +163,10 @@ def test_it_reads_a_v2_json_card():
         ),
     ]
     unmapped = {"name", "description", "personality", "scenario", "system_prompt"}
+    greetings = {"first_mes", "alternate_greetings", "mes_example"}
+    assert card.greetings == {key: data[key] for key in greetings if data[key]}
     assert card.kept == {
-        **{key: value for key, value in data.items() if key not in unmapped},
+        **{key: value for key, value in data.items() if key not in unmapped | greetings},
         "character_book": {key: value for key, value in book.items() if key != "entries"},
         "spec": "chara_card_v2",
         "spec_version": "2.0",
@@ -180,15 +182,10 @@ def test_it_reads_a_v3_json_card_keeping_its_new_fields():
         WakePart("Description", "V3: {{char}} keeps the harbour lighthouse."),
         WakePart("Scenario", "A harbour town after a storm."),
     ]
-    assert [(e.name, e.keys, e.content) for e in card.entries] == [
-        ("Oil", ("oil",), "Lamp oil comes on the Thursday ferry.")
+    assert [(e.name, e.note, e.keys, e.content) for e in card.entries] == [
+        ("Oil", "", ("oil",), "Lamp oil comes on the Thursday ferry.")
     ]
-    assert card.entries[0].kept == {
-        "extensions": {},
-        "insertion_order": 10,
-        "use_regex": False,
-        "comment": "",
-    }
+    assert card.entries[0].kept == {"extensions": {}, "insertion_order": 10, "use_regex": False}
     assert card.kept["nickname"] == "Sera"
     assert card.kept["group_only_greetings"] == ["Everyone, the lamp."]
     assert card.kept["assets"][0]["uri"] == "ccdefault:"
@@ -209,7 +206,10 @@ def test_its_png_ccv3_chunk_wins_over_the_chara_one():
 def test_it_reads_a_png_with_only_a_chara_chunk():
     card = card_read(png_with(text_chunk("chara", CARD_V2)), zone="UTC")
 
-    assert [e.name for e in card.entries] == ["The lighthouse", "Maren"]
+    assert [(e.name, e.note) for e in card.entries] == [
+        ("lighthouse", "The lighthouse"),
+        ("Maren", ""),
+    ]
     assert card.kept["read_from"] == "png chara chunk"
 
 
@@ -250,7 +250,8 @@ def test_it_reads_a_v1_card():
     assert card.name == "Old Tom"
     assert card.wake == [WakePart("Description", "A fisherman."), WakePart("Personality", "Gruff.")]
     assert card.entries == []
-    assert card.kept == {"first_mes": "Hm.", "mes_example": "", "read_from": "json"}
+    assert card.greetings == {"first_mes": "Hm."}  # an empty one is no greeting
+    assert card.kept == {"read_from": "json"}
 
 
 def test_it_refuses_a_malformed_card_whole_naming_each_field():
@@ -472,9 +473,18 @@ def test_it_reads_back_the_cards_it_writes(written, name, description, png):
     assert card.name == name
     assert card.wake == ([WakePart("Description", description)] if description else [])
     assert [
-        (e.name, e.keys, e.secondary_keys, e.content, e.constant, e.enabled, e.fragment)
+        (e.name, e.note, e.keys, e.secondary_keys, e.content, e.constant, e.enabled, e.fragment)
         for e in card.entries
     ] == [
-        (e.name, e.keys, e.secondary_keys, e.content, e.constant, e.enabled, e.fragment)
+        (
+            e.name,
+            e.note or e.name,  # its comment, else its name, for apps that show only the comment
+            e.keys,
+            e.secondary_keys,
+            e.content,
+            e.constant,
+            e.enabled,
+            e.fragment,
+        )
         for e in written
     ]

@@ -62,7 +62,8 @@ def test_it_reads_a_lorebook_with_newer_fields():
     mapped = {"key", "keysecondary", "comment", "content", "constant", "disable"}
     assert book.entries == [
         LoreEntry(
-            name="The lighthouse",
+            name="",
+            note="The lighthouse",  # its comment: a note, never its key
             keys=("lighthouse", "lamp"),
             secondary_keys=(),
             content="The lighthouse on the north pier has been dark since the storm of '09.",
@@ -207,6 +208,7 @@ entries = st.builds(
     enabled=st.booleans(),
     where=st.just("here"),
     fragment=fragments,
+    note=texts,
 )
 
 
@@ -216,10 +218,19 @@ def test_it_reads_back_what_it_writes(written, name):
 
     assert book.name == name
     assert [
-        (e.name, e.keys, e.secondary_keys, e.content, e.constant, e.enabled, e.fragment)
+        (e.name, e.note, e.keys, e.secondary_keys, e.content, e.constant, e.enabled, e.fragment)
         for e in book.entries
     ] == [
-        (e.name, e.keys, e.secondary_keys, e.content, e.constant, e.enabled, e.fragment)
+        (
+            "",  # a World Info entry has only its comment: the note, else the name, written there
+            e.note or e.name,
+            e.keys,
+            e.secondary_keys,
+            e.content,
+            e.constant,
+            e.enabled,
+            e.fragment,
+        )
         for e in written
     ]
 
