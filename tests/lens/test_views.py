@@ -120,6 +120,13 @@ def test_an_intersection_shows_the_paths_as_links(client, owner, gem):
     assert "Nothing connects" not in html
 
 
+def test_an_intersection_shows_the_triggers_of_the_fragments_on_the_way(client, owner, gem):
+    Fragment.objects.filter(key="well").update(triggers=["the old well"])
+    html = client.get(reverse("lens-intersection-detail"), {"keys": "fairy moon"}).content.decode()
+    assert '<h3>triggers</h3><ul class="plain triggers"><li>the old well</li></ul>' in html
+    assert html.count("<h3>triggers</h3>") == 1
+
+
 def test_an_intersection_says_when_nothing_connects_them(client, owner, gem):
     response = client.get(reverse("lens-intersection-detail"), {"keys": "fairy lake", "depth": 2})
     html = response.content.decode()
