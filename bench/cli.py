@@ -482,16 +482,17 @@ def _turns_here(*, events: int) -> None:
     """Inside: build, say so, then run as many turns as each line of stdin asks for."""
     _migrate_throwaway_stores()
     began = time.perf_counter()
+    fragments = 5_000
     synthetic_gem_build(
         events=events,
-        fragments=5_000,
+        fragments=fragments,
         edges=20_000,
         working_memory=100_000,
         active=1_000,
         progress=lambda line: _note(f"  {line}"),
     )
     print(json.dumps({"events": events, "build_s": time.perf_counter() - began}), flush=True)
-    runner = TurnRunner()
+    runner = TurnRunner(fragments=fragments)
     for line in sys.stdin:
         print(json.dumps(runner.run(int(line))), flush=True)
 

@@ -5,7 +5,7 @@ log, fragments and working memory are written here, in text shaped like conversa
 vocabulary of a few thousand words drawn by Zipf's law (a few words in nearly every turn, most
 in a handful) and sentences of varied length. Queries are one to four words of the
 middle of the vocabulary, some phrased as questions. (The Heart's turn benchmark,
-``bench.turns``, keeps its thirty-word text: there every query would match most of the log.)
+``bench.turns``, writes its log and its messages in the same words.)
 
 The raw figure is the bare indexed query of each kind searched, with the search's own words and
 as many rows as the search ranks (events: ``limit × FUSION_POOL``, for the neighbour fusion;
@@ -116,7 +116,7 @@ def vocabulary(seed: int) -> list[str]:
     return common + list(made_up)
 
 
-class _Text:
+class ZipfText:
     """Sentences of Zipf-distributed words, of varied length (median about twelve words)."""
 
     def __init__(self, words: list[str], rng: random.Random):
@@ -128,6 +128,10 @@ class _Text:
     def sentence(self, median: int = 12) -> str:
         length = max(2, min(80, round(self.rng.lognormvariate(0, 0.6) * median)))
         return " ".join(self.rng.choices(self.words, cum_weights=self.cumulative, k=length))
+
+    def word(self) -> str:
+        """One word, drawn as a sentence's are."""
+        return self.rng.choices(self.words, cum_weights=self.cumulative)[0]
 
     def query(self) -> str:
         """One to four words of the middle of the vocabulary, a third of them as a question."""
@@ -142,7 +146,7 @@ def realistic_gem_build(
     *, events: int, fragments: int, working_memory: int, progress: Callable[[str], None], seed: int
 ) -> None:
     """Fill the empty throwaway stores: a conversation log, fragments and working memory."""
-    text = _Text(vocabulary(seed), random.Random(seed))
+    text = ZipfText(vocabulary(seed), random.Random(seed))
     rng = text.rng
     start = timezone.now() - timedelta(minutes=events)
     sql = "INSERT INTO heart_event (id, ts, content, actor, image) VALUES (%s, %s, %s, %s, '')"
@@ -216,7 +220,7 @@ def search_measure(
         )
     progress("event index built")
     build_seconds = time.perf_counter() - began
-    text = _Text(vocabulary(seed), random.Random(seed + 1))  # the log's words, other draws
+    text = ZipfText(vocabulary(seed), random.Random(seed + 1))  # the log's words, other draws
     texts = [text.query() for _ in range(queries)]
     timings: dict[str, list[float]] = defaultdict(list)  # by what is timed (``_time_query``)
     cpu_timings: dict[str, list[float]] = defaultdict(list)

@@ -2,6 +2,13 @@
 
 The command gives each size a throwaway data folder and a process of its own, builds the Gem
 there (``synthetic_gem_build``) and asks each process for turns in batches (``TurnRunner``).
+
+What is said is shaped like conversation, in the words of the search benchmark
+(``bench.search``): a vocabulary of a few thousand words drawn by Zipf's law, in sentences of
+varied length, so a turn's search for its message matches a part of the log, not most of it.
+The fragments are named as a person names things (made-up names, "old-grey" or "Old Grey"),
+and one message in five, in the log and in the turns, names one of them among its words, the
+few fragments talked about most named most often.
 """
 
 import random
@@ -14,23 +21,78 @@ from datetime import datetime, timedelta
 from django.db import connections, transaction
 from django.utils import timezone
 
-from bench.search import event_index_built_afterwards
+from bench.search import (
+    SYLLABLES,
+    USERS,
+    WM_TYPES,
+    ZipfText,
+    event_index_built_afterwards,
+    vocabulary,
+)
 from gem.models import Fragment, FragmentEdge, WorkingMemory
 from gem.state import TURN_COUNTER, state_set
 from heart.services import turn_claim_next, turn_run, turn_submit
 from silentstar import claude
 
-WORDS = (
-    "rain window tea crewneck fairy soft grey light evening morning walk garden letter quiet "
-    "warm stitch needle yarn coat river bread music piano sister house door cat"
-).split()
-USERS = ["luna", "hasuki", "renki", "chloe", "strah"]
-WM_TYPES = ["feeling", "thought", "pattern", "desc", "plan", "pin"]
+VOCABULARY_SEED = 5  # the search benchmark's vocabulary: the same words on both benchmarks
+KEYS_SEED = 13
+NAMING_SHARE = 1 / 5  # of the person's messages, those that name a fragment's key
 INSERT_BATCH = 20_000
 
 
-def _sentence(rng: random.Random, words: int) -> str:
-    return " ".join(rng.choice(WORDS) for _ in range(words))
+def fragment_names(count: int) -> list[tuple[str, list[str]]]:
+    """The key and the triggers of ``count`` fragments, the same for every count (a smaller
+    Gem's are the first of a larger one's): made-up names no word of the vocabulary is, one key
+    in three of two words (``old-grey``), and one fragment in five with a trigger or two, as an
+    imported lorebook entry has (``Sea Fog``)."""
+    rng = random.Random(KEYS_SEED)
+    taken = set(vocabulary(VOCABULARY_SEED))
+
+    def word() -> str:
+        while True:
+            made_up = "".join(rng.choice(SYLLABLES) for _ in range(rng.choice([2, 3, 3, 4])))
+            if made_up not in taken:
+                taken.add(made_up)
+                return made_up
+
+    names = []
+    for _ in range(count):
+        key = f"{word()}-{word()}" if rng.random() < 1 / 3 else word()
+        triggers = []
+        if rng.random() < 1 / 5:
+            triggers = [
+                " ".join(word().capitalize() for _ in range(rng.choice([1, 2])))
+                for _ in range(rng.choice([1, 2]))
+            ]
+        names.append((key, triggers))
+    return names
+
+
+class Conversation:
+    """What the person and the companion say: Zipf-distributed sentences, and one of the
+    person's messages in five naming a fragment among its words, by its key as written
+    (``old-grey``) or as a person writes a name (``Old Grey``), or by a trigger."""
+
+    def __init__(self, *, fragments: int, rng: random.Random) -> None:
+        self.rng = rng
+        self.text = ZipfText(vocabulary(VOCABULARY_SEED), rng)
+        self.names = fragment_names(fragments)
+        self.talked_about = ZipfText(list(range(fragments)), rng)
+
+    def said(self, median: int = 12) -> str:
+        """A sentence, as the companion says it."""
+        return self.text.sentence(median)
+
+    def message(self) -> str:
+        """A person's message."""
+        words = self.text.sentence().split()
+        if self.names and self.rng.random() < NAMING_SHARE:
+            key, triggers = self.names[self.talked_about.word()]
+            name = self.rng.choice([key, *triggers])
+            if name == key and self.rng.random() < 1 / 2:
+                name = " ".join(part.capitalize() for part in key.split("-"))
+            words.insert(self.rng.randint(0, len(words)), name)
+        return " ".join(words)
 
 
 def synthetic_gem_build(
@@ -45,24 +107,26 @@ def synthetic_gem_build(
 ) -> None:
     """Fill the (empty, throwaway) stores with a conversation history and a curated Gem."""
     rng = random.Random(seed)
+    said = Conversation(fragments=fragments, rng=rng)
     start = timezone.now() - timedelta(minutes=events)
     with _page_cache_kept("events"), event_index_built_afterwards():
-        _events_insert(events=events, start=start, rng=rng, progress=progress)
+        _events_insert(events=events, start=start, said=said, progress=progress)
     progress("event index built")
 
-    keys = [f"topic-{n}" for n in range(fragments)]
     Fragment.objects.bulk_create(
         [
             Fragment(
                 key=key,
-                ambient=_sentence(rng, 12),
-                recognition=_sentence(rng, 40),
-                inventory=_sentence(rng, 120),
+                triggers=triggers,
+                ambient=said.said(12),
+                recognition=said.said(40),
+                inventory=said.said(120),
             )
-            for key in keys
+            for key, triggers in said.names
         ],
         batch_size=2_000,
     )
+    keys = [key for key, _ in said.names]
     pairs = set()
     while len(pairs) < edges:
         source, target = rng.sample(keys, 2)
@@ -82,7 +146,7 @@ def synthetic_gem_build(
             WorkingMemory(
                 event_id=rng.randint(1, events),
                 type=rng.choice(WM_TYPES),
-                content=_sentence(rng, 8),
+                content=said.said(8),
                 status="active" if is_active else rng.choice(["resolved", "decayed", "dropped"]),
                 turn=events // 2 - rng.randint(0, 50),
                 created_at=now - age,
@@ -95,7 +159,7 @@ def synthetic_gem_build(
 
 
 def _events_insert(
-    *, events: int, start: datetime, rng: random.Random, progress: Callable[[str], None]
+    *, events: int, start: datetime, said: Conversation, progress: Callable[[str], None]
 ) -> None:
     """The conversation: a person's message, then the companion's reply, a minute apart."""
     event_sql = (
@@ -107,14 +171,12 @@ def _events_insert(
         for event_id in range(first, min(first + INSERT_BATCH, events + 1)):
             ts = start + timedelta(minutes=event_id - 1)
             if event_id % 2:
-                user = rng.choice(USERS)
-                content = f"<{user}>{_sentence(rng, 18)}</{user}>"
+                user = said.rng.choice(USERS)
+                content = f"<{user}>{said.message()}</{user}>"
                 rows.append((event_id, ts, content, user))
                 tags.append((event_id, user))
             else:
-                content = (
-                    f"<claude><say>{_sentence(rng, 22)}</say><do>{_sentence(rng, 12)}</do></claude>"
-                )
+                content = f"<claude><say>{said.said(16)}</say><do>{said.said(8)}</do></claude>"
                 rows.append((event_id, ts, content, "claude"))
                 tags.extend([(event_id, "claude"), (event_id, "say"), (event_id, "do")])
         with transaction.atomic(using="events"), connections["events"].cursor() as cursor:
@@ -142,8 +204,8 @@ class TurnRunner:
     its total less Claude's. The messages follow one random sequence however the turns are
     batched."""
 
-    def __init__(self, *, seed: int = 11) -> None:
-        self.rng = random.Random(seed)
+    def __init__(self, *, fragments: int, seed: int = 11) -> None:
+        self.said = Conversation(fragments=fragments, rng=random.Random(seed))
         self.done = 0
 
     def run(self, turns: int) -> list[float]:
@@ -162,7 +224,7 @@ class TurnRunner:
         overheads = []
         try:
             for _ in range(turns):
-                text = f"<luna>{_sentence(self.rng, 15)} [topic-{self.rng.randrange(100)}]</luna>"
+                text = f"<luna>{self.said.message()}</luna>"
                 began = time.perf_counter()
                 submitted = turn_submit(text=text, actor="luna", enqueue=False)
                 turn = turn_claim_next()

@@ -11,7 +11,7 @@ from bench.search import (
     SEMANTIC_WIDTHS,
     STORE,
     VOCABULARY_SIZE,
-    _Text,
+    ZipfText,
     _time_query,
     raw_rows,
     semantic_measure,
@@ -32,7 +32,7 @@ def test_the_vocabulary_is_the_same_for_a_seed():
 
 @pytest.mark.store_free
 def test_word_frequencies_fall_with_rank_and_sentences_vary_in_length():
-    text = _Text(vocabulary(5), random.Random(1))
+    text = ZipfText(vocabulary(5), random.Random(1))
     sentences = [text.sentence() for _ in range(3_000)]
     counts = Counter(word for sentence in sentences for word in sentence.split())
     ranked = text.words
@@ -44,7 +44,7 @@ def test_word_frequencies_fall_with_rank_and_sentences_vary_in_length():
 
 @pytest.mark.store_free
 def test_queries_search_for_words_of_the_log_but_not_its_commonest():
-    text = _Text(vocabulary(5), random.Random(2))
+    text = ZipfText(vocabulary(5), random.Random(2))
     common = set(text.words[:100])
     for _ in range(200):
         terms = query_terms(text.query())

@@ -1,6 +1,10 @@
-"""The turns benchmark's Gem and its timing: the index built after the log is the trigger's."""
+"""The turns benchmark's Gem and its timing: the index built after the log is the trigger's, the
+text is the search benchmark's vocabulary, and one message in five names a fragment."""
 
+import random
+import re
 import statistics
+from collections import Counter
 from datetime import UTC
 
 import pytest
@@ -9,8 +13,20 @@ from django.utils import timezone
 from hypothesis import given
 from hypothesis import strategies as st
 
-from bench.turns import TurnRunner, overhead_figures, synthetic_gem_build
+from bench.search import vocabulary
+from bench.turns import (
+    NAMING_SHARE,
+    VOCABULARY_SEED,
+    Conversation,
+    TurnRunner,
+    fragment_names,
+    overhead_figures,
+    synthetic_gem_build,
+)
 from events.models import Event
+from gem.models import KEY_VALIDATOR, Fragment
+from gem.waking import names_found, names_index, triggers_problem
+from heart.models import ContextSnapshot
 from silentstar.router import store_for
 
 pytestmark = pytest.mark.django_db(databases="__all__")
@@ -67,14 +83,85 @@ def test_it_indexes_the_log_as_its_insert_trigger_does():
 
 def test_it_times_every_turn_and_asks_the_same_messages_however_they_are_batched(settings):
     settings.COMPANION_OFFLINE = True
-    one_at_a_time = TurnRunner(seed=3)
+    one_at_a_time = TurnRunner(fragments=50, seed=3)
     overheads = one_at_a_time.run(1) + one_at_a_time.run(1)
     assert len(overheads) == 2 and all(ms > 0 for ms in overheads)
-    assert TurnRunner(seed=3).run(2) and one_at_a_time.done == 2
+    assert TurnRunner(fragments=50, seed=3).run(2) and one_at_a_time.done == 2
     asked = list(
         Event.objects.filter(actor="luna").order_by("pk").values_list("content", flat=True)
     )
     assert len(asked) == 4 and asked[:2] == asked[2:]
+
+
+def test_it_writes_the_log_in_the_search_benchmarks_vocabulary():
+    synthetic_gem_build(
+        events=400, fragments=30, edges=40, working_memory=20, active=5, progress=lambda _: None
+    )
+    names = {
+        word
+        for key, triggers in fragment_names(30)
+        for name in (key, *triggers)
+        for word in re.findall(r"[^\W_]+", name.casefold())
+    }
+    said = Counter(
+        word
+        for content in Event.objects.values_list("content", flat=True)
+        for word in re.findall(r"[^\W_]+", re.sub(r"<[^>]+>", " ", content).casefold())
+    )
+    words = set(vocabulary(VOCABULARY_SEED))
+    assert set(said) <= words | names
+    # Zipf's law: many words, a few of them in most turns, most of them rare.
+    assert len(set(said) & words) > 1_000
+    common, _ = said.most_common(1)[0]
+    assert common in vocabulary(VOCABULARY_SEED)[:60] and sum(said.values()) > 5_000
+
+
+def test_its_fragments_have_keys_and_triggers_a_person_could_give_them():
+    names = fragment_names(500)
+    assert fragment_names(100) == names[:100]  # a smaller Gem's are a larger one's first
+    keys = [key for key, _ in names]
+    assert len({key.casefold() for key in keys}) == 500
+    for key, triggers in names:
+        KEY_VALIDATOR(key)
+        assert triggers_problem(triggers) is None
+    assert 60 < sum(1 for _, triggers in names if triggers) < 140
+    assert 100 < sum(1 for key in keys if "-" in key) < 240
+    assert not {key for key in keys} & set(vocabulary(VOCABULARY_SEED))
+
+
+def test_about_one_message_in_five_names_a_fragment_by_its_key_or_a_trigger():
+    names = fragment_names(300)
+    index = names_index((key, [key, *triggers]) for key, triggers in names)
+    said = Conversation(fragments=300, rng=random.Random(1))
+    messages = [said.message() for _ in range(2_000)]
+    found = [names_found(message, index) for message in messages]
+    assert all(len(named) <= 1 for named in found)
+    share = sum(1 for named in found if named) / len(messages)
+    assert abs(share - NAMING_SHARE) < 0.03
+    as_said = Counter()
+    triggers = {trigger for _, fragment_triggers in names for trigger in fragment_triggers}
+    for (named,) in filter(None, found):
+        kind = "trigger" if named.said in triggers else "key"
+        as_said[kind, named.said == named.key] += 1
+    assert as_said["key", True] and as_said["key", False] and as_said["trigger", False]
+    # A few fragments are talked about most.
+    talked = Counter(named[0].key for named in found if named)
+    assert talked.most_common(1)[0][1] > 10 * (sum(talked.values()) / len(names))
+
+
+def test_a_turn_that_names_a_fragment_wakes_it(settings):
+    settings.COMPANION_OFFLINE = True
+    synthetic_gem_build(
+        events=200, fragments=40, edges=30, working_memory=20, active=5, progress=lambda _: None
+    )
+    TurnRunner(fragments=40, seed=2).run(15)
+    keys = set(Fragment.objects.values_list("key", flat=True))
+    woken = [
+        name["key"]
+        for snapshot in ContextSnapshot.objects.all()
+        for name in snapshot.items_included["woken"]
+    ]
+    assert woken and set(woken) <= keys
 
 
 @given(st.lists(st.floats(0, 1_000), min_size=1, max_size=300))
