@@ -5,8 +5,11 @@ from django import forms
 from django.conf import settings
 
 from anvil.graph import DEPTH_MAX
-from gem.models import WorkingMemory, WorkingMemoryStatus
+from gem.keys import twin_refusal
+from gem.models import TIERS, Fragment, WorkingMemory, WorkingMemoryStatus
 from gem.services import TwinDecision, hidden_allowed
+from gem.tier_size import chars_per_token, tier_refusal
+from gem.waking import TRIGGER_CHARS_MAX, triggers_problem
 from silentstar.uploads import megabytes
 
 
@@ -181,3 +184,56 @@ class TwinReviewForm(forms.Form):
         if self.decision != self.KEEP_BOTH and not self.cleaned_data.get("reason", "").strip():
             self.add_error("reason", "Say why it is dropped: the reason is kept in its history.")
         return self.cleaned_data
+
+
+class TriggersField(forms.CharField):
+    """A fragment's triggers, one a line in a text area; blank lines are left out."""
+
+    widget = forms.Textarea(attrs={"rows": 4, "cols": 40, "spellcheck": "false"})
+
+    def prepare_value(self, value):
+        return "\n".join(value) if isinstance(value, list) else value
+
+    def to_python(self, value) -> list[str]:
+        return [line.strip() for line in (value or "").splitlines() if line.strip()]
+
+    def validate(self, value) -> None:
+        if problem := triggers_problem(value):
+            raise forms.ValidationError(problem)
+
+
+class FragmentForm(forms.ModelForm):
+    """A fragment's key, tiers and triggers; the Gem's checks of them said under each field (a
+    key another fragment has but for case, a tier past the most a tier may hold)."""
+
+    triggers = TriggersField(
+        required=False,
+        help_text="Words or phrases that wake this fragment when the person says them, besides "
+        "its key: one a line.",
+    )
+
+    class Meta:
+        model = Fragment
+        fields = ["key", *TIERS, "triggers"]
+
+    def clean_key(self):
+        key = self.cleaned_data["key"]
+        if twin := twin_refusal([key], fragment_model=Fragment):
+            raise forms.ValidationError(twin)
+        return key
+
+    def clean(self):
+        cleaned = super().clean()
+        key = self.instance.key or cleaned.get("key") or self.data.get("key", "")
+        cpt = chars_per_token()
+        for tier in TIERS:
+            text = cleaned.get(tier, "")
+            if refusal := tier_refusal(key, tier, text, chars_per_token=cpt):
+                self.add_error(tier, refusal)
+        return cleaned
+
+
+class TriggerAddForm(forms.Form):
+    """One more trigger for a fragment only its exact key reaches."""
+
+    trigger = forms.CharField(max_length=TRIGGER_CHARS_MAX, label="Add a trigger")

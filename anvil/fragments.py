@@ -1,19 +1,23 @@
 """Fragments in the Anvil: the three tiers with edges and sources inline, renaming and folding
 with a preview, a Lens draft applied after its preview, and the graph picture."""
 
-from django.contrib import admin
+from django.conf import settings
+from django.contrib import admin, messages
 from django.contrib.admin.utils import quote, unquote
 from django.core.exceptions import PermissionDenied
 from django.db.models import Exists, OuterRef, Q
 from django.http import HttpResponseRedirect
 from django.shortcuts import get_object_or_404
 from django.urls import path, reverse
+from django.views.decorators.http import require_POST
 
 from anvil.forms import (
     DraftForm,
     FoldForm,
+    FragmentForm,
     GraphForm,
     RenameForm,
+    TriggerAddForm,
 )
 from anvil.graph import DEPTH_MAX, WHOLE_GRAPH_LIMIT, graph_around, graph_whole
 from anvil.pages import anvil_page, cut_text, event_line, source_events_shown
@@ -36,13 +40,16 @@ from gem.draft import (
     draft_render,
     draft_written,
     fragments_now,
+    triggers_change,
 )
-from gem.drafts import diff_write, draft_apply, fragments_delete
+from gem.drafts import diff_refusal, diff_write, draft_apply, fragments_delete
+from gem.keys import CASE_TWINS, mention
 from gem.models import (
     Fragment,
     FragmentEdge,
     FragmentSource,
 )
+from gem.selectors import AMBIENT_KEY, ambient_prose_current
 from gem.services import (
     TIERS,
     ReshapeError,
@@ -51,8 +58,9 @@ from gem.services import (
     fragment_rename,
     fragment_rename_preview,
 )
-from gem.state import CHARS_PER_TOKEN, state_get
-from silentstar.tokens import DEFAULT_CHARS_PER_TOKEN, estimate_tokens
+from gem.state import state_get
+from gem.tier_size import chars_per_token
+from gem.waking import triggers_problem
 
 
 class EdgeOutInline(admin.TabularInline):
@@ -131,32 +139,80 @@ class OrphanFilter(admin.SimpleListFilter):
         return queryset
 
 
+class ReachFilter(admin.SimpleListFilter):
+    """Fragments that wake only when the person says their exact key: the ambient prose never
+    names them as ``[key]`` and they have no triggers."""
+
+    title = "reached"
+    parameter_name = "reached"
+
+    def lookups(self, request, model_admin):
+        return [("key", "only by its exact key")]
+
+    def queryset(self, request, queryset):
+        if self.value() == "key":
+            return only_by_key(queryset)
+        return queryset
+
+
+def only_by_key(queryset):
+    """The fragments of ``queryset`` that only their exact key said in a message reaches."""
+    named = AMBIENT_KEY.findall(ambient_prose_current())
+    return queryset.filter(triggers=[]).exclude(key__in=named)
+
+
+class CaseTwinsFilter(admin.SimpleListFilter):
+    """The pairs of fragments an upgrade renamed apart because their keys differed only in
+    case (``gem.keys.CASE_TWINS``), while both are still here: for a person to fold."""
+
+    title = "case twins"
+    parameter_name = "twins"
+
+    def lookups(self, request, model_admin):
+        return [("fold", "case twins to fold")] if case_twins() else []
+
+    def queryset(self, request, queryset):
+        if self.value() == "fold":
+            return queryset.filter(key__in={key for pair in case_twins() for key in pair[:2]})
+        return queryset
+
+
+def case_twins() -> list[tuple[str, str, str]]:
+    """``(kept, renamed, was)`` for each pair of case twins still both here."""
+    pairs = state_get(CASE_TWINS, [])
+    keys = {key for pair in pairs for key in (pair["kept"], pair["renamed"])}
+    here = set(Fragment.objects.filter(key__in=keys).values_list("key", flat=True))
+    return [
+        (pair["kept"], pair["renamed"], pair["was"])
+        for pair in pairs
+        if {pair["kept"], pair["renamed"]} <= here
+    ]
+
+
 class RecentlyChangedFilter(admin.DateFieldListFilter):
     def __init__(self, *args, **kwargs):
         super().__init__(*args, **kwargs)
         self.title = "recently changed"
 
 
-def _chars_per_token() -> float:
-    return state_get(CHARS_PER_TOKEN, DEFAULT_CHARS_PER_TOKEN)
-
-
 @admin.register(Fragment)
 class FragmentAdmin(admin.ModelAdmin):
-    list_display = ["key", "ambient_excerpt", "has_inventory", "updated_at"]
+    form = FragmentForm
+    list_display = ["key", "ambient_excerpt", "triggers_shown", "has_inventory", "updated_at"]
     list_filter = [
         HasInventoryFilter,
         OrphanFilter,
+        ReachFilter,
+        CaseTwinsFilter,
         ("updated_at", RecentlyChangedFilter),
     ]
     search_fields = ["key", "ambient", "recognition", "inventory"]
-    fields = ["key", "ambient", "recognition", "inventory", "token_estimates"]
-    readonly_fields = ["token_estimates"]
+    fields = ["key", "ambient", "recognition", "inventory", "triggers"]
     inlines = [EdgeOutInline, EdgeInInline, FragmentSourceInline]
 
     def get_readonly_fields(self, request, obj=None):
         # A key changes only through the rename page, where everything that names it follows.
-        return [*self.readonly_fields, "key"] if obj else self.readonly_fields
+        return ["key"] if obj else []
 
     @admin.display(description="ambient")
     def ambient_excerpt(self, fragment):
@@ -166,13 +222,9 @@ class FragmentAdmin(admin.ModelAdmin):
     def has_inventory(self, fragment):
         return bool(fragment.inventory.strip())
 
-    @admin.display(description="token estimates")
-    def token_estimates(self, fragment):
-        cpt = _chars_per_token()
-        counts = ", ".join(
-            f"{tier} {estimate_tokens(getattr(fragment, tier), cpt)}" for tier in TIERS
-        )
-        return f"{counts} (saved text, at {cpt:.2f} characters per token)"
+    @admin.display(description="triggers")
+    def triggers_shown(self, fragment):
+        return ", ".join(fragment.triggers) or "—"
 
     # The form and its inlines write through the Gem's one write of fragments, edges and
     # sources (``gem.drafts.diff_write``), as a draft does; Django's admin log says what changed.
@@ -195,6 +247,10 @@ class FragmentAdmin(admin.ModelAdmin):
                 for tier in TIERS
                 if getattr(fragment, tier)
             ]
+        if "triggers" in form.changed_data:
+            diff.tiers_changed.append(
+                triggers_change(fragment.key, form.initial.get("triggers", []), fragment.triggers)
+            )
         for formset in formsets:
             formset.save(commit=False)  # what Django's admin log reads, nothing written
             rows_diff(diff, formset.new_objects, formset.changed_objects, formset.deleted_objects)
@@ -206,9 +262,21 @@ class FragmentAdmin(admin.ModelAdmin):
     def delete_queryset(self, request, queryset):
         fragments_delete(keys=queryset.values_list("pk", flat=True))
 
-    def render_change_form(self, request, context, *args, **kwargs):
-        context["chars_per_token"] = _chars_per_token()
-        return super().render_change_form(request, context, *args, **kwargs)
+    def render_change_form(self, request, context, *args, obj=None, **kwargs):
+        context["chars_per_token"] = chars_per_token()
+        context["budget_recall"] = settings.BUDGET_RECALL
+        context["tier_max_tokens"] = settings.FRAGMENT_TIER_MAX_TOKENS
+        if obj is not None:
+            context["only_by_key"] = not obj.triggers and not mention(obj.key).search(
+                ambient_prose_current()
+            )
+            context["trigger_form"] = TriggerAddForm()
+        return super().render_change_form(request, context, *args, obj=obj, **kwargs)
+
+    def changelist_view(self, request, extra_context=None):
+        return super().changelist_view(
+            request, {**(extra_context or {}), "case_twins": case_twins()}
+        )
 
     def get_urls(self):
         view = self.admin_site.admin_view
@@ -217,6 +285,11 @@ class FragmentAdmin(admin.ModelAdmin):
             path("draft/", view(self.draft_view), name="gem_fragment_draft"),
             path("<path:key>/rename/", view(self.rename_view), name="gem_fragment_rename"),
             path("<path:key>/fold/", view(self.fold_view), name="gem_fragment_fold"),
+            path(
+                "<path:key>/trigger/",
+                view(require_POST(self.trigger_add_view)),
+                name="gem_fragment_trigger_add",
+            ),
             *super().get_urls(),
         ]
 
@@ -259,7 +332,7 @@ class FragmentAdmin(admin.ModelAdmin):
         key = unquote(key)
         fragment = get_object_or_404(Fragment, key=key)
         self._reshape_allowed(request, fragment)
-        form = FoldForm(request.POST or None)
+        form = FoldForm(request.POST or None, initial={"into": request.GET.get("into", "")})
         plan = diffs = None
         if request.method == "POST" and form.is_valid():
             into = form.cleaned_data["into"]
@@ -301,6 +374,32 @@ class FragmentAdmin(admin.ModelAdmin):
             plan=plan,
             diffs=diffs,
         )
+
+    def trigger_add_view(self, request, key):
+        """Give a fragment one more trigger, written as the form's are (``diff_write``)."""
+        key = unquote(key)
+        fragment = get_object_or_404(Fragment, key=key)
+        if not self.has_change_permission(request, fragment):
+            raise PermissionDenied
+        form = TriggerAddForm(request.POST)
+        page = HttpResponseRedirect(reverse("admin:gem_fragment_change", args=[quote(key)]))
+        if not form.is_valid():
+            self.message_user(request, "Write the trigger to add.", messages.ERROR)
+            return page
+        trigger = form.cleaned_data["trigger"].strip()
+        triggers = [*fragment.triggers, trigger]
+        if problem := triggers_problem(triggers):
+            self.message_user(request, problem, messages.ERROR)
+            return page
+        diff = DraftDiff(tiers_changed=[triggers_change(key, fragment.triggers, triggers)])
+        try:
+            diff_write(diff)
+        except DraftError as error:
+            self.message_user(request, str(error), messages.ERROR)
+            return page
+        self.log_change(request, fragment, f"Added the trigger “{trigger}”")
+        self.message_user(request, f"“{key}” now wakes when the person says “{trigger}”.")
+        return page
 
     def graph_view(self, request):
         if not self.has_view_permission(request):
@@ -366,6 +465,8 @@ class FragmentAdmin(admin.ModelAdmin):
                 draft = draft_parse(text)
                 diff = draft_diff(draft, events_found=source_events)
                 check = draft_check(draft)
+                if refusal := diff_refusal(diff):
+                    form.add_error(None, refusal)
             except DraftConflict as conflict:
                 diff = draft_diff(draft_parse(text), events_found=source_events)
                 check = conflict.check

@@ -31,23 +31,8 @@ class TierSize:
     cap: int
 
     @property
-    def over_budget(self) -> bool:
-        return self.tokens > self.budget
-
-    @property
     def over_cap(self) -> bool:
         return self.tokens > self.cap
-
-    def note(self) -> str:
-        said = f"about {self.tokens:,} tokens"
-        if self.over_cap:
-            return f"{said}: past the {self.cap:,} a tier may hold, so it cannot be saved"
-        if self.over_budget:
-            return (
-                f"{said}: past the {self.budget:,}-token recall budget that reads it, so only "
-                "part of it can reach the companion"
-            )
-        return f"{said} of the {self.budget:,}-token recall budget"
 
 
 def tier_size(tier: str, text: str, *, chars_per_token: float) -> TierSize:

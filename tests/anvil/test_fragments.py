@@ -17,8 +17,11 @@ from django.utils.html import escape
 import anvil.fragments
 from anvil import graph
 from events.models import Event
+from gem.draft import DraftDiff
+from gem.drafts import diff_write
+from gem.keys import CASE_TWINS
 from gem.models import AmbientProse, Fragment, FragmentEdge, FragmentSource
-from gem.state import CHARS_PER_TOKEN, state_set
+from gem.state import CHARS_PER_TOKEN, state_get, state_set
 from lens.extract import fragment_markdown
 from tests.anvil.conftest import log_messages
 from tests.silentstar.test_disks import as_django_wraps, store_read_only
@@ -31,14 +34,16 @@ def keys_listed(response) -> list[str]:
     return [fragment.key for fragment in response.context["cl"].result_list]
 
 
-def test_it_shows_token_estimates_at_the_calibrated_rate(admin_client, fragments):
+@pytest.mark.parametrize("url", ["admin:gem_fragment_add", "admin:gem_fragment_change"])
+def test_it_gives_the_live_count_the_calibrated_rate_the_budget_and_the_cap_once(
+    admin_client, fragments, settings, url
+):
     state_set(CHARS_PER_TOKEN, 2.5)
-    response = admin_client.get(reverse("admin:gem_fragment_change", args=["cottagecore"]))
-    page = response.content.decode()
-    # "Soft rural." is 11 characters, "Cream apron dress." 18: ceil(/2.5) = 5 and 8.
-    assert "ambient 5, recognition 0, inventory 8 (saved text, at 2.50" in page
-    assert 'data-chars-per-token="2.500000"' in page
-    assert "anvil/tokens.js" in page
+    settings.BUDGET_RECALL, settings.FRAGMENT_TIER_MAX_TOKENS = 900, 3000
+    args = ["cottagecore"] if url.endswith("change") else []
+    page = admin_client.get(reverse(url, args=args)).content.decode()
+    assert 'data-chars-per-token="2.500000" data-budget="900" data-cap="3000"' in page
+    assert page.count("anvil/tokens.js") == 1 and "saved text" not in page
 
 
 def test_it_edits_edges_inline_and_logs_the_change(admin_client, admin_user, fragments):
@@ -548,3 +553,113 @@ def test_it_says_postgresqls_disk_full_in_words(admin_client, fragments, monkeyp
         "Not done: the disk holding Silentstar&#x27;s data is full. Free some space and try again."
     ) in response.content.decode()
     assert not Fragment.objects.filter(key="fae").exists()
+
+
+# --- Triggers, reach, case twins and tier sizes ---------------------------------------------
+
+
+def add_form(**fields) -> dict:
+    return {
+        "key": "",
+        "ambient": "",
+        "recognition": "",
+        "inventory": "",
+        "triggers": "",
+        "edges_out-TOTAL_FORMS": "0",
+        "edges_out-INITIAL_FORMS": "0",
+        "edges_in-TOTAL_FORMS": "0",
+        "edges_in-INITIAL_FORMS": "0",
+        "sources-TOTAL_FORMS": "0",
+        "sources-INITIAL_FORMS": "0",
+        **fields,
+    }
+
+
+def test_it_writes_triggers_one_a_line_and_lists_them(admin_client, admin_user):
+    response = admin_client.post(
+        reverse("admin:gem_fragment_add"),
+        add_form(
+            key="lighthouse", ambient="A white tower.", triggers="the white tower\n\n Old Grey \n"
+        ),
+    )
+
+    assert response.status_code == 302
+    lighthouse = Fragment.objects.get()
+    assert (lighthouse.triggers, lighthouse.key_folded) == (
+        ["the white tower", "Old Grey"],
+        "lighthouse",
+    )
+    listed = admin_client.get(reverse("admin:gem_fragment_changelist")).content.decode()
+    assert "the white tower, Old Grey" in listed
+    page = admin_client.get(reverse("admin:gem_fragment_change", args=["lighthouse"]))
+    assert "the white tower\nOld Grey</textarea>" in page.content.decode()
+
+    changed = admin_client.post(
+        reverse("admin:gem_fragment_change", args=["lighthouse"]),
+        add_form(ambient="A white tower.", triggers="Old Grey"),
+    )
+
+    assert changed.status_code == 302
+    assert Fragment.objects.get().triggers == ["Old Grey"]
+    assert log_messages()[-1] == '[{"changed": {"fields": ["triggers"]}}]'
+
+
+def test_it_refuses_triggers_a_twin_key_and_a_tier_past_the_cap_in_words(admin_client, settings):
+    settings.FRAGMENT_TIER_MAX_TOKENS = 4000
+    diff_write(DraftDiff(fragments_created=["biscuit"]))
+
+    response = admin_client.post(
+        reverse("admin:gem_fragment_add"),
+        add_form(key="Biscuit", inventory="x" * 100_000, triggers="sea\nSEA"),
+    )
+
+    errors = response.context["adminform"].form.errors
+    assert errors["key"] == ["“Biscuit” is already a fragment, as “biscuit”."]
+    assert errors["triggers"] == ["The triggers “sea” and “SEA” are the same words."]
+    assert errors["inventory"][0].startswith("The inventory of “Biscuit” is about 25,000 tokens")
+    assert list(Fragment.objects.values_list("key", flat=True)) == ["biscuit"]
+
+
+def test_it_lists_and_flags_fragments_only_their_exact_key_reaches(admin_client, fragments):
+    AmbientProse.objects.create(content="She dresses [cottagecore].")
+    Fragment.objects.filter(key="ouji").update(triggers=["prince"])
+    url = reverse("admin:gem_fragment_changelist")
+
+    assert keys_listed(admin_client.get(url, {"reached": "key"})) == ["fairy", "lonely"]
+    flagged = admin_client.get(reverse("admin:gem_fragment_change", args=["fairy"]))
+    assert (
+        flagged.context["only_by_key"] and "Only its exact key reaches" in flagged.content.decode()
+    )
+    for key in ("cottagecore", "ouji"):
+        page = admin_client.get(reverse("admin:gem_fragment_change", args=[key]))
+        assert not page.context["only_by_key"]
+
+
+def test_it_adds_a_trigger_through_the_gems_write(admin_client, fragments):
+    url = reverse("admin:gem_fragment_trigger_add", args=["fairy"])
+
+    response = admin_client.post(url, {"trigger": "  white softness "})
+    again = admin_client.post(url, {"trigger": "White Softness"}, follow=True)
+
+    assert response.status_code == 302
+    assert Fragment.objects.get(key="fairy").triggers == ["white softness"]
+    assert "are the same words" in [str(m) for m in get_messages(again.wsgi_request)][-1]
+    assert log_messages()[-1] == "Added the trigger “white softness”"
+    assert admin_client.get(url).status_code == 405
+
+
+def test_it_lists_case_twins_to_fold_while_both_are_here(admin_client, fragments):
+    diff_write(DraftDiff(fragments_created=["Fairy-2"]))
+    state_set(CASE_TWINS, [{"kept": "fairy", "renamed": "Fairy-2", "was": "Fairy"}])
+    url = reverse("admin:gem_fragment_changelist")
+
+    listed = admin_client.get(url)
+    page = listed.content.decode()
+    fold = reverse("admin:gem_fragment_fold", args=["Fairy-2"]) + "?into=fairy"
+    assert "Case twins to fold" in page and escape(fold) in page
+    assert keys_listed(admin_client.get(url, {"twins": "fold"})) == ["Fairy-2", "fairy"]
+    assert admin_client.get(fold).context["form"]["into"].value() == "fairy"
+
+    Fragment.objects.filter(key="Fairy-2").delete()
+    assert "Case twins to fold" not in admin_client.get(url).content.decode()
+    assert state_get(CASE_TWINS)  # the record stays; the pair is no longer shown

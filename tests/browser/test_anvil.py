@@ -68,9 +68,9 @@ def test_it_edits_an_inventory_adds_an_edge_and_shows_it_in_the_graph(
     page = admin_page
     page.goto("/admin/gem/fragment/fairy/change/")
     counter = page.locator("#anvil-tokens-inventory")
-    expect(counter).to_have_text("≈ 0 tokens")
+    expect(counter).to_have_text("≈ 0 tokens of the 1,000-token recall budget")
     page.locator("#id_inventory").fill("A grey crewneck, soft as a cloud.")  # 33 characters
-    expect(counter).to_have_text("≈ 9 tokens")
+    expect(counter).to_have_text("≈ 9 tokens of the 1,000-token recall budget")
     page.get_by_role("button", name=re.compile("add another edge to", re.I)).click()
     page.locator("#id_edges_out-0-relation").fill("kin")
     select2_choose(page, "edges_out-0", "ouji")
