@@ -244,9 +244,7 @@ def context_assemble(
     contents = dict(
         Summary.objects.filter(pk__in=[s.id for s in chosen]).values_list("id", "content")
     )
-    found = found_for_message(
-        event.content, before_event=window_first, summaries_shown={s.id for s in chosen}
-    )
+    found = found_for_message(event.content, before_event=window_first)
     summaries = [
         SummaryItem(s.id, s.level, s.first_event_id, s.last_event_id, contents[s.id])
         for s in chosen

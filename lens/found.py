@@ -8,8 +8,6 @@ Recent shows is never searched, so nothing is shown twice. A long message is sea
 most telling words only (``FOUND_QUERY_WORDS``), so the search stays fast whatever is pasted.
 """
 
-from collections.abc import Collection
-
 from django.utils import timezone
 
 from gem.recalled import RecalledItem
@@ -19,7 +17,7 @@ from lens.snippet import tokens, untagged
 FOUND_PASSAGES = (
     8  # distinct passages found for a message at most: the budget takes the best that fit
 )
-FOUND_HITS = 40  # hits read for them: a passage whose turns overlap another's joins it
+FOUND_HITS = 24  # hits read for them: a passage whose turns overlap another's joins it
 FOUND_QUERY_WORDS = 12  # the words of a message searched for at most: its longest
 FOUND_TIER = "found for the message"
 
@@ -35,9 +33,7 @@ def telling_words(message: str) -> list[str]:
     return [word for word in words if word in kept][:FOUND_QUERY_WORDS]
 
 
-def found_for_message(
-    message: str, *, before_event: int, summaries_shown: Collection[int] = ()
-) -> list[RecalledItem]:
+def found_for_message(message: str, *, before_event: int) -> list[RecalledItem]:
     """The best ``FOUND_PASSAGES`` passages of the conversation before ``before_event`` (the
     Recent window's first event) for ``message``, best first, as entries of the Found section:
     ``event:ID`` (the turn that matched) then the passage's date and its turns (the one before
@@ -45,30 +41,21 @@ def found_for_message(
     own, is no passage of its own, and a hit whose turns overlap a passage's joins it. None when
     the message has no words to search for or nothing is said before.
 
-    The current summaries of what lies wholly before Recent are searched too, and one the
-    Summaries section does not show already (``summaries_shown``) comes as ``summary:ID``, ranked
-    with the passages on the Lens's one scale."""
+    Summaries are not searched: found beside the passages, they took the budget of turns said
+    word for word and fewer questions could be answered (``python -m bench answerable`` on the
+    dev conversations, docs/benchmarks.md)."""
     words = telling_words(message)
     if not words or before_event <= 1:
         return []
     try:
         hits = search(
-            " ".join(words),
-            kinds=("event", "summary"),
-            limit=FOUND_HITS,
-            event_ids=(0, before_event - 1),
-            current_only=True,
+            " ".join(words), kinds=("event",), limit=FOUND_HITS, event_ids=(0, before_event - 1)
         )
     except SearchError:
         return []
     stems = {stem for word in words for stem in tokens(word)}
     passages: list[tuple[Hit, dict[int, Neighbour]]] = []
     for hit in hits:
-        if hit.kind == "summary":
-            new = hit.id not in summaries_shown and hit.last_event_id < before_event
-            if new and len(passages) < FOUND_PASSAGES:
-                passages.append((hit, {}))
-            continue
         if hit.beside or not stems & set(tokens(untagged(hit.text))):
             continue  # found by its neighbours' words, not its own
         turns = {turn.id: turn for turn in (*hit.before, *hit.after)}
@@ -78,14 +65,7 @@ def found_for_message(
             joined.update(turns)
         elif len(passages) < FOUND_PASSAGES:
             passages.append((hit, turns))
-    return [
-        RecalledItem(hit.ref, FOUND_TIER, _passage(turns) if turns else _summary(hit))
-        for hit, turns in passages
-    ]
-
-
-def _summary(hit: Hit) -> str:
-    return f"{hit.detail}\n{hit.text}"
+    return [RecalledItem(hit.ref, FOUND_TIER, _passage(turns)) for hit, turns in passages]
 
 
 def _passage(turns: dict[int, Neighbour]) -> str:

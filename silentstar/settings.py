@@ -340,12 +340,12 @@ SEARCH_SEMANTIC_WINDOW = env_int("SILENTSTAR_SEARCH_SEMANTIC_WINDOW", 20_000, mi
 # --- What Claude wakes up to: budgets in tokens (estimated as characters / 4) ----------------
 BUDGET_WORKING_MEMORY = env_int("SILENTSTAR_BUDGET_WORKING_MEMORY", 1500, minimum=0)
 BUDGET_RECALL = env_int("SILENTSTAR_BUDGET_RECALL", 1000, minimum=0)
-BUDGET_FOUND = env_int("SILENTSTAR_BUDGET_FOUND", 1000, minimum=0)
+BUDGET_FOUND = env_int("SILENTSTAR_BUDGET_FOUND", 1500, minimum=0)
 BUDGET_SUMMARIES = env_int("SILENTSTAR_BUDGET_SUMMARIES", 800, minimum=0)
-BUDGET_POOL_USER = env_int("SILENTSTAR_BUDGET_POOL_USER", 1500, minimum=0)
-BUDGET_POOL_SAY = env_int("SILENTSTAR_BUDGET_POOL_SAY", 1500, minimum=0)
-BUDGET_POOL_DO = env_int("SILENTSTAR_BUDGET_POOL_DO", 1000, minimum=0)
-BUDGET_POOL_FLEX = env_int("SILENTSTAR_BUDGET_POOL_FLEX", 1000, minimum=0)
+BUDGET_POOL_USER = env_int("SILENTSTAR_BUDGET_POOL_USER", 1200, minimum=0)
+BUDGET_POOL_SAY = env_int("SILENTSTAR_BUDGET_POOL_SAY", 1200, minimum=0)
+BUDGET_POOL_DO = env_int("SILENTSTAR_BUDGET_POOL_DO", 500, minimum=0)
+BUDGET_POOL_FLEX = env_int("SILENTSTAR_BUDGET_POOL_FLEX", 600, minimum=0)
 # The most one tier of a fragment may hold: the Anvil, drafts and imports refuse a tier past it
 # (a tier past the recall budget is saved with a warning: only part of it can reach her).
 FRAGMENT_TIER_MAX_TOKENS = env_int("SILENTSTAR_FRAGMENT_TIER_MAX_TOKENS", 4000, minimum=1)

@@ -778,9 +778,7 @@ def _check(folder: Path, manifest: dict) -> _Checked:
     for kind in KINDS:
         pk = kind.model._meta.pk.name
         seen: dict[tuple[str, ...], set] = {
-            names: set()
-            for names in _unique_sets(kind.model)
-            if not set(names) & set(kind.derived)
+            names: set() for names in _unique_sets(kind.model) if not set(names) & set(kind.derived)
         }
         lines = 0
         for number, row in _lines(folder, kind):

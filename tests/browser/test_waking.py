@@ -25,7 +25,9 @@ def test_a_lorebook_entry_named_in_the_chat_is_in_that_turns_context(fake_api, p
     expect(page.get_by_text("Nothing has been written yet")).to_be_visible()
     page.get_by_role("button", name="Import").click()
     expect(page.get_by_role("status")).to_have_text("Done.")
-    draft = page.locator(".loom-call").filter(has_text="fragments from the SillyTavern lorebook").first
+    draft = (
+        page.locator(".loom-call").filter(has_text="fragments from the SillyTavern lorebook").first
+    )
     draft.get_by_role("button", name="Apply").click()
     expect(page.locator(".messagelist")).to_contain_text("changed.")
     assert Fragment.objects.filter(key="lighthouse").exists()

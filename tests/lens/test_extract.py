@@ -98,10 +98,7 @@ def test_a_fragment_with_nothing_yet_shows_its_empty_sections():
 def test_a_fragment_with_triggers_shows_them_after_its_tiers_one_without_no_section(graph):
     Fragment.objects.filter(key="fairy").update(triggers=["wisp", " the little light"])
     markdown = fragment_markdown("fairy")
-    assert (
-        '## inventory\n\n## triggers\n\n- wisp\n- " the little light"\n\n## edges\n'
-        in markdown
-    )
+    assert '## inventory\n\n## triggers\n\n- wisp\n- " the little light"\n\n## edges\n' in markdown
     assert f"- triggers {part_digest('triggers', '- wisp\n- " the little light"')}\n" in markdown
     assert draft_parse(markdown).fragments[0].triggers == ["wisp", " the little light"]
     assert "## triggers" not in fragment_markdown("well")

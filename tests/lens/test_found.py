@@ -62,26 +62,3 @@ def test_a_long_message_is_searched_by_its_longest_words():
     words = telling_words(message)
     assert len(words) == FOUND_QUERY_WORDS
     assert words == [f"w{'x' * n}" for n in range(5, FOUND_QUERY_WORDS + 5)]
-
-
-def test_a_summary_not_shown_is_found_and_one_shown_is_not(log):
-    from mirror.models import Summary
-
-    shown = Summary.objects.create(
-        level="L0", first_event_id=log[0].pk, last_event_id=log[1].pk, content="The lighthouse."
-    )
-    kept = Summary.objects.create(
-        level="L1", first_event_id=log[2].pk, last_event_id=log[3].pk, content="A lighthouse dream."
-    )
-    Summary.objects.create(
-        level="L0",
-        first_event_id=log[2].pk,
-        last_event_id=log[3].pk,
-        content="An old lighthouse.",
-        superseded_by=kept,
-    )
-
-    found = found_for_message("the lighthouse", before_event=log[4].pk, summaries_shown={shown.pk})
-
-    assert [item.key for item in found] == [f"summary:{kept.pk}"]
-    assert found[0].text.endswith("\nA lighthouse dream.")
