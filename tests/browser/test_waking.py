@@ -31,15 +31,17 @@ def test_a_lorebook_entry_named_in_the_chat_is_in_that_turns_context(fake_api, p
     draft.get_by_role("button", name="Apply").click()
     expect(page.locator(".messagelist")).to_contain_text("changed.")
     assert Fragment.objects.filter(key="lighthouse").exists()
+    assert not Fragment.objects.filter(key__iexact="maren").exists()  # disabled: left out
 
     fake_api.push(FakeReply("<say>The north pier, yes.</say>"))
     page.goto("/")
     page.locator("#input").click()
-    page.keyboard.type("I dreamt the LAMP was lit again")
+    page.keyboard.type("I dreamt the LAMP was lit again, and Maren waved")
     page.locator("#send").click()
     expect(page.locator(LATEST_COMPANION)).to_contain_text("The north pier, yes.")
     sent = "".join(block["text"] for block in fake_api.requests[-1]["messages"][0]["content"])
     assert "woken by “LAMP” in the message" in sent
+    assert "Maren" not in sent
 
     page.locator(LATEST_COMPANION).get_by_role("link", name="why?").click()
     recalled = page.locator(".inspector-items li", has_text="lighthouse")

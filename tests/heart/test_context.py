@@ -210,6 +210,8 @@ def test_the_summaries_behind_the_window_are_its_l1_and_l2_reaching_back(setting
     """The log of the report: L0, L1 and L2 covering events 1-384 while Recent, full of long
     messages, starts near event 200: the summaries stand right behind the window and reach
     back coarser, never the L0 of the log's first turns alone."""
+    settings.BUDGET_POOL_USER, settings.BUDGET_POOL_SAY = 1500, 1500
+    settings.BUDGET_POOL_DO, settings.BUDGET_POOL_FLEX = 1000, 1000
     events = long_messages_short_replies(240)
     pk = [event.pk for event in events]
 

@@ -190,6 +190,7 @@ POSTS = {
     "admin/transfer/importrun/import/": {},
     "admin/transfer/importedproposal/<int:proposal_id>/apply/": {},
     "admin/transfer/importedproposal/<int:proposal_id>/drop/": {},
+    "admin/gem/fragment/<path:key>/trigger/": {"trigger": "the old well"},
 }
 WORKS = {200, 201, 301, 302, 303}  # a page, a partial, a message sent, or a redirect
 
