@@ -4,33 +4,36 @@ Each turn the message is searched, with the Lens's own search (``lens.search.sea
 search, and the semantic one when it is on), against the conversation older than the Recent
 window, and the best passages, each with its neighbouring turns, its date and its speakers,
 come into the context's Found section (``heart.assemble``) under a budget of their own. What
-Recent shows is never searched, so nothing is shown twice. A long message is searched by its
-most telling words only (``FOUND_QUERY_WORDS``), so the search stays fast whatever is pasted.
+Recent shows is never searched, so nothing is shown twice. The message is searched by its
+telling words only: none that more than ``FOUND_WORD_EVENTS_MAX`` events hold, and at most the
+``FOUND_QUERY_WORDS`` rarest, so the search reads a bounded part of the index whatever the log's
+size and whatever is pasted.
 """
 
 from django.utils import timezone
 
 from gem.recalled import RecalledItem
-from lens.search import Hit, Neighbour, SearchError, query_terms, search
+from lens.search import Hit, Neighbour, SearchError, events_holding, query_terms, search
 from lens.snippet import tokens, untagged
 
-FOUND_PASSAGES = (
-    8  # distinct passages found for a message at most: the budget takes the best that fit
-)
+FOUND_PASSAGES = 8  # distinct passages found for a message at most: the budget takes what fits
 FOUND_HITS = 24  # hits read for them: a passage whose turns overlap another's joins it
-FOUND_QUERY_WORDS = 12  # the words of a message searched for at most: its longest
+FOUND_QUERY_WORDS = 12  # the words of a message searched for at most: its rarest
+# A word more events hold than this tells no turn from another: searching it would rank every
+# turn it is in, hundreds of thousands in a large log, on every turn.
+FOUND_WORD_EVENTS_MAX = 2_000
 FOUND_TIER = "found for the message"
 
 
 def telling_words(message: str) -> list[str]:
-    """The words of ``message`` searched for: the Lens's query words (common words dropped), and
-    of a long message the ``FOUND_QUERY_WORDS`` longest, in the message's order (a long word is
-    rarer, and so tells more, than a short one)."""
+    """The words of ``message`` searched for: the Lens's query words (common words dropped),
+    less those more than ``FOUND_WORD_EVENTS_MAX`` events hold, and of the rest the
+    ``FOUND_QUERY_WORDS`` held by the fewest events, in the message's order."""
     words = query_terms(message)
-    if len(words) <= FOUND_QUERY_WORDS:
-        return words
-    kept = set(sorted(words, key=len, reverse=True)[:FOUND_QUERY_WORDS])
-    return [word for word in words if word in kept][:FOUND_QUERY_WORDS]
+    held = events_holding(words, most=FOUND_WORD_EVENTS_MAX)
+    rare = [word for word in words if held[word] <= FOUND_WORD_EVENTS_MAX]
+    kept = set(sorted(rare, key=lambda word: held[word])[:FOUND_QUERY_WORDS])
+    return [word for word in rare if word in kept]
 
 
 def found_for_message(message: str, *, before_event: int) -> list[RecalledItem]:

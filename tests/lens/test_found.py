@@ -5,7 +5,9 @@ from datetime import UTC, datetime, timedelta
 import pytest
 
 from events.models import Event
+from lens import found
 from lens.found import FOUND_QUERY_WORDS, FOUND_TIER, found_for_message, telling_words
+from lens.search import events_holding
 
 pytestmark = pytest.mark.django_db(databases="__all__")
 
@@ -57,8 +59,31 @@ def test_hits_whose_turns_overlap_are_one_passage(log):
     assert found[0].text.count("renki:") == 1
 
 
-def test_a_long_message_is_searched_by_its_longest_words():
-    message = " ".join(f"w{'x' * n}" for n in range(FOUND_QUERY_WORDS + 5))
+def test_a_long_message_is_searched_by_its_rarest_words(log):
+    """Words the log holds more often are left out first; order stays the message's."""
+    for n in range(FOUND_QUERY_WORDS + 2):
+        Event.objects.create(actor="luna", content=" ".join(f"w{k}" for k in range(n + 1)))
+    message = " ".join(f"w{k}" for k in reversed(range(FOUND_QUERY_WORDS + 2)))
+
     words = telling_words(message)
-    assert len(words) == FOUND_QUERY_WORDS
-    assert words == [f"w{'x' * n}" for n in range(5, FOUND_QUERY_WORDS + 5)]
+
+    assert words == [f"w{k}" for k in reversed(range(2, FOUND_QUERY_WORDS + 2))]
+
+
+def test_a_word_too_many_events_hold_is_not_searched(log, monkeypatch):
+    monkeypatch.setattr(found, "FOUND_WORD_EVENTS_MAX", 1)
+    Event.objects.create(actor="luna", content="the presentation slides again")
+
+    assert telling_words("presentation slides") == ["slides"]
+    assert found_for_message("presentation", before_event=log[4].pk) == []
+
+
+def test_it_counts_the_events_holding_each_word_no_further_than_asked(log):
+    """An event's index row holds its words and those of the two turns before it, as the
+    search reads them: "piano", said once, is in three rows."""
+    assert events_holding(["presentation", "piano", "cello"], most=10) == {
+        "presentation": 4,
+        "piano": 3,
+        "cello": 0,
+    }
+    assert events_holding(["piano"], most=1) == {"piano": 2}  # counted to 2 and no further
