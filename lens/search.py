@@ -184,7 +184,6 @@ def search(
     event_ids: tuple[int, int] | None = None,
     neighbours: int = NEIGHBOURS,
     words_only: bool = False,
-    current_only: bool = False,
 ) -> list[Hit]:
     """The best ``limit`` hits for ``query``, best first.
 
@@ -195,7 +194,7 @@ def search(
     in that inclusive range (one conversation, one summary's span), and summaries whose span
     overlaps it. ``words_only``: only what the query's words match (in an event's text or its
     context), as a filter needs: no turn brought in by its neighbours' scores, no semantic
-    ranking. ``current_only``: no summary a rebuild has superseded.
+    ranking.
     """
     kinds = tuple(dict.fromkeys(kinds))
     if unknown := [kind for kind in kinds if kind not in KINDS]:
@@ -213,7 +212,6 @@ def search(
         actor=actor or None,
         event_ids=event_ids,
         words_only=words_only,
-        current_only=current_only,
     )
     found: list[list[Hit]] = []
     if "fragment" in kinds and filters.actor is None:
@@ -266,7 +264,6 @@ class _Filters:
     actor: str | None
     event_ids: tuple[int, int] | None
     words_only: bool = False
-    current_only: bool = False
 
 
 def _where(connection, filters: _Filters, *, ts: str, actor: str | None, id_column: str | None):
@@ -645,16 +642,14 @@ _SUMMARY_INDEX = _Index(
 
 
 def _summaries(terms, filters: _Filters, limit: int) -> list[Hit]:
-    """The best summaries, from the summaries store: with ``event_ids``, those whose span
-    overlaps the range; with ``current_only``, none a rebuild has superseded."""
+    """The best summaries, from the summaries store (those a rebuild superseded too, saying
+    so): with ``event_ids``, those whose span overlaps the range."""
     connection = connections[store_for("mirror", "summary")]
     conditions, params = _where(connection, filters, ts="s.created_at", actor=None, id_column=None)
     if filters.event_ids is not None:
         first, last = filters.event_ids
         conditions += " AND s.first_event_id <= %s AND s.last_event_id >= %s"
         params += [last, first]
-    if filters.current_only:
-        conditions += " AND s.superseded_by_id IS NULL"
     columns = (
         "s.created_at, s.content, s.level, s.first_event_id, s.last_event_id, s.superseded_by_id"
     )
