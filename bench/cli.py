@@ -24,6 +24,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Callable
 from contextlib import ExitStack, contextmanager
 from pathlib import Path
 from urllib.parse import urlsplit, urlunsplit
@@ -1126,43 +1127,10 @@ def _bridges(asked: argparse.Namespace) -> None:
 
 def _continuity(asked: argparse.Namespace) -> None:
     """A long conversation lived, and the context of each return measured (bench/continuity.py)."""
-    if asked.mirror_every < 1 or (asked.conversations is not None and asked.conversations < 1):
-        raise BenchError("--mirror-every and --conversations must be at least 1")
-    try:
-        data = dataset_load(asked.dataset)
-    except DatasetError as error:
-        raise BenchError(str(error)) from error
-    if asked.inside:
-        from tqdm import tqdm
-
-        _migrate_throwaway_stores()
-        conversation = next(c for c in data["conversations"] if c["id"] == asked.conversation)
-        questions = [q for q in data["questions"] if q["conversation"] == asked.conversation]
-        with tqdm(total=len(conversation["turns"]), desc=asked.conversation, mininterval=2) as bar:
-            result = conversation_measure(
-                conversation=conversation,
-                questions=questions,
-                mirror_every=asked.mirror_every,
-                progress=bar.update,
-            )
-        print(json.dumps(result))
+    lived = _conversations_lived(asked, "continuity", conversation_measure)
+    if lived is None:
         return
-    began, load_before = time.perf_counter(), os.getloadavg()
-    results = []
-    for conversation in data["conversations"][: asked.conversations]:
-        _note(f"{conversation['id']}: {len(conversation['turns']):,} turns...")
-        results.append(
-            _run_inside(
-                [
-                    "continuity",
-                    str(asked.dataset.resolve()),
-                    "--conversation",
-                    conversation["id"],
-                    "--mirror-every",
-                    str(asked.mirror_every),
-                ]
-            )
-        )
+    results, began, load_before = lived
     print(
         f"{asked.dataset.name}, {len(results)} conversations, the Mirror offline every "
         f"{asked.mirror_every} turns and at each session's end; probes at each session's first "
@@ -1180,19 +1148,15 @@ def _continuity(asked: argparse.Namespace) -> None:
     for result in results:
         for example in result["hole_examples"]:
             print(f"  {result['conversation']} hole: {example}")
-    load_after = os.getloadavg()
-    print(
-        f"wall time {time.perf_counter() - began:.0f} s; machine load (1, 5, 15 min) on "
-        f"{os.cpu_count()} processors: before {' '.join(f'{n:.2f}' for n in load_before)}, "
-        f"after {' '.join(f'{n:.2f}' for n in load_after)}"
-    )
+    _wall_time_said(began, load_before)
 
 
-# --- answerable --------------------------------------------------------------------------------
-
-
-def _answerable(asked: argparse.Namespace) -> None:
-    """Questions about a long conversation put to its context (bench/answerable.py)."""
+def _conversations_lived(
+    asked: argparse.Namespace, command: str, measure: Callable[..., dict]
+) -> tuple[list[dict], float, tuple[float, float, float]] | None:
+    """Each conversation of the dataset lived and measured by ``measure`` in a process of its
+    own (``command`` with ``--inside``): the results, when it began and the load then. Inside
+    that process, the one conversation's result is printed as JSON, and None returned."""
     if asked.mirror_every < 1 or (asked.conversations is not None and asked.conversations < 1):
         raise BenchError("--mirror-every and --conversations must be at least 1")
     try:
@@ -1206,14 +1170,14 @@ def _answerable(asked: argparse.Namespace) -> None:
         conversation = next(c for c in data["conversations"] if c["id"] == asked.conversation)
         questions = [q for q in data["questions"] if q["conversation"] == asked.conversation]
         with tqdm(total=len(conversation["turns"]), desc=asked.conversation, mininterval=2) as bar:
-            result = conversation_answerable(
+            result = measure(
                 conversation=conversation,
                 questions=questions,
                 mirror_every=asked.mirror_every,
                 progress=bar.update,
             )
         print(json.dumps(result))
-        return
+        return None
     began, load_before = time.perf_counter(), os.getloadavg()
     results = []
     for conversation in data["conversations"][: asked.conversations]:
@@ -1221,7 +1185,7 @@ def _answerable(asked: argparse.Namespace) -> None:
         results.append(
             _run_inside(
                 [
-                    "answerable",
+                    command,
                     str(asked.dataset.resolve()),
                     "--conversation",
                     conversation["id"],
@@ -1230,6 +1194,27 @@ def _answerable(asked: argparse.Namespace) -> None:
                 ]
             )
         )
+    return results, began, load_before
+
+
+def _wall_time_said(began: float, load_before: tuple[float, float, float]) -> None:
+    load_after = os.getloadavg()
+    print(
+        f"wall time {time.perf_counter() - began:.0f} s; machine load (1, 5, 15 min) on "
+        f"{os.cpu_count()} processors: before {' '.join(f'{n:.2f}' for n in load_before)}, "
+        f"after {' '.join(f'{n:.2f}' for n in load_after)}"
+    )
+
+
+# --- answerable --------------------------------------------------------------------------------
+
+
+def _answerable(asked: argparse.Namespace) -> None:
+    """Questions about a long conversation put to its context (bench/answerable.py)."""
+    lived = _conversations_lived(asked, "answerable", conversation_answerable)
+    if lived is None:
+        return
+    results, began, load_before = lived
     print(
         f"{asked.dataset.name}, {len(results)} conversations, the Mirror offline every "
         f"{asked.mirror_every} turns and at each session's end; strict: every evidence turn's "
@@ -1238,12 +1223,7 @@ def _answerable(asked: argparse.Namespace) -> None:
     )
     for line in answerable_lines(results):
         print(line)
-    load_after = os.getloadavg()
-    print(
-        f"wall time {time.perf_counter() - began:.0f} s; machine load (1, 5, 15 min) on "
-        f"{os.cpu_count()} processors: before {' '.join(f'{n:.2f}' for n in load_before)}, "
-        f"after {' '.join(f'{n:.2f}' for n in load_after)}"
-    )
+    _wall_time_said(began, load_before)
 
 
 # --- cache -------------------------------------------------------------------------------------
