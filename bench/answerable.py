@@ -27,7 +27,6 @@ uncached, against the same turn with no cache.
 """
 
 import math
-import re
 import time
 from collections.abc import Callable
 
@@ -35,18 +34,25 @@ from django.conf import settings
 from django.db import transaction
 from django.test.utils import override_settings
 
-from bench.continuity import KEPT_SHARE, content_words, session_of, untagged
+from bench.continuity import (
+    KEPT_SHARE,
+    PERSON,
+    content_words,
+    mirror_when_due,
+    session_of,
+    turn_written,
+    untagged,
+)
 from bench.evaluate import moment_aware
 from events.models import Event
 from gem.selectors import gem_current
 from heart.context import context_for_event
+from heart.inspect import sections_of
 from mirror.models import Summary
-from mirror.run import mirror_run
-from silentstar.pricing import CACHE_MINIMUM_TOKENS, PRICES, cache_minimum, for_model
+from silentstar.pricing import Tokens, cache_minimum, cost, for_model
 from silentstar.router import store_of
 from silentstar.tokens import estimate_tokens
 
-PERSON, COMPANION = "luna", "claude"
 CATEGORIES = ("single-hop", "multi-hop", "temporal", "open-domain")
 MOMENTS = ("end", "return")
 PARTS = ("Recent", "Summaries", "Found", "Recalled", "Lingering")
@@ -92,20 +98,10 @@ def conversation_answerable(
                 rows.append(
                     _asked(question, "return", moment_aware(turn["ts"]), event_of, texts, written)
                 )
-        person = turn["speaker"] == first_speaker
-        text = texts[turn["id"]]
-        event = Event.objects.create(
-            ts=moment_aware(turn["ts"]),
-            actor=PERSON if person else COMPANION,
-            content=text if person else f"<say>{text}</say>",
-        )
+        event = turn_written(turn, person=turn["speaker"] == first_speaker)
         event_of[turn["id"]] = event.pk
-        written.append((event.pk, event.actor, text))
-        ends_session = n + 1 == len(turns) or session_of(turns[n + 1]["id"]) != session_of(
-            turn["id"]
-        )
-        if (n + 1) % mirror_every == 0 or ends_session:
-            mirror_run(now=event.ts)
+        written.append((event.pk, event.actor, texts[turn["id"]]))
+        mirror_when_due(turns, n, mirror_every=mirror_every, now=event.ts)
         progress(1)
     end = moment_aware(turns[-1]["ts"])
     full_tokens = estimate_tokens("\n\n".join(f"{actor}: {text}" for _, actor, text in written))
@@ -137,7 +133,11 @@ def _asked(
     row = {
         "category": question["category"],
         "moment": moment,
-        **_judged(assembly.user_text, evidence, _parts(assembly.user_text)),
+        **_judged(
+            assembly.user_text,
+            evidence,
+            {name: _plain(text) for name, text in sections_of(assembly.user_text).items()},
+        ),
         "tokens": estimate_tokens(assembly.user_text),
         "system_tokens": estimate_tokens(assembly.system_text),
         "cached_tokens": _cached_prefix(assembly.items_included.get("cache", [])),
@@ -166,17 +166,6 @@ def _assembled(message: str, at, written: list[tuple[int, str, str]]):
             raise _Discard
     except _Discard:
         return assembly
-
-
-def _parts(user_text: str) -> dict[str, str]:
-    """The user text's sections by name, each folded as ``_plain`` folds."""
-    found = list(re.finditer(r"^## (\w+)$", user_text, re.MULTILINE))
-    return {
-        match[1]: _plain(
-            user_text[match.end() : found[i + 1].start() if i + 1 < len(found) else None]
-        )
-        for i, match in enumerate(found)
-    }
 
 
 def _judged(text: str, evidence: list[tuple[int, str]], parts: dict[str, str]) -> dict:
@@ -210,7 +199,7 @@ def _fifo(written: list[tuple[int, str, str]], tokens: int) -> str:
 
 def _cached_prefix(breakpoints: list[dict]) -> int:
     """The tokens up to the last cache breakpoint the model's minimum lets the cache keep."""
-    minimum = cache_minimum(CACHE_MINIMUM_TOKENS, settings.HEART_MODEL)
+    minimum = cache_minimum(settings.CACHE_MINIMUM_TOKENS, settings.HEART_MODEL)
     kept = [point["prefix_tokens"] for point in breakpoints if point["prefix_tokens"] >= minimum]
     return max(kept, default=0)
 
@@ -218,15 +207,15 @@ def _cached_prefix(breakpoints: list[dict]) -> int:
 def cost_share(rows: list[dict]) -> tuple[float, float]:
     """Dollars per turn with the prompt cache and without, on average, at the default model's
     input prices (the reply's tokens are the same either way and left out)."""
-    price = for_model(PRICES, settings.HEART_MODEL)
+    price = for_model(settings.MODEL_PRICES, settings.HEART_MODEL)
     if price is None or not rows:
         return 0.0, 0.0
     cached = uncached = 0.0
     for row in rows:
         sent = row["tokens"] + row["system_tokens"]
         read = min(row["cached_tokens"], sent)
-        cached += (read * price.cache_read + (sent - read) * price.input) / 1_000_000
-        uncached += sent * price.input / 1_000_000
+        cached += cost(price, Tokens(input_tokens=sent - read, cache_read_tokens=read))
+        uncached += cost(price, Tokens(input_tokens=sent))
     return cached / len(rows), uncached / len(rows)
 
 

@@ -96,33 +96,43 @@ def conversation_measure(
         "hole_examples": [],
     }
     for n, turn in enumerate(turns):
-        person = turn["speaker"] == first_speaker
-        text = untagged(turn["text"])
-        event = Event.objects.create(
-            ts=moment_aware(turn["ts"]),
-            actor=PERSON if person else COMPANION,
-            content=text if person else f"<say>{text}</say>",
-        )
+        event = turn_written(turn, person=turn["speaker"] == first_speaker)
         event_of[turn["id"]] = event.pk
         written.append((event.pk, event.actor, turn["text"]))
-        starts_session = n and session_of(turn["id"]) != session_of(turns[n - 1]["id"])
-        if starts_session:
+        if n and session_of(turn["id"]) != session_of(turns[n - 1]["id"]):
             _probe(
                 event,
                 figures=figures,
                 written=written,
                 evidence=_evidence_before(questions, event_of=event_of, turns=turns),
             )
-        ends_session = n + 1 == len(turns) or session_of(turns[n + 1]["id"]) != session_of(
-            turn["id"]
-        )
-        if (n + 1) % mirror_every == 0 or ends_session:
-            mirror_run(now=event.ts)
+        mirror_when_due(turns, n, mirror_every=mirror_every, now=event.ts)
         progress(1)
     figures["events"] = len(written)
     figures["summaries"] = Summary.objects.count()
     figures["seconds"] = time.perf_counter() - began
     return figures
+
+
+def turn_written(turn: dict, *, person: bool) -> Event:
+    """A turn of the dataset written into the event log: the person's (``luna``) as written,
+    the companion's (``claude``) in ``<say>``, neither able to form a tag."""
+    text = untagged(turn["text"])
+    return Event.objects.create(
+        ts=moment_aware(turn["ts"]),
+        actor=PERSON if person else COMPANION,
+        content=text if person else f"<say>{text}</say>",
+    )
+
+
+def mirror_when_due(turns: list[dict], n: int, *, mirror_every: int, now) -> None:
+    """The Mirror run, as its schedule runs it, after turn ``n``: every ``mirror_every`` turns
+    and at the end of each session."""
+    ends_session = n + 1 == len(turns) or session_of(turns[n + 1]["id"]) != session_of(
+        turns[n]["id"]
+    )
+    if (n + 1) % mirror_every == 0 or ends_session:
+        mirror_run(now=now)
 
 
 def _evidence_before(
