@@ -55,11 +55,10 @@ def recall_items(requests: Sequence[Recall]) -> list[RecalledItem]:
     return asked + neighbours
 
 
-def woken_items(named: Sequence[Named]) -> list[RecalledItem]:
-    """The fragments a message names (``gem.waking.names_found``, in its order), each at its
-    recognition tier (ambient when that is empty) and saying what woke it, then their
-    neighbours at ambient depth, as a recall brings them."""
-    items = recall_items([Recall(name.key, deep=False) for name in named])
+def woken_items(named: Sequence[Named], items: Sequence[RecalledItem]) -> list[RecalledItem]:
+    """The fragments a message names (``gem.waking.names_found``, in its order) as a shallow
+    recall of them brought them (``items``: each at its recognition tier, ambient when that is
+    empty, then their neighbours at ambient depth), each saying what woke it."""
     said = {name.key: name.said for name in named}
     return [
         replace(

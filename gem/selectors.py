@@ -162,9 +162,11 @@ class GemNow:
 
     def woken(self, message: str) -> tuple[list[Named], list[RecalledItem]]:
         """The fragments ``message`` names by their keys and triggers, and what they bring
-        (`gem.recall.woken_items`)."""
+        (`gem.recall.woken_items`), recalled through the same kept results as a recall."""
         named = names_found(message, self.names)
-        return named, (woken_items(named) if named else [])
+        if not named:
+            return [], []
+        return named, woken_items(named, self.recalled([Recall(n.key, deep=False) for n in named]))
 
 
 def gem_current() -> GemNow:

@@ -203,8 +203,15 @@ def context_assemble(
     pending = inputs.pending_recall
     recalls = [Recall(r["key"], r["deep"]) for r in pending if "key" in r]
     searches = [r["search"] for r in pending if "search" in r]
-    # What the message names wakes in this very turn, before what was asked for last turn.
-    named, woken = gem.woken(event.content)
+    # What the message says (its tags are no words of the person's) names fragments that wake
+    # in this very turn, before what was asked for last turn, and finds older conversation.
+    said = " ".join(
+        line.text
+        for line in conversation_lines(
+            [(event.pk, event.ts, event.actor, event.content)], who=gem.identities
+        )
+    )
+    named, woken = gem.woken(said)
     awake = {item.key for item in woken}
     asked = gem.recalled(recalls) + search_recalled(searches, before_event=event.pk)
     recalled = woken + [item for item in asked if item.key not in awake]
@@ -244,7 +251,7 @@ def context_assemble(
     contents = dict(
         Summary.objects.filter(pk__in=[s.id for s in chosen]).values_list("id", "content")
     )
-    found = found_for_message(event.content, before_event=window_first)
+    found = found_for_message(said, before_event=window_first)
     summaries = [
         SummaryItem(s.id, s.level, s.first_event_id, s.last_event_id, contents[s.id])
         for s in chosen

@@ -357,3 +357,13 @@ def test_a_fragment_the_companion_asked_for_is_not_shown_twice_when_also_named(f
     sent = sent_user_text(fake_api)
     assert sent.count("### biscuit (") == 1
     assert "### biscuit (recognition, woken by “biscuit” in the message)" in sent
+
+
+def test_a_fragment_is_woken_by_the_persons_words_not_by_the_tags_around_them(fake_api, lore):
+    Fragment.objects.create(key="luna", recognition="Luna, who speaks first in the mornings.")
+
+    answered(fake_api, "<luna>good morning</luna>", START)
+    assert "### luna (" not in sent_user_text(fake_api)
+
+    answered(fake_api, "<luna>luna here, good morning</luna>", START + timedelta(minutes=1))
+    assert "### luna (recognition, woken by “luna” in the message)" in sent_user_text(fake_api)
