@@ -47,8 +47,10 @@ def found_for_message(message: str, *, before_event: int) -> list[RecalledItem]:
     Summaries are not searched: found beside the passages, they took the budget of turns said
     word for word and fewer questions could be answered (``python -m bench answerable`` on the
     dev conversations, docs/benchmarks.md)."""
+    if before_event <= 1:
+        return []
     words = telling_words(message)
-    if not words or before_event <= 1:
+    if not words:
         return []
     try:
         hits = search(
