@@ -8,7 +8,8 @@ from anvil.graph import DEPTH_MAX
 from gem.keys import twin_refusal
 from gem.models import TIERS, Fragment, WorkingMemory, WorkingMemoryStatus
 from gem.services import TwinDecision, hidden_allowed
-from gem.tier_size import chars_per_token, tier_refusal
+from gem.state import chars_per_token
+from gem.tier_size import tier_refusal
 from gem.waking import TRIGGER_CHARS_MAX, triggers_problem
 from silentstar.uploads import megabytes
 

@@ -43,7 +43,7 @@ from gem.draft import (
     triggers_change,
 )
 from gem.drafts import diff_refusal, diff_write, draft_apply, fragments_delete
-from gem.keys import CASE_TWINS, mention
+from gem.keys import CASE_TWINS
 from gem.models import (
     Fragment,
     FragmentEdge,
@@ -58,8 +58,7 @@ from gem.services import (
     fragment_rename,
     fragment_rename_preview,
 )
-from gem.state import state_get
-from gem.tier_size import chars_per_token
+from gem.state import chars_per_token, state_get
 from gem.waking import triggers_problem
 
 
@@ -267,9 +266,7 @@ class FragmentAdmin(admin.ModelAdmin):
         context["budget_recall"] = settings.BUDGET_RECALL
         context["tier_max_tokens"] = settings.FRAGMENT_TIER_MAX_TOKENS
         if obj is not None:
-            context["only_by_key"] = not obj.triggers and not mention(obj.key).search(
-                ambient_prose_current()
-            )
+            context["only_by_key"] = only_by_key(Fragment.objects.filter(pk=obj.pk)).exists()
             context["trigger_form"] = TriggerAddForm()
         return super().render_change_form(request, context, *args, obj=obj, **kwargs)
 

@@ -34,7 +34,8 @@ from gem.draft import (
 from gem.keys import key_folded, twin_refusal
 from gem.models import Fragment, FragmentEdge, FragmentSource
 from gem.services import fragment_log
-from gem.tier_size import chars_per_token, tier_refusal
+from gem.state import chars_per_token
+from gem.tier_size import tier_refusal
 
 
 def draft_apply(

@@ -54,8 +54,8 @@ from gem.models import (
     WorkingMemoryType,
 )
 from gem.selectors import ambient_prose_current, decay_inputs
-from gem.state import state_set
-from gem.tier_size import chars_per_token, tier_refusal
+from gem.state import chars_per_token, state_set
+from gem.tier_size import tier_refusal
 from gem.waking import name_words, triggers_problem
 from gem.zone import TIME_ZONE, owner_time_zone, time_zone_known
 

@@ -7,6 +7,7 @@ from django.db import connections, router
 from django.utils import timezone
 
 from gem.models import State
+from silentstar.tokens import DEFAULT_CHARS_PER_TOKEN
 
 TURN_COUNTER = "turn_counter"
 PENDING_RECALL = "pending_recall"
@@ -25,6 +26,11 @@ ARCHIVE_WARNING = "archive_warning"
 
 def state_get(key: str, default: Any = None) -> Any:
     return state_get_many({key: default})[key]
+
+
+def chars_per_token() -> float:
+    """The characters a token stands for, as calibrated from the API's usage; four until then."""
+    return state_get(CHARS_PER_TOKEN, DEFAULT_CHARS_PER_TOKEN)
 
 
 def state_get_many(defaults: dict[str, Any]) -> dict[str, Any]:

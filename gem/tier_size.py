@@ -12,13 +12,7 @@ from dataclasses import dataclass
 
 from django.conf import settings
 
-from gem.state import CHARS_PER_TOKEN, state_get
-from silentstar.tokens import DEFAULT_CHARS_PER_TOKEN, estimate_tokens
-
-
-def chars_per_token() -> float:
-    """The characters per token calibrated from the API's usage, four until then."""
-    return state_get(CHARS_PER_TOKEN, DEFAULT_CHARS_PER_TOKEN)
+from silentstar.tokens import estimate_tokens
 
 
 @dataclass(frozen=True)

@@ -24,7 +24,7 @@ from gem.state import (
     PENDING_RECALL,
     RECENT_WINDOW,
     WORKING_MEMORY_FILL,
-    state_get,
+    chars_per_token,
     state_set,
     turn_counter_advance,
 )
@@ -37,7 +37,7 @@ from silentstar import claude
 from silentstar.claude import ClaudeError
 from silentstar.disks import disk_said, disk_trouble
 from silentstar.locks import PATIENCE, lock_error, when_unlocked
-from silentstar.tokens import DEFAULT_CHARS_PER_TOKEN, chars_per_token_calibrated
+from silentstar.tokens import chars_per_token_calibrated
 
 logger = logging.getLogger(__name__)
 
@@ -365,7 +365,7 @@ def _working_memory_fill_record(assembly: Assembly) -> None:
 
 def _chars_per_token_calibrate(*, assembly: Assembly, usage: claude.Usage) -> None:
     """Learn how many characters a token is from what the API counted for this context."""
-    previous = state_get(CHARS_PER_TOKEN, DEFAULT_CHARS_PER_TOKEN)
+    previous = chars_per_token()
     calibrated = chars_per_token_calibrated(
         previous=previous,
         characters=len(assembly.system_text) + len(assembly.user_text),
