@@ -62,13 +62,14 @@ def test_it_plans_a_lorebook_whose_entries_name_each_other_and_says_its_figures(
     book = json.loads((tmp_path / f"lorebook-{entries}.json").read_text())["entries"]
 
     assert len(book) == entries and all(len(e["content"]) >= 600 for e in book.values())
-    # One generated entry now folds into another as a near-duplicate (issue [remember]'s fold
-    # rule): the planning still makes a fragment of every other entry.
-    assert entries - 1 <= result["fragments"] <= entries and result["edges"] >= entries - 1
+    # A disabled entry makes no fragment (it is left out, and said so): the generator disables
+    # every 97th from the second, here the one.
+    made = sum(not e["disable"] for e in book.values())
+    assert made == entries - 1
+    assert result["fragments"] == made and result["edges"] >= made
     assert result["edges_added"] == result["edges"]
     said = result["said"]
-    made = result["fragments"]
     assert said.startswith(f"A draft of {made} fragments:\nFragments created: ")
     created = said.splitlines()[1].removeprefix("Fragments created: ").split(", ")
-    assert len(created) == PREVIEW_LISTED and f"…and {made - PREVIEW_LISTED} more fragments" in said
+    assert len(created) == PREVIEW_LISTED and "…and 9 more fragments, and " in said
     assert lorebook_said(result).startswith(f"SillyTavern lorebook, {entries} entries (0.0 MB)")
