@@ -23,9 +23,9 @@ An entry from elsewhere becomes a fragment like this:
   from it to that other fragment, "names".
 
 An entry exported from here carries its fragment (``LoreEntry.fragment``: key, the tiers it
-holds, its edges out), and is read back as that fragment exactly. Its keys are the fragment's
-key and triggers, the names that wake it here, then the keys of the ``Keys:`` line an older
-import ended the recognition tier with.
+holds, its edges out, its triggers), and is read back as that fragment exactly. Its keys are the
+fragment's key and triggers, the names that wake it here, then the keys of the ``Keys:`` line an
+older import ended the recognition tier with.
 """
 
 import heapq
@@ -47,7 +47,8 @@ NAMES = "names"  # the relation of an edge proposed because one entry names anot
 MENTION_MIN_CHARS = 3  # shorter keys ("a", "it") name nothing
 MENTIONS_MAX = 50  # the entries one entry may name: the first in the file's order
 TIERS = ("ambient", "recognition", "inventory")
-MARK_FIELDS = {"key", *TIERS, "edges"}  # what an exported entry carries of its fragment
+# What an exported entry carries of its fragment (one exported before triggers has none).
+MARK_FIELDS = {"key", *TIERS, "edges", "triggers"}
 _WORD = re.compile(r"[\w']+")
 _PARAGRAPH_BREAK = re.compile(r"\n[ \t]*\n")
 _TOKEN = re.compile(r"(\w+)|(\W)")
@@ -104,6 +105,8 @@ def fragments_of(
             fragment = by_key.setdefault(marked["key"], LoreFragment(marked["key"]))
             fragment.tiers.update({tier: marked[tier] for tier in TIERS if tier in marked})
             fragment.edges += [tuple(edge) for edge in marked.get("edges", [])]
+            if "triggers" in marked:
+                fragment.triggers = list(marked["triggers"])
             fragment.entries.append(entry.where)
             continue
         title = _title(entry)
@@ -222,6 +225,8 @@ def _marked(entry: LoreEntry) -> dict | None:
         isinstance(edge, list) and len(edge) == 2 and all(isinstance(part, str) for part in edge)
         for edge in edges
     ):
+        return None
+    if triggers_problem(marked.get("triggers", [])):
         return None
     return marked
 
@@ -369,6 +374,7 @@ def entries_of(fragments: Iterable[FragmentData]) -> list[LoreEntry]:
             "key": fragment.key,
             **{tier: getattr(fragment, tier) for tier in TIERS},
             "edges": [list(edge) for edge in fragment.edges],
+            "triggers": list(fragment.triggers),
         }
         content = _deep_content(recognition, fragment.inventory)
         deep = bool(content) or not fragment.ambient

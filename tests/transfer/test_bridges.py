@@ -347,12 +347,16 @@ def test_a_malformed_file_is_refused_whole_before_anything_is_written():
 
 
 def test_a_lorebook_exported_and_imported_again_gives_the_same_fragments():
-    Fragment.objects.create(key="fairy", ambient="A small light.", recognition="Keys: sprite")
+    Fragment.objects.create(
+        key="fairy",
+        ambient="A small light.",
+        recognition="Keys: sprite",
+        triggers=["wisp", "the little light", "Fairy"],
+    )
     Fragment.objects.create(key="well", recognition="Deep.", inventory="Deep.\n\n## Not a tier")
     FragmentEdge.objects.create(source_id="fairy", target_id="well", relation="lives in")
-    before = list(
-        Fragment.objects.order_by("key").values_list("key", "ambient", "recognition", "inventory")
-    )
+    fields = ("key", "ambient", "recognition", "inventory", "triggers")
+    before = list(Fragment.objects.order_by("key").values_list(*fields))
     data = lorebook_dump(fragments_exported(), name="claude")
     assert planned("sillytavern", data).draft_diff.is_empty
 
@@ -361,10 +365,7 @@ def test_a_lorebook_exported_and_imported_again_gives_the_same_fragments():
     user = get_user_model().objects.create_superuser("anvil", password="x")
     draft_apply(ImportedProposal.objects.get().text, user=user, events_found=source_events)
 
-    after = list(
-        Fragment.objects.order_by("key").values_list("key", "ambient", "recognition", "inventory")
-    )
-    assert after == before
+    assert list(Fragment.objects.order_by("key").values_list(*fields)) == before
     assert list(FragmentEdge.objects.values_list("source", "target", "relation")) == [
         ("fairy", "well", "lives in")
     ]

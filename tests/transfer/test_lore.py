@@ -1,4 +1,5 @@
 import re
+from dataclasses import replace
 
 from hypothesis import given
 from hypothesis import strategies as st
@@ -207,6 +208,16 @@ def test_edges_travel_with_the_exported_fragment():
     ]
     read = {f.key: f for f in fragments_of(entries_of(fragments))}
     assert read["fairy"].edges == [("well", "lives in")]
+
+
+def test_triggers_travel_with_the_exported_fragment_unless_the_gem_would_refuse_them():
+    fragments = [FragmentData("fairy", "", "A light.", "", triggers=("wisp", "Fairy"))]
+    (entry,) = entries_of(fragments)
+    assert [f.triggers for f in fragments_of([entry])] == [["wisp", "Fairy"]]
+
+    twins = replace(entry, fragment={**entry.fragment, "triggers": ["wisp", "WISP"]})
+    (read,) = fragments_of([twins])
+    assert (read.triggers, read.tiers) == (["wisp"], {"recognition": "A light."})
 
 
 def test_a_mark_that_is_not_one_of_ours_is_read_as_any_entry():
