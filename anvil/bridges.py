@@ -43,6 +43,7 @@ from mirror.models import Proposer
 from silentstar.uploads import megabytes, upload_max_bytes
 from silentstar.words import counted
 from transfer.bridges import (
+    ADDED_TO,
     FORMAT_NAMES,
     PREVIEW_LISTED,
     BridgePlan,
@@ -169,8 +170,7 @@ PROPOSAL_WORDS = {
     )
     for kind, what in (
         (ProposalKind.DRAFT, "draft"),
-        (ProposalKind.WAKE, "text to add to the wake text"),
-        (ProposalKind.PROSE, "text to add to the ambient prose"),
+        *((kind, f"text to add to the {added.what}") for kind, added in ADDED_TO.items()),
     )
 }
 
@@ -240,7 +240,7 @@ def _draft_listed(diff: DraftDiff | None) -> dict:
 def proposal_card(request, proposal: ImportedProposal, *, back: str) -> dict:
     """A proposal as its card shows it: while it waits, what applying it would change now."""
     diff = wake_diff = None
-    diff_error = changed_since = ""
+    diff_error = changed_since = added_to = ""
     if proposal.state == ProposalState.PENDING:
         if proposal.kind == ProposalKind.DRAFT:
             try:
@@ -251,16 +251,17 @@ def proposal_card(request, proposal: ImportedProposal, *, back: str) -> dict:
             except DraftError as error:
                 diff_error = str(error)
         else:
+            added_to = ADDED_TO[proposal.kind].what
             wake_diff = _wake_diff(proposal.text, new_label="with the proposal", kind=proposal.kind)
             if proposal.base and proposal.base != text_current(proposal.kind):
-                what = "ambient prose" if proposal.kind == ProposalKind.PROSE else "wake text"
-                changed_since = f"The {what} in use changed since this was proposed."
+                changed_since = f"The {added_to} in use changed since this was proposed."
     return {
         "proposal": proposal,
         **_draft_listed(diff),
         "diff_error": diff_error,
         "changed_since": changed_since,
         "wake_diff": wake_diff,
+        "added_to": added_to,
         "can_decide": proposal_may_decide(request.user, proposal),
         "back": back,
     }
@@ -654,7 +655,7 @@ class ImportedProposalAdmin(admin.ModelAdmin):
             if wake and shown
             else None,
             base=proposal.base,
-            wake_now=text_current(proposal.kind) if wake else None,
+            wake_now=text_current(proposal.kind) if wake else "",
         )
 
     def drop_view(self, request, proposal_id: int):
@@ -669,15 +670,15 @@ class ImportedProposalAdmin(admin.ModelAdmin):
 
 
 def _applied_said(applied) -> str:
-    title = applied.proposal.title
-    if applied.proposal.kind == ProposalKind.PROSE:
+    proposal = applied.proposal
+    title = proposal.title
+    if proposal.kind in ADDED_TO:
         if applied.wake is None:
-            return f"Applied “{title}”: the ambient prose in use held it already, nothing changed."
-        return f"Applied “{title}”: the ambient prose has a new version, {applied.wake}."
-    if applied.proposal.kind == ProposalKind.WAKE:
-        if applied.wake is None:
-            return f"Applied “{title}”: the wake text in use held it already, nothing changed."
-        return f"Applied “{title}”: the wake context has a new version, {applied.wake}."
+            what = ADDED_TO[proposal.kind].what
+            return f"Applied “{title}”: the {what} in use held it already, nothing changed."
+        # Its kind's name: "the wake context", "the ambient prose".
+        what = proposal.get_kind_display()
+        return f"Applied “{title}”: the {what} has a new version, {applied.wake}."
     changed = [*applied.diff.fragments_created, *applied.diff.fragments_changed()]
     if not changed:
         return f"Applied “{title}”: the Gem already held it, nothing changed."

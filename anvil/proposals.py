@@ -22,9 +22,9 @@ from anvil.textdiff import text_change_summary
 from events.selectors import source_events
 from gem.draft import DraftDiff, DraftError, part_digest
 from gem.drafts import draft_apply
-from gem.models import AmbientProse, WakeText, WakeTextKind
+from gem.models import AmbientProse, WakeText
 from gem.services import text_version_add
-from transfer.bridges import text_current, text_proposed
+from transfer.bridges import ADDED_TO, text_proposed
 from transfer.models import ImportedProposal, ProposalKind, ProposalState
 
 # What deciding a proposal of each kind takes: what the draft page and a new wake text take.
@@ -51,7 +51,7 @@ class WakeConflict(DraftError):
     """An addition proposed against a wake text (or ambient prose) in use that has changed
     since."""
 
-    def __init__(self, *, base: str, now: str, what: str = "wake text"):
+    def __init__(self, *, base: str, now: str, what: str):
         self.base, self.now = base, now
         super().__init__(
             f"The {what} in use changed since the import proposed this: see what changed, "
@@ -105,22 +105,17 @@ def proposal_apply(
                     parts=parts,
                 ),
             )
-        before = text_current(proposal.kind)
+        added = ADDED_TO[proposal.kind]
+        before = added.current()
         after = text_proposed(proposal.kind, chosen)
         if after == before:  # the text in use holds it already: no second copy of it
             return ProposalApplied(proposal)
-        what = "ambient prose" if proposal.kind == ProposalKind.PROSE else "wake text"
         if against:
             if wake_digest(before) != against:
-                raise WakeConflict(base=proposal.base, now=before, what=what)
+                raise WakeConflict(base=proposal.base, now=before, what=added.what)
         elif proposal.base and before != proposal.base:
-            raise WakeConflict(base=proposal.base, now=before, what=what)
-        if proposal.kind == ProposalKind.PROSE:
-            wake = text_version_add(model=AmbientProse, content=after, author=user)
-        else:
-            wake = text_version_add(
-                model=WakeText, kind=WakeTextKind.WAKE, content=after, author=user
-            )
+            raise WakeConflict(base=proposal.base, now=before, what=added.what)
+        wake = text_version_add(model=added.model, content=after, author=user, **added.text)
         LogEntry.objects.log_actions(
             user.pk,
             [wake],

@@ -22,8 +22,6 @@ from anvil.proposals import wake_digest
 from anvil.textdiff import text_diff_html
 from events.selectors import source_events
 from gem.draft import DraftError, draft_check, draft_diff, draft_parse, draft_rebased
-from gem.models import WakeTextKind
-from gem.selectors import wake_text_current
 
 
 @dataclass(frozen=True)
@@ -52,19 +50,18 @@ def proposed_text_page(
     wake_diff=None,
     base: str = "",
     again_url: str = "",
-    wake_now: str | None = None,
+    wake_now: str = "",
 ):
     """The page for ``text``: its draft's preview and check against ``base`` (what it was
-    written against, when it is kept beside it), unless ``wake_diff`` (a wake text's
-    comparison, ``base`` then the wake text in use when it was proposed, ``wake_now`` the text
-    it adds to as it is in use, the wake text when None) is given; ``error`` says why it cannot
+    written against, when it is kept beside it), unless ``wake_diff`` (an addition's comparison
+    with the text it adds to, the wake text or the ambient prose: ``base`` that text when it was
+    proposed, ``wake_now`` as it is in use) is given; ``error`` says why it cannot
     be applied and ``text_errors`` why the text is not one."""
     rebase = request.method == "POST" and "rebase" in request.POST
     diff = None
     checked: dict = {}
     if wake_diff is not None:
-        now = wake_text_current(WakeTextKind.WAKE) if wake_now is None else wake_now
-        checked = _wake_checked(request, base=base, now=now, rebase=rebase)
+        checked = _wake_checked(request, base=base, now=wake_now, rebase=rebase)
     elif not text_errors:
         try:
             if rebase:

@@ -51,7 +51,16 @@ from gem.draft import (
     edges_ordered,
     fragments_now,
 )
-from gem.models import TIERS, Fragment, FragmentEdge, IdentitySide
+from gem.models import (
+    TIERS,
+    AmbientProse,
+    Fragment,
+    FragmentEdge,
+    IdentitySide,
+    VersionedText,
+    WakeText,
+    WakeTextKind,
+)
 from gem.selectors import (
     AMBIENT_KEY,
     ambient_prose_current,
@@ -292,10 +301,31 @@ def _digest(kind: str, text: str) -> str:
     return hashlib.sha256(f"{kind}\n{text}".encode()).hexdigest()
 
 
+@dataclass(frozen=True)
+class AddedTo:
+    """The text kept as versions that a proposed addition of one kind is added to."""
+
+    what: str  # what a person calls it
+    current: Callable[[], str]  # the text in use
+    model: type[VersionedText]
+    text: dict[str, str]  # which text of ``model`` it is (``gem.services.text_version_add``)
+
+
+ADDED_TO = {
+    ProposalKind.WAKE: AddedTo(
+        "wake text",
+        lambda: wake_text_current(WakeTextKind.WAKE),
+        WakeText,
+        {"kind": WakeTextKind.WAKE},
+    ),
+    ProposalKind.PROSE: AddedTo("ambient prose", ambient_prose_current, AmbientProse, {}),
+}
+
+
 def text_current(kind: str) -> str:
     """The text a proposal of ``kind`` adds to, as it is in use: the wake text, or the ambient
     prose."""
-    return ambient_prose_current() if kind == ProposalKind.PROSE else wake_text_current("wake")
+    return ADDED_TO[kind].current()
 
 
 def text_proposed(kind: str, section: str) -> str:
