@@ -64,8 +64,8 @@ from transfer.bridges import (
     preview_import,
     preview_ready,
     run_finished_by,
+    text_added,
     text_current,
-    text_proposed,
 )
 from transfer.bundle import BridgeError
 from transfer.models import (
@@ -202,11 +202,9 @@ def preview_context(plan: BridgePlan) -> dict:
             draft_error = str(error)
     wake_diff = prose_diff = None
     if plan.wake_section and not plan.wake_here:
-        wake_diff = _wake_diff(plan.wake_section, new_label="with the import")
+        wake_diff = _wake_diff(plan.wake_base, plan.wake_section, new_label="with the import")
     if plan.prose_section and not plan.prose_here:
-        prose_diff = _wake_diff(
-            plan.prose_section, new_label="with the import", kind=ProposalKind.PROSE
-        )
+        prose_diff = _wake_diff(plan.prose_base, plan.prose_section, new_label="with the import")
     times = [message.at for message in plan.bundle.messages]
     return {
         "plan": plan,
@@ -252,8 +250,9 @@ def proposal_card(request, proposal: ImportedProposal, *, back: str) -> dict:
                 diff_error = str(error)
         else:
             added_to = ADDED_TO[proposal.kind].what
-            wake_diff = _wake_diff(proposal.text, new_label="with the proposal", kind=proposal.kind)
-            if proposal.base and proposal.base != text_current(proposal.kind):
+            now = text_current(proposal.kind)
+            wake_diff = _wake_diff(now, proposal.text, new_label="with the proposal")
+            if proposal.base and proposal.base != now:
                 changed_since = f"The {added_to} in use changed since this was proposed."
     return {
         "proposal": proposal,
@@ -267,12 +266,12 @@ def proposal_card(request, proposal: ImportedProposal, *, back: str) -> dict:
     }
 
 
-def _wake_diff(section: str, *, new_label: str, kind: str = ProposalKind.WAKE):
-    """The wake text (or, ``kind`` prose, the ambient prose) in use beside it with ``section``
-    added, the long unchanged run said in one row."""
+def _wake_diff(now: str, section: str, *, new_label: str):
+    """The wake text or the ambient prose, ``now``, beside it with ``section`` added, the long
+    unchanged run said in one row."""
     return text_diff_html(
-        text_current(kind),
-        text_proposed(kind, section),
+        now,
+        text_added(now, section),
         old_label="in use now",
         new_label=new_label,
         context=WAKE_CONTEXT_LINES,
@@ -639,6 +638,7 @@ class ImportedProposalAdmin(admin.ModelAdmin):
         text = form["text"].value() or "" if form.is_bound else proposal.text
         shown = not form.is_bound or form.is_valid()
         wake = proposal.kind != ProposalKind.DRAFT
+        now = text_current(proposal.kind) if wake else ""
         return proposed_text_page(
             self,
             request,
@@ -651,11 +651,11 @@ class ImportedProposalAdmin(admin.ModelAdmin):
             back=self._page_url(proposal.pk),
             error=error,
             text_errors=form.errors.get("text", []),
-            wake_diff=_wake_diff(text, new_label="with the proposal", kind=proposal.kind)
+            wake_diff=_wake_diff(now, text, new_label="with the proposal")
             if wake and shown
             else None,
             base=proposal.base,
-            wake_now=text_current(proposal.kind) if wake else "",
+            wake_now=now,
         )
 
     def drop_view(self, request, proposal_id: int):

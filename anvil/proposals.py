@@ -24,7 +24,7 @@ from gem.draft import DraftDiff, DraftError, part_digest
 from gem.drafts import draft_apply
 from gem.models import AmbientProse, WakeText
 from gem.services import text_version_add
-from transfer.bridges import ADDED_TO, text_proposed
+from transfer.bridges import ADDED_TO, text_added
 from transfer.models import ImportedProposal, ProposalKind, ProposalState
 
 # What deciding a proposal of each kind takes: what the draft page and a new wake text take.
@@ -107,7 +107,7 @@ def proposal_apply(
             )
         added = ADDED_TO[proposal.kind]
         before = added.current()
-        after = text_proposed(proposal.kind, chosen)
+        after = text_added(before, chosen)
         if after == before:  # the text in use holds it already: no second copy of it
             return ProposalApplied(proposal)
         if against:

@@ -328,10 +328,9 @@ def text_current(kind: str) -> str:
     return ADDED_TO[kind].current()
 
 
-def text_proposed(kind: str, section: str) -> str:
-    """The text a proposal of ``kind`` adds to (``text_current``) with ``section`` after it
+def text_added(current: str, section: str) -> str:
+    """The text a proposal adds to, ``current`` (``text_current``), with ``section`` after it
     (unchanged when it is there already)."""
-    current = text_current(kind)
     if not section or section in current:
         return current
     return f"{current.rstrip()}\n\n{section}\n"
@@ -360,7 +359,8 @@ def bridge_plan(
         _draft_text(bundle, fragments, file_name=file_name) if fragments else ("", "")
     )
     wake_section = _wake_section(bundle, macros)
-    prose_section = _prose_section(bundle, fragments)
+    prose = ambient_prose_current() if any(f.constant for f in fragments) else ""
+    prose_section = _prose_section(bundle, fragments, prose=prose)
     plan = BridgePlan(
         bundle=bundle,
         file_name=file_name,
@@ -377,7 +377,7 @@ def bridge_plan(
         wake_base=wake_text_current("wake") if wake_section else "",
         prose_section=prose_section,
         prose_here=bool(prose_section) and _proposal_here(ProposalKind.PROSE, prose_section),
-        prose_base=ambient_prose_current() if prose_section else "",
+        prose_base=prose if prose_section else "",
         left_out=left_out(bundle.entries),
     )
     plan.speakers = _speakers_mapped(bundle.messages, speakers or {}, identities, plan.problems)
@@ -491,14 +491,15 @@ def entries_left_out_said(entries: Sequence[LoreEntry]) -> list[str]:
     ]
 
 
-def _prose_section(bundle: Bundle, fragments: list[LoreFragment]) -> str:
+def _prose_section(bundle: Bundle, fragments: list[LoreFragment], *, prose: str) -> str:
     """The addition to the ambient prose that names the fragments of the entries always in the
-    other app's context (constant ones), those the ambient prose in use does not name yet; ""
-    when there are none. Ambient prose is authored: this is proposed, never written."""
+    other app's context (constant ones), those the ambient prose in use (``prose``) does not
+    name yet; "" when there are none. Ambient prose is authored: this is proposed, never
+    written."""
     keys = [fragment.key for fragment in fragments if fragment.constant]
     if not keys:
         return ""
-    named = set(AMBIENT_KEY.findall(ambient_prose_current()))
+    named = set(AMBIENT_KEY.findall(prose))
     keys = [key for key in keys if key not in named]
     if not keys:
         return ""

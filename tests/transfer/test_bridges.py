@@ -12,6 +12,7 @@ from events.render import message_display
 from events.selectors import source_events
 from gem.drafts import draft_apply
 from gem.models import AmbientProse, Fragment, FragmentEdge, WorkingMemory
+from gem.selectors import wake_text_current
 from mirror.models import Proposer, TagSuggestion
 from mirror.services import suggestion_promote
 from transfer.bridges import (
@@ -20,7 +21,7 @@ from transfer.bridges import (
     bundle_read,
     fragments_exported,
     speakers_read,
-    text_proposed,
+    text_added,
 )
 from transfer.bundle import BridgeError
 from transfer.formats.sillytavern import lorebook_dump
@@ -330,12 +331,12 @@ def test_a_card_proposes_a_wake_text_after_the_one_in_use():
     assert plan.wake_section.startswith("# Who you are: Seraphina")
     assert "Seraphina is a guardian of the forest." in plan.wake_section
     assert "## Personality\n\nKind, watchful." in plan.wake_section
-    proposed = text_proposed("wake", plan.wake_section)
+    proposed = text_added(wake_text_current("wake"), plan.wake_section)
     assert proposed.startswith("# Waking up") and proposed.endswith(plan.wake_section + "\n")
     bridge_import(plan, file_sha256="0" * 64)
     proposal = ImportedProposal.objects.get(kind="wake")
     assert proposal.kept["greetings"] == {"first_mes": "Hello."}
-    assert text_proposed("wake", proposal.text) == proposed
+    assert text_added(wake_text_current("wake"), proposal.text) == proposed
 
 
 def test_a_malformed_file_is_refused_whole_before_anything_is_written():
