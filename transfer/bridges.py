@@ -67,7 +67,6 @@ from gem.selectors import (
     identities_current,
     wake_text_current,
 )
-from gem.waking import TRIGGERS_MAX, name_words
 from gem.zone import owner_time_zone
 from mirror.estimate import CompressionEstimate, compression_estimate, turn_transcripts
 from mirror.models import Proposer, TagSuggestion
@@ -90,6 +89,7 @@ from transfer.lore import (
     keys_indexed,
     left_out,
     macros_replaced,
+    triggers_joined,
 )
 from transfer.models import (
     BridgeFormat,
@@ -426,18 +426,17 @@ def _draft_text(
     for edge in existing | proposed:
         for key in {edge.source, edge.target} & touched:
             edges[key].add(edge)
-    draft = Draft(
-        fragments=[
-            replace(
-                _folded(fragment, now.get(fragment.key)),
-                edges=edges_ordered(fragment.key, edges[fragment.key])
-                if fragment.key in touched
-                else None,
-            )
-            for fragment in fragments
-        ],
-        preface=_preface(bundle, fragments, file_name=file_name),
-    )
+    # Folded before the preface is written: a fold says there what it could not add.
+    sections = [
+        replace(
+            _folded(fragment, now.get(fragment.key)),
+            edges=edges_ordered(fragment.key, edges[fragment.key])
+            if fragment.key in touched
+            else None,
+        )
+        for fragment in fragments
+    ]
+    draft = Draft(fragments=sections, preface=_preface(bundle, fragments, file_name=file_name))
     return draft_render(draft_written(draft, base=held)), (
         draft_render(Draft(fragments=held)) if held else ""
     )
@@ -447,7 +446,8 @@ def _folded(fragment: LoreFragment, held: DraftFragment | None) -> DraftFragment
     """A fragment of the file as its draft section: as the file gives it; or, folded into the
     fragment the Gem holds, each tier the file gives after that tier's text (unless the text
     holds it already, so a second import adds nothing twice) and the file's triggers after its
-    triggers, none twice in words."""
+    triggers (``triggers_joined``; the fragment's notes say any past the most a fragment
+    has)."""
     triggers = list(fragment.triggers)
     if not fragment.fold or held is None:
         return DraftFragment(key=fragment.key, tiers=fragment.tiers, triggers=triggers or None)
@@ -456,10 +456,10 @@ def _folded(fragment: LoreFragment, held: DraftFragment | None) -> DraftFragment
         before = held.tiers.get(tier, "")
         tiers[tier] = before if text in before else f"{before.rstrip()}\n\n{text}".lstrip("\n")
     own = held.triggers or []
-    seen = {name_words(trigger) for trigger in own}
-    added = [t for t in triggers if name_words(t) not in seen]
-    folded = [*own, *added][:TRIGGERS_MAX]
-    return DraftFragment(key=fragment.key, tiers=tiers, triggers=folded if added else None)
+    joined, beyond = triggers_joined(fragment.key, own, triggers)
+    fragment.notes += [beyond] if beyond else []
+    added = len(joined) > len(own)
+    return DraftFragment(key=fragment.key, tiers=tiers, triggers=joined if added else None)
 
 
 def _preface(bundle: Bundle, fragments: list[LoreFragment], *, file_name: str) -> str:

@@ -129,7 +129,8 @@ def fragments_of(
             notes.insert(0, f"its comment: “{entry.note}”")
         fragment.entries.append(entry.where)
         fragment.notes += [f"{entry.where}: {note}" for note in notes]
-        _triggers_added(fragment, keys)
+        fragment.triggers, beyond = triggers_joined(fragment.key, fragment.triggers, keys)
+        fragment.notes += [beyond] if beyond else []
         for tier, text in _tiers(entry, names=names).items():
             before = fragment.tiers.get(tier, "")
             fragment.tiers[tier] = f"{before}\n\n{text}" if before else text
@@ -191,22 +192,24 @@ def _keys(entry: LoreEntry, names: dict[str, str]) -> tuple[list[str], list[str]
     return keys, notes
 
 
-def _triggers_added(fragment: LoreFragment, keys: Iterable[str]) -> None:
-    """``keys`` added to the fragment's triggers: none twice in words, none its key's words, at
-    most ``TRIGGERS_MAX`` (the preface names one left out)."""
-    seen = {name_words(fragment.key), *(name_words(t) for t in fragment.triggers)}
-    for key in keys:
-        words = name_words(key)
+def triggers_joined(key: str, own: Sequence[str], keys: Iterable[str]) -> tuple[list[str], str]:
+    """The triggers of the fragment ``key``, ``own`` then ``keys``: none added twice in words nor
+    its key's words, at most ``TRIGGERS_MAX``; and what the preface says of the keys past that
+    ("" when none are)."""
+    joined = list(own)
+    seen = {name_words(key), *(name_words(t) for t in joined)}
+    for name in keys:
+        words = name_words(name)
         if words in seen:
             continue
-        if len(fragment.triggers) == TRIGGERS_MAX:
-            fragment.notes.append(
-                f"“{key}” and the keys after it are not triggers: a fragment has at most "
+        if len(joined) >= TRIGGERS_MAX:
+            return joined, (
+                f"“{name}” and the keys after it are not triggers: a fragment has at most "
                 f"{TRIGGERS_MAX}"
             )
-            break
         seen.add(words)
-        fragment.triggers.append(key)
+        joined.append(name)
+    return joined, ""
 
 
 def _marked(entry: LoreEntry) -> dict | None:

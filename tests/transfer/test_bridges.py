@@ -10,9 +10,11 @@ from django.contrib.auth import get_user_model
 from events.models import Event, EventTag
 from events.render import message_display
 from events.selectors import source_events
+from gem.draft import draft_parse
 from gem.drafts import draft_apply
 from gem.models import AmbientProse, Fragment, FragmentEdge, WorkingMemory
 from gem.selectors import wake_text_current
+from gem.waking import TRIGGERS_MAX
 from mirror.models import Proposer, TagSuggestion
 from mirror.services import suggestion_promote
 from transfer.bridges import (
@@ -464,6 +466,19 @@ def test_biscuit_the_cat_beside_biscuit_is_a_fold_into_it_applied_once():
     assert list(Fragment.objects.values_list("key", flat=True)) == ["biscuit"]
     again = planned("sillytavern", data)
     assert again.draft_here and again.draft_diff.is_empty
+
+
+def test_a_fold_adds_triggers_up_to_the_most_a_fragment_has_and_says_the_rest():
+    held = [f"name {n}" for n in range(TRIGGERS_MAX - 1)]
+    Fragment.objects.create(key="hub", recognition="A wheel.", triggers=held)
+    book = {"entries": {"0": {"key": ["Hub", "name 3", "spoke", "rim"], "content": "Turns."}}}
+    plan = planned("sillytavern", json.dumps(book).encode())
+
+    (section,) = draft_parse(plan.draft_text).fragments
+    assert section.triggers == [*held, "spoke"]
+    assert "“rim” and the keys after it are not triggers: a fragment has at most 50" in (
+        plan.draft_text
+    )
 
 
 def test_a_cards_greetings_are_kept_on_its_proposals_and_shown():
