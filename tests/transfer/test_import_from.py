@@ -27,6 +27,7 @@ from tests.transfer.formats.test_card import (
 )
 from transfer import bridges
 from transfer.bridges import bundle_read
+from transfer.formats.card import GREETINGS_MAX
 from transfer.limits import DEPTH_PROBLEM
 from transfer.models import ImportedProposal, ImportRun, RunStatus
 
@@ -307,6 +308,22 @@ def test_a_card_nested_past_the_limit_is_refused_in_words(depth, tmp_path):
         run("card", str(path))
 
     assert str(refused.value) == f"{path} refused, nothing imported:\n{DEPTH_PROBLEM}"
+
+
+def test_a_card_of_ten_thousand_greetings_is_refused_in_words_and_nothing_kept(tmp_path):
+    path = tmp_path / "greeter.json"
+    card = {"spec": "chara_card_v2", "data": {"name": "Greeter", "description": "Waves."}}
+    card["data"]["alternate_greetings"] = [f"Hello, {n}." for n in range(10_000)]
+    path.write_text(json.dumps(card))
+
+    with pytest.raises(CommandError) as refused:
+        run("card", str(path))
+
+    assert str(refused.value) == (
+        f"{path} refused, nothing imported:\ndata.alternate_greetings: 10,000 greetings; a card "
+        f"is read with at most {GREETINGS_MAX}, so this one is refused"
+    )
+    assert not ImportedProposal.objects.exists()
 
 
 PEAK_MAX_MIB = 200

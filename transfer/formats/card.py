@@ -57,6 +57,7 @@ ENTRY_MAPPED = frozenset(
     {"name", "comment", "keys", "secondary_keys", "content", "constant", "enabled"}
 )
 GREETINGS = ("first_mes", "alternate_greetings", "mes_example")
+GREETINGS_MAX = 100  # alternate greetings a card may have: real ones have a handful
 # Fields V3 added to a card's data and to a book entry, left out of the V2 copy of a PNG.
 V3_ONLY_DATA = ("group_only_greetings", "assets", "nickname", "creator_notes_multilingual")
 V3_ONLY_ENTRY = ("use_regex",)
@@ -218,7 +219,7 @@ def _card_bundle(card: object, *, read_from: str) -> Bundle:
     for field, title in WAKE_FIELDS:
         if text := checks.text(data, field, where, default=""):
             wake.append(WakePart(title=title, text=text))
-    greetings = checks.kept({field: data[field] for field in GREETINGS if data.get(field)}, where)
+    greetings = _greetings(data, where, checks)
     mapped = {"name", "character_book", *GREETINGS, *(field for field, _ in WAKE_FIELDS)}
     kept = {**checks.kept(data, where, mapped=mapped), **outside, "read_from": read_from}
     entries = []
@@ -232,6 +233,26 @@ def _card_bundle(card: object, *, read_from: str) -> Bundle:
     return Bundle(
         format="card", name=name, entries=entries, wake=wake, kept=kept, greetings=greetings
     )
+
+
+def _greetings(data: dict, where: str, checks: Checks) -> dict:
+    """A card's greetings as read, those not empty: its first message and example messages, each
+    a text, and its alternate greetings, a list of at most ``GREETINGS_MAX`` texts (a longer
+    list is refused before it is read)."""
+    greetings = {
+        "first_mes": checks.text(data, "first_mes", where, default=""),
+        "mes_example": checks.text(data, "mes_example", where, default=""),
+    }
+    alternate = data.get("alternate_greetings")
+    if isinstance(alternate, list) and len(alternate) > GREETINGS_MAX:
+        checks.add(
+            field_path(where, "alternate_greetings"),
+            f"{len(alternate):,} greetings; a card is read with at most {GREETINGS_MAX}, so this "
+            "one is refused",
+        )
+    else:
+        greetings["alternate_greetings"] = list(checks.texts(data, "alternate_greetings", where))
+    return {field: greetings[field] for field in GREETINGS if greetings.get(field)}
 
 
 def _book_entries(book: dict, book_where: str, checks: Checks) -> list[LoreEntry]:

@@ -393,6 +393,23 @@ def test_it_opens_no_charx_of_more_files_than_a_card_holds(monkeypatch):
         ]
 
 
+def test_it_refuses_greetings_that_are_not_texts_or_past_the_most_a_card_has():
+    card = json.loads(CARD_V3)
+    card["data"]["alternate_greetings"] = ["Hello."] * (card_module.GREETINGS_MAX + 1)
+    card["data"]["first_mes"] = ["Hi", "there"]
+    many = card_module.GREETINGS_MAX + 1
+
+    assert refusal(json.dumps(card).encode()) == [
+        "data.first_mes: must be a text, not a list",
+        f"data.alternate_greetings: {many} greetings; a card is read with at most "
+        f"{card_module.GREETINGS_MAX}, so this one is refused",
+    ]
+    card["data"] |= {"first_mes": "Hi.", "alternate_greetings": "Hello." * 1000}
+    assert refusal(json.dumps(card).encode()) == [
+        "data.alternate_greetings: must be a list of texts, not a text"
+    ]
+
+
 def test_it_refuses_a_card_nested_past_the_limit():
     card = json.loads(CARD_V3)
     card["data"]["extensions"]["deep"] = nested(100)
