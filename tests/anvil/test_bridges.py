@@ -12,6 +12,7 @@ from django.utils import timezone
 from events.models import Event
 from mirror.models import Proposer, TagSuggestion
 from tests.conftest import REPO
+from transfer.bridges import PREVIEW_LISTED
 from transfer.bundle import LoreEntry
 from transfer.formats.card import card_dump
 from transfer.lock import one_at_a_time
@@ -420,3 +421,27 @@ def test_a_preview_shows_the_greetings_the_entries_left_out_and_the_ambient_pros
     assert "Always in mind: an addition to the ambient prose" in said
     assert "Always in mind from the character card “Seraphina”: [harbour]." in said
     assert "naming one in the chat wakes the fragment in that turn" in said
+
+
+def test_a_preview_lists_the_first_entries_left_out_and_counts_the_rest(admin_client):
+    ghosts = {
+        str(n): {"key": [f"ghost {n}"], "content": "Gone.", "disable": True}
+        for n in range(PREVIEW_LISTED + 7)
+    }
+    book = {"entries": {**ghosts, "last": {"key": ["lamp"], "content": "Lit."}}}
+    preview = upload(
+        admin_client, json.dumps(book).encode(), name="ghosts.json", format="sillytavern"
+    )
+    said = shown(preview)
+
+    assert said.count("disabled there") == PREVIEW_LISTED
+    assert "…and 7 more entries left out, each said in the draft's preface" in said
+    # With no entry to make a fragment there is no draft to keep them on, and none is claimed.
+    alone = upload(
+        admin_client,
+        json.dumps({"entries": ghosts}).encode(),
+        name="only.json",
+        format="sillytavern",
+    )
+    assert "…and 7 more entries left out." in shown(alone)
+    assert "draft's proposal" not in shown(alone)
