@@ -479,16 +479,24 @@ def _preface(bundle: Bundle, fragments: list[LoreFragment], *, file_name: str) -
     return "\n".join(lines)
 
 
+SAID_CHARS_MAX = 60  # of an entry's name or key quoted in a line of the preview
+
+
 def entries_left_out_said(entries: Sequence[LoreEntry]) -> list[str]:
-    """What the preview and the draft's preface say of each disabled entry left out."""
+    """What the preview and the draft's preface say of each disabled entry left out: its name
+    and key cut short, since the whole entry is kept on the proposal."""
     return [
         f"{entry.where}"
-        + (f" (“{entry.note or entry.name}”)" if entry.note or entry.name else "")
+        + (f" (“{_cut(entry.note or entry.name)}”)" if entry.note or entry.name else "")
         + ", disabled there: a fragment here has no off switch, and naming "
-        + (f"its key “{entry.keys[0]}”" if entry.keys else "it")
+        + (f"its key “{_cut(entry.keys[0])}”" if entry.keys else "it")
         + " would wake it"
         for entry in entries
     ]
+
+
+def _cut(text: str) -> str:
+    return text if len(text) <= SAID_CHARS_MAX else f"{text[: SAID_CHARS_MAX - 1]}…"
 
 
 def _prose_section(bundle: Bundle, fragments: list[LoreFragment], *, prose: str) -> str:

@@ -21,6 +21,7 @@ from transfer.bridges import (
     bridge_import,
     bridge_plan,
     bundle_read,
+    entries_left_out_said,
     fragments_exported,
     speakers_read,
     text_added,
@@ -422,6 +423,21 @@ def test_a_disabled_entry_is_left_out_and_said_so_and_kept_on_the_proposal():
     kept = ImportedProposal.objects.get(kind="draft").kept["left_out"]["entries.2"]
     assert kept["content"] == "A seal on the rocks."
     assert (kept["keys"], kept["comment"]) == (["Old Grey", "the seal"], "disabled-entry")
+
+
+def test_an_entry_left_out_is_said_in_a_short_line_and_kept_whole():
+    long = "a note that goes on " * 10_000
+    entry = {"key": ["seal " * 10_000], "comment": long, "content": "Grey.", "disable": True}
+    book = {"entries": {"0": {"key": ["lamp"], "content": "Lit."}, "1": entry}}
+    plan = planned("sillytavern", json.dumps(book).encode())
+
+    (said,) = entries_left_out_said(plan.left_out)
+    assert said.startswith("entries.1 (“a note that goes on a note") and len(said) < 300
+    assert f"“{'seal ' * 11}seal…”" in said
+    bridge_import(plan, file_sha256="0" * 64)
+    assert (
+        ImportedProposal.objects.get(kind="draft").kept["left_out"]["entries.1"]["comment"] == long
+    )
 
 
 def test_an_entry_keyed_by_its_keys_not_by_a_disabled_entry_comment():
