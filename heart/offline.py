@@ -15,7 +15,7 @@ messages may hold Markdown of their own)::
 
     ## Lingering      working memory by score
     ## Summaries      Mirror output for what is older than the recent window
-    ## Recalled       last turn's recall results (below)
+    ## Recalled       what the message names, then last turn's recall results (below)
     ## Recent         the conversation
     ## Now            the current time in words
     ## Message        who wrote it, then the person's message verbatim (always last)
@@ -89,7 +89,7 @@ def reply(*, system: list[dict], messages: list[dict]) -> str:
         said.append("An image came with it; the offline companion cannot look at images.")
     parts.append(f"<say>{' '.join(said)}</say>")
     if recalled:
-        lines = ["Recalled from last turn:"]
+        lines = ["Recalled:"]
         for key, body in recalled:
             sentence = _quote(first_sentence(body), QUOTE_LIMIT)
             lines.append(f"{_safe(key)} — “{sentence}”" if sentence else f"{_safe(key)} — nothing")
