@@ -83,11 +83,11 @@ from transfer.lock import TransferBusy, one_at_a_time
 from transfer.lore import (
     FragmentData,
     LoreFragment,
+    entries_left_out,
     entries_of,
     fragments_of,
     key_of,
     keys_indexed,
-    left_out,
     macros_replaced,
     triggers_joined,
 )
@@ -216,7 +216,11 @@ class BridgePlan:
     prose_section: str = ""
     prose_here: bool = False
     prose_base: str = ""
-    left_out: list[LoreEntry] = field(default_factory=list)  # disabled: no fragment made
+
+    @cached_property
+    def left_out(self) -> list[LoreEntry]:
+        """The disabled entries, of which no fragment is made."""
+        return entries_left_out(self.bundle.entries)
 
     @cached_property
     def messages_new(self) -> list[Message]:
@@ -378,7 +382,6 @@ def bridge_plan(
         prose_section=prose_section,
         prose_here=bool(prose_section) and _proposal_here(ProposalKind.PROSE, prose_section),
         prose_base=prose if prose_section else "",
-        left_out=left_out(bundle.entries),
     )
     plan.speakers = _speakers_mapped(bundle.messages, speakers or {}, identities, plan.problems)
     return plan
@@ -472,7 +475,9 @@ def _preface(bundle: Bundle, fragments: list[LoreFragment], *, file_name: str) -
         f"Imported from the {what}{named} ({file_name}): "
         f"{counted(len(bundle.entries), 'entry', 'entries')}."
     ]
-    lines += [f"Left out: {said}." for said in entries_left_out_said(left_out(bundle.entries))]
+    lines += [
+        f"Left out: {said}." for said in entries_left_out_said(entries_left_out(bundle.entries))
+    ]
     for fragment in fragments:
         lines.append(f"- {fragment.key} ← {', '.join(fragment.entries)}")
         lines += [f"  - {note}" for note in fragment.notes]

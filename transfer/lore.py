@@ -151,7 +151,7 @@ def keys_indexed(keys: Iterable[str]) -> dict[Words, str]:
     return index
 
 
-def left_out(entries: Iterable[LoreEntry]) -> list[LoreEntry]:
+def entries_left_out(entries: Iterable[LoreEntry]) -> list[LoreEntry]:
     """The entries that make no fragment: the disabled ones (a fragment has no off switch, and
     a key named in the chat would wake it)."""
     return [entry for entry in entries if not entry.enabled]

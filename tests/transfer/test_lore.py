@@ -15,12 +15,12 @@ from transfer.lore import (
     RECOGNITION_CHARS,
     FragmentData,
     LoreFragment,
+    entries_left_out,
     entries_of,
     fragments_of,
     key_of,
     keys_indexed,
     keys_line_split,
-    left_out,
     macros_replaced,
 )
 
@@ -135,7 +135,7 @@ def test_a_disabled_entry_is_left_out():
     disabled = entry("well", ["well"], "A deep well.", constant=True, enabled=False, where="1")
     fragments = fragments_of([disabled, entry(keys=["moon"], content="Pale.", where="2")])
     assert [f.key for f in fragments] == ["moon"]
-    assert left_out([disabled, entry(keys=["moon"])]) == [disabled]
+    assert entries_left_out([disabled, entry(keys=["moon"])]) == [disabled]
 
 
 def test_a_long_entry_is_recognition_by_its_first_paragraph_and_inventory_whole():
