@@ -118,7 +118,7 @@ class Hit(NamedTuple):
     ts: datetime | None  # events: when said; wm, summaries: created; fragments: last updated
     text: str = ""  # the whole event, working-memory item, summary or fragment (its fullest tier)
     actor: str = ""
-    detail: str = ""  # wm: "type, status"; summaries: "L0, events 12–40"
+    detail: str = ""  # wm: "type, status"; summaries: "L0, events 12–40" (", superseded by #9")
     before: tuple[Neighbour, ...] = ()
     after: tuple[Neighbour, ...] = ()
     passage: str | None = None  # made by the database; None: made from text and words when read
@@ -126,10 +126,6 @@ class Hit(NamedTuple):
     beside: bool = False  # an event brought in by its neighbours alone: none of the words found it
     tier: str = ""  # fragments: the tier the passage is from (ambient, recognition, inventory)
     tiers: tuple[str, str, str] = ("", "", "")  # fragments: ambient, recognition, inventory
-    level: str = ""  # summaries: L0, L1 or L2
-    first_event_id: int | None = None  # summaries: the first event of the span summarised
-    last_event_id: int | None = None  # summaries: the last event of the span summarised
-    superseded_by: int | None = None  # summaries: the summary a rebuild replaced it with
 
     @property
     def ref(self) -> str:
@@ -669,10 +665,6 @@ def _summaries(terms, filters: _Filters, limit: int) -> list[Hit]:
                 ts=_aware(connection, created_at),
                 text=content,
                 detail=f"{level}, events {first}–{last}{replaced}",
-                level=level,
-                first_event_id=first,
-                last_event_id=last,
-                superseded_by=superseded,
             )
         )
     return hits

@@ -88,7 +88,10 @@ def test_the_summary_index_holds_the_summaries_that_exist_when_it_runs():
     )
     Summary.objects.filter(pk=new.pk).update(content="Ana began the viola.")
     found = search("cello", kinds=["summary"])
-    assert {(hit.id, hit.level) for hit in found} == {(old.pk, "L0"), (later.pk, "L1")}
+    assert {(hit.id, hit.detail) for hit in found} == {
+        (old.pk, f"L0, events 1–4, superseded by #{new.pk}"),
+        (later.pk, "L1, events 1–9"),
+    }
 
 
 def test_emptying_the_summaries_empties_their_index():
