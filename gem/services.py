@@ -56,7 +56,7 @@ from gem.models import (
 from gem.selectors import ambient_prose_current, decay_inputs
 from gem.state import chars_per_token, state_set
 from gem.tier_size import tier_refusal
-from gem.waking import name_words, triggers_problem
+from gem.waking import TRIGGERS_MAX, triggers_joined
 from gem.zone import TIME_ZONE, owner_time_zone, time_zone_known
 
 logger = logging.getLogger(__name__)
@@ -286,10 +286,12 @@ def fragment_fold_preview(*, source_key: str, into_key: str) -> FoldPlan:
         plan.tiers[tier] = "\n\n".join(parts)
         if refusal := tier_refusal(into_key, tier, plan.tiers[tier], chars_per_token=cpt):
             raise ReshapeError(refusal)
-    said = {name_words(trigger) for trigger in into.triggers}
-    plan.triggers = [*into.triggers, *(t for t in source.triggers if name_words(t) not in said)]
-    if refusal := triggers_problem(plan.triggers):
-        raise ReshapeError(f"Their triggers together cannot be kept: {refusal}")
+    plan.triggers, past = triggers_joined(into_key, into.triggers, source.triggers)
+    if past:
+        raise ReshapeError(
+            f"Their triggers together are more than the {TRIGGERS_MAX} a fragment has: remove "
+            f"some of “{source_key}”'s first (“{past[0]}” and after)."
+        )
     plan.sources_moved = FragmentSource.objects.filter(fragment=source).count()
     plan.refs_moved = WorkingMemoryRef.objects.filter(fragment=source).count()
     plan.ambient_mentions = len(mention(source_key).findall(ambient_prose_current()))

@@ -14,7 +14,7 @@ what they are talking about.
 """
 
 import re
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from typing import NamedTuple
 
 _WORD = re.compile(r"[^\W_]+")
@@ -104,3 +104,23 @@ def triggers_problem(triggers: object) -> str | None:
             return f"The triggers “{seen[words]}” and “{trigger}” are the same words."
         seen[words] = trigger
     return None
+
+
+def triggers_joined(
+    key: str, own: Sequence[str], more: Iterable[str]
+) -> tuple[list[str], list[str]]:
+    """The triggers of the fragment ``key``: ``own`` then ``more``, none added twice in words nor
+    one of its key's words, at most ``TRIGGERS_MAX``; and those of ``more`` past that."""
+    joined = list(own)
+    seen = {name_words(key), *(name_words(trigger) for trigger in joined)}
+    past: list[str] = []
+    for trigger in more:
+        words = name_words(trigger)
+        if words in seen:
+            continue
+        if len(joined) >= TRIGGERS_MAX:
+            past.append(trigger)
+            continue
+        seen.add(words)
+        joined.append(trigger)
+    return joined, past

@@ -89,7 +89,7 @@ from transfer.lore import (
     key_of,
     keys_indexed,
     macros_replaced,
-    triggers_joined,
+    triggers_said,
 )
 from transfer.models import (
     BridgeFormat,
@@ -449,7 +449,7 @@ def _folded(fragment: LoreFragment, held: DraftFragment | None) -> DraftFragment
     """A fragment of the file as its draft section: as the file gives it; or, folded into the
     fragment the Gem holds, each tier the file gives after that tier's text (unless the text
     holds it already, so a second import adds nothing twice) and the file's triggers after its
-    triggers (``triggers_joined``; the fragment's notes say any past the most a fragment
+    triggers (``triggers_said``; the fragment's notes say any past the most a fragment
     has)."""
     triggers = list(fragment.triggers)
     if not fragment.fold or held is None:
@@ -459,7 +459,7 @@ def _folded(fragment: LoreFragment, held: DraftFragment | None) -> DraftFragment
         before = held.tiers.get(tier, "")
         tiers[tier] = before if text in before else f"{before.rstrip()}\n\n{text}".lstrip("\n")
     own = held.triggers or []
-    joined, beyond = triggers_joined(fragment.key, own, triggers)
+    joined, beyond = triggers_said(fragment.key, own, triggers)
     fragment.notes += [beyond] if beyond else []
     added = len(joined) > len(own)
     return DraftFragment(key=fragment.key, tiers=tiers, triggers=joined if added else None)

@@ -36,7 +36,7 @@ from itertools import groupby, islice
 
 import ahocorasick
 
-from gem.waking import TRIGGERS_MAX, name_words, triggers_problem
+from gem.waking import TRIGGERS_MAX, name_words, triggers_joined, triggers_problem
 from transfer.bundle import LoreEntry
 
 KEY_MAX = 100  # gem.models.Fragment.key
@@ -129,7 +129,7 @@ def fragments_of(
             notes.insert(0, f"its comment: “{entry.note}”")
         fragment.entries.append(entry.where)
         fragment.notes += [f"{entry.where}: {note}" for note in notes]
-        fragment.triggers, beyond = triggers_joined(fragment.key, fragment.triggers, keys)
+        fragment.triggers, beyond = triggers_said(fragment.key, fragment.triggers, keys)
         fragment.notes += [beyond] if beyond else []
         for tier, text in _tiers(entry, names=names).items():
             before = fragment.tiers.get(tier, "")
@@ -192,24 +192,15 @@ def _keys(entry: LoreEntry, names: dict[str, str]) -> tuple[list[str], list[str]
     return keys, notes
 
 
-def triggers_joined(key: str, own: Sequence[str], keys: Iterable[str]) -> tuple[list[str], str]:
-    """The triggers of the fragment ``key``, ``own`` then ``keys``: none added twice in words nor
-    its key's words, at most ``TRIGGERS_MAX``; and what the preface says of the keys past that
-    ("" when none are)."""
-    joined = list(own)
-    seen = {name_words(key), *(name_words(t) for t in joined)}
-    for name in keys:
-        words = name_words(name)
-        if words in seen:
-            continue
-        if len(joined) >= TRIGGERS_MAX:
-            return joined, (
-                f"“{name}” and the keys after it are not triggers: a fragment has at most "
-                f"{TRIGGERS_MAX}"
-            )
-        seen.add(words)
-        joined.append(name)
-    return joined, ""
+def triggers_said(key: str, own: Sequence[str], keys: Iterable[str]) -> tuple[list[str], str]:
+    """``gem.waking.triggers_joined``, and what the preface says of the keys past the most a
+    fragment has ("" when none are)."""
+    joined, past = triggers_joined(key, own, keys)
+    if not past:
+        return joined, ""
+    return joined, (
+        f"“{past[0]}” and the keys after it are not triggers: a fragment has at most {TRIGGERS_MAX}"
+    )
 
 
 def _marked(entry: LoreEntry) -> dict | None:

@@ -46,6 +46,7 @@ from gem.services import (
     working_memory_status_set,
     working_memory_sweep,
 )
+from gem.waking import TRIGGERS_MAX
 from loom.models import LoomPrompt, Session
 from mirror.models import MirrorPrompt
 
@@ -905,3 +906,12 @@ def test_a_fold_keeps_both_fragments_triggers_and_refuses_tiers_past_the_cap(adm
     fragment_fold(source_key="Biscuit-2", into_key="biscuit", user_id=admin_user.pk)
 
     assert Fragment.objects.get().triggers == ["the cat", "Biscuit the cat", "kitten"]
+
+
+def test_a_fold_whose_triggers_together_pass_the_most_is_refused(admin_user):
+    fragment("moon", triggers=[f"moon word {n}" for n in range(TRIGGERS_MAX)])
+    fragment("selene", triggers=["the pale one"])
+
+    with pytest.raises(ReshapeError, match="more than the 50 a fragment has"):
+        fragment_fold(source_key="selene", into_key="moon", user_id=admin_user.pk)
+    assert Fragment.objects.count() == 2

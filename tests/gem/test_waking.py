@@ -12,6 +12,7 @@ from gem.waking import (
     name_words,
     names_found,
     names_index,
+    triggers_joined,
     triggers_problem,
 )
 
@@ -71,6 +72,15 @@ def test_it_says_what_is_wrong_with_triggers():
     assert "are the same words" in triggers_problem(["Old Grey", "old-grey"])
     assert "at most" in triggers_problem(["x"] * (TRIGGERS_MAX + 1))
     assert "too long" in triggers_problem(["word " * (NAME_WORDS_MAX + 1)])
+
+
+def test_triggers_are_joined_once_in_words_never_the_keys_and_up_to_the_most():
+    joined, past = triggers_joined("old-grey", ["the seal"], ["THE SEAL", "Old Grey", "rocks"])
+    assert (joined, past) == (["the seal", "rocks"], [])
+    many = [f"word{n}" for n in range(TRIGGERS_MAX + 2)]
+    joined, past = triggers_joined("k", ["own"], many)
+    assert len(joined) == TRIGGERS_MAX and joined[0] == "own"
+    assert past == many[TRIGGERS_MAX - 1 :]
 
 
 words = st.text(alphabet=string.ascii_letters + "éßİΣς", min_size=1, max_size=8)
