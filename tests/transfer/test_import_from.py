@@ -113,6 +113,21 @@ def test_an_import_marked_stopped_while_it_ran_says_what_it_wrote_stays(tmp_path
     assert Event.objects.count() == 2
 
 
+def test_a_dry_run_says_what_the_page_says_of_a_lorebooks_entries(tmp_path):
+    """A constant entry's ambient-prose addition and a disabled entry left out, in words, as
+    the Anvil's preview says them."""
+    book = json.loads((FIXTURES / "lorebook.json").read_text())
+    book["entries"]["12"]["constant"] = True
+    path = tmp_path / "lorebook.json"
+    path.write_text(json.dumps(book))
+
+    said = run("sillytavern", str(path), "--dry-run")
+
+    assert "A proposed addition to the ambient prose:" in said
+    assert "Left out: " in said and "“Maren” would wake it" in said
+    assert not ImportedProposal.objects.exists()
+
+
 def test_a_missing_file_is_named(tmp_path):
     with pytest.raises(CommandError, match="No such file"):
         run("mem0", str(tmp_path / "absent.json"))

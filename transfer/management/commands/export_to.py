@@ -16,9 +16,10 @@ FORMATS = ("sillytavern", "card")
 class Command(BaseCommand):
     help = (
         "Write the fragments as a SillyTavern lorebook (World Info JSON) or as a Character Card "
-        "V3 with its book: each fragment's key and the keys of its Keys: line as the entry's "
-        "keys, its ambient tier as a constant entry, its recognition and inventory as the "
-        "content. Read back with import_from, it gives the same fragments."
+        "V3 with its book: each fragment's key and triggers (and the keys of an older import's "
+        "Keys: line) as the entry's keys, its ambient tier as a constant entry, its "
+        "recognition and inventory as the content. Read back with import_from, it gives the "
+        "same fragments."
     )
 
     def add_arguments(self, parser):

@@ -18,6 +18,7 @@ from transfer.bridges import (
     bridge_plan,
     bundle_read,
     draft_diff_listed,
+    entries_left_out_said,
     file_refused,
     more_said,
     speakers_read,
@@ -123,6 +124,9 @@ def plan_said(plan: BridgePlan) -> str:
     if plan.wake_section:
         state = " (already proposed)" if plan.wake_here else ""
         lines.append(f"A proposed addition to the wake text{state}:\n{plan.wake_section}")
+    if plan.prose_section:
+        state = " (already proposed)" if plan.prose_here else ""
+        lines.append(f"A proposed addition to the ambient prose{state}:\n{plan.prose_section}")
     if plan.suggestions:
         lines.append(
             f"{len(plan.suggestions_new)} memories to stage as suggestions "
@@ -153,6 +157,11 @@ def plan_said(plan: BridgePlan) -> str:
                 + "."
             )
     lines += [f"Left out: {note}" for note in plan.bundle.skipped]
+    lines += [
+        f"Left out: {said}." for said in entries_left_out_said(plan.left_out[:PREVIEW_LISTED])
+    ]
+    if more := more_said(len(plan.left_out), "entry left out", "entries left out"):
+        lines.append(f"  …{more}")
     lines += [f"Refused: {problem}" for problem in plan.problems]
     if plan.is_empty:
         lines.append("Nothing new: everything in this file is here already.")
