@@ -49,9 +49,13 @@ def date_words(ts) -> str:
     return f"{ts:%A} {ts.day} {ts:%B} {ts.year} {part}"
 
 
-def test_it_indexes_the_log_as_its_insert_trigger_does():
+def sqlite_only() -> None:
     if events_store().vendor != "sqlite":
         pytest.skip("the turns benchmark builds SQLite stores only")
+
+
+def test_it_indexes_the_log_as_its_insert_trigger_does():
+    sqlite_only()
     with events_store().cursor() as cursor:
         cursor.execute("PRAGMA cache_size")
         cache_before = cursor.fetchone()
@@ -94,6 +98,7 @@ def test_it_times_every_turn_and_asks_the_same_messages_however_they_are_batched
 
 
 def test_it_writes_the_log_in_the_search_benchmarks_vocabulary():
+    sqlite_only()
     synthetic_gem_build(
         events=400, fragments=30, edges=40, working_memory=20, active=5, progress=lambda _: None
     )
@@ -150,6 +155,7 @@ def test_about_one_message_in_five_names_a_fragment_by_its_key_or_a_trigger():
 
 
 def test_a_turn_that_names_a_fragment_wakes_it(settings):
+    sqlite_only()
     settings.COMPANION_OFFLINE = True
     synthetic_gem_build(
         events=200, fragments=40, edges=30, working_memory=20, active=5, progress=lambda _: None

@@ -173,13 +173,13 @@ def test_old_conversation_found_for_the_message_is_in_the_context(settings):
     for name in ("BUDGET_POOL_USER", "BUDGET_POOL_SAY", "BUDGET_POOL_DO", "BUDGET_POOL_FLEX"):
         setattr(settings, name, 30)
     at = START
-    turn("<renki>work tomorrow is the big presentation</renki>", at)
+    first = turn("<renki>work tomorrow is the big presentation</renki>", at)
     for n in range(4):
         turn(f"<luna>small talk number {n}</luna>", at := at + timedelta(minutes=2))
     last = turn("<luna>how did the presentation go?</luna>", at + timedelta(minutes=2))
 
     snapshot = ContextSnapshot.objects.get(turn=last.pk)
-    assert snapshot.items_included["found"] == ["event:1"]
+    assert snapshot.items_included["found"] == [f"event:{first.event_id}"]
     assert "luna: work tomorrow is the big presentation\n" in snapshot.assembled_user
     [(answer, reason)] = answers("big presentation")
     assert (answer, reason) == (IN_CONTEXT, "In Found.")
