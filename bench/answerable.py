@@ -22,8 +22,8 @@ Beside it, at the same measured size (the estimate of the user text), for the ``
 ``fifo``, the most recent turns of the conversation that fit (the plain baseline); ``unwoken``,
 the project with nothing woken nor found for the message (``BUDGET_FOUND`` 0); and the full
 conversation with its size. Cost per turn at the default model's prices, the prefix up to the
-last cache breakpoint read from the cache (as in a running conversation) and the rest sent
-uncached, against the same turn with no cache.
+last cache breakpoint read from the cache and the rest sent uncached, against the same turn with
+no cache: a bound on the saving, which ``bench cache`` measures by replaying a conversation.
 """
 
 import math
@@ -205,8 +205,9 @@ def _cached_prefix(breakpoints: list[dict]) -> int:
 
 
 def cost_share(rows: list[dict]) -> tuple[float, float]:
-    """Dollars per turn with the prompt cache and without, on average, at the default model's
-    input prices (the reply's tokens are the same either way and left out)."""
+    """Dollars per turn, on average, at the default model's input prices (the reply's tokens are
+    the same either way and left out): everything up to the last cache breakpoint read from the
+    cache, a bound on what the cache saves (``bench cache`` replays it); and all uncached."""
     price = for_model(settings.MODEL_PRICES, settings.HEART_MODEL)
     if price is None or not rows:
         return 0.0, 0.0
@@ -272,7 +273,8 @@ def figures_lines(results: list[dict]) -> list[str]:
     lines.append(
         f"the whole conversation: {full:,.0f} tokens on average; the project without finding: "
         f"{unwoken:,.0f} tokens on average; cost per turn at {settings.HEART_MODEL}'s prices: "
-        f"${cached:.5f} with the prompt cache, ${uncached:.5f} without "
+        f"${cached:.5f} if all before the last cache breakpoint were read from the cache (a "
+        f"bound: bench cache measures it), ${uncached:.5f} uncached "
         f"({cached / uncached if uncached else 0:.2f}x)"
     )
     return lines

@@ -65,7 +65,7 @@ def test_each_question_is_put_at_both_moments_and_leaves_no_trace(small_recent):
     assert lines[0].split()[:5] == ["moment", "category", "questions", "strict", "loose"]
     assert any(line.startswith("end     all") for line in lines)
     assert "by the part that held them: Found" in lines[-2]
-    assert "with the prompt cache" in lines[-1]
+    assert "read from the cache (a bound: bench cache measures it)" in lines[-1]
 
 
 @pytest.mark.store_free
