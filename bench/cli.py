@@ -327,18 +327,7 @@ def parser() -> argparse.ArgumentParser:
         "person's messages within its reach that it leaves out (holes), the evidence turns of "
         "older questions it still holds, and how far back its summaries reach.",
     )
-    _real_dataset_argument(continuity)
-    continuity.add_argument(
-        "--conversations",
-        type=int,
-        metavar="N",
-        help="measure only the first N conversations (default: all)",
-    )
-    continuity.add_argument(
-        "--mirror-every", type=int, default=10, metavar="N", help="run the Mirror every N turns"
-    )
-    continuity.add_argument("--conversation", help=argparse.SUPPRESS)
-    _inside_options(continuity, size=False)
+    _conversations_options(continuity)
     continuity.set_defaults(run=_continuity)
 
     answerable = words.add_parser(
@@ -350,18 +339,7 @@ def parser() -> argparse.ArgumentParser:
         "evidence turns are all in the context, beside a FIFO of the same size and the project "
         "without finding.",
     )
-    _real_dataset_argument(answerable)
-    answerable.add_argument(
-        "--conversations",
-        type=int,
-        metavar="N",
-        help="measure only the first N conversations (default: all)",
-    )
-    answerable.add_argument(
-        "--mirror-every", type=int, default=10, metavar="N", help="run the Mirror every N turns"
-    )
-    answerable.add_argument("--conversation", help=argparse.SUPPRESS)
-    _inside_options(answerable, size=False)
+    _conversations_options(answerable)
     answerable.set_defaults(run=_answerable)
 
     cache = words.add_parser(
@@ -417,6 +395,23 @@ def _real_dataset_argument(parser: argparse.ArgumentParser) -> None:
         help="a dataset in the evaluation harness's format "
         "(default: ../shared/bench/locomo-dev.json)",
     )
+
+
+def _conversations_options(parser: argparse.ArgumentParser) -> None:
+    """The dataset, how many of its conversations, how often the Mirror runs, and the run in
+    throwaway stores: what a command living conversations (``_conversations_lived``) reads."""
+    _real_dataset_argument(parser)
+    parser.add_argument(
+        "--conversations",
+        type=int,
+        metavar="N",
+        help="measure only the first N conversations (default: all)",
+    )
+    parser.add_argument(
+        "--mirror-every", type=int, default=10, metavar="N", help="run the Mirror every N turns"
+    )
+    parser.add_argument("--conversation", help=argparse.SUPPRESS)
+    _inside_options(parser, size=False)
 
 
 def _sizes_option(parser: argparse.ArgumentParser) -> None:
