@@ -276,8 +276,8 @@ def test_a_proposals_card_says_when_it_would_overwrite_what_changed_since(
     assert "The wake text in use changed since this was proposed." in wake_card.text
 
 
-def test_an_ambient_prose_addition_is_applied_as_a_new_version_naming_the_keys(admin_client):
-    AmbientProse.objects.create(content="She keeps [tea] close.")
+def prose_proposed() -> ImportedProposal:
+    """The ambient-prose addition an import of a lorebook with one constant entry proposes."""
     book = {
         "entries": {"0": {"key": ["harbour"], "content": "Where ships rest.", "constant": True}}
     }
@@ -286,7 +286,12 @@ def test_an_ambient_prose_addition_is_applied_as_a_new_version_naming_the_keys(a
         bundle_read(format="sillytavern", data=data), file_name="b", format="sillytavern"
     )
     bridge_import(plan, file_sha256="0" * 64)
-    prose = ImportedProposal.objects.get(kind=ProposalKind.PROSE)
+    return ImportedProposal.objects.get(kind=ProposalKind.PROSE)
+
+
+def test_an_ambient_prose_addition_is_applied_as_a_new_version_naming_the_keys(admin_client):
+    AmbientProse.objects.create(content="She keeps [tea] close.")
+    prose = prose_proposed()
 
     page = admin_client.get(page_of(prose))
     assert "the ambient prose in use, and as it would be" in page.text
@@ -301,15 +306,7 @@ def test_an_ambient_prose_addition_is_applied_as_a_new_version_naming_the_keys(a
 
 def test_an_ambient_prose_addition_is_refused_after_the_prose_changed(admin_client):
     AmbientProse.objects.create(content="As the import found it.")
-    book = {
-        "entries": {"0": {"key": ["harbour"], "content": "Where ships rest.", "constant": True}}
-    }
-    data = json.dumps(book).encode()
-    plan = bridge_plan(
-        bundle_read(format="sillytavern", data=data), file_name="b", format="sillytavern"
-    )
-    bridge_import(plan, file_sha256="0" * 64)
-    prose = ImportedProposal.objects.get(kind=ProposalKind.PROSE)
+    prose = prose_proposed()
     AmbientProse.objects.create(content="Written since the import.")
 
     with pytest.raises(WakeConflict, match="The ambient prose in use changed"):
