@@ -437,12 +437,20 @@ def _turns(asked: argparse.Namespace) -> None:
         _turns_here(events=asked.size)
         return
     results = _turns_interleaved(sizes=asked.sizes, turns=asked.turns)
-    print(f"\n{'size':>5} {'events':>10} {'build s':>8} {'p50 ms':>8} {'p95 ms':>8}")
+    print(
+        f"\n{'size':>5} {'events':>10} {'build s':>8} {'p50 ms':>8} {'p95 ms':>8} "
+        f"{'found':>6} {'passages':>9}"
+    )
     for label, result in results.items():
         print(
             f"{label:>5} {result['events']:>10,} {result['build_s']:>8.1f} "
-            f"{result['p50_ms']:>8.1f} {result['p95_ms']:>8.1f}"
+            f"{result['p50_ms']:>8.1f} {result['p95_ms']:>8.1f} "
+            f"{result['found_share']:>6.0%} {result['found_mean']:>9.1f}"
         )
+    print(
+        "found: the turns whose context found old conversation for their message; passages: "
+        "found on average"
+    )
     if {"10k", "1M"} <= results.keys():
         ratio = results["1M"]["p50_ms"] / results["10k"]["p50_ms"]
         print(
@@ -462,14 +470,17 @@ def _turns_interleaved(*, sizes: list[str], turns: int) -> dict[str, dict]:
             data_dir = stack.enter_context(tempfile.TemporaryDirectory(prefix="silentstar-bench-"))
             runs[label] = stack.enter_context(_TurnsInside(events=SIZES[label], data_dir=data_dir))
         overheads: dict[str, list[float]] = {label: [] for label in sizes}
+        found: dict[str, list[int]] = {label: [] for label in sizes}
         for first in range(0, turns, TURNS_AT_ONCE):
             batch = min(TURNS_AT_ONCE, turns - first)
             for label, run in runs.items():
-                overheads[label] += run.turns(batch)
+                answer = run.turns(batch)
+                overheads[label] += answer["overheads"]
+                found[label] += answer["found"]
             if (first + batch) % 50 == 0 or first + batch == turns:
                 _note(f"  turns {first + batch}/{turns} at each size")
         return {
-            label: {**run.built, **overhead_figures(overheads[label])}
+            label: {**run.built, **overhead_figures(overheads[label], found[label])}
             for label, run in runs.items()
         }
 
@@ -490,7 +501,9 @@ def _turns_here(*, events: int) -> None:
     print(json.dumps({"events": events, "build_s": time.perf_counter() - began}), flush=True)
     runner = TurnRunner(fragments=fragments)
     for line in sys.stdin:
-        print(json.dumps(runner.run(int(line))), flush=True)
+        overheads = runner.run(int(line))
+        answer = {"overheads": overheads, "found": runner.found[-len(overheads) :]}
+        print(json.dumps(answer), flush=True)
 
 
 class _TurnsInside:
@@ -514,7 +527,7 @@ class _TurnsInside:
         self.process.stdin.close()
         self.process.wait()
 
-    def turns(self, count: int) -> list[float]:
+    def turns(self, count: int) -> dict[str, list]:
         self.process.stdin.write(f"{count}\n")
         self.process.stdin.flush()
         return self._answer()

@@ -31,6 +31,7 @@ from bench.search import (
 )
 from gem.models import Fragment, FragmentEdge, WorkingMemory
 from gem.state import TURN_COUNTER, state_set
+from heart.models import ContextSnapshot
 from heart.services import turn_claim_next, turn_run, turn_submit
 from silentstar import claude
 
@@ -201,12 +202,14 @@ def _page_cache_kept(alias: str) -> Iterator[None]:
 
 class TurnRunner:
     """Turns with the offline companion, a batch at a time; the turn's own time of each is
-    its total less Claude's. The messages follow one random sequence however the turns are
-    batched."""
+    its total less Claude's, and ``found`` the passages each turn's context found for its
+    message (read after the turn, outside its time). The messages follow one random sequence
+    however the turns are batched."""
 
     def __init__(self, *, fragments: int, seed: int = 11) -> None:
         self.said = Conversation(fragments=fragments, rng=random.Random(seed))
         self.done = 0
+        self.found: list[int] = []
 
     def run(self, turns: int) -> list[float]:
         """The overhead of each of the next ``turns`` turns, in milliseconds."""
@@ -234,18 +237,29 @@ class TurnRunner:
                 if finished.status != "done":
                     raise RuntimeError(f"turn {self.done} failed: {finished.error}")
                 overheads.append((total - model_seconds[-1]) * 1000)
+                self.found.append(_found_passages(turn.pk))
                 self.done += 1
         finally:
             claude.complete = real_complete
         return overheads
 
 
-def overhead_figures(overheads_ms: list[float]) -> dict:
-    """p50, p95 and the worst of the turns' overheads."""
+def _found_passages(turn_id: int) -> int:
+    included = ContextSnapshot.objects.filter(turn=turn_id).values_list("items_included", flat=True)
+    return len(included.get()["found"])
+
+
+def overhead_figures(overheads_ms: list[float], found: list[int] | None = None) -> dict:
+    """p50, p95 and the worst of the turns' overheads; with ``found`` (the passages each turn
+    found), the share of turns that found any and the passages found on average."""
     ordered = sorted(overheads_ms)
-    return {
+    figures = {
         "turns": len(ordered),
         "p50_ms": statistics.median(ordered),
         "p95_ms": ordered[int(0.95 * (len(ordered) - 1))],
         "max_ms": ordered[-1],
     }
+    if found:
+        figures["found_share"] = sum(1 for count in found if count) / len(found)
+        figures["found_mean"] = statistics.fmean(found)
+    return figures

@@ -5,15 +5,26 @@ search, and the semantic one when it is on), against the conversation older than
 window, and the best passages, each with its neighbouring turns, its date and its speakers,
 come into the context's Found section (``heart.assemble``) under a budget of their own. What
 Recent shows is never searched, so nothing is shown twice. The message is searched by its
-telling words only: none that more than ``FOUND_WORD_EVENTS_MAX`` events hold, and at most the
-``FOUND_QUERY_WORDS`` rarest, so the search reads a bounded part of the index whatever the log's
-size and whatever is pasted.
+telling words only, so the search reads a bounded part of the index whatever the log's size and
+whatever is pasted: those no more than ``FOUND_WORD_EVENTS_MAX`` events hold, at most the
+``FOUND_QUERY_WORDS`` rarest, over the whole log; or, when every word is held by more (as in a
+long log most are), the ``FOUND_COMMON_WORDS`` rarest over the newest stretch of the log in
+which each of them is held by no more than ``FOUND_WORD_EVENTS_MAX``.
 """
 
 from django.utils import timezone
 
 from gem.recalled import RecalledItem
-from lens.search import Hit, Neighbour, SearchError, events_holding, query_terms, search
+from gem.words import STOP_WORDS
+from lens.search import (
+    Hit,
+    Neighbour,
+    SearchError,
+    events_holding,
+    newest_holding,
+    query_terms,
+    search,
+)
 from lens.snippet import tokens, untagged
 
 FOUND_PASSAGES = 8  # distinct passages found for a message at most: the budget takes what fits
@@ -22,18 +33,31 @@ FOUND_QUERY_WORDS = 12  # the words of a message searched for at most: its rares
 # A word more events hold than this tells no turn from another: searching it would rank every
 # turn it is in, hundreds of thousands in a large log, on every turn.
 FOUND_WORD_EVENTS_MAX = 2_000
+FOUND_COMMON_WORDS = 3  # the words searched for when every word is more common than that
 FOUND_TIER = "found for the message"
 
 
-def telling_words(message: str) -> list[str]:
-    """The words of ``message`` searched for: the Lens's query words (common words dropped),
-    less those more than ``FOUND_WORD_EVENTS_MAX`` events hold, and of the rest the
-    ``FOUND_QUERY_WORDS`` held by the fewest events, in the message's order."""
+def telling_words(message: str, *, before_event: int) -> tuple[list[str], int]:
+    """The words of ``message`` searched for, in the message's order, and the first event
+    searched (0: the whole log before ``before_event``).
+
+    The Lens's query words (common words dropped) that no more than ``FOUND_WORD_EVENTS_MAX``
+    events hold, the ``FOUND_QUERY_WORDS`` held by the fewest, over the whole log. When there
+    are none, the ``FOUND_COMMON_WORDS`` whose ``FOUND_WORD_EVENTS_MAX``-th newest event lies
+    furthest back, over the stretch since the latest of those events: the newest conversation
+    holding them, where none of them is held by more than ``FOUND_WORD_EVENTS_MAX`` events."""
     words = query_terms(message)
     held = events_holding(words, most=FOUND_WORD_EVENTS_MAX)
     rare = [word for word in words if held[word] <= FOUND_WORD_EVENTS_MAX]
-    kept = set(sorted(rare, key=lambda word: held[word])[:FOUND_QUERY_WORDS])
-    return [word for word in rare if word in kept]
+    if rare:
+        kept = set(sorted(rare, key=lambda word: held[word])[:FOUND_QUERY_WORDS])
+        return [word for word in rare if word in kept], 0
+    common = [word for word in words if word not in STOP_WORDS]
+    starts = newest_holding(common, most=FOUND_WORD_EVENTS_MAX, before=before_event)
+    kept = set(sorted(common, key=lambda word: starts[word])[:FOUND_COMMON_WORDS])
+    return [word for word in common if word in kept], max(
+        (starts[word] for word in kept), default=0
+    )
 
 
 def found_for_message(message: str, *, before_event: int) -> list[RecalledItem]:
@@ -49,12 +73,15 @@ def found_for_message(message: str, *, before_event: int) -> list[RecalledItem]:
     dev conversations, docs/benchmarks.md)."""
     if before_event <= 1:
         return []
-    words = telling_words(message)
+    words, first_event = telling_words(message, before_event=before_event)
     if not words:
         return []
     try:
         hits = search(
-            " ".join(words), kinds=("event",), limit=FOUND_HITS, event_ids=(0, before_event - 1)
+            " ".join(words),
+            kinds=("event",),
+            limit=FOUND_HITS,
+            event_ids=(first_event, before_event - 1),
         )
     except SearchError:
         return []

@@ -421,6 +421,32 @@ def events_holding(terms: Sequence[str], *, most: int) -> dict[str, int]:
     return dict(zip(terms, row, strict=True))
 
 
+def newest_holding(terms: Sequence[str], *, most: int, before: int) -> dict[str, int]:
+    """For each of ``terms``, the id of the ``most``-th newest event before ``before`` that
+    holds it (0 when fewer do), in one statement: the start of the newest stretch of the log in
+    which the word is held by no more than ``most`` events. The index is read newest first, so
+    each word reads at most ``most`` of its rows, whatever the log's size."""
+    if not terms:
+        return {}
+    connection = connections[store_for("heart", "event")]
+    if connection.vendor == "sqlite":
+        nth = (
+            "SELECT rowid FROM lens_event_fts WHERE lens_event_fts MATCH %s AND rowid < %s "
+            "ORDER BY rowid DESC LIMIT 1 OFFSET %s"
+        )
+        expression = fts5_expression
+    else:
+        nth = (
+            "SELECT event_id FROM lens_event_index WHERE document @@ to_tsquery('english', %s) "
+            "AND event_id < %s ORDER BY event_id DESC LIMIT 1 OFFSET %s"
+        )
+        expression = tsquery_expression
+    values = [value for term in terms for value in (expression([term]), before, most - 1)]
+    starts = ", ".join(f"coalesce(({nth}), 0)" for _ in terms)
+    (row,) = fetch_all(connection, f"SELECT {starts}", values)
+    return dict(zip(terms, row, strict=True))
+
+
 def fusion_pool(limit: int) -> int:
     """Events ranked for a search of ``limit`` hits, among which the neighbour fusion picks."""
     return min(limit * FUSION_POOL, 500)

@@ -170,6 +170,21 @@ def test_a_turn_that_names_a_fragment_wakes_it(settings):
     assert woken and set(woken) <= keys
 
 
+def test_it_counts_the_passages_each_turn_found(settings):
+    sqlite_only()
+    settings.COMPANION_OFFLINE = True
+    synthetic_gem_build(
+        events=400, fragments=40, edges=30, working_memory=20, active=5, progress=lambda _: None
+    )
+    runner = TurnRunner(fragments=40, seed=2)
+    runner.run(6)
+    found = [
+        len(snapshot.items_included["found"])
+        for snapshot in ContextSnapshot.objects.order_by("turn")
+    ]
+    assert runner.found == found and any(found)
+
+
 @given(st.lists(st.floats(0, 1_000), min_size=1, max_size=300))
 def test_it_reports_the_median_the_95th_percentile_and_the_worst(overheads):
     figures = overhead_figures(overheads)
@@ -178,3 +193,11 @@ def test_it_reports_the_median_the_95th_percentile_and_the_worst(overheads):
     assert figures["p50_ms"] == statistics.median(overheads)
     assert figures["p95_ms"] == ordered[int(0.95 * (len(ordered) - 1))]
     assert figures["max_ms"] == max(overheads)
+    assert "found_share" not in figures
+
+
+@given(st.lists(st.integers(0, 8), min_size=1, max_size=300))
+def test_it_reports_the_share_of_turns_that_found_and_the_passages_on_average(found):
+    figures = overhead_figures([1.0] * len(found), found)
+    assert figures["found_share"] == sum(1 for count in found if count > 0) / len(found)
+    assert figures["found_mean"] == pytest.approx(sum(found) / len(found))
