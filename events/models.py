@@ -1,5 +1,6 @@
 """The event log: every message exactly as written (``Event``, append-only, with its ``EventTag``s),
-and the turns that answer the person's messages (``Turn``), all in the ``events`` store.
+the corrections appended beside it (``Correction``, append-only too), and the turns that answer
+the person's messages (``Turn``), all in the ``events`` store.
 
 The tables keep the names they were created with (``heart_event``, ``heart_eventtag``,
 ``heart_turn``): the models came here from the Heart, the rows never moved.
@@ -7,6 +8,8 @@ The tables keep the names they were created with (``heart_event``, ``heart_event
 
 from django.db import models
 from django.utils import timezone
+
+from events import corrected
 
 
 class AppendOnlyError(Exception):
@@ -77,6 +80,50 @@ class EventTag(AppendOnlyModel):
 
     def __str__(self):
         return f"{self.tag} on #{self.event_id}"
+
+
+class CorrectionKind(models.TextChoices):
+    EDIT = corrected.EDIT
+    ATTRIBUTION = corrected.ATTRIBUTION
+    RETRACTION = corrected.RETRACTION
+    RESTORATION = corrected.RESTORATION
+
+
+class Correction(AppendOnlyModel):
+    """A correction of one event, appended beside it: the event itself never changes, and
+    every reader follows the view the corrections give it (``events.corrected``). Written by
+    ``events.corrections.correction_make`` alone."""
+
+    event = models.ForeignKey(Event, on_delete=models.PROTECT, related_name="corrections")
+    sequence = models.PositiveIntegerField(
+        help_text="How many corrections of the event came before this one: of two made at "
+        "once, only one can be the next."
+    )
+    kind = models.CharField(max_length=12, choices=CorrectionKind)
+    text = models.TextField(blank=True, help_text="An edit's new text, tags and all.")
+    actor = models.CharField(max_length=64, blank=True, help_text="A re-attribution's speaker.")
+    made_by = models.CharField(max_length=150, help_text="Who made it: a username.")
+    made_at = models.DateTimeField(default=timezone.now, db_index=True)
+
+    class Meta:
+        db_table = "events_correction"
+        ordering = ["id"]
+        constraints = [
+            models.UniqueConstraint(
+                fields=["event", "sequence"], name="events_correction_one_next"
+            ),
+            models.CheckConstraint(
+                condition=models.Q(kind__in=CorrectionKind.values),
+                name="events_correction_kind_valid",
+            ),
+        ]
+
+    def __str__(self):
+        return f"{self.kind} of #{self.event_id} by {self.made_by}"
+
+    @property
+    def step(self) -> corrected.Step:
+        return corrected.Step(self.kind, self.text, self.actor)
 
 
 class TurnStatus(models.TextChoices):

@@ -1,10 +1,11 @@
 """Reads of the event log shared with the apps above it."""
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from datetime import datetime
 from typing import NamedTuple
 
-from events.models import Event
+from events.corrected import Step, View, corrected
+from events.models import Correction, Event
 
 
 class SourceEvent(NamedTuple):
@@ -23,3 +24,40 @@ def source_events(event_ids: Iterable[int]) -> dict[int, SourceEvent]:
         return {}
     rows = Event.objects.filter(pk__in=event_ids).values_list("pk", "ts", "actor", "content")
     return {row[0]: SourceEvent(*row) for row in rows}
+
+
+def corrections_of(event_ids: Iterable[int]) -> dict[int, list[Step]]:
+    """The corrections of each of ``event_ids`` that has any, oldest first, in one query."""
+    steps: dict[int, list[Step]] = {}
+    rows = (
+        Correction.objects.filter(event_id__in=set(event_ids))
+        .order_by("id")
+        .values_list("event_id", "kind", "text", "actor")
+    )
+    for event_id, kind, text, actor in rows:
+        steps.setdefault(event_id, []).append(Step(kind, text, actor))
+    return steps
+
+
+def views_of(rows: Iterable[tuple[int, str, str]]) -> dict[int, View]:
+    """The corrected view of each ``(id, actor, content)`` event, by id."""
+    rows = list(rows)
+    steps = corrections_of(row[0] for row in rows)
+    return {pk: corrected(content, actor, steps.get(pk, ())) for pk, actor, content in rows}
+
+
+EventRow = tuple[int, datetime, str, str]  # id, ts, actor, content
+
+
+def as_corrected(rows: Sequence[EventRow]) -> list[EventRow]:
+    """``(id, ts, actor, content)`` events as their corrections leave them, the retracted left
+    out, in the order given."""
+    steps = corrections_of(row[0] for row in rows)
+    if not steps:
+        return list(rows)
+    kept = []
+    for pk, ts, actor, content in rows:
+        view = corrected(content, actor, steps.get(pk, ()))
+        if not view.retracted:
+            kept.append((pk, ts, view.actor, view.content))
+    return kept

@@ -12,6 +12,7 @@ from django.db.models.functions import Length
 
 from events.models import Event
 from events.parse import MARKUP, parse, tidy
+from events.selectors import as_corrected
 from gem.recalled import Recall
 from gem.selectors import GemNow, Identities, decay_pressure, working_memory_scores
 from gem.state import (
@@ -92,7 +93,8 @@ def _event_lines(
 
 
 def _recent_events(*, before: int, chars_wanted: int) -> list[tuple[int, datetime, str, str]]:
-    """The newest events before an id, oldest first, enough to fill the pools twice over.
+    """The newest events before an id, oldest first, enough to fill the pools twice over, as
+    their corrections leave them (a retracted one left out).
 
     Whole pages are taken until their text is enough, as if read one page per query; as many
     pages as the last call took are read in one query (most turns need what the turn before
@@ -116,7 +118,7 @@ def _recent_events(*, before: int, chars_wanted: int) -> list[tuple[int, datetim
         chars += sum(len(content) for *_, content in page)
         upper = page[-1][0]
     _recent_pages_last["pages"] = max(1, math.ceil(len(events) / RECENT_PAGE))
-    return events[::-1]
+    return as_corrected(events[::-1])
 
 
 _recent_pages_last = {"pages": 1}  # how many pages the last read took, in this process

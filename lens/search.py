@@ -519,7 +519,10 @@ def _events_around(
     from the hits' text when read (``Hit.snippet``, through ``lens.snippet``): ``snippet()``
     would match the query over the whole index again, for rows already known. Only a text that
     ``lens.snippet`` cannot cut as the index does (emoji, scripts newer than the index's
-    tables) is left to ``snippet()``, here."""
+    tables) is left to ``snippet()``, here.
+
+    The events are read as corrected (``lens_event_corrected``, lens 0009): edited text, the
+    speaker a re-attribution gave, and a retracted event neither a hit nor a neighbour."""
     connection = cursor.db
     wanted = {i + step for i in ids for step in range(-neighbours, neighbours + 1)}
     if bounds is not None:
@@ -530,25 +533,27 @@ def _events_around(
         sql = (
             f"SELECT e.id, e.ts, e.actor, e.content, CASE WHEN e.id IN ({placeholders(ids)}) "
             f"THEN ts_headline('english', e.content, q, '{_HEADLINE}') END "
-            "FROM heart_event e, to_tsquery('english', %s) q "
+            "FROM lens_event_corrected e, to_tsquery('english', %s) q "
             f"WHERE e.id IN ({placeholders(wanted)})"
         )
         rows = fetch_rows(cursor, sql, [*ids, tsquery_expression(terms), *sorted(wanted)])
         events = {
             pk: Neighbour(pk, _aware(connection, ts), actor, content)
             for pk, ts, actor, content, _ in rows
+            if content
         }
-        made = {pk: passage for pk, *_, passage in rows if passage is not None}
+        made = {pk: passage for pk, *_, passage in rows if passage is not None and pk in events}
         return events, {i: _snippet(passage or events[i].text) for i, passage in made.items()}
     # The time as text: Django's converter would parse it, then _aware parse what it made.
     sql = (
         "SELECT e.id, CAST(e.ts AS TEXT), e.actor, e.content "
         f"FROM (VALUES {', '.join(['(%s)'] * len(wanted))}) w "
-        "CROSS JOIN heart_event e ON e.id = w.column1"
+        "CROSS JOIN lens_event_corrected e ON e.id = w.column1"
     )
     events = {
         pk: Neighbour(pk, _aware(connection, ts), actor, content)
         for pk, ts, actor, content in fetch_rows(cursor, sql, sorted(wanted))
+        if content
     }
     plain_words = all(map(is_plain, terms))
     unmade = [i for i in ids if i in events and not (plain_words and is_plain(events[i].text))]

@@ -1,4 +1,5 @@
-"""Reading the event log as turns for the Mirror (events store; identities from default).
+"""Reading the event log as turns for the Mirror (events store; identities from default), as
+its corrections leave it (``events.selectors.as_corrected``: a retracted event left out).
 
 Two queries, never a join across stores: the identities say who is the companion, the events
 are read as plain rows and parsed into display lines with the chat page's rules
@@ -8,6 +9,7 @@ a tag and the text it touches) kept apart.
 
 from events.models import Event, Turn, TurnStatus
 from events.render import COMPANION, message_display
+from events.selectors import as_corrected
 from mirror.route import Line, TurnEvent, turns_of
 from mirror.route import Turn as MirrorTurn
 
@@ -50,12 +52,15 @@ def turns_after(
         events = events.filter(pk__lt=first_open)
     events = events.order_by("pk").values_list(*EVENT_FIELDS)
     if limit is None:
-        return turns_of(turn_events(events, sides=sides))
+        return turns_of(turn_events(as_corrected(list(events)), sides=sides))
     rows: list = []
     page = max(limit, 1) * PAGE_EVENTS_PER_TURN
+    read_to = None  # the last event read, kept or retracted
     while True:
-        batch = list((events.filter(pk__gt=rows[-1][0]) if rows else events)[:page])
-        rows += batch
+        batch = list((events.filter(pk__gt=read_to) if read_to else events)[:page])
+        if batch:
+            read_to = batch[-1][0]
+        rows += as_corrected(batch)
         turns = turns_of(turn_events(rows, sides=sides))
         # One turn more than asked proves the last asked-for turn is whole.
         if len(batch) < page or len(turns) > limit:
@@ -67,7 +72,7 @@ def events_between(first: int, last: int, *, sides: dict[str, str]) -> list[Turn
     rows = (
         Event.objects.filter(pk__gte=first, pk__lte=last).order_by("pk").values_list(*EVENT_FIELDS)
     )
-    return turn_events(rows, sides=sides)
+    return turn_events(as_corrected(list(rows)), sides=sides)
 
 
 def turns_between(first: int, last: int, *, sides: dict[str, str]) -> list[MirrorTurn]:
@@ -84,7 +89,7 @@ def turns_before(event_id: int, *, count: int, sides: dict[str, str]) -> list[Mi
         .order_by("-pk")
         .values_list(*EVENT_FIELDS)[: count * CONTEXT_EVENTS_PER_TURN]
     )
-    events = turn_events(rows[::-1], sides=sides)
+    events = turn_events(as_corrected(rows[::-1]), sides=sides)
     if len(rows) == count * CONTEXT_EVENTS_PER_TURN:
         while events and events[0].companion:  # the end of a turn cut off by the page
             events.pop(0)

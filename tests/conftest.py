@@ -14,6 +14,8 @@ from django_q.conf import Conf
 from filelock import FileLock
 from hypothesis import settings as hypothesis_settings
 
+from silentstar.migration_sql import by_vendor
+
 # Property tests check what holds, never how fast: a busy machine (CI's two cores run two test
 # passes side by side) made Hypothesis's 200 ms deadline fail tests that were right.
 hypothesis_settings.register_profile("silentstar", deadline=None)
@@ -83,8 +85,8 @@ def pytest_collection_modifyitems(config, items):
 
 @contextmanager
 def event_log_triggers_lifted(django_db_blocker) -> Iterator[None]:
-    """The event log's append-only triggers dropped while the block runs, with the migration's
-    own ``remove``, and put back with its ``install``.
+    """The append-only triggers of the event log and its corrections dropped while the block
+    runs, with the migrations' own statements, and put back with them.
 
     A transactional test (its data committed, for a live server or threads of its own) is
     followed by pytest-django emptying every table (DELETE on SQLite, TRUNCATE on PostgreSQL),
@@ -92,13 +94,18 @@ def event_log_triggers_lifted(django_db_blocker) -> Iterator[None]:
     than the test, so the tables are emptied before the triggers come back. Every other test
     still runs against them (``tests/events/test_models.py`` checks them)."""
     migration = importlib.import_module("heart.migrations.0002_event_log_append_only")
+    corrections = importlib.import_module("events.migrations.0002_correction")
+    lift = by_vendor(corrections.APPEND_ONLY_DROP, what="append-only triggers")
+    put_back = by_vendor(corrections.APPEND_ONLY, what="append-only triggers")
     with django_db_blocker.unblock(), connections["events"].schema_editor() as editor:
+        lift(None, editor)  # first: on PostgreSQL its triggers call the log's function
         migration.remove(None, editor)
     try:
         yield
     finally:
         with django_db_blocker.unblock(), connections["events"].schema_editor() as editor:
             migration.install(None, editor)
+            put_back(None, editor)
         with django_db_blocker.unblock():
             connections.close_all()
 

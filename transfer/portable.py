@@ -34,7 +34,7 @@ from django.db import DatabaseError, models, transaction
 from tqdm import tqdm
 
 from compass.models import CompassPrompt, Consultation, Proposal
-from events.models import Event, EventTag, Turn
+from events.models import Correction, Event, EventTag, Turn
 from gem.archive_store import archive_read, archive_storage, index_read
 from gem.models import (
     AmbientProse,
@@ -70,6 +70,7 @@ from gem.services import (
 from gem.waking import triggers_problem
 from heart.models import ContextSnapshot
 from ledger.models import ModelCall
+from lens.reindex import event_rows_rewritten
 from loom.models import InboxImage, LoomCall, LoomPrompt, Session, SessionImage
 from mirror.models import MirrorPrompt, MirrorRun, Summary, TagSuggestion
 from silentstar.router import ID_MAX, sequences_reset
@@ -112,6 +113,11 @@ class Kind:
 # In the order they are written on import: a row after the rows it names.
 KINDS = (
     Kind("events.jsonl", Event, ("id", "ts", "actor", "content", "image", TAGS)),
+    Kind(
+        "corrections.jsonl",
+        Correction,
+        ("id", "event", "sequence", "kind", "text", "actor", "made_by", "made_at"),
+    ),
     Kind(
         "turns.jsonl",
         Turn,
@@ -376,6 +382,7 @@ ADDED_LATER = frozenset(
         "import_proposals.jsonl",
         "imported_messages.jsonl",
         "imported_memories.jsonl",
+        "corrections.jsonl",
     }
 )
 # Models whose rows are written inside another file's rows, without ids of their own.
@@ -873,6 +880,11 @@ def _write(folder: Path, kind: Kind, authors: dict[str, int], bar: tqdm) -> None
             EventTag.objects.bulk_create(
                 [EventTag(event_id=row["id"], tag=tag) for row in chunk for tag in row[TAGS]]
             )
+        if kind.model is Correction:
+            # The events went in first, indexed as written: what the corrections change is
+            # indexed again.
+            for event_id in sorted({each["event_id"] for each in values}):
+                event_rows_rewritten(event_id)
         for each in values:
             if stamped:
                 manager.filter(pk=each[kind.model._meta.pk.attname]).update(

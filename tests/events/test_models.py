@@ -2,7 +2,7 @@ import pytest
 from django.conf import settings
 from django.db import IntegrityError, connections, transaction
 
-from events.models import AppendOnlyError, Event, EventTag, Turn
+from events.models import AppendOnlyError, Correction, Event, EventTag, Turn
 
 pytestmark = pytest.mark.django_db(databases="__all__")
 
@@ -63,6 +63,8 @@ REFUSED_SQL = [
     "DELETE FROM heart_event",
     "UPDATE heart_eventtag SET tag = 'do'",
     "DELETE FROM heart_eventtag",
+    "UPDATE events_correction SET text = 'rewritten'",
+    "DELETE FROM events_correction",
 ]
 if "postgresql" in settings.DATABASES["events"]["ENGINE"]:
     # Deferred foreign-key checks of this test's inserts would block TRUNCATE before the
@@ -70,14 +72,40 @@ if "postgresql" in settings.DATABASES["events"]["ENGINE"]:
     REFUSED_SQL.append(
         "SET CONSTRAINTS ALL IMMEDIATE; TRUNCATE heart_eventtag, heart_event CASCADE"
     )
+    REFUSED_SQL.append("SET CONSTRAINTS ALL IMMEDIATE; TRUNCATE events_correction")
 
 
 @pytest.mark.parametrize("sql", REFUSED_SQL)
 def test_it_refuses_raw_sql_that_changes_the_log(event, sql):
+    Correction.objects.create(event=event, sequence=0, kind="edit", text="hi", made_by="owner")
     with pytest.raises(IntegrityError, match="append-only"):
         raw(sql)
     assert Event.objects.get(pk=event.pk).content == "<luna><say>hello</say></luna>"
     assert EventTag.objects.filter(event=event, tag="say").exists()
+    assert Correction.objects.get(event=event).text == "hi"
+
+
+def test_it_refuses_to_change_or_remove_a_correction(event):
+    correction = Correction.objects.create(
+        event=event, sequence=0, kind="retraction", made_by="owner"
+    )
+    correction.kind = "restoration"
+    with pytest.raises(AppendOnlyError):
+        correction.save()
+    with pytest.raises(AppendOnlyError):
+        Correction.objects.all().delete()
+    assert Correction.objects.get().kind == "retraction"
+
+
+def test_only_one_correction_can_be_the_next_of_an_event(event):
+    Correction.objects.create(event=event, sequence=0, kind="retraction", made_by="owner")
+    with pytest.raises(IntegrityError), transaction.atomic(using="events"):
+        Correction.objects.create(event=event, sequence=0, kind="edit", text="x", made_by="b")
+
+
+def test_it_refuses_an_unknown_kind_of_correction(event):
+    with pytest.raises(IntegrityError), transaction.atomic(using="events"):
+        Correction.objects.create(event=event, sequence=0, kind="delete", made_by="owner")
 
 
 def test_it_still_accepts_new_events_through_raw_sql(event):

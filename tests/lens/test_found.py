@@ -104,8 +104,8 @@ def test_a_message_of_common_words_is_searched_in_the_newest_stretch_holding_the
 
 
 def test_a_message_of_common_words_searches_none_the_lens_leaves_out(log, monkeypatch):
-    """"the", in every turn here, is no word to find a passage by (PostgreSQL's index holds no
-    such word; SQLite's does, and the stretch leaves it out)."""
+    """The word "the", in every turn here, is no word to find a passage by (PostgreSQL's index
+    holds no such word; SQLite's does, and the stretch leaves it out)."""
     monkeypatch.setattr(found, "FOUND_WORD_EVENTS_MAX", 1)
 
     assert found_for_message("the", before_event=log[-1].pk + 1) == []

@@ -2,7 +2,7 @@
 
 import pytest
 
-from events.models import Event, Turn
+from events.models import Correction, Event, Turn
 from mirror.turns import turns_after, turns_before, turns_between
 
 pytestmark = pytest.mark.django_db(databases="__all__")
@@ -47,3 +47,25 @@ def test_it_reads_the_whole_turns_before_a_chunk_and_a_range(long_turns):
     assert len(before[0].events) == 6  # whole, not cut at the page
     (turn,) = turns_between(long_turns[1][0], long_turns[1][-1], sides=SIDES)
     assert [line.text for line in turn.lines][:2] == ["hello 1", "reply 1.0"]
+
+
+def test_it_reads_the_log_as_its_corrections_leave_it(long_turns):
+    edited, retracted = long_turns[1][0], long_turns[1][1]
+    Correction.objects.create(
+        event_id=edited, sequence=0, kind="edit", text="<luna>hi there</luna>", made_by="owner"
+    )
+    Correction.objects.create(event_id=retracted, sequence=0, kind="retraction", made_by="owner")
+
+    (turn,) = turns_between(long_turns[1][0], long_turns[1][-1], sides=SIDES)
+
+    assert [line.text for line in turn.lines][:2] == ["hi there", "reply 1.1"]
+    assert retracted not in [event.event_id for event in turn.events]
+
+
+def test_it_reads_on_past_a_page_whose_events_were_all_retracted(long_turns):
+    for event_id in long_turns[0][1:]:
+        Correction.objects.create(event_id=event_id, sequence=0, kind="retraction", made_by="owner")
+
+    turns = turns_after(0, sides=SIDES, limit=2)
+
+    assert [[e.event_id for e in t.events] for t in turns] == [long_turns[0][:1], long_turns[1]]

@@ -53,6 +53,11 @@ turn_submit(text='<luna>look, the lighthouse <pin>tea without sugar</pin></luna>
             image=image)
 turn_submit(text='<luna>and its keeper <plan>visit the lighthouse on friday</plan></luna>',
             actor='luna')
+from heart.corrections import correction_make
+taken_back = Event.objects.create(actor='luna', content='<luna>the vault word is zanzibar</luna>')
+correction_make(event_id=taken_back.pk, kind='edit', text='<luna>the vault word is oak</luna>',
+                made_by=owner.username)
+correction_make(event_id=taken_back.pk, kind='retraction', made_by=owner.username)
 ids = sorted(Event.objects.values_list('id', flat=True))
 assert EventTag.objects.exists() and Turn.objects.exists() and ContextSnapshot.objects.exists()
 FragmentEdge.objects.create(source_id='keeper', target_id='lighthouse', relation='keeps')
@@ -195,6 +200,12 @@ def test_it_exports_imports_and_exports_the_same_files(installation, exported, t
     # The search indexes are made again by their triggers, and new rows get new ids.
     found = target.manage("lens", "search", "lighthouse").stdout
     assert f"`event:{events[0]['id']}`" in found
+    # The corrections came with the log, and what they took back is not found again.
+    kinds = [json.loads(line)["kind"] for line in (first / "corrections.jsonl").open()]
+    assert kinds == ["edit", "retraction"]
+    assert "zanzibar" in (first / "events.jsonl").read_text(encoding="utf-8")
+    for word in ("zanzibar", "vault"):
+        assert "event:" not in target.manage("lens", "search", word).stdout
     said = target.manage("turn", "the lighthouse again", "--as", "luna")
     assert said.returncode == 0, said.stderr
     ids = json.loads(target.shell(installations.EVENT_IDS))

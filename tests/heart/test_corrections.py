@@ -1,0 +1,169 @@
+"""Corrections of the log (heart/corrections.py), followed by the next turn's context and the
+search, through the real SDK and the fake Messages API."""
+
+from datetime import UTC, datetime, timedelta
+
+import pytest
+
+from bench.fakeapi import FakeReply
+from events.models import Correction, Event, Turn
+from heart import corrections
+from heart.corrections import CorrectionError, correction_make
+from heart.services import turn_submit
+from heart.tasks import run_turns_task
+from lens.search import search
+
+pytestmark = pytest.mark.django_db(databases="__all__")
+
+START = datetime(2026, 3, 2, 9, 0, tzinfo=UTC)
+
+
+def answered(fake_api, text: str, at: datetime, *, actor: str = "luna") -> Turn:
+    fake_api.push(FakeReply("<say>mm</say>"))
+    submitted = turn_submit(text=text, actor=actor, at=at, enqueue=False)
+    run_turns_task(submitted.pk)
+    submitted.refresh_from_db()
+    assert submitted.status == "done", submitted.error
+    return submitted
+
+
+def sent_user_text(fake_api) -> str:
+    return "".join(block["text"] for block in fake_api.requests[-1]["messages"][0]["content"])
+
+
+def found(words: str) -> set[int]:
+    """The events whose index rows hold ``words``: their own or, as context, the turn's before."""
+    return {hit.id for hit in search(words, kinds=("event",), limit=20, words_only=True)}
+
+
+@pytest.fixture
+def said(fake_api):
+    """A message about a sister, answered, then another exchange after it."""
+    first = answered(fake_api, "<luna>my sister Mara phoned about the quince jam</luna>", START)
+    answered(fake_api, "<luna>anyway the weather</luna>", START + timedelta(minutes=2))
+    return first
+
+
+def test_an_edit_is_appended_and_the_next_turn_reads_the_new_text(fake_api, said):
+    correction_make(
+        event_id=said.event_id,
+        kind="edit",
+        text="<luna>my sister Maren phoned about the plum jam</luna>",
+        made_by="owner",
+    )
+    answered(fake_api, "<luna>and so</luna>", START + timedelta(minutes=4))
+
+    sent = sent_user_text(fake_api)
+    assert "luna: my sister Maren phoned about the plum jam" in sent
+    assert "Mara " not in sent and "quince" not in sent
+    assert Event.objects.get(pk=said.event_id).content.startswith("<luna>my sister Mara phoned")
+    assert Correction.objects.get().made_by == "owner"
+
+
+def test_the_search_finds_the_edited_words_and_no_longer_the_old_ones(said):
+    assert said.event_id in found("quince")
+
+    correction_make(
+        event_id=said.event_id, kind="edit", text="<luna>plum jam it was</luna>", made_by="owner"
+    )
+
+    assert found("quince") == set()  # nor by the context of the turns after it
+    assert said.event_id in found("plum")
+
+
+def test_a_retracted_message_is_in_no_later_context_nor_search_and_the_log_keeps_it(fake_api, said):
+    correction_make(event_id=said.event_id, kind="retraction", made_by="owner")
+    answered(fake_api, "<luna>the garden needs rain</luna>", START + timedelta(minutes=4))
+
+    assert "quince" not in sent_user_text(fake_api)
+    assert found("quince") == set() and found("Mara") == set()
+    assert "quince" in Event.objects.get(pk=said.event_id).content
+
+    correction_make(event_id=said.event_id, kind="restoration", made_by="owner")
+
+    assert said.event_id in found("quince")
+
+
+def test_an_event_logged_after_a_retraction_holds_none_of_its_words_as_context(fake_api):
+    first = answered(fake_api, "<luna>the safe code is 4471 quasar</luna>", START)
+    correction_make(event_id=first.event_id, kind="retraction", made_by="owner")
+
+    answered(fake_api, "<luna>forget that</luna>", START + timedelta(minutes=2))
+
+    assert found("quasar") == set()
+
+
+def test_a_re_attributed_message_is_shown_as_the_other_identitys(fake_api, said):
+    correction_make(event_id=said.event_id, kind="attribution", actor="renki", made_by="owner")
+    answered(fake_api, "<luna>and so</luna>", START + timedelta(minutes=4))
+
+    sent = sent_user_text(fake_api)
+    assert "renki: my sister Mara phoned about the quince jam" in sent
+    [hit] = [hit for hit in search("quince", kinds=("event",)) if hit.id == said.event_id]
+    assert hit.actor == "renki"
+
+
+@pytest.mark.parametrize(
+    ("kind", "fields", "refusal"),
+    [
+        ("edit", {"text": "  "}, "An edit needs text"),
+        ("edit", {"text": "x" * 20_001}, "20,000 characters at most"),
+        (
+            "edit",
+            {"text": "<luna>my sister Mara phoned about the quince jam</luna>"},
+            "already says that",
+        ),
+        ("attribution", {"actor": "claude"}, "the person's identities only"),
+        ("attribution", {"actor": "nobody"}, "There is no identity “nobody”"),
+        ("attribution", {"actor": "luna"}, "already luna's"),
+        ("restoration", {}, "is not retracted"),
+        ("delete", {}, "“delete” is no correction"),
+    ],
+)
+def test_a_correction_that_cannot_be_made_is_refused_in_words(said, kind, fields, refusal):
+    with pytest.raises(CorrectionError, match=refusal):
+        correction_make(event_id=said.event_id, kind=kind, made_by="owner", **fields)
+    assert not Correction.objects.exists()
+
+
+def test_a_reply_can_be_given_only_to_another_identity_of_the_companions(said):
+    with pytest.raises(CorrectionError, match="the companion's identities only"):
+        correction_make(
+            event_id=said.reply_event_id, kind="attribution", actor="renki", made_by="owner"
+        )
+
+
+def test_a_retracted_message_is_restored_before_anything_else(said):
+    correction_make(event_id=said.event_id, kind="retraction", made_by="owner")
+
+    for kind, fields in [("retraction", {}), ("edit", {"text": "x"})]:
+        with pytest.raises(CorrectionError, match="restore it first"):
+            correction_make(event_id=said.event_id, kind=kind, made_by="owner", **fields)
+    assert Correction.objects.count() == 1
+
+
+def test_an_unknown_message_and_one_still_being_answered_are_refused(said):
+    with pytest.raises(CorrectionError, match="There is no message #999999"):
+        correction_make(event_id=999_999, kind="retraction", made_by="owner")
+
+    waiting = turn_submit(text="<luna>wait</luna>", actor="luna", enqueue=False)
+    with pytest.raises(CorrectionError, match="still being answered"):
+        correction_make(event_id=waiting.event_id, kind="retraction", made_by="owner")
+    assert not Correction.objects.exists()
+
+
+def test_of_two_corrections_at_once_the_second_is_refused_and_writes_nothing(said, monkeypatch):
+    refusal = corrections._refusal
+
+    def corrected_meanwhile(*args, **kwargs):
+        refusal(*args, **kwargs)
+        Correction.objects.create(
+            event_id=said.event_id, sequence=0, kind="retraction", made_by="someone"
+        )
+
+    monkeypatch.setattr(corrections, "_refusal", corrected_meanwhile)
+
+    with pytest.raises(CorrectionError, match="corrected by someone else meanwhile"):
+        correction_make(event_id=said.event_id, kind="edit", text="<luna>zebra</luna>", made_by="b")
+    assert list(Correction.objects.values_list("made_by", flat=True)) == ["someone"]
+    assert found("zebra") == set()  # nor was the index written
