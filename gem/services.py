@@ -640,6 +640,7 @@ def working_memory_update(
     importance: float | None = None,
     valence: float | None = None,
     hidden: bool | None = None,
+    actor: str | None = None,
 ) -> WorkingMemoryWrite:
     """Edit an item by the rules a new one follows: every change of working memory but its
     status (``working_memory_status_set``).
@@ -657,6 +658,7 @@ def working_memory_update(
     - Fragments its new words name are linked.
     - ``hidden`` hides a plan with a due date, or shows it again; anything else cannot be
       hidden (an item edited into something else stops being hidden).
+    - ``actor``: who it is from, when the message it came from is given to another identity.
 
     Only the fields that change are written. ``user_id`` writes the edit in the admin log with
     what the rules did; an edit by the application is logged by it.
@@ -680,6 +682,7 @@ def working_memory_update(
                 item.due = said
                 notes.append(f"due date read from the new words: {said:%Y-%m-%d %H:%M}")
         item.hidden = item.hidden if hidden is None else hidden
+        item.actor = item.actor if actor is None else actor
         if item.hidden and not hidden_allowed(item.type, item.due):
             if hidden:
                 raise WorkingMemoryError(HIDDEN_REFUSED)
@@ -727,6 +730,7 @@ def working_memory_update(
 _EDITED_BY_PERSON = ("type", "content", "subject", "due", "hidden", "importance", "valence")
 _EDITABLE = (
     *_EDITED_BY_PERSON,
+    "actor",
     "semantic_hash",
     "near_duplicate_of_id",  # the id: the twin's row is never read for the comparison
     "importance_edited",

@@ -3,15 +3,32 @@
 A correction is appended beside the event it corrects (``events.models.Correction``); the
 event never changes, and readers follow the view the corrections give it
 (``events.corrected``). Writing one also writes again the search index's rows that hold what
-the event says (``lens.reindex``), in the same transaction.
+the event says (``lens.reindex``), in the same transaction, and then working memory follows
+what the message now says, through the Gem's services:
+
+- the items its words wrote and no longer say (all of them when it is retracted) are dropped,
+  with the correction as the reason; the items it resolved, cancelled or dropped, when it no
+  longer says so, are active again;
+- the items its new words say are written by the creation policy, as a new message's are;
+- given to another identity, what it wrote is that identity's;
+- an item a person has changed since (its words or its importance) is never undone: it is
+  listed (``CorrectionMade.kept``) for the person to decide.
 """
 
+from dataclasses import dataclass, field
+
 from django.db import IntegrityError, transaction
+from django.utils import timezone
 
 from events.corrected import ATTRIBUTION, EDIT, KINDS, RESTORATION, RETRACTION, View, corrected
 from events.models import Correction, Event, Turn, TurnStatus
+from events.parse import KnowledgeItem, parse
+from gem.models import IngestRecord, WorkingMemory, WorkingMemoryStatus
 from gem.selectors import identities_current
+from gem.services import working_memory_status_set, working_memory_update
+from gem.state import turn_counter_current
 from heart.forms import MESSAGE_MAX_CHARS
+from heart.ingest import working_memory_take_up
 from lens.reindex import event_rows_rewritten
 from silentstar.router import store_for
 
@@ -22,13 +39,32 @@ class CorrectionError(ValueError):
     """A correction that cannot be made, said in words a person reads."""
 
 
+@dataclass(frozen=True)
+class CorrectionMade:
+    """A correction and what working memory did to follow it (item ids)."""
+
+    correction: Correction
+    dropped: list[int] = field(default_factory=list)  # written by the words it no longer says
+    reopened: list[int] = field(default_factory=list)  # resolved by words it no longer says
+    written: list[int] = field(default_factory=list)  # by its new words
+    moved: list[int] = field(default_factory=list)  # given to the identity it was given to
+    kept: list[int] = field(default_factory=list)  # changed by a person since: theirs to decide
+
+
 def correction_make(
-    *, event_id: int, kind: str, made_by: str, text: str = "", actor: str = ""
-) -> Correction:
+    *,
+    event_id: int,
+    kind: str,
+    made_by: str,
+    text: str = "",
+    actor: str = "",
+    user_id: int | None = None,
+) -> CorrectionMade:
     """Append a correction of ``event_id``: an ``edit`` to ``text``, an ``attribution`` to
     ``actor`` (another identity of the same side), a ``retraction`` or a ``restoration``.
     Refused in words (``CorrectionError``) when the message is unknown, still being answered,
-    already so, or corrected by someone else meanwhile; nothing is written then."""
+    already so, or corrected by someone else meanwhile; nothing is written then. ``user_id``:
+    the person's account, for the admin log of what working memory did."""
     if kind not in KINDS:
         raise CorrectionError(
             f"“{kind}” is no correction: edit, attribution, retraction or restoration."
@@ -58,7 +94,90 @@ def correction_make(
         raise CorrectionError(
             f"Message #{event_id} was corrected by someone else meanwhile: look at it again."
         ) from None
-    return correction
+    after = corrected(event.content, event.actor, [*(c.step for c in made), correction.step])
+    return _working_memory_follows(event, view, after, correction, user_id=user_id)
+
+
+def _working_memory_follows(
+    event: Event, before: View, after: View, correction: Correction, *, user_id: int | None
+) -> CorrectionMade:
+    now = timezone.now()
+    reason = f"message #{event.pk} {_DONE[correction.kind]} (correction #{correction.pk})"
+    said, says = _knowledge(before), _knowledge(after)
+    gone = {(item.kind, item.text) for item in said if item not in says and not item.lifecycle}
+    written_by_it = list(
+        WorkingMemory.objects.filter(event_id=event.pk, status=WorkingMemoryStatus.ACTIVE)
+        .order_by("pk")
+        .only("pk", "type", "content", "importance_edited")
+    )
+    as_said = {(item.kind, item.text) for item in said}
+    theirs = [
+        item
+        for item in written_by_it
+        if (item.type, item.content) in as_said and not item.importance_edited
+    ]
+    kept = [item.pk for item in written_by_it if item not in theirs]
+    dropped = working_memory_status_set(
+        item_ids=[item.pk for item in theirs if (item.type, item.content) in gone],
+        status=WorkingMemoryStatus.DROPPED,
+        reason=reason,
+        now=now,
+        user_id=user_id,
+    )
+    reopened = []
+    if any(item.lifecycle for item in said if item not in says):
+        reopened = _reopened(event, reason=reason, now=now, user_id=user_id)
+    moved = []
+    if after.actor != before.actor:
+        for item in theirs:
+            if item.pk not in dropped:
+                working_memory_update(item_id=item.pk, at=now, actor=after.actor, user_id=user_id)
+                moved.append(item.pk)
+    new = [item for item in says if item not in said]
+    taken = working_memory_take_up(
+        new,
+        event=Event(pk=event.pk, ts=event.ts, actor=after.actor, content=after.content),
+        side=_side(event),
+        turn=turn_counter_current(),
+    )
+    return CorrectionMade(
+        correction=correction,
+        dropped=dropped,
+        reopened=reopened,
+        written=[*taken.created, *taken.refreshed],
+        moved=moved,
+        kept=kept,
+    )
+
+
+_DONE = {
+    EDIT: "edited",
+    ATTRIBUTION: "given to another identity",
+    RETRACTION: "taken back",
+    RESTORATION: "restored",
+}
+
+
+def _knowledge(view: View) -> list[KnowledgeItem]:
+    """What the message says to working memory as corrected: nothing once retracted."""
+    if view.retracted:
+        return []
+    return list(parse(view.content, identities=identities_current().names).knowledge)
+
+
+def _reopened(event: Event, *, reason: str, now, user_id: int | None) -> list[int]:
+    """The items the message resolved, cancelled or dropped, and nothing has moved since, made
+    active again."""
+    record = IngestRecord.objects.filter(event_id=event.pk).first()
+    ids = (record.changes or {}).get("resolved", []) if record else []
+    closed_by_it = WorkingMemory.objects.filter(pk__in=ids, resolved_at=event.ts)
+    return working_memory_status_set(
+        item_ids=list(closed_by_it.values_list("pk", flat=True)),
+        status=WorkingMemoryStatus.ACTIVE,
+        reason=reason,
+        now=now,
+        user_id=user_id,
+    )
 
 
 def _side(event: Event) -> str:

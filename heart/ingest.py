@@ -87,6 +87,19 @@ def working_memory_ingest(
     return result
 
 
+def working_memory_take_up(
+    items: list[KnowledgeItem], *, event: Event, side: str, turn: int
+) -> IngestResult:
+    """Apply knowledge tags of ``event`` by the creation policy, as a new message's are, with no
+    ingest record: a correction's new words (``heart.corrections``), which may come after the
+    event was first ingested."""
+    result = IngestResult()
+    with transaction.atomic():
+        for item in items:
+            _ingest_item(item, event=event, side=side, turn=turn, result=result)
+    return result
+
+
 def _ingest_item(item: KnowledgeItem, *, event: Event, side: str, turn: int, result) -> None:
     if item.lifecycle:
         status = LIFECYCLE_STATUS[item.lifecycle]

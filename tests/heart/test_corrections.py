@@ -7,6 +7,8 @@ import pytest
 
 from bench.fakeapi import FakeReply
 from events.models import Correction, Event, Turn
+from gem.models import WorkingMemory
+from gem.services import working_memory_update
 from heart import corrections
 from heart.corrections import CorrectionError, correction_make
 from heart.services import turn_submit
@@ -167,3 +169,94 @@ def test_of_two_corrections_at_once_the_second_is_refused_and_writes_nothing(sai
         correction_make(event_id=said.event_id, kind="edit", text="<luna>zebra</luna>", made_by="b")
     assert list(Correction.objects.values_list("made_by", flat=True)) == ["someone"]
     assert found("zebra") == set()  # nor was the index written
+
+
+# --- working memory follows -------------------------------------------------------------------
+
+
+def active(**filters) -> list[WorkingMemory]:
+    return list(WorkingMemory.objects.filter(status="active", **filters).order_by("pk"))
+
+
+def test_a_retracted_pin_is_dropped_with_the_reason_and_comes_back_when_restored(fake_api):
+    turn = answered(fake_api, "<luna><pin>the spare key is under the blue pot</pin></luna>", START)
+    [pin] = active(type="pin")
+
+    made = correction_make(event_id=turn.event_id, kind="retraction", made_by="owner")
+
+    assert made.dropped == [pin.pk] and active() == []
+    pin.refresh_from_db()
+    assert pin.status == "dropped"
+    answered(fake_api, "<luna>hello</luna>", START + timedelta(minutes=2))
+    assert "blue pot" not in sent_user_text(fake_api)
+
+    made = correction_make(event_id=turn.event_id, kind="restoration", made_by="owner")
+
+    [again] = active(type="pin")
+    assert made.written == [again.pk] and again.content == "the spare key is under the blue pot"
+
+
+def test_an_edited_plans_due_date_moves(fake_api, settings):
+    turn = answered(fake_api, "<luna><plan>call the dentist on 2026-03-06</plan></luna>", START)
+    [plan] = active(type="plan")
+    assert plan.due.date().isoformat() == "2026-03-06"
+
+    made = correction_make(
+        event_id=turn.event_id,
+        kind="edit",
+        text="<luna><plan>call the dentist on 2026-03-09</plan></luna>",
+        made_by="owner",
+    )
+
+    [moved] = active(type="plan")
+    assert made.dropped == [plan.pk] and made.written == [moved.pk]
+    assert moved.due.date().isoformat() == "2026-03-09"
+    assert "dentist" in moved.content and moved.event_id == turn.event_id
+
+
+def test_words_around_the_tags_edited_leave_working_memory_alone(fake_api):
+    turn = answered(fake_api, "<luna>so <pin>oat milk, not soy</pin> ok</luna>", START)
+    [pin] = active(type="pin")
+
+    made = correction_make(
+        event_id=turn.event_id,
+        kind="edit",
+        text="<luna>remember: <pin>oat milk, not soy</pin></luna>",
+        made_by="owner",
+    )
+
+    assert (made.dropped, made.written) == ([], []) and active() == [pin]
+
+
+def test_a_re_attributed_pin_is_the_other_identitys(fake_api):
+    turn = answered(fake_api, "<luna><pin>no calls after nine</pin></luna>", START)
+
+    made = correction_make(
+        event_id=turn.event_id, kind="attribution", actor="renki", made_by="owner"
+    )
+
+    [pin] = active(type="pin")
+    assert made.moved == [pin.pk] and pin.actor == "renki"
+
+
+def test_an_item_a_person_changed_since_is_kept_and_listed(fake_api):
+    turn = answered(fake_api, "<luna><pin>the wifi code is on the fridge</pin></luna>", START)
+    [pin] = active(type="pin")
+    working_memory_update(item_id=pin.pk, at=START, content="the wifi code: on the fridge door")
+
+    made = correction_make(event_id=turn.event_id, kind="retraction", made_by="owner")
+
+    assert made.kept == [pin.pk] and made.dropped == [] and active() == [pin]
+
+
+def test_a_plan_the_retracted_message_resolved_is_active_again(fake_api):
+    answered(fake_api, "<luna><plan>water the ferns</plan></luna>", START)
+    resolving = answered(
+        fake_api, "<luna><plan>done: water the ferns</plan></luna>", START + timedelta(minutes=2)
+    )
+    assert active(type="plan") == []
+
+    made = correction_make(event_id=resolving.event_id, kind="retraction", made_by="owner")
+
+    [plan] = active(type="plan")
+    assert made.reopened == [plan.pk] and plan.content == "water the ferns"
