@@ -22,6 +22,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from datetime import datetime
 
+from events.corrected import View
 from events.parse import KNOWLEDGE_TAGS, MARKUP, ParsedMessage, parse
 
 USER, COMPANION = "user", "companion"
@@ -76,7 +77,9 @@ class DisplaySegment:
 
 @dataclass(frozen=True, slots=True)
 class Message:
-    """One event as the chat page shows it."""
+    """One event as the chat page shows it, as its corrections leave it (``events.corrected``):
+    an edited one with what it first said, a re-attributed one with who it was from, a
+    retracted one with what it said, for its own page only."""
 
     event_id: int
     side: str  # user | companion
@@ -85,11 +88,18 @@ class Message:
     ts: datetime | None
     segments: tuple[DisplaySegment, ...]
     has_image: bool = False
+    # The text an edit starts from: a person's message without its identity tag. A reply has
+    # none: its raw text holds what the page never shows (its thinking, its feelings).
+    written: str = ""
+    edited: bool = False
+    was: str = ""  # who it was from, when given to another identity
+    retracted: bool = False
+    original: tuple[DisplaySegment, ...] = ()  # as first written, when edited or retracted
 
     @property
     def is_secret(self) -> bool:
         """A companion message that shows nothing."""
-        return self.side == COMPANION and not self.segments
+        return self.side == COMPANION and not self.segments and not self.retracted
 
 
 def _parted(before: str, after: str, *, both_tags: bool) -> str:
@@ -192,17 +202,46 @@ def message_display(
     ts: datetime | None = None,
     has_image: bool = False,
     is_reply: bool = False,
+    view: View | None = None,
 ) -> Message:
-    """What the page shows for one event. ``sides`` maps every identity name to its side."""
-    parsed = parse(content, identities=list(sides))
+    """What the page shows for one event. ``sides`` maps every identity name to its side;
+    ``view``, the event as its corrections leave it, when it has any."""
+    if view is not None:
+        content, actor = view.content, view.actor
     side = side_of(actor, sides, is_reply=is_reply)
-    segments = companion_segments(parsed) if side == COMPANION else user_segments(parsed)
+    segments = _segments(content, side, sides)
+    corrected = view is not None and view.corrected
     return Message(
         event_id=event_id,
         side=side,
         identity=actor,
         identity_slug=identity_slug(actor) if actor in sides else "",
         ts=ts,
-        segments=segments,
+        segments=() if corrected and view.retracted else segments,
         has_image=has_image,
+        written=unwrapped(content, sides) if side == USER else "",
+        edited=corrected and view.edited,
+        was=view.original_actor if corrected and view.reattributed else "",
+        retracted=corrected and view.retracted,
+        original=_segments(view.original_content, side, sides)
+        if corrected and (view.edited or view.retracted)
+        else (),
     )
+
+
+def _segments(content: str, side: str, sides: Mapping[str, str]) -> tuple[DisplaySegment, ...]:
+    parsed = parse(content, identities=list(sides))
+    return companion_segments(parsed) if side == COMPANION else user_segments(parsed)
+
+
+def unwrapped(content: str, identities: Iterable[str]) -> str:
+    """A person's message without the identity tag the chat wraps it in (``<luna>…</luna>``),
+    as they wrote it; any other text as it is."""
+    if match := _WRAPPED_RE.fullmatch(content):
+        name, inner = match[1], match[2]
+        if name in identities and match[3] == name:
+            return inner
+    return content
+
+
+_WRAPPED_RE = re.compile(r"<([^<>/\s]+)>(.*)</([^<>/\s]+)>", re.DOTALL)

@@ -1,5 +1,5 @@
-"""Forms of the chat page (what a message post and a history request may contain) and of the
-set-up (who talks here, and the time zone)."""
+"""Forms of the chat page (what a message post, a correction and a history request may contain)
+and of the set-up (who talks here, and the time zone)."""
 
 from zoneinfo import available_timezones
 
@@ -105,6 +105,31 @@ class MessageForm(forms.Form):
             if errors:
                 return errors[0]
         return "The message could not be sent."
+
+
+class CorrectionForm(forms.Form):
+    """A correction from the chat: its kind, an edit's text (as the person sees it: without
+    the identity tag), a re-attribution's identity. The rest is checked where corrections are
+    made (``heart.corrections``)."""
+
+    kind = forms.ChoiceField(
+        choices=[(kind, kind) for kind in ("edit", "attribution", "retraction", "restoration")],
+        error_messages={
+            "invalid_choice": "“%(value)s” is no correction.",
+            "required": "Say which correction: edit, attribution, retraction or restoration.",
+        },
+    )
+    text = forms.CharField(required=False, strip=False)
+    actor = forms.CharField(required=False, max_length=64)
+
+    def clean_text(self):
+        return self.cleaned_data["text"].replace("\r\n", "\n").replace("\r", "\n")
+
+    def first_error(self) -> str:
+        for errors in self.errors.values():
+            if errors:
+                return errors[0]
+        return "The correction could not be made."
 
 
 class HistoryForm(forms.Form):

@@ -29,15 +29,18 @@ from django.utils.http import url_has_allowed_host_and_scheme
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 from django_q.status import Stat
 
+from events.corrected import View
 from events.models import Event, Turn, TurnStatus
-from events.render import Message, identity_colors, identity_slug, message_display
+from events.render import USER, Message, identity_colors, identity_slug, message_display, side_of
+from events.selectors import views_of
 from gem.models import Identity, IdentitySide
 from gem.selectors import Identities, identities_current
 from gem.services import IdentityRow, identities_set, time_zone_set
 from gem.state import state_get
 from gem.zone import TIME_ZONE, owner_time_zone
+from heart.corrections import CorrectionError, correction_make
 from heart.first_run import first_run_set_aside, nothing_said
-from heart.forms import HistoryForm, IdentityFormSet, MessageForm, TimeZoneForm
+from heart.forms import CorrectionForm, HistoryForm, IdentityFormSet, MessageForm, TimeZoneForm
 from heart.services import identity_default, turn_retry, turn_submit, user_text_compose
 from mirror.models import Summary
 from mirror.selectors import summary_markers
@@ -78,6 +81,7 @@ def chat(request):
     context = {
         **_history(before=form.cleaned_data.get("before"), who=who),
         "companion": _companion(who),
+        **_speakers(who),
     }
     if request.htmx:
         response = render(request, "heart/chat.html#history", context)
@@ -105,6 +109,7 @@ def history(request):
     context = {
         **_history(before=form.cleaned_data["before"], who=who),
         "companion": _companion(who),
+        **_speakers(who),
     }
     return render(request, "heart/chat.html#history-page", context)
 
@@ -164,6 +169,34 @@ def turn_retry_view(request, turn_id: int):
         return _back_to_chat()
     turn = Turn.objects.select_related("reply_event").get(pk=turn_id)
     return render(request, "heart/chat.html#turn", _turn_context(turn, who=identities_current()))
+
+
+@require_POST
+def event_correct(request, event_id: int):
+    """Edit, give to another identity, take back or restore a message of the chat."""
+    event = get_object_or_404(Event.objects.only("id", "actor", "content"), pk=event_id)
+    form = CorrectionForm(request.POST)
+    if not form.is_valid():
+        return _refuse(request, form.first_error(), status=400)
+    kind, text = form.cleaned_data["kind"], form.cleaned_data["text"]
+    view = views_of([(event.pk, event.actor, event.content)])[event.pk]
+    who = identities_current()
+    if kind == "edit" and side_of(view.actor, who.sides) == USER and view.actor:
+        text = user_text_compose(message=text, identity=view.actor, knowledge_tags=[])
+    try:
+        correction_make(
+            event_id=event.pk,
+            kind=kind,
+            text=text,
+            actor=form.cleaned_data["actor"],
+            made_by=request.user.get_username(),
+            user_id=request.user.pk,
+        )
+    except CorrectionError as error:
+        return _refuse(request, str(error), status=409)
+    response = HttpResponseRedirect(f"{reverse('heart-chat')}#event-{event.pk}")
+    response.status_code = 303
+    return response
 
 
 @require_http_methods(["GET", "POST"])
@@ -251,6 +284,16 @@ def _companion(who: Identities) -> Speaker:
     return Speaker(who.default_companion, identity_slug(who.default_companion))
 
 
+def _speakers(who: Identities) -> dict:
+    """Who a message can be given to: the identities of each side."""
+    return {
+        "speakers": {
+            USER: who.users,
+            "companion": [name for name in who.names if name in who.companions],
+        }
+    }
+
+
 def _identity_initial() -> list[dict]:
     """The identities as the set-up shows them: the person's first, then the companion's."""
     rows = Identity.objects.order_by("id").values("id", "name", "side", "color")
@@ -283,7 +326,9 @@ def _form_problems(*forms) -> list[str]:
     return problems
 
 
-def _message(event: Event, *, who: Identities, is_reply: bool = False) -> Message:
+def _message(
+    event: Event, *, who: Identities, is_reply: bool = False, view: View | None = None
+) -> Message:
     return message_display(
         event_id=event.pk,
         content=event.content,
@@ -292,6 +337,7 @@ def _message(event: Event, *, who: Identities, is_reply: bool = False) -> Messag
         ts=event.ts,
         has_image=bool(event.image),
         is_reply=is_reply,
+        view=view,
     )
 
 
@@ -314,9 +360,10 @@ def _history(*, before: int | None, who: Identities) -> dict:
     markers = []
     if settings.MIRROR_HISTORY_MARKERS and page:
         markers = summary_markers(first_event_id=page[0].pk, last_event_id=page[-1].pk)
+    views = views_of((event.pk, event.actor, event.content) for event in page)
     entries = []
     for event in page:
-        message = _message(event, who=who, is_reply=event.pk in replied)
+        message = _message(event, who=who, is_reply=event.pk in replied, view=views[event.pk])
         if not message.is_secret:
             entries.append(Entry(message=message, turn=replied.get(event.pk)))
         if event.pk in unanswered:
@@ -330,7 +377,7 @@ def _turn_context(turn: Turn, *, who: Identities) -> dict:
     reply = None
     if turn.status == TurnStatus.DONE and turn.reply_event is not None:
         reply = _message(turn.reply_event, who=who, is_reply=True)
-    return {"turn": turn, "reply": reply, "companion": _companion(who)}
+    return {"turn": turn, "reply": reply, "companion": _companion(who), **_speakers(who)}
 
 
 def _image_store(upload, *, extension: str) -> str:

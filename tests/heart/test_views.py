@@ -19,7 +19,7 @@ from django_q.signing import SignedPackage
 from django_q.status import Stat, Status
 from PIL import Image
 
-from events.models import Event, Turn
+from events.models import Correction, Event, Turn
 from gem.models import WorkingMemory
 from heart import services, views
 from heart.services import turn_submit
@@ -834,3 +834,75 @@ class TestAFullDisk:
         )
         page = html.unescape(turn_detail(admin_client, turn).text)
         assert f'<p class="reason" role="alert">{turn.error}</p>' in page
+
+
+# --- corrections -------------------------------------------------------------------------------
+
+
+def correct(client, event_id: int, **data):
+    return client.post(reverse("heart-event-correct", args=[event_id]), data)
+
+
+def article_of(html: str, event_id: int) -> str:
+    start = html.rindex("<article", 0, html.index(f'id="event-{event_id}"'))
+    return html[start : html.index("</article>", start)]
+
+
+@pytest.fixture
+def said():
+    turn = submit("<luna>my sister Mara phoned</luna>")
+    answer(turn, "<say>How is she?</say>")
+    return turn
+
+
+def test_an_edit_from_the_chat_shows_the_new_words_and_the_first_ones_a_tap_away(
+    admin_client, said
+):
+    response = correct(admin_client, said.event_id, kind="edit", text="my sister Maren phoned")
+
+    assert response.status_code == 303
+    assert response["Location"] == f"/#event-{said.event_id}"
+    shown = article_of(admin_client.get("/").text, said.event_id)
+    assert '<div class="segment say">my sister Maren phoned</div>' in shown
+    assert '<span class="corrected">· edited</span>' in shown
+    assert '<summary>as first written</summary><div class="segment say">my sister Mara' in shown
+    [correction] = Correction.objects.all()
+    assert correction.text == "<luna>my sister Maren phoned</luna>"
+    assert correction.made_by == "admin"
+
+
+def test_a_message_given_to_another_identity_says_who_it_was_from(admin_client, said):
+    correct(admin_client, said.event_id, kind="attribution", actor="renki")
+
+    shown = article_of(admin_client.get("/").text, said.event_id)
+    assert 'data-identity="renki"' in shown and '<span class="corrected">· was luna</span>' in shown
+
+
+def test_a_message_taken_back_shows_no_words_but_a_tap_to_them_and_to_restore_it(
+    admin_client, said
+):
+    correct(admin_client, said.event_id, kind="retraction")
+
+    shown = article_of(admin_client.get("/").text, said.event_id)
+    assert 'class="message user retracted"' in shown and "· taken back" in shown
+    assert '<div class="segment say">' not in shown.split("<details")[0]
+    assert "<summary>what it said</summary>" in shown
+    assert 'value="restoration"' in shown and 'value="edit"' not in shown
+
+
+def test_a_correction_that_cannot_be_made_is_said_in_the_chat(admin_client, said):
+    response = correct(admin_client, said.event_id, kind="edit", text="my sister Mara phoned")
+
+    assert response.status_code == 303
+    assert "already says that" in admin_client.get("/").text
+    assert not Correction.objects.exists()
+    refused = correct(admin_client, said.event_id, kind="erase")
+    assert "“erase” is no correction" in admin_client.get("/").text
+    assert refused.status_code == 303
+
+
+def test_a_reply_offers_no_edit_of_its_raw_text(admin_client, said):
+    reply_id = Turn.objects.get(pk=said.pk).reply_event_id
+    shown = article_of(admin_client.get("/").text, reply_id)
+    assert 'value="attribution"' in shown and 'value="retraction"' in shown
+    assert 'value="edit"' not in shown and "<textarea" not in shown

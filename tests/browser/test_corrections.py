@@ -1,0 +1,97 @@
+"""Correcting the record in the chat, in a real browser on a desktop and on a phone: a message
+edited, given to another identity, taken back and restored, the original a tap away, and the
+next turn's context following it."""
+
+import pytest
+from playwright.sync_api import expect
+
+from bench.fakeapi import FakeReply
+from events.models import Correction
+from tests.browser.conftest import BROWSER_DB, accessibility_problems
+
+pytestmark = BROWSER_DB
+
+LATEST_USER = "#history article.message.user >> nth=-1"
+LATEST_COMPANION = "#history article.message.companion >> nth=-1"
+
+
+def said(page, fake_api, text: str, reply: str) -> None:
+    fake_api.push(FakeReply(f"<say>{reply}</say>"))
+    page.locator("#input").click()
+    page.keyboard.type(text)
+    page.locator("#send").click()
+    expect(page.locator(LATEST_COMPANION)).to_contain_text(reply)
+
+
+def sent_user_text(fake_api) -> str:
+    return "".join(block["text"] for block in fake_api.requests[-1]["messages"][0]["content"])
+
+
+@pytest.mark.usefixtures("worker")
+def test_a_message_is_edited_given_to_another_and_its_first_words_are_a_tap_away(
+    fake_api, page, screenshot
+):
+    page.goto("/")
+    said(page, fake_api, "my sister Mara phoned about the quince jam", "How is she?")
+
+    message = page.locator(LATEST_USER)
+    first_name = message.locator(".name").inner_text()
+    other = "renki" if first_name != "renki" else "luna"
+    message.get_by_text("correct", exact=True).click()
+    expect(message.get_by_label("Edit")).to_have_value("my sister Mara phoned about the quince jam")
+    message.get_by_label("Edit").fill("my sister Maren phoned about the plum jam")
+    message.get_by_role("button", name="Save the edit").click()
+
+    message = page.locator(LATEST_USER)
+    expect(message).to_contain_text("my sister Maren phoned about the plum jam")
+    expect(message.locator(".corrected")).to_have_text("· edited")
+    message.get_by_text("as first written").click()
+    expect(message.locator("details.original")).to_contain_text("quince")
+
+    message.get_by_text("correct", exact=True).click()
+    message.get_by_label("Sent as").select_option(other)
+    message.get_by_role("button", name="Give it to them").click()
+    expect(page.locator(LATEST_USER).locator(".name")).to_have_text(other)
+    expect(page.locator(LATEST_USER)).to_contain_text(f"· was {first_name}")
+    page.locator(LATEST_USER).get_by_text("correct", exact=True).click()
+    expect(page.locator(LATEST_USER).get_by_label("Edit")).to_have_value(
+        "my sister Maren phoned about the plum jam"
+    )
+    assert not accessibility_problems(page)
+    screenshot(page, "chat-corrected-desktop")
+
+    said(page, fake_api, "and then?", "Then the jam.")
+    sent = sent_user_text(fake_api)
+    assert f"{other}: my sister Maren phoned about the plum jam" in sent
+    assert "quince" not in sent
+    assert [c.kind for c in Correction.objects.order_by("id")] == ["edit", "attribution"]
+
+
+@pytest.mark.usefixtures("worker")
+def test_a_message_taken_back_on_a_phone_leaves_the_next_context_and_comes_back(
+    fake_api, phone_page, screenshot
+):
+    page = phone_page
+    page.goto("/")
+    said(page, fake_api, "the safe code is 4471", "Noted.")
+
+    message = page.locator(LATEST_USER)
+    message.get_by_text("correct", exact=True).tap()
+    message.get_by_role("button", name="Take it back").tap()
+
+    message = page.locator(LATEST_USER)
+    expect(message).to_contain_text("· taken back")
+    expect(message.locator(".segment").first).to_be_hidden()
+    message.get_by_text("what it said").tap()
+    expect(message.locator("details.original")).to_contain_text("4471")
+    assert not accessibility_problems(page)
+    screenshot(page, "chat-taken-back-phone")
+
+    said(page, fake_api, "what was that number?", "I don't have one.")
+    assert "4471" not in sent_user_text(fake_api)
+
+    message = page.locator("#history article.message.retracted")
+    message.get_by_text("correct", exact=True).tap()
+    message.get_by_role("button", name="Restore it").tap()
+    expect(page.locator("#history article.message.retracted")).to_have_count(0)
+    expect(page.locator("#history")).to_contain_text("the safe code is 4471")
