@@ -39,6 +39,7 @@ from lens.found import found_for_message
 from lens.search import search_recalled
 from mirror.merge import Span
 from mirror.models import Summary
+from mirror.selectors import summaries_stale
 from silentstar.tokens import DEFAULT_CHARS_PER_TOKEN
 
 POOL_OF = {"say": "say", "do": "do", "narrate": "do"}
@@ -227,6 +228,14 @@ def context_assemble(
         current = current.filter(pk__lte=summaries_through).exclude(
             superseded_by__lte=summaries_through
         )
+    rows = list(
+        current.annotate(chars=Length("content")).values_list(
+            "id", "level", "first_event_id", "last_event_id", "chars", "created_at"
+        )
+    )
+    # A summary written before a correction of what it covers is withheld, its events named
+    # as not summarised yet, until the Mirror writes it again from the corrected log.
+    stale = summaries_stale((pk, first, last, at) for pk, _, first, last, _, at in rows)
     spans = [
         Span(
             pk,
@@ -235,9 +244,8 @@ def context_assemble(
             last,
             summary_entry_tokens(summary_title(level, first, last), chars, cpt),
         )
-        for pk, level, first, last, chars in current.annotate(chars=Length("content")).values_list(
-            "id", "level", "first_event_id", "last_event_id", "chars"
-        )
+        for pk, level, first, last, chars, _ in rows
+        if pk not in stale
     ]
     # Summaries stand for what is older than the Recent window; the window does not depend on
     # the summaries, so it is found first and the summaries are chosen behind it.

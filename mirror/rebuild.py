@@ -1,4 +1,4 @@
-"""Rebuild: summaries regenerated from the raw events (after a new prompt or model).
+"""Rebuild: summaries regenerated from the log (after a new prompt or model, or a correction).
 
 ``rebuild_plan`` reads the current summaries in a range, runs the same passes again on the exact
 event ranges of its L0 summaries and merges again every L1 and L2 that covers one of them, and
@@ -6,6 +6,7 @@ returns old and new side by side; it writes nothing. ``rebuild_apply`` then writ
 in one transaction: each new summary keeps its predecessor's level and range, the old one is
 marked superseded by it (kept, never deleted), and the new suggestions are staged after the same
 cap and de-duplication as a run's. It refuses when a summary of the plan was replaced meanwhile.
+``stale_rebuilt`` does both for each summary written before a correction of what it covers.
 """
 
 import difflib
@@ -28,6 +29,7 @@ from mirror.run import (
     run_claim,
     usage_add,
 )
+from mirror.selectors import summaries_stale
 from mirror.services import Staged, suggestions_stage
 from mirror.turns import turns_before, turns_between
 from silentstar.tokens import estimate_tokens
@@ -191,3 +193,20 @@ def rebuild_apply(*, plan: RebuildPlan) -> MirrorRun:
         route=routes.pop() if len(routes) == 1 else ("mixed" if routes else ""),
     )
     return MirrorRun.objects.get(pk=run.pk)
+
+
+def stale_rebuilt() -> list[MirrorRun]:
+    """Write again, from the log as corrected, each current L0 summary written before a
+    correction of an event it covers, with the L1 and L2 above it (``summaries_stale``): one
+    rebuild each, oldest first. A rebuild that fails changes nothing: its summaries stay
+    withheld from the context, and the next run tries again."""
+    current = Summary.objects.filter(superseded_by__isnull=True, level="L0").values_list(
+        "id", "first_event_id", "last_event_id", "created_at"
+    )
+    runs = []
+    for summary in Summary.objects.filter(pk__in=summaries_stale(current)).order_by(
+        "first_event_id"
+    ):
+        plan = rebuild_plan(first=summary.first_event_id, last=summary.last_event_id)
+        runs.append(rebuild_apply(plan=plan))
+    return runs

@@ -1,5 +1,9 @@
 """Reads of the Mirror's output shared with other apps."""
 
+from collections.abc import Iterable
+from datetime import datetime
+
+from events.models import Correction
 from mirror.models import Summary
 
 
@@ -14,3 +18,22 @@ def summary_markers(*, first_event_id: int, last_event_id: int) -> list[Summary]
             last_event_id__lte=last_event_id,
         ).order_by("last_event_id", "id")
     )
+
+
+def summaries_stale(summaries: Iterable[tuple[int, int, int, datetime]]) -> set[int]:
+    """The ids, among ``(id, first event, last event, created at)`` summaries, of those an
+    event in their range was corrected after they were written: their text may hold what was
+    taken back or changed. They are withheld until the Mirror writes them again
+    (``mirror.run.stale_rebuilt``)."""
+    summaries = list(summaries)
+    if not summaries:
+        return set()
+    first = min(summary[1] for summary in summaries)
+    corrected = list(
+        Correction.objects.filter(event_id__gte=first).values_list("event_id", "made_at")
+    )
+    return {
+        pk
+        for pk, low, high, created_at in summaries
+        if any(low <= event_id <= high and made_at > created_at for event_id, made_at in corrected)
+    }

@@ -7,9 +7,10 @@ from datetime import UTC, datetime, timedelta
 import pytest
 from django.db import connections
 from django.test.utils import CaptureQueriesContext
+from django.utils import timezone
 
 from bench.fakeapi import FakeReply
-from events.models import Event
+from events.models import Correction, Event
 from gem.models import AmbientProse, Fragment, FragmentEdge, WakeText, WorkingMemory
 from gem.selectors import gem_copy, gem_current
 from gem.services import time_zone_set, working_memory_sweep
@@ -266,6 +267,27 @@ def test_events_no_summary_covers_yet_are_named_rather_than_left_out(settings):
     Summary.objects.all().delete()
     assembly = context_for_event(event=events[-1], now=START, current_turn=1, gem=gem_current())
     assert assembly.items_included["unsummarised"] == [events[0].pk, window_first - 1]
+
+
+def test_a_summary_written_before_a_correction_of_what_it_covers_is_withheld():
+    events = long_messages_short_replies(90)
+    summary = Summary.objects.create(
+        level="L0",
+        first_event_id=events[0].pk,
+        last_event_id=events[39].pk,
+        content="They talked about the canal and the bakery.",
+    )
+    Correction.objects.create(event_id=events[3].pk, sequence=0, kind="retraction", made_by="owner")
+
+    assembly = context_for_event(event=events[-1], now=START, current_turn=1, gem=gem_current())
+
+    assert "the canal and the bakery" not in assembly.user_text
+    assert assembly.items_included["summaries"] == []
+    assert assembly.items_included["unsummarised"][0] == events[0].pk
+    # Written again after the correction, it stands.
+    Summary.objects.filter(pk=summary.pk).update(created_at=timezone.now() + timedelta(seconds=1))
+    assembly = context_for_event(event=events[-1], now=START, current_turn=1, gem=gem_current())
+    assert assembly.items_included["summaries"] == [summary.pk]
 
 
 def test_the_turn_records_its_window_for_the_mirror():

@@ -1,11 +1,16 @@
 """Rebuilding summaries from the raw events (``mirror.rebuild``)."""
 
+import json
+
 import pytest
 
-from bench.fakeapi import FakeReply
+from bench.fakeapi import FakeError, FakeReply
+from events.models import Event
+from heart.corrections import correction_make
 from mirror.models import MirrorPrompt, MirrorRun, Summary, TagSuggestion
-from mirror.rebuild import RebuildError, rebuild_apply, rebuild_plan
+from mirror.rebuild import RebuildError, rebuild_apply, rebuild_plan, stale_rebuilt
 from mirror.run import mirror_run
+from mirror.tasks import run_mirror_task
 from tests.mirror.conftest import answer, pass_of
 
 pytestmark = pytest.mark.django_db(databases="__all__")
@@ -88,3 +93,37 @@ def test_it_refuses_when_a_summary_was_replaced_meanwhile(summarised):
         rebuild_apply(plan=plan)
     assert Summary.objects.count() == count
     assert MirrorRun.objects.order_by("-pk").first().status == "failed"
+
+
+def test_a_summary_of_a_corrected_event_is_written_again_from_the_corrected_log(summarised):
+    first = Summary.objects.filter(level="L0").order_by("first_event_id").first()
+    merged = Summary.objects.get(level="L1")
+    said = Event.objects.get(pk=first.first_event_id)
+    correction_make(event_id=said.pk, kind="retraction", made_by="owner")
+
+    run_mirror_task()
+
+    again = Summary.objects.get(
+        level="L0", first_event_id=first.first_event_id, superseded_by__isnull=True
+    )
+    first.refresh_from_db()
+    merged.refresh_from_db()
+    assert first.superseded_by_id == again.pk and merged.superseded_by_id is not None
+    assert "A calm stretch of 3 lines" in again.content  # four before, one taken back
+    sent = json.dumps(summarised.requests)
+    assert "the garden again, number 0" not in sent and "number 1" in sent
+    assert stale_rebuilt() == []  # nothing is stale any more
+
+
+def test_a_failed_rebuild_of_a_stale_summary_changes_nothing_and_the_run_goes_on(
+    summarised, caplog
+):
+    first = Summary.objects.filter(level="L0").order_by("first_event_id").first()
+    correction_make(event_id=first.first_event_id, kind="retraction", made_by="owner")
+    summarised.responder = lambda body: FakeError(400, "bad request")
+
+    run_mirror_task()
+
+    first.refresh_from_db()
+    assert first.superseded_by_id is None
+    assert "could not be written again" in caplog.text

@@ -176,6 +176,7 @@ NOT_FOUND_FOR_EVERYONE = {"admin/r/<path:content_type_id>/<path:object_id>/"}
 POSTS = {
     "messages/": {"message": "hello from the crawl", "identity": "luna"},
     "turns/<int:turn_id>/retry/": {},
+    "events/<int:event_id>/correct/": {"kind": "retraction"},
     "setup/skip/": {},
     "admin/compass/consultation/<int:consultation_id>/decide/": {},
     "admin/compass/consultation/<int:consultation_id>/retry/": {},
