@@ -1,11 +1,14 @@
-"""The event log, the turns and the context snapshots in the Anvil: readable, searchable, never
-editable."""
+"""The event log, its corrections, the turns and the context snapshots in the Anvil: readable,
+searchable, never editable here (a message is corrected from the chat, which the event's page
+links to)."""
 
 from django.contrib import admin
 from django.urls import reverse
 from django.utils.html import format_html
 
-from events.models import Event, EventTag, Turn
+from events.corrected import DONE
+from events.models import Correction, Event, EventTag, Turn
+from events.selectors import views_of
 from heart.models import ContextSnapshot
 from silentstar.admin import ReadOnlyAdmin
 
@@ -22,15 +25,56 @@ class EventTagInline(admin.TabularInline):
         return False
 
 
+class CorrectionInline(admin.TabularInline):
+    """The corrections appended beside the event, oldest first: the event stays as written."""
+
+    model = Correction
+    extra = 0
+    can_delete = False
+    fields = ["made_at", "kind", "text", "actor", "made_by"]
+    readonly_fields = fields
+    verbose_name_plural = "corrections, oldest first"
+
+    def has_add_permission(self, request, obj=None):
+        return False
+
+    def has_change_permission(self, request, obj=None):
+        return False
+
+
 @admin.register(Event)
 class EventAdmin(ReadOnlyAdmin):
     list_display = ["id", "ts", "actor", "excerpt", "has_image"]
     list_filter = ["actor", "ts", "tags__tag"]
     search_fields = ["content", "actor"]
     date_hierarchy = "ts"
-    inlines = [EventTagInline]
-    fields = ["ts", "content", "actor", "image_link"]
-    readonly_fields = ["image_link"]
+    inlines = [EventTagInline, CorrectionInline]
+    fields = ["ts", "content", "actor", "image_link", "as_corrected"]
+    readonly_fields = ["image_link", "as_corrected"]
+
+    @admin.display(description="as corrected")
+    def as_corrected(self, event):
+        """What readers follow, when corrections changed it, and where to correct it."""
+        view = views_of([(event.pk, event.actor, event.content)])[event.pk]
+        link = reverse("heart-chat") + f"#event-{event.pk}"
+        if not view.corrected:
+            return format_html('As written. <a href="{}">Correct it in the chat</a>', link)
+        said = [
+            DONE[kind]
+            for kind, done in (
+                ("retraction", view.retracted),
+                ("edit", view.edited),
+                ("attribution", view.reattributed),
+            )
+            if done
+        ]
+        return format_html(
+            '{}: {} — “{}”. <a href="{}">Correct it in the chat</a>',
+            ", ".join(said).capitalize(),
+            view.actor,
+            "" if view.retracted else view.content[:500],
+            link,
+        )
 
     @admin.display(description="content")
     def excerpt(self, event):

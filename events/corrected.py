@@ -16,6 +16,12 @@ ATTRIBUTION = "attribution"
 RETRACTION = "retraction"
 RESTORATION = "restoration"
 KINDS = (EDIT, ATTRIBUTION, RETRACTION, RESTORATION)
+DONE = {  # what each does to a message, in words: "edited", "taken back"…
+    EDIT: "edited",
+    ATTRIBUTION: "given to another identity",
+    RETRACTION: "taken back",
+    RESTORATION: "restored",
+}
 
 
 @dataclass(frozen=True, slots=True)

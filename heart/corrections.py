@@ -17,10 +17,21 @@ what the message now says, through the Gem's services:
 
 from dataclasses import dataclass, field
 
+from django.conf import settings
 from django.db import IntegrityError, transaction
 from django.utils import timezone
+from django_q.tasks import async_task
 
-from events.corrected import ATTRIBUTION, EDIT, KINDS, RESTORATION, RETRACTION, View, corrected
+from events.corrected import (
+    ATTRIBUTION,
+    DONE,
+    EDIT,
+    KINDS,
+    RESTORATION,
+    RETRACTION,
+    View,
+    corrected,
+)
 from events.models import Correction, Event, Turn, TurnStatus
 from events.parse import KnowledgeItem, parse
 from gem.models import IngestRecord, WorkingMemory, WorkingMemoryStatus
@@ -89,11 +100,13 @@ def correction_make(
                 actor=actor if kind == ATTRIBUTION else "",
                 made_by=made_by,
             )
-            event_rows_rewritten(event_id)
+            around = event_rows_rewritten(event_id)
     except IntegrityError:
         raise CorrectionError(
             f"Message #{event_id} was corrected by someone else meanwhile: look at it again."
         ) from None
+    if settings.SEARCH_SEMANTIC:  # the vectors lens.reindex removed, written again
+        async_task("lens.tasks.vectors_fill_range_task", *around, group="search")
     after = corrected(event.content, event.actor, [*(c.step for c in made), correction.step])
     return _working_memory_follows(event, view, after, correction, user_id=user_id)
 
@@ -102,7 +115,7 @@ def _working_memory_follows(
     event: Event, before: View, after: View, correction: Correction, *, user_id: int | None
 ) -> CorrectionMade:
     now = timezone.now()
-    reason = f"message #{event.pk} {_DONE[correction.kind]} (correction #{correction.pk})"
+    reason = f"message #{event.pk} {DONE[correction.kind]} (correction #{correction.pk})"
     said, says = _knowledge(before), _knowledge(after)
     gone = {(item.kind, item.text) for item in said if item not in says and not item.lifecycle}
     written_by_it = list(
@@ -148,14 +161,6 @@ def _working_memory_follows(
         moved=moved,
         kept=kept,
     )
-
-
-_DONE = {
-    EDIT: "edited",
-    ATTRIBUTION: "given to another identity",
-    RETRACTION: "taken back",
-    RESTORATION: "restored",
-}
 
 
 def _knowledge(view: View) -> list[KnowledgeItem]:

@@ -36,7 +36,8 @@ from django.conf import settings
 from django.db.models import Count, Max, Min, Q
 from django.utils import timezone
 
-from events.models import Event, Turn, TurnStatus
+from events.corrected import DONE
+from events.models import Correction, Event, Turn, TurnStatus
 from gem.decay import (
     FLOOR_THRESHOLD,
     PLAN,
@@ -161,6 +162,28 @@ class RecentShown:
 
 
 @dataclass(frozen=True)
+class CorrectionShown:
+    """A correction of an event of the turn's conversation (its window, its message, its
+    reply), made before the context was assembled (which read it) or since (what was sent is
+    as the event stood then)."""
+
+    event_id: int
+    kind: str
+    made_by: str
+    when: str
+    since: bool
+
+    @property
+    def sentence(self) -> str:
+        then = (
+            "after this turn: what was sent holds the message as it stood then"
+            if self.since
+            else "before this turn: the context read it as corrected"
+        )
+        return f"{DONE[self.kind]} by {self.made_by}, {self.when}; {then}."
+
+
+@dataclass(frozen=True)
 class LeftOut:
     """Something that could have been in the context and was not, and why, in words."""
 
@@ -255,6 +278,7 @@ class Inspection:
     found: list[RecalledShown] = field(default_factory=list)
     woken: list[dict] = field(default_factory=list)  # {key, said}: what the message named
     recent: RecentShown | None = None
+    corrections: list[CorrectionShown] = field(default_factory=list)
     outside_recent: str = ""
     left_out: list[LeftOut] = field(default_factory=list)
     breakpoints: list[Breakpoint] = field(default_factory=list)
@@ -308,6 +332,7 @@ def turn_inspection(*, turn: Turn) -> Inspection:
     inspection.previous_snapshot = (
         ContextSnapshot.objects.filter(turn__lt=turn.pk).order_by("-turn", "-ts", "-id").first()
     )
+    inspection.corrections = _corrections_shown(inspection)
     inspection.left_out = [
         *_lingering_left_out(inspection, included),
         *_summaries_left_out(inspection, included),
@@ -539,6 +564,32 @@ def _recent_shown(included: dict, truncated: dict) -> RecentShown | None:
         held_from=window.get("held_from"),
         moved=window.get("moved"),
     )
+
+
+def _corrections_shown(inspection: Inspection) -> list[CorrectionShown]:
+    """The corrections of the events from Recent's first to the turn's message and of its
+    reply, and those of earlier events made since the turn before (a message taken back then
+    is in no window), oldest first."""
+    turn, recent, previous = inspection.turn, inspection.recent, inspection.previous_snapshot
+    first = recent.first_event_id if recent and recent.first_event_id else turn.event_id
+    since_previous = Q(event_id__lt=first, made_at__lte=inspection.snapshot.ts)
+    if previous is not None:
+        since_previous &= Q(made_at__gt=previous.ts)
+    rows = Correction.objects.filter(
+        Q(event_id__gte=first, event_id__lte=turn.event_id)
+        | Q(event_id=turn.reply_event_id)
+        | since_previous
+    ).order_by("id")
+    return [
+        CorrectionShown(
+            event_id=row.event_id,
+            kind=row.kind,
+            made_by=row.made_by,
+            when=row.made_at.astimezone(ZoneInfo(inspection.zone)).strftime("%-d %b %Y, %H:%M"),
+            since=row.made_at > inspection.snapshot.ts,
+        )
+        for row in rows
+    ]
 
 
 # --- What was left out, and why ------------------------------------------------------------------

@@ -7,8 +7,10 @@ characters per token, the pending recall requests, where the last Recent window 
 rest is read as it stood at that moment: working memory created by then and still active then
 (an item that left later was stamped ``resolved_at``), the summaries written by then and not yet
 superseded. What nobody keeps a history of (the wake text, the ambient prose, a fragment, an
-item's words or decay anchor) is read as it is now; when the two contexts differ, the changes
-made since (the Anvil's log of every write, retags) are named beside the sections that differ.
+item's words or decay anchor) is read as it is now, and so is the log as corrected (a message
+taken back since is not in the context assembled again); when the two contexts differ, the
+changes made since (the Anvil's log of every write, retags, corrections of the log) are named
+beside the sections that differ.
 """
 
 from dataclasses import dataclass, field
@@ -17,7 +19,8 @@ from datetime import datetime
 from django.contrib.admin.models import LogEntry
 from django.db.models import Q
 
-from events.models import Event, Turn
+from events.corrected import DONE
+from events.models import Correction, Event, Turn
 from gem.models import WorkingMemory
 from gem.selectors import gem_current
 from heart.assemble import Assembly
@@ -33,6 +36,7 @@ CHANGES_OF = {
     "Recalled": ("gem.fragment", "gem.fragmentedge"),
     "Recent": ("gem.identity",),
 }
+CORRECTED = ("Recent", "Found", "Summaries")  # the parts that read the log as corrected
 
 
 @dataclass
@@ -102,8 +106,8 @@ def working_memory_then(snapshot: ContextSnapshot) -> list[WorkingMemory]:
 
 def changes_since(moment: datetime, *, parts: list[str], items: list[int]) -> list[str]:
     """What was changed after ``moment`` that can change these parts of a context: the Anvil's
-    logged writes to the models behind them and, for Lingering, the ``items`` the turn had that
-    were written again since."""
+    logged writes to the models behind them, for Lingering, the ``items`` the turn had that
+    were written again since, and for the parts that read the log, its corrections since."""
     kinds = Q()
     for label in {label for part in parts for label in CHANGES_OF.get(part, ())}:
         app_label, model = label.split(".")
@@ -129,6 +133,12 @@ def changes_since(moment: datetime, *, parts: list[str], items: list[int]) -> li
             changes.append(
                 f"{item.refreshed_at:%Y-%m-%d %H:%M}: working memory #{item.pk} was written "
                 "again, which moved its decay anchor"
+            )
+    if set(parts) & set(CORRECTED):
+        for correction in Correction.objects.filter(made_at__gt=moment).order_by("id"):
+            changes.append(
+                f"{correction.made_at:%Y-%m-%d %H:%M}: message #{correction.event_id} was "
+                f"{DONE[correction.kind]} (by {correction.made_by})"
             )
     if not changes:
         changes.append(

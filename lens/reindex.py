@@ -3,6 +3,9 @@
 An event's row holds its text, its speaker and, as context, the text of the two events before
 it (lens 0001), all read from the log as corrected (``lens_event_corrected``, lens 0009): a
 correction changes the corrected event's own row and the rows of the two events after it.
+The semantic search's vector of an event is made with the turns before and after it
+(``lens.semantic``): the vectors of the event and of its two neighbours are removed, and
+written again from the corrected log by ``lens.tasks.vectors_fill_range_task``.
 """
 
 from django.db import connections
@@ -15,8 +18,9 @@ CONTEXT = (
 )
 
 
-def event_rows_rewritten(event_id: int) -> list[int]:
-    """Write again the index rows that hold what ``event_id`` says; the ids of their events."""
+def event_rows_rewritten(event_id: int) -> tuple[int, int]:
+    """Write again the index rows that hold what ``event_id`` says, and remove the vectors
+    made with it; the first and last events whose vectors are to be written again."""
     connection = connections[store_for("heart", "event")]
     with connection.cursor() as cursor:
         cursor.execute("SELECT id FROM heart_event WHERE id > %s ORDER BY id LIMIT 2", [event_id])
@@ -37,4 +41,10 @@ def event_rows_rewritten(event_id: int) -> list[int]:
                 "FROM lens_event_corrected v WHERE v.id = i.event_id AND i.event_id = ANY(%s)",
                 [ids],
             )
-    return ids
+        cursor.execute("SELECT max(id) FROM heart_event WHERE id < %s", [event_id])
+        (before,) = cursor.fetchone()
+        around = (before or event_id, ids[1] if len(ids) > 1 else event_id)
+        cursor.execute(
+            "DELETE FROM lens_event_vector WHERE event_id BETWEEN %s AND %s", list(around)
+        )
+    return around

@@ -172,12 +172,14 @@ def _vectors_before(connection, ids: Sequence[int]) -> list[int]:
 
 def _events(connection, ids: Sequence[int]) -> list[tuple[Turn, Turn | None, Turn | None]]:
     """``(turn, the turn before, the turn after)`` of each id, in order, as ``event_vectors``
-    takes them."""
+    takes them, read as their corrections leave them (``lens_event_corrected``: no text once
+    retracted)."""
     rows = fetch_all(
         connection,
         "SELECT e.id, e.actor, e.content, b.actor, b.content, a.actor, a.content "
-        f"FROM heart_event e LEFT JOIN heart_event b ON b.id = {_BEFORE} "
-        f"LEFT JOIN heart_event a ON a.id = {_AFTER} WHERE e.id IN ({placeholders(ids)})",
+        f"FROM lens_event_corrected e LEFT JOIN lens_event_corrected b ON b.id = {_BEFORE} "
+        f"LEFT JOIN lens_event_corrected a ON a.id = {_AFTER} "
+        f"WHERE e.id IN ({placeholders(ids)})",
         list(ids),
     )
     found = {}

@@ -97,6 +97,8 @@ def summaries_for_context(
         if finer and cost <= left:
             chain[at : at + 1] = finer
             left -= cost
+            if cost < 0:  # finer and cheaper: what it frees may refine a newer one passed over
+                at = 0
             continue  # the finer ones may be refined in turn, the newest first
         at += 1
     return chain

@@ -5,12 +5,14 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 from django.core.management import CommandError, call_command
+from django.utils import timezone
 
 from bench.fakeapi import FakeReply
 from events.models import Event, Turn
 from gem.models import AmbientProse, Fragment, WorkingMemory
 from gem.services import time_zone_set, working_memory_status_set
 from heart import assemble, inspect
+from heart.corrections import correction_make
 from heart.inspect import entries_of, sections_of, snapshot_of, turn_inspection
 from heart.models import ContextSnapshot
 from heart.services import turn_submit
@@ -467,3 +469,18 @@ def test_the_command_prints_sections_included_left_out_and_cache(fake_api, setti
 def test_the_command_refuses_a_turn_that_is_not_there():
     with pytest.raises(CommandError, match="No turn 404"):
         call_command("inspect", "404")
+
+
+def test_it_lists_the_corrections_of_the_turns_conversation_before_it_and_since(fake_api):
+    now = timezone.now()
+    first = answered(fake_api, "<luna>the code is 4471</luna>", now)
+    correction_make(event_id=first.event_id, kind="retraction", made_by="owner")
+    later = answered(fake_api, "<luna>what code?</luna>", now + timedelta(minutes=2))
+
+    [before] = turn_inspection(turn=later).corrections
+    [since] = turn_inspection(turn=first).corrections
+
+    assert (before.event_id, before.kind, before.since) == (first.event_id, "retraction", False)
+    assert before.sentence.startswith("taken back by owner, ")
+    assert before.sentence.endswith("before this turn: the context read it as corrected.")
+    assert since.since and "what was sent holds the message as it stood then" in since.sentence

@@ -7,7 +7,9 @@ import pytest
 from django.contrib.admin.models import CHANGE, LogEntry
 from django.contrib.auth.models import User
 
+from events.models import Turn
 from gem.models import WorkingMemory
+from heart.corrections import correction_make
 from heart.inspect import sections_of
 from heart.models import ContextSnapshot
 from heart.services import turn_claim_next, turn_run, turn_submit
@@ -67,3 +69,19 @@ def test_a_snapshot_without_its_inputs_says_it_cannot_be_assembled_again():
     travel = snapshot_travelled(snapshot)
     assert not travel.possible and not travel.agrees
     assert "cannot be assembled again" in travel.why_not
+
+
+def test_it_names_a_correction_of_the_log_made_since_a_turn():
+    first = turn("<luna>the code is 4471</luna>", START)
+    second = turn("<luna>and the rain</luna>", START + timedelta(minutes=3))
+    said = Turn.objects.get(pk=first.turn).event_id
+    correction_make(
+        event_id=said, kind="edit", text="<luna>the code is 1234</luna>", made_by="owner"
+    )
+
+    travel = snapshot_travelled(second)
+
+    assert "Recent" in travel.differing
+    assert "1234" in sections_of(travel.user)["Recent"]
+    assert "4471" in sections_of(second.assembled_user)["Recent"]
+    assert any(change.endswith("was edited (by owner)") for change in travel.changes)
