@@ -19,6 +19,7 @@ from gem.draft import Draft, draft_render
 from gem.models import Fragment
 from lens.extract import fragment_drafts, one_line, working_memory_lingering
 from mirror.models import Summary
+from mirror.selectors import summaries_stale
 from silentstar.words import counted
 
 READ_CHARS_MAX = 24_000  # about 6,000 tokens: room for the answer in any model's window
@@ -65,7 +66,14 @@ def compass_read(*, question: str, now: datetime, time_zone: str) -> Reading:
         (item for item in items if item.type == "plan"),
         key=lambda item: (item.due is None, item.due or now, item.id),
     )
-    summaries = Summary.objects.filter(superseded_by__isnull=True).order_by("-created_at", "-id")
+    current = list(
+        Summary.objects.filter(superseded_by__isnull=True).order_by("-created_at", "-id")
+    )
+    # One written before a correction of what it covers waits to be written again.
+    stale = summaries_stale(
+        (s.pk, s.first_event_id, s.last_event_id, s.created_at) for s in current
+    )
+    summaries = [summary for summary in current if summary.pk not in stale]
     sections = [
         (NOW, f"{now.astimezone(zone):%A %Y-%m-%d %H:%M} in {time_zone}, the owner's time zone."),
         (PLANS, _lines([_item_line(plan, zone) for plan in plans], "No active plans.")),

@@ -35,7 +35,8 @@ from datetime import UTC, date, datetime, timedelta
 from django.db.models import Q
 from django.utils import timezone
 
-from events.models import Event, EventTag
+from events.models import Correction, Event, EventTag
+from events.selectors import as_corrected
 from gem.archive_store import archive_read
 from gem.meaning import meaning_words
 from gem.models import (
@@ -286,16 +287,31 @@ def _events(context: _Context) -> list[Entry]:
     for tag in query.tags:
         events = events.filter(tags__tag=tag)
     if query.mentions:
+        corrected_to = Correction.objects.filter(
+            Q(text__icontains=query.mentions) | Q(actor__iexact=query.mentions)
+        ).values("event_id")
         events = events.filter(
-            Q(content__icontains=query.mentions) | Q(actor__iexact=query.mentions)
+            Q(content__icontains=query.mentions)
+            | Q(actor__iexact=query.mentions)
+            | Q(pk__in=corrected_to)
         )
     if (ids := context.ids("event")) is not None:
         events = events.filter(pk__in=ids)
-    rows = list(
-        events.order_by("-ts", "-pk").values_list("pk", "ts", "actor", "content")[
-            : _fetch_limit(context)
-        ]
-    )
+    # Read as their corrections leave them: a retracted one left out, one whose corrected words
+    # no longer hold what was asked for too.
+    rows = [
+        row
+        for row in as_corrected(
+            list(
+                events.order_by("-ts", "-pk").values_list("pk", "ts", "actor", "content")[
+                    : _fetch_limit(context)
+                ]
+            )
+        )
+        if not query.mentions
+        or query.mentions.lower() in row[3].lower()
+        or query.mentions.lower() == row[2].lower()
+    ]
     tags: dict[int, list[str]] = {}
     for event_id, tag in EventTag.objects.filter(event_id__in=[r[0] for r in rows]).values_list(
         "event_id", "tag"

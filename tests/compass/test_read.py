@@ -6,6 +6,7 @@ from zoneinfo import ZoneInfo
 import pytest
 
 from compass.read import compass_read, keys_named, sections_capped
+from events.models import Correction, Event
 from gem.models import Fragment
 from gem.services import working_memory_create
 from mirror.models import Summary
@@ -60,3 +61,15 @@ def test_sections_past_the_cap_are_cut_saying_how_much_was_left_out():
         ("B", "1\n(2 more lines left out for length)"),
     ]
     assert sections_capped(sections, 100) == sections
+
+
+def test_a_summary_written_before_a_correction_of_what_it_covers_is_not_read():
+    said = Event.objects.create(actor="luna", content="<luna>the race is off</luna>")
+    Summary.objects.create(
+        level="L0", first_event_id=said.pk, last_event_id=said.pk, content="The race is off."
+    )
+    Correction.objects.create(event=said, sequence=0, kind="retraction", made_by="owner")
+
+    reading = compass_read(question="the week", now=NOW, time_zone=ZONE)
+
+    assert dict(reading.sections)["Recent summaries"] == "No summaries yet."

@@ -6,6 +6,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from events.models import Correction
 from gem.models import Fragment, FragmentEdge, FragmentSource, WorkingMemory, WorkingMemoryRef
 from gem.services import working_memory_create
 from heart.ingest import event_record
@@ -190,3 +191,17 @@ def test_importance_and_emotion_find_items_as_they_are_written():
     assert refs(emotion="neutral") == [plain]
     assert set(refs(min_importance=0.55)) == {glad, grief}
     assert refs(max_importance=0.5) == [plain]
+
+
+def test_events_are_read_as_their_corrections_leave_them():
+    edited, retracted = event("we met at the harbour"), event("the code is 4471")
+    Correction.objects.create(
+        event=edited, sequence=0, kind="edit", text="we met at the station", made_by="owner"
+    )
+    Correction.objects.create(event=retracted, sequence=0, kind="retraction", made_by="owner")
+
+    found = memory_query(MemoryQuery(type="event"), now=NOW)
+
+    assert [(entry.id, entry.text) for entry in found] == [(edited.pk, "we met at the station")]
+    assert refs(mentions="harbour", type="event") == []
+    assert refs(mentions="station", type="event") == [f"event:{edited.pk}"]
