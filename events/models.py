@@ -126,6 +126,26 @@ class Correction(AppendOnlyModel):
         return corrected.Step(self.kind, self.text, self.actor)
 
 
+class Purge(AppendOnlyModel):
+    """The one exception to the append-only log, itself logged: a retracted event's text and
+    image blanked, with the same text wherever it was copied, by the owner
+    (``heart.corrections.event_purge``). The database lets a row of the log (and the text of
+    its corrections) change only this way: to nothing, once a purge of it is recorded."""
+
+    event = models.OneToOneField(Event, on_delete=models.PROTECT, related_name="purge")
+    purged_by = models.CharField(max_length=150, help_text="Who purged it: a username.")
+    purged_at = models.DateTimeField(default=timezone.now)
+    blanked = models.JSONField(
+        default=dict, help_text="Where its text was blanked: copies by place, counted."
+    )
+
+    class Meta:
+        db_table = "events_purge"
+
+    def __str__(self):
+        return f"purge of #{self.event_id} by {self.purged_by}"
+
+
 class TurnStatus(models.TextChoices):
     QUEUED = "queued"
     RUNNING = "running"

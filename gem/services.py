@@ -851,6 +851,18 @@ def working_memory_match_set(
     return match
 
 
+def working_memory_blank(*, item_ids: list[int], text: str) -> int:
+    """Put ``text`` in place of these items' words and subject, whatever their status: what a
+    purge of the message they came from leaves of them (``heart.corrections.event_purge``).
+    Returns how many were blanked."""
+    if not item_ids:
+        return 0
+    with transaction.atomic():
+        return WorkingMemory.objects.filter(pk__in=item_ids).update(
+            content=text, subject="", semantic_hash=semantic_hash(text)
+        )
+
+
 def working_memory_status_set(
     *,
     item_ids: list[int],

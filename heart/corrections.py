@@ -15,10 +15,13 @@ what the message now says, through the Gem's services:
   listed (``CorrectionMade.kept``) for the person to decide.
 """
 
+import re
 from dataclasses import dataclass, field
 
 from django.conf import settings
-from django.db import IntegrityError, transaction
+from django.core.files.storage import default_storage
+from django.db import IntegrityError, connections, transaction
+from django.db.models import Q
 from django.utils import timezone
 from django_q.tasks import async_task
 
@@ -32,15 +35,18 @@ from events.corrected import (
     View,
     corrected,
 )
-from events.models import Correction, Event, Turn, TurnStatus
+from events.models import Correction, Event, Purge, Turn, TurnStatus
 from events.parse import KnowledgeItem, parse
+from events.render import message_display
 from gem.models import IngestRecord, WorkingMemory, WorkingMemoryStatus
 from gem.selectors import identities_current
-from gem.services import working_memory_status_set, working_memory_update
+from gem.services import working_memory_blank, working_memory_status_set, working_memory_update
 from gem.state import turn_counter_current
 from heart.forms import MESSAGE_MAX_CHARS
 from heart.ingest import working_memory_take_up
+from heart.models import ContextSnapshot
 from lens.reindex import event_rows_rewritten
+from mirror.models import Summary
 from silentstar.router import store_for
 
 ANSWERING = (TurnStatus.QUEUED, TurnStatus.RUNNING)
@@ -226,3 +232,111 @@ def _refusal(view: View, event: Event, *, kind: str, text: str, actor: str) -> N
             )
         if actor == view.actor:
             raise CorrectionError(f"Message #{event_id} is already {actor}'s.")
+
+
+# --- Purge ---------------------------------------------------------------------------------------
+
+PURGED = "[purged]"
+# A text shorter than this is blanked in the log alone: as a word in other text it would take
+# too much with it.
+PURGE_COPY_MIN_CHARS = 4
+
+
+def purge_reach(event_id: int) -> dict[str, int]:
+    """Where purging ``event_id`` would blank its text, copies counted by place (nothing is
+    written): the confirmation shows it."""
+    event, texts = _purged_texts(event_id)
+    return _copies(event, texts, write=False)
+
+
+def event_purge(*, event_id: int, purged_by: str) -> Purge:
+    """Blank a retracted message's text and image in the log, the text of its corrections and
+    the same text wherever it was copied: the search index, its turn's partial reply, the
+    context snapshots, the summaries and the working memory written from it. The one exception
+    to the append-only log, itself recorded (``Purge``: what, when, who). Refused in words for
+    an unknown message, one not taken back, or one purged already. Backups made before, and
+    working memory already moved to the archive, keep the text."""
+    event, texts = _purged_texts(event_id)
+    image = event.image.name
+    with transaction.atomic(using=store_for("events")):
+        copies = _copies(event, texts, write=False)
+        try:
+            with transaction.atomic(using=store_for("events")):
+                purge = Purge.objects.create(event=event, purged_by=purged_by, blanked=copies)
+        except IntegrityError:
+            raise CorrectionError(f"Message #{event_id} is purged already.") from None
+        with connections[store_for("events")].cursor() as cursor:
+            cursor.execute(
+                "UPDATE heart_event SET content = '', image = '' WHERE id = %s", [event_id]
+            )
+            cursor.execute(
+                "UPDATE events_correction SET text = '' WHERE event_id = %s AND text <> ''",
+                [event_id],
+            )
+            cursor.execute(
+                "UPDATE heart_turn SET partial_text = '' WHERE (event_id = %s "
+                "OR reply_event_id = %s) AND partial_text <> ''",
+                [event_id, event_id],
+            )
+        event_rows_rewritten(event_id)
+    _copies(event, texts, write=True)
+    if image:
+        default_storage.delete(image)
+    return purge
+
+
+def _purged_texts(event_id: int) -> tuple[Event, list[str]]:
+    """The event to purge and what it said, in every form a copy may hold: raw, each edit,
+    and as the page and the context show them; longest first."""
+    event = Event.objects.filter(pk=event_id).first()
+    if event is None:
+        raise CorrectionError(f"There is no message #{event_id} in the log.")
+    if Purge.objects.filter(event_id=event_id).exists():
+        raise CorrectionError(f"Message #{event_id} is purged already.")
+    made = list(Correction.objects.filter(event_id=event_id).order_by("id"))
+    if not corrected(event.content, event.actor, [c.step for c in made]).retracted:
+        raise CorrectionError(
+            f"Message #{event_id} is not taken back: take it back first, then purge it."
+        )
+    sides = identities_current().sides
+    said = [event.content, *(c.text for c in made if c.kind == EDIT)]
+    shown = [
+        segment.text_apart
+        for text in said
+        for segment in message_display(
+            event_id=event.pk, content=text, actor=event.actor, sides=sides
+        ).segments
+    ]
+    texts = {text.strip() for text in [*said, *shown]} - {""}
+    return event, sorted(texts, key=len, reverse=True)
+
+
+def _copies(event: Event, texts: list[str], *, write: bool) -> dict[str, int]:
+    """Count (or, with ``write``, blank) the copies of ``texts`` outside the log."""
+    found = [text for text in texts if len(text) >= PURGE_COPY_MIN_CHARS]
+    pattern = (
+        re.compile("|".join(rf"(?<!\w){re.escape(text)}(?!\w)" for text in found))
+        if found
+        else None
+    )
+    copies = {"snapshots": 0, "summaries": 0, "working_memory": 0}
+    if pattern is None:
+        return copies
+    for model, fields, place in (
+        (ContextSnapshot, ("assembled_system", "assembled_user"), "snapshots"),
+        (Summary, ("content",), "summaries"),
+    ):
+        words = Q()
+        for text in found:
+            for name in fields:
+                words |= Q(**{f"{name}__contains": text})
+        for row in model.objects.filter(words).only("pk", *fields):
+            copies[place] += 1
+            if write:
+                changed = {name: pattern.sub(PURGED, getattr(row, name)) for name in fields}
+                model.objects.filter(pk=row.pk).update(**changed)
+    items = WorkingMemory.objects.filter(event_id=event.pk).values_list("pk", flat=True)
+    copies["working_memory"] = len(items)
+    if write:
+        working_memory_blank(item_ids=list(items), text=PURGED)
+    return copies

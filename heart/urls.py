@@ -9,6 +9,7 @@ urlpatterns = [
     path("turns/<int:turn_id>/", views.turn_detail, name="heart-turn-detail"),
     path("turns/<int:turn_id>/retry/", views.turn_retry_view, name="heart-turn-retry"),
     path("events/<int:event_id>/correct/", views.event_correct, name="heart-event-correct"),
+    path("events/<int:event_id>/purge/", views.event_purge_view, name="heart-event-purge"),
     path("setup/", views.setup, name="heart-setup"),
     path("setup/skip/", views.setup_skip, name="heart-setup-skip"),
     path("worker/", views.worker_status, name="heart-worker-status"),

@@ -16,7 +16,7 @@ from django.conf import settings
 from django.contrib import messages
 from django.contrib.auth.decorators import login_not_required
 from django.contrib.staticfiles import finders
-from django.core.exceptions import ValidationError
+from django.core.exceptions import PermissionDenied, ValidationError
 from django.core.files.storage import default_storage
 from django.db import transaction
 from django.db.models import Q
@@ -38,7 +38,7 @@ from gem.selectors import Identities, identities_current
 from gem.services import IdentityRow, identities_set, time_zone_set
 from gem.state import state_get
 from gem.zone import TIME_ZONE, owner_time_zone
-from heart.corrections import CorrectionError, correction_make
+from heart.corrections import CorrectionError, correction_make, event_purge, purge_reach
 from heart.first_run import first_run_set_aside, nothing_said
 from heart.forms import CorrectionForm, HistoryForm, IdentityFormSet, MessageForm, TimeZoneForm
 from heart.services import identity_default, turn_retry, turn_submit, user_text_compose
@@ -197,6 +197,27 @@ def event_correct(request, event_id: int):
     response = HttpResponseRedirect(f"{reverse('heart-chat')}#event-{event.pk}")
     response.status_code = 303
     return response
+
+
+@require_http_methods(["GET", "POST"])
+def event_purge_view(request, event_id: int):
+    """The owner's purge of a message taken back: what it reaches and does not, then, on
+    confirmation, the purge."""
+    if not request.user.is_superuser:
+        raise PermissionDenied("Only the owner may purge a message.")
+    event = get_object_or_404(Event.objects.only("id", "ts", "actor"), pk=event_id)
+    if request.method == "POST":
+        try:
+            event_purge(event_id=event.pk, purged_by=request.user.get_username())
+        except CorrectionError as error:
+            return _refuse(request, str(error), status=409)
+        messages.success(request, f"Message #{event.pk} is purged: its text is gone.")
+        return _back_to_chat()
+    try:
+        reach = purge_reach(event.pk)
+    except CorrectionError as error:
+        return _refuse(request, str(error), status=409)
+    return render(request, "heart/purge.html", {"event": event, "reach": reach})
 
 
 @require_http_methods(["GET", "POST"])

@@ -95,17 +95,29 @@ def event_log_triggers_lifted(django_db_blocker) -> Iterator[None]:
     still runs against them (``tests/events/test_models.py`` checks them)."""
     migration = importlib.import_module("heart.migrations.0002_event_log_append_only")
     corrections = importlib.import_module("events.migrations.0002_correction")
-    lift = by_vendor(corrections.APPEND_ONLY_DROP, what="append-only triggers")
-    put_back = by_vendor(corrections.APPEND_ONLY, what="append-only triggers")
+    purges = importlib.import_module("events.migrations.0003_purge")
+    what = "append-only triggers"
+    # Lifted newest first (on PostgreSQL the later triggers call the log's function), put back
+    # oldest first (the purge's way through replaces the log's own update triggers).
+    lifts = [
+        by_vendor(purges.BACKWARD, what=what),
+        by_vendor(corrections.APPEND_ONLY_DROP, what=what),
+    ]
+    put_backs = [
+        by_vendor(corrections.APPEND_ONLY, what=what),
+        by_vendor(purges.FORWARD, what=what),
+    ]
     with django_db_blocker.unblock(), connections["events"].schema_editor() as editor:
-        lift(None, editor)  # first: on PostgreSQL its triggers call the log's function
+        for lift in lifts:
+            lift(None, editor)
         migration.remove(None, editor)
     try:
         yield
     finally:
         with django_db_blocker.unblock(), connections["events"].schema_editor() as editor:
             migration.install(None, editor)
-            put_back(None, editor)
+            for put_back in put_backs:
+                put_back(None, editor)
         with django_db_blocker.unblock():
             connections.close_all()
 

@@ -34,7 +34,7 @@ from django.db import DatabaseError, models, transaction
 from tqdm import tqdm
 
 from compass.models import CompassPrompt, Consultation, Proposal
-from events.models import Correction, Event, EventTag, Turn
+from events.models import Correction, Event, EventTag, Purge, Turn
 from gem.archive_store import archive_read, archive_storage, index_read
 from gem.models import (
     AmbientProse,
@@ -118,6 +118,7 @@ KINDS = (
         Correction,
         ("id", "event", "sequence", "kind", "text", "actor", "made_by", "made_at"),
     ),
+    Kind("purges.jsonl", Purge, ("id", "event", "purged_by", "purged_at", "blanked")),
     Kind(
         "turns.jsonl",
         Turn,
@@ -383,6 +384,7 @@ ADDED_LATER = frozenset(
         "imported_messages.jsonl",
         "imported_memories.jsonl",
         "corrections.jsonl",
+        "purges.jsonl",
     }
 )
 # Models whose rows are written inside another file's rows, without ids of their own.

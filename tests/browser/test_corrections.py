@@ -6,7 +6,7 @@ import pytest
 from playwright.sync_api import expect
 
 from bench.fakeapi import FakeReply
-from events.models import Correction
+from events.models import Correction, Event, Purge
 from tests.browser.conftest import BROWSER_DB, accessibility_problems
 
 pytestmark = BROWSER_DB
@@ -95,3 +95,26 @@ def test_a_message_taken_back_on_a_phone_leaves_the_next_context_and_comes_back(
     message.get_by_role("button", name="Restore it").tap()
     expect(page.locator("#history article.message.retracted")).to_have_count(0)
     expect(page.locator("#history")).to_contain_text("the safe code is 4471")
+
+
+@pytest.mark.usefixtures("worker")
+def test_the_owner_purges_a_message_taken_back_on_a_phone(fake_api, phone_page, screenshot):
+    page = phone_page
+    page.goto("/")
+    said(page, fake_api, "my bank password is Zebra-88-quartz", "Please change it.")
+    message = page.locator(LATEST_USER)
+    message.get_by_text("correct", exact=True).tap()
+    message.get_by_role("button", name="Take it back").tap()
+
+    message = page.locator("#history article.message.retracted")
+    message.get_by_text("correct", exact=True).tap()
+    message.get_by_role("link", name="Purge its text…").tap()
+    expect(page.get_by_role("heading", name="Purge message")).to_be_visible()
+    expect(page.get_by_text("backups and exports already made")).to_be_visible()
+    assert not accessibility_problems(page)
+    screenshot(page, "purge-phone")
+    page.get_by_role("button", name="Purge its text").tap()
+
+    expect(page.locator("#composer-error")).to_contain_text("its text is gone")
+    assert "Zebra-88-quartz" not in page.content()
+    assert "Zebra-88-quartz" not in Event.objects.get(pk=Purge.objects.get().event_id).content

@@ -4,13 +4,15 @@ search, through the real SDK and the fake Messages API."""
 from datetime import UTC, datetime, timedelta
 
 import pytest
+from django.db import IntegrityError, connections, transaction
 
 from bench.fakeapi import FakeReply
-from events.models import Correction, Event, Turn
+from events.models import Correction, Event, Purge, Turn
 from gem.models import WorkingMemory
 from gem.services import working_memory_update
 from heart import corrections
-from heart.corrections import CorrectionError, correction_make
+from heart.corrections import CorrectionError, correction_make, event_purge, purge_reach
+from heart.models import ContextSnapshot
 from heart.services import turn_submit
 from heart.tasks import run_turns_task
 from lens.search import search
@@ -260,3 +262,74 @@ def test_a_plan_the_retracted_message_resolved_is_active_again(fake_api):
 
     [plan] = active(type="plan")
     assert made.reopened == [plan.pk] and plan.content == "water the ferns"
+
+
+# --- purge -------------------------------------------------------------------------------------
+
+
+def raw(sql: str, params=()):
+    with transaction.atomic(using="events"), connections["events"].cursor() as cursor:
+        cursor.execute(sql, params)
+
+
+def test_a_purge_blanks_a_retracted_message_everywhere_it_was_copied_and_is_recorded(fake_api):
+    secret = answered(fake_api, "<luna><pin>the safe code is 4471 9902</pin></luna>", START)
+    answered(fake_api, "<luna>anyway</luna>", START + timedelta(minutes=2))
+    assert "4471 9902" in ContextSnapshot.objects.order_by("-id").first().assembled_user
+    correction_make(event_id=secret.event_id, kind="retraction", made_by="owner")
+    assert purge_reach(secret.event_id)["snapshots"] == 2  # its own turn's and the next's
+
+    purge = event_purge(event_id=secret.event_id, purged_by="owner")
+
+    event = Event.objects.get(pk=secret.event_id)
+    assert (event.content, event.image.name) == ("", "")
+    assert purge.blanked == {"snapshots": 2, "summaries": 0, "working_memory": 1}
+    assert not ContextSnapshot.objects.filter(assembled_user__contains="4471").exists()
+    assert "[purged]" in ContextSnapshot.objects.order_by("-id").first().assembled_user
+    assert WorkingMemory.objects.get(event_id=secret.event_id).content == "[purged]"
+    assert found("4471") == set()
+    assert Purge.objects.get().purged_by == "owner"
+
+
+def test_an_edit_of_a_purged_message_is_blanked_too(said):
+    correction_make(
+        event_id=said.event_id, kind="edit", text="<luna>my PIN is 5531</luna>", made_by="o"
+    )
+    correction_make(event_id=said.event_id, kind="retraction", made_by="o")
+
+    event_purge(event_id=said.event_id, purged_by="owner")
+
+    assert list(Correction.objects.values_list("kind", "text")) == [
+        ("edit", ""),
+        ("retraction", ""),
+    ]
+
+
+def test_only_a_message_taken_back_is_purged_and_only_once(said):
+    with pytest.raises(CorrectionError, match="not taken back: take it back first"):
+        event_purge(event_id=said.event_id, purged_by="owner")
+    with pytest.raises(CorrectionError, match="There is no message #999999"):
+        event_purge(event_id=999_999, purged_by="owner")
+    correction_make(event_id=said.event_id, kind="retraction", made_by="owner")
+    event_purge(event_id=said.event_id, purged_by="owner")
+    with pytest.raises(CorrectionError, match="purged already"):
+        event_purge(event_id=said.event_id, purged_by="owner")
+    assert Purge.objects.count() == 1
+
+
+def test_the_database_lets_a_row_change_only_to_nothing_and_only_once_purged(said):
+    with pytest.raises(IntegrityError, match="append-only"):
+        raw("UPDATE heart_event SET content = '' WHERE id = %s", [said.event_id])
+    correction_make(event_id=said.event_id, kind="retraction", made_by="owner")
+    event_purge(event_id=said.event_id, purged_by="owner")
+    for sql in (
+        "UPDATE heart_event SET content = 'back' WHERE id = %s",
+        "UPDATE heart_event SET actor = 'renki' WHERE id = %s",
+        "DELETE FROM heart_event WHERE id = %s",
+        "UPDATE events_correction SET text = 'x' WHERE event_id = %s",
+        "UPDATE events_purge SET purged_by = 'x' WHERE event_id = %s",
+        "DELETE FROM events_purge WHERE event_id = %s",
+    ):
+        with pytest.raises(IntegrityError, match="append-only"):
+            raw(sql, [said.event_id])
+    assert Purge.objects.get().purged_by == "owner"

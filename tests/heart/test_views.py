@@ -906,3 +906,30 @@ def test_a_reply_offers_no_edit_of_its_raw_text(admin_client, said):
     shown = article_of(admin_client.get("/").text, reply_id)
     assert 'value="attribution"' in shown and 'value="retraction"' in shown
     assert 'value="edit"' not in shown and "<textarea" not in shown
+
+
+def test_the_owner_purges_a_message_taken_back_after_seeing_what_it_reaches(
+    admin_client, client, django_user_model, said
+):
+    correct(admin_client, said.event_id, kind="retraction")
+    assert "Purge its text…" in article_of(admin_client.get("/").text, said.event_id)
+    url = reverse("heart-event-purge", args=[said.event_id])
+
+    page = admin_client.get(url).text
+
+    assert "Purge message #" in page and "backups and exports already made" in page
+    response = admin_client.post(url)
+    assert response.status_code == 303
+    assert Event.objects.get(pk=said.event_id).content == ""
+    assert "is purged: its text is gone" in admin_client.get("/").text
+    friend = django_user_model.objects.create_user("friend", password="x")
+    client.force_login(friend)
+    assert client.get(url).status_code == 403
+
+
+def test_a_message_not_taken_back_is_not_purged(admin_client, said):
+    response = admin_client.post(reverse("heart-event-purge", args=[said.event_id]))
+
+    assert response.status_code == 303
+    assert "not taken back: take it back first" in admin_client.get("/").text
+    assert Event.objects.get(pk=said.event_id).content == "<luna>my sister Mara phoned</luna>"

@@ -58,6 +58,10 @@ taken_back = Event.objects.create(actor='luna', content='<luna>the vault word is
 correction_make(event_id=taken_back.pk, kind='edit', text='<luna>the vault word is oak</luna>',
                 made_by=owner.username)
 correction_make(event_id=taken_back.pk, kind='retraction', made_by=owner.username)
+pasted = Event.objects.create(actor='luna', content='<luna>my password is hunter22</luna>')
+correction_make(event_id=pasted.pk, kind='retraction', made_by=owner.username)
+from heart.corrections import event_purge
+event_purge(event_id=pasted.pk, purged_by=owner.username)
 ids = sorted(Event.objects.values_list('id', flat=True))
 assert EventTag.objects.exists() and Turn.objects.exists() and ContextSnapshot.objects.exists()
 FragmentEdge.objects.create(source_id='keeper', target_id='lighthouse', relation='keeps')
@@ -202,8 +206,9 @@ def test_it_exports_imports_and_exports_the_same_files(installation, exported, t
     assert f"`event:{events[0]['id']}`" in found
     # The corrections came with the log, and what they took back is not found again.
     kinds = [json.loads(line)["kind"] for line in (first / "corrections.jsonl").open()]
-    assert kinds == ["edit", "retraction"]
+    assert kinds == ["edit", "retraction", "retraction"]
     assert "zanzibar" in (first / "events.jsonl").read_text(encoding="utf-8")
+    assert "hunter22" not in (first / "events.jsonl").read_text(encoding="utf-8")  # purged
     for word in ("zanzibar", "vault"):
         assert "event:" not in target.manage("lens", "search", word).stdout
     said = target.manage("turn", "the lighthouse again", "--as", "luna")
