@@ -18,6 +18,7 @@ from mirror.models import (
 from mirror.services import (
     SuggestionError,
     suggestion_edit,
+    suggestion_forget,
     suggestion_promote,
     suggestion_reject,
 )
@@ -104,7 +105,7 @@ class TagSuggestionAdmin(admin.ModelAdmin):
     # A summary's suggestions side by side, the newest summary's first.
     ordering = ["-summary_id", "id"]
     search_fields = ["content", "subject"]
-    actions = ["promote_selected", "reject_selected"]
+    actions = ["promote_selected", "reject_selected", "forget_selected"]
     # editable until the suggestion is decided
     decided_fields = ["type", "content", "subject", "due", "hidden"]
     readonly_fields = [
@@ -243,6 +244,30 @@ class TagSuggestionAdmin(admin.ModelAdmin):
     @admin.action(description="Reject the selected suggestions", permissions=["change"])
     def reject_selected(self, request, queryset):
         self._decide(request, self._chosen(request, queryset), promote=False)
+
+    @admin.action(
+        description="Forget the selected suggestions (rejected; their words never staged again)",
+        permissions=["change"],
+    )
+    def forget_selected(self, request, queryset):
+        done, refused = [], []
+        for suggestion_id in self._chosen(request, queryset):
+            try:
+                suggestion_forget(
+                    suggestion_id=suggestion_id,
+                    user_id=request.user.pk,
+                    by=request.user.get_username(),
+                )
+                done.append(str(suggestion_id))
+            except SuggestionError as error:
+                refused.append(str(error))
+        if done:
+            self.message_user(
+                request,
+                f"Forgot {len(done)}: {', '.join(done)}; their words are never staged again.",
+            )
+        if refused:
+            self.message_user(request, f"Not acted on: {' '.join(refused)}", messages.WARNING)
 
     @staticmethod
     def _chosen(request, queryset) -> list[int]:

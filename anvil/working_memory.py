@@ -32,6 +32,7 @@ from gem.selectors import (
 from gem.services import (
     WorkingMemoryError,
     working_memory_create,
+    working_memory_forget,
     working_memory_status_set,
     working_memory_twin_review,
     working_memory_update,
@@ -86,7 +87,7 @@ class WorkingMemoryAdmin(admin.ModelAdmin):
     search_fields = ["content", "subject"]
     date_hierarchy = "created_at"
     inlines = [WorkingMemoryRefInline]
-    actions = ["status_change"]
+    actions = ["status_change", "forget_selected"]
     form = WorkingMemoryForm
     add_fields = ["type", "content", "subject", "due", "hidden", "importance", "valence"]
     readonly_fields = [
@@ -277,6 +278,24 @@ class WorkingMemoryAdmin(admin.ModelAdmin):
         page = self.status_change(request, WorkingMemory.objects.filter(pk=item.pk))
         return page or HttpResponseRedirect(
             reverse("admin:gem_workingmemory_change", args=[item.pk])
+        )
+
+    @admin.action(
+        description="Forget the selected items (dropped; their words never staged again)",
+        permissions=["change"],
+    )
+    def forget_selected(self, request, queryset):
+        forgotten = list(queryset.values_list("pk", flat=True))
+        working_memory_forget(
+            item_ids=forgotten,
+            by=request.user.get_username(),
+            user_id=request.user.pk,
+            now=timezone.now(),
+        )
+        self.message_user(
+            request,
+            f"Forgot {len(forgotten)} item{'s' if len(forgotten) != 1 else ''}: dropped, and "
+            "their words are never staged again.",
         )
 
     @admin.action(

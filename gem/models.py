@@ -367,6 +367,27 @@ class State(models.Model):
         return self.key
 
 
+class Forgotten(models.Model):
+    """Words a person asked to forget, a working-memory item's or a suggestion's: nothing
+    stages them again (``mirror.services.suggestions_stage`` leaves out whatever nearly repeats
+    them), whoever proposes it."""
+
+    type = models.CharField(max_length=8)
+    content = models.TextField()
+    source = models.CharField(
+        max_length=40, help_text="What was forgotten: “working memory #12”, “suggestion #3”."
+    )
+    forgotten_by = models.CharField(max_length=150, help_text="Who forgot it: a username.")
+    forgotten_at = models.DateTimeField(default=timezone.now)
+
+    class Meta:
+        ordering = ["id"]
+        verbose_name_plural = "forgotten"
+
+    def __str__(self):
+        return f"{self.source} ({self.type}), forgotten by {self.forgotten_by}"
+
+
 class IngestRecord(models.Model):
     """What ingesting one event did to working memory; its presence makes ingest run once."""
 

@@ -41,6 +41,7 @@ from gem.models import (
     RELATION_MAX_LENGTH,
     TIERS,
     AmbientProse,
+    Forgotten,
     Fragment,
     FragmentEdge,
     FragmentSource,
@@ -849,6 +850,38 @@ def working_memory_match_set(
         from_status=WorkingMemoryStatus.ACTIVE,
     )
     return match
+
+
+def working_memory_forget(
+    *, item_ids: list[int], by: str, user_id: int | None, now: datetime
+) -> list[int]:
+    """Forget items: each dropped, "forgotten" the reason, and its words kept as forgotten
+    (``words_forget``) so that nothing stages them again. Returns the ids that were active."""
+    items = list(
+        WorkingMemory.objects.filter(pk__in=item_ids)
+        .order_by("pk")
+        .values_list("pk", "type", "content")
+    )
+    with transaction.atomic():
+        dropped = working_memory_status_set(
+            item_ids=[pk for pk, _, _ in items],
+            status=WorkingMemoryStatus.DROPPED,
+            reason=f"forgotten by {by}",
+            now=now,
+            user_id=user_id,
+        )
+        words_forget(
+            [(type_, content, f"working memory #{pk}") for pk, type_, content in items], by=by
+        )
+    return dropped
+
+
+def words_forget(entries: list[tuple[str, str, str]], *, by: str) -> None:
+    """Keep ``(type, words, source)`` as forgotten by ``by``: every forgetting's one write."""
+    Forgotten.objects.bulk_create(
+        Forgotten(type=type_, content=content, source=source, forgotten_by=by)
+        for type_, content, source in entries
+    )
 
 
 def working_memory_blank(*, item_ids: list[int], text: str) -> int:

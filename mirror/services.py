@@ -22,13 +22,13 @@ from django.utils import timezone
 
 from events.models import Event
 from events.render import COMPANION
-from gem.match import content_words
-from gem.models import WorkingMemory, WorkingMemorySource, WorkingMemoryType
+from gem.match import content_words, word_overlap
+from gem.models import Forgotten, WorkingMemory, WorkingMemorySource, WorkingMemoryType
 from gem.selectors import identities_current
-from gem.services import WorkingMemoryError, working_memory_create
+from gem.services import WorkingMemoryError, words_forget, working_memory_create
 from gem.state import turn_counter_current
 from mirror.models import Proposer, SuggestionStatus, Summary, TagSuggestion
-from mirror.output import Suggestion, suggestions_chosen
+from mirror.output import DUPLICATE_OVERLAP, Suggestion, suggestions_chosen
 from mirror.route import TurnEvent
 from mirror.turns import events_between
 
@@ -62,7 +62,8 @@ def suggestions_stage(
     the rows written, in the order given (their ids set).
 
     ``summary`` is the one the Mirror read them in: a Mirror suggestion comes from one, another
-    proposer's from none. With ``cap`` (the Mirror's), at most that many are staged, pins
+    proposer's from none. None whose words nearly repeat words a person forgot is staged
+    (``gem.models.Forgotten``). With ``cap`` (the Mirror's), at most that many are staged, pins
     first, and none whose words nearly repeat an active working-memory item, a pending
     suggestion or one chosen before it (``mirror.output.suggestions_chosen``); without, every
     one is staged as given. Every suggestion is checked before anything is written: an unknown
@@ -80,6 +81,7 @@ def suggestions_stage(
         raise SuggestionError("Only the Mirror's suggestions come from a summary.")
     for number, suggestion in enumerate(suggestions, start=1):
         _check(suggestion, number)
+    suggestions = _not_forgotten(suggestions)
     if not suggestions or cap == 0:
         return []
     now = timezone.now()
@@ -145,6 +147,19 @@ def _check(suggestion: Staged, number: int) -> None:
         suggestion.type == WorkingMemoryType.PLAN and suggestion.due is not None
     ):
         raise SuggestionError(f"{named}: only a plan with a due date can be hidden.")
+
+
+def _not_forgotten(suggestions: Sequence[Staged]) -> list[Staged]:
+    """The suggestions whose words do not nearly repeat words a person forgot (default store,
+    read apart)."""
+    forgotten = list(Forgotten.objects.values_list("content", flat=True))
+    return [
+        suggestion
+        for suggestion in suggestions
+        if not any(
+            word_overlap(suggestion.content, words) >= DUPLICATE_OVERLAP for words in forgotten
+        )
+    ]
 
 
 def _known() -> tuple[list[str], list[str]]:
@@ -299,4 +314,13 @@ def _last_event(summary: Summary) -> tuple[int, datetime | None]:
 def suggestion_reject(*, suggestion_id: int, user_id: int) -> TagSuggestion:
     suggestion = _claim(suggestion_id, SuggestionStatus.REJECTED)
     LogEntry.objects.log_actions(user_id, [suggestion], CHANGE, "Rejected")
+    return suggestion
+
+
+def suggestion_forget(*, suggestion_id: int, user_id: int, by: str) -> TagSuggestion:
+    """Reject a pending suggestion as forgotten: its words are kept as forgotten
+    (``gem.services.words_forget``), and nothing stages them again."""
+    suggestion = _claim(suggestion_id, SuggestionStatus.REJECTED)
+    words_forget([(suggestion.type, suggestion.content, f"suggestion #{suggestion.pk}")], by=by)
+    LogEntry.objects.log_actions(user_id, [suggestion], CHANGE, f"Rejected: forgotten by {by}")
     return suggestion

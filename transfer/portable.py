@@ -38,6 +38,7 @@ from events.models import Correction, Event, EventTag, Purge, Turn
 from gem.archive_store import archive_read, archive_storage, index_read
 from gem.models import (
     AmbientProse,
+    Forgotten,
     Fragment,
     FragmentEdge,
     FragmentSource,
@@ -178,6 +179,11 @@ KINDS = (
     Kind("identities.jsonl", Identity, ("id", "name", "side", "color")),
     Kind("state.jsonl", State, ("key", "value", "updated_at")),
     Kind("ingest_records.jsonl", IngestRecord, ("event_id", "ingested_at", "changes")),
+    Kind(
+        "forgotten.jsonl",
+        Forgotten,
+        ("id", "type", "content", "source", "forgotten_by", "forgotten_at"),
+    ),
     Kind(
         "mirror_runs.jsonl",
         MirrorRun,
@@ -385,6 +391,7 @@ ADDED_LATER = frozenset(
         "imported_memories.jsonl",
         "corrections.jsonl",
         "purges.jsonl",
+        "forgotten.jsonl",
     }
 )
 # Models whose rows are written inside another file's rows, without ids of their own.

@@ -7,7 +7,7 @@ from django.utils import timezone
 
 from anvil.suggestions import TagSuggestionAdmin
 from events.models import Event
-from gem.models import WorkingMemory
+from gem.models import Forgotten, WorkingMemory
 from mirror.models import Summary, TagSuggestion
 from mirror.services import suggestion_reject
 
@@ -235,3 +235,11 @@ def test_it_keeps_a_decided_suggestion_as_it_was(admin_client, suggestions):
     delete = reverse("admin:mirror_tagsuggestion_delete", args=[decided.pk])
     assert admin_client.post(delete, {"post": "yes"}).status_code == 403
     assert TagSuggestion.objects.count() == 3
+
+
+def test_it_forgets_the_selected_suggestions(admin_client, suggestions):
+    forgot = decide(admin_client, "forget_selected", suggestions[:1])
+
+    assert "their words are never staged again" in messages_of(forgot)
+    assert TagSuggestion.objects.get(pk=suggestions[0].pk).status == "rejected"
+    assert Forgotten.objects.get().source == f"suggestion #{suggestions[0].pk}"

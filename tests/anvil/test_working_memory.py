@@ -14,7 +14,7 @@ from django.utils import timezone
 from django.utils.html import escape
 
 from events.models import Event
-from gem.models import Fragment, MiraEntry, WorkingMemory, WorkingMemorySource
+from gem.models import Forgotten, Fragment, MiraEntry, WorkingMemory, WorkingMemorySource
 from gem.services import working_memory_create
 from gem.state import state_set
 from tests.anvil.conftest import log_messages
@@ -536,3 +536,17 @@ def test_a_link_added_on_an_items_page_is_in_the_admin_log(admin_client):
     assert list(item.refs.values_list("fragment_id", flat=True)) == ["garden"]
     entry = LogEntry.objects.filter(object_id=str(item.pk)).latest("action_time")
     assert "garden" in entry.get_change_message()
+
+
+def test_it_forgets_the_selected_items(admin_client):
+    item = WorkingMemory.objects.create(type="pin", content="my old address")
+
+    done = admin_client.post(
+        reverse("admin:gem_workingmemory_changelist"),
+        {"action": "forget_selected", "_selected_action": [item.pk]},
+        follow=True,
+    )
+
+    assert "Forgot 1 item: dropped, and their words are never staged again." in done.text
+    assert WorkingMemory.objects.get().status == "dropped"
+    assert Forgotten.objects.get().content == "my old address"

@@ -13,7 +13,8 @@ from django.utils import timezone
 
 from events.models import Event
 from gem.meaning import semantic_hash
-from gem.models import WorkingMemory, WorkingMemorySource
+from gem.models import Forgotten, WorkingMemory, WorkingMemorySource
+from gem.services import working_memory_forget
 from gem.state import TURN_COUNTER, state_set
 from mirror.models import Proposer, Summary, TagSuggestion
 from mirror.run import mirror_run
@@ -21,6 +22,7 @@ from mirror.services import (
     Staged,
     SuggestionError,
     suggestion_edit,
+    suggestion_forget,
     suggestion_promote,
     suggestion_reject,
     suggestions_stage,
@@ -591,3 +593,34 @@ def test_no_code_but_the_queues_service_changes_a_suggestion():
                     found.append(f"{path.relative_to(root)}:{node.lineno}")
     assert found == []
     assert "save_model" in vars(TagSuggestionAdmin)
+
+
+def test_a_forgotten_suggestion_is_rejected_and_its_words_are_never_staged_again(
+    admin_user, suggestion
+):
+    forgotten = suggestion_forget(suggestion_id=suggestion.pk, user_id=admin_user.pk, by="owner")
+
+    assert forgotten.status == "rejected"
+    assert Forgotten.objects.get().source == f"suggestion #{suggestion.pk}"
+    again = [Staged(type="pin", content="tea with no sugar"), Staged(type="pin", content="rain")]
+    summary = Summary.objects.create(level="L0", first_event_id=41, last_event_id=60, content="s")
+    staged = suggestions_stage(proposer=Proposer.MIRROR, summary=summary, suggestions=again)
+    assert [s.content for s in staged] == ["rain"]
+    by_compass = suggestions_stage(proposer=Proposer.COMPASS, suggestions=again)
+    assert [s.content for s in by_compass] == ["rain"]  # whoever proposes it
+
+
+def test_a_forgotten_working_memory_items_words_are_never_staged_again():
+    item = WorkingMemory.objects.create(type="pin", content="the old alarm code is 2468")
+
+    dropped = working_memory_forget(
+        item_ids=[item.pk], by="owner", user_id=None, now=timezone.now()
+    )
+
+    item.refresh_from_db()
+    assert dropped == [item.pk] and item.status == "dropped"
+    staged = suggestions_stage(
+        proposer=Proposer.COMPASS,
+        suggestions=[Staged(type="pin", content="the alarm code is 2468")],
+    )
+    assert staged == []

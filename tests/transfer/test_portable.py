@@ -62,6 +62,8 @@ pasted = Event.objects.create(actor='luna', content='<luna>my password is hunter
 correction_make(event_id=pasted.pk, kind='retraction', made_by=owner.username)
 from heart.corrections import event_purge
 event_purge(event_id=pasted.pk, purged_by=owner.username)
+from gem.services import words_forget
+words_forget([('pin', 'the old alarm code', 'working memory #99')], by=owner.username)
 ids = sorted(Event.objects.values_list('id', flat=True))
 assert EventTag.objects.exists() and Turn.objects.exists() and ContextSnapshot.objects.exists()
 FragmentEdge.objects.create(source_id='keeper', target_id='lighthouse', relation='keeps')
