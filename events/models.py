@@ -154,9 +154,21 @@ class TurnStatus(models.TextChoices):
 
 
 class Turn(models.Model):
-    """One job of the Heart: answering one user event."""
+    """One job of the Heart: a reply to the person's event. Several turns may answer one event
+    (asked again: ``again_of`` names the turn before), of which one reply counts (the others
+    set aside by corrections, ``events.corrected``); a turn the companion starts has no event."""
 
-    event = models.OneToOneField(Event, on_delete=models.PROTECT, related_name="turn")
+    event = models.ForeignKey(
+        Event, on_delete=models.PROTECT, null=True, blank=True, related_name="turns"
+    )
+    again_of = models.ForeignKey(
+        "self",
+        on_delete=models.PROTECT,
+        null=True,
+        blank=True,
+        related_name="asked_again",
+        help_text="The turn whose reply this one asks for again.",
+    )
     status = models.CharField(
         max_length=8, choices=TurnStatus, default=TurnStatus.QUEUED, db_index=True
     )

@@ -142,7 +142,9 @@ KINDS = (
             "output_tokens",
             "cache_read_tokens",
             "cache_write_tokens",
+            "again_of",
         ),
+        later=("again_of",),
     ),
     Kind(
         "snapshots.jsonl",

@@ -1,4 +1,5 @@
-"""The event log's move from the Heart to its own app, on an installation made before it."""
+"""The event log's move from the Heart to its own app, and the turns' shape that holds several
+replies to one message, on an installation made before them."""
 
 import json
 
@@ -16,25 +17,40 @@ from django.contrib.auth import get_user_model
 from django.contrib.contenttypes.models import ContentType
 from gem.services import working_memory_create
 from django.db import connections
-from heart.services import turn_submit
+from django.utils import timezone
 from mirror.models import Summary
-turn = turn_submit(text="<luna><pin>tea at four</pin> the rain again</luna>", actor="luna",
-                   enqueue=False)
-with connections["snapshots"].cursor() as cursor:  # the table as it was then
+now = timezone.now()
+with connections["events"].cursor() as cursor:  # the tables as they were then
+    cursor.execute(
+        "INSERT INTO heart_event (ts, content, actor, image) VALUES (%s, %s, 'luna', '')",
+        [now, "<luna><pin>tea at four</pin> the rain again</luna>"],
+    )
+    event_id = cursor.lastrowid
+    cursor.executemany(
+        "INSERT INTO heart_eventtag (event_id, tag) VALUES (%s, %s)",
+        [(event_id, "luna"), (event_id, "pin")],
+    )
+    cursor.execute(
+        "INSERT INTO heart_turn (event_id, status, number, partial_text, error, attempts, "
+        "model, queued_at) VALUES (%s, 'queued', 1, '', '', 0, '', %s)",
+        [event_id, now],
+    )
+    turn_id = cursor.lastrowid
+with connections["snapshots"].cursor() as cursor:
     cursor.execute(
         "INSERT INTO heart_contextsnapshot (turn, ts, assembled_system, assembled_user, "
         "token_counts, items_included) VALUES (%s, %s, 's', 'u', '{}', '{}')",
-        [turn.pk, turn.queued_at],
+        [turn_id, now],
     )
-Summary.objects.create(level="L0", first_event_id=turn.event_id, last_event_id=turn.event_id,
+Summary.objects.create(level="L0", first_event_id=event_id, last_event_id=event_id,
                        content="The rain.")
-working_memory_create(type="thought", content="the rain again", actor="claude",
-                      at=turn.queued_at, turn=1)
+working_memory_create(type="pin", content="tea at four", actor="luna", at=now, turn=1)
+working_memory_create(type="thought", content="the rain again", actor="claude", at=now, turn=1)
 owner = get_user_model().objects.create_user("owner")
-LogEntry.objects.create(user=owner, action_flag=CHANGE, object_id=str(turn.event_id),
+LogEntry.objects.create(user=owner, action_flag=CHANGE, object_id=str(event_id),
                         object_repr="event", change_message="looked at",
                         content_type=ContentType.objects.get(app_label="heart", model="event"))
-print(json.dumps({"event": turn.event_id, "turn": turn.pk}))
+print(json.dumps({"event": event_id, "turn": turn_id}))
 """
 AFTER_THE_MOVE = """
 import json
@@ -48,7 +64,7 @@ entry = LogEntry.objects.get()
 print(json.dumps({
     "events": list(Event.objects.values_list("pk", "content")),
     "tags": sorted(EventTag.objects.values_list("tag", flat=True)),
-    "turns": list(Turn.objects.values_list("pk", "event_id")),
+    "turns": list(Turn.objects.values_list("pk", "event_id", "again_of_id")),
     "snapshots": ContextSnapshot.objects.count(),
     "summaries": Summary.objects.count(),
     "working_memory": sorted(WorkingMemory.objects.values_list("content", flat=True)),
@@ -91,7 +107,7 @@ def test_an_installation_made_before_the_move_keeps_every_row(manage, tmp_path, 
 
     assert rows["events"] == [[ids["event"], "<luna><pin>tea at four</pin> the rain again</luna>"]]
     assert rows["tags"] == ["luna", "pin"]
-    assert rows["turns"] == [[ids["turn"], ids["event"]]]
+    assert rows["turns"] == [[ids["turn"], ids["event"], None]]  # one reply asked for, as before
     assert (rows["snapshots"], rows["summaries"]) == (1, 1)
     assert rows["working_memory"] == ["tea at four", "the rain again"]
     # The admin log's entry follows its event into the new app.
