@@ -20,6 +20,7 @@ from anvil.forms import (
 )
 from anvil.pages import anvil_page, cut_text, event_list, identity_name, short_when
 from gem.models import (
+    Forgotten,
     MiraEntry,
     WorkingMemory,
     WorkingMemoryRef,
@@ -331,6 +332,15 @@ class WorkingMemoryAdmin(admin.ModelAdmin):
             items=queryset,
             action_checkbox_name=admin.helpers.ACTION_CHECKBOX_NAME,
         )
+
+
+@admin.register(Forgotten)
+class ForgottenAdmin(ReadOnlyAdmin):
+    """Words a person forgot: never staged again. Written by the "Forget" actions alone."""
+
+    list_display = ["source", "type", "content", "forgotten_by", "forgotten_at"]
+    list_filter = ["type"]
+    search_fields = ["content", "source"]
 
 
 @admin.register(WorkingMemoryRef)

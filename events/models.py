@@ -87,6 +87,8 @@ class CorrectionKind(models.TextChoices):
     ATTRIBUTION = corrected.ATTRIBUTION
     RETRACTION = corrected.RETRACTION
     RESTORATION = corrected.RESTORATION
+    ASIDE = corrected.ASIDE
+    CHOSEN = corrected.CHOSEN
 
 
 class Correction(AppendOnlyModel):

@@ -93,7 +93,8 @@ class Message:
     written: str = ""
     edited: bool = False
     was: str = ""  # who it was from, when given to another identity
-    retracted: bool = False
+    retracted: bool = False  # taken back
+    aside: bool = False  # a reply set aside for another reply to the same message
     original: tuple[DisplaySegment, ...] = ()  # as first written, when edited or retracted
 
     @property
@@ -217,14 +218,15 @@ def message_display(
         identity=actor,
         identity_slug=identity_slug(actor) if actor in sides else "",
         ts=ts,
-        segments=() if corrected and view.retracted else segments,
+        segments=() if corrected and view.taken_back else segments,
         has_image=has_image,
         written=unwrapped(content, sides) if side == USER else "",
         edited=corrected and view.edited,
         was=view.original_actor if corrected and view.reattributed else "",
-        retracted=corrected and view.retracted,
+        retracted=corrected and view.taken_back,
+        aside=corrected and view.aside,
         original=_segments(view.original_content, side, sides)
-        if corrected and (view.edited or view.retracted)
+        if corrected and (view.edited or view.taken_back)
         else (),
     )
 

@@ -26,7 +26,9 @@ from django.utils import timezone
 from django_q.tasks import async_task
 
 from events.corrected import (
+    ASIDE,
     ATTRIBUTION,
+    CHOSEN,
     DONE,
     EDIT,
     KINDS,
@@ -38,6 +40,7 @@ from events.corrected import (
 from events.models import Correction, Event, Purge, Turn, TurnStatus
 from events.parse import KnowledgeItem, parse
 from events.render import message_display
+from events.selectors import views_of
 from gem.models import IngestRecord, WorkingMemory, WorkingMemoryStatus
 from gem.selectors import identities_current
 from gem.services import working_memory_blank, working_memory_status_set, working_memory_update
@@ -84,7 +87,8 @@ def correction_make(
     the person's account, for the admin log of what working memory did."""
     if kind not in KINDS:
         raise CorrectionError(
-            f"“{kind}” is no correction: edit, attribution, retraction or restoration."
+            f"“{kind}” is no correction: edit, attribution, retraction, restoration, aside or "
+            "chosen."
         )
     event = Event.objects.filter(pk=event_id).only("pk", "actor", "content").first()
     if event is None:
@@ -200,7 +204,17 @@ def _side(event: Event) -> str:
 
 def _refusal(view: View, event: Event, *, kind: str, text: str, actor: str) -> None:
     event_id = event.pk
+    if kind in (ASIDE, CHOSEN) and not Turn.objects.filter(reply_event_id=event_id).exists():
+        raise CorrectionError(f"Message #{event_id} is no reply: only a reply is chosen or not.")
+    if kind == CHOSEN:
+        if not view.aside:
+            raise CorrectionError(f"Reply #{event_id} is not set aside: it counts already.")
+        return
     if kind == RESTORATION:
+        if view.aside:
+            raise CorrectionError(
+                f"Reply #{event_id} was set aside for another reply: choose it instead."
+            )
         if not view.retracted:
             raise CorrectionError(f"Message #{event_id} is not retracted: nothing to restore.")
         return
@@ -340,3 +354,41 @@ def _copies(event: Event, texts: list[str], *, write: bool) -> dict[str, int]:
     if write:
         working_memory_blank(item_ids=list(items), text=PURGED)
     return copies
+
+
+# --- The replies to one message ------------------------------------------------------------------
+
+
+def reply_choose(*, turn_id: int, made_by: str, user_id: int | None = None) -> list[CorrectionMade]:
+    """Make the reply of ``turn_id`` the one that counts among the replies to its message: it is
+    chosen again if it was set aside, and every other reply that counts is set aside, each a
+    correction (so working memory, the search and the summaries follow, as for any). Refused in
+    words for a turn with no reply, or a reply taken back."""
+    turn = Turn.objects.filter(pk=turn_id).first()
+    if turn is None or turn.reply_event_id is None or turn.event_id is None:
+        raise CorrectionError(f"Turn {turn_id} has no reply to choose.")
+    replies = list(
+        Turn.objects.filter(event_id=turn.event_id, reply_event__isnull=False)
+        .order_by("pk")
+        .values_list("reply_event_id", flat=True)
+    )
+    rows = Event.objects.filter(pk__in=replies).values_list("pk", "actor", "content")
+    views = views_of(rows)
+    chosen = views[turn.reply_event_id]
+    if chosen.taken_back:
+        raise CorrectionError(
+            f"Reply #{turn.reply_event_id} was taken back: restore it before choosing it."
+        )
+    made = []
+    if chosen.aside:
+        made.append(
+            correction_make(
+                event_id=turn.reply_event_id, kind=CHOSEN, made_by=made_by, user_id=user_id
+            )
+        )
+    for reply in replies:
+        if reply != turn.reply_event_id and not views[reply].retracted:
+            made.append(
+                correction_make(event_id=reply, kind=ASIDE, made_by=made_by, user_id=user_id)
+            )
+    return made

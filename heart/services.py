@@ -31,6 +31,7 @@ from gem.state import (
 from heart import offline
 from heart.assemble import Assembly, working_memory_fill
 from heart.context import context_assemble, context_inputs
+from heart.corrections import ANSWERING, reply_choose
 from heart.ingest import COMPANION, USER, event_record, working_memory_ingest
 from heart.models import ContextSnapshot
 from silentstar import claude
@@ -127,6 +128,31 @@ def turn_submit(
     return turn
 
 
+def turn_again(*, turn_id: int) -> Turn:
+    """Ask again for the newest reply: a new turn for the same message (the turn counter does
+    not move, it counts the person's messages), queued as any. Its reply, once logged, is the
+    one that counts, the others set aside (``heart.corrections.reply_choose``); until then the
+    reply there is counts. Refused in words for an unknown turn, one not answered yet, a reply
+    that is not the newest, or a message already being answered again."""
+    turn = Turn.objects.filter(pk=turn_id).first()
+    if turn is None or turn.event_id is None:
+        raise TurnOrderError(f"There is no reply of turn {turn_id} to ask for again.")
+    if turn.status != TurnStatus.DONE:
+        raise TurnOrderError("Only a reply that is in can be asked for again.")
+    with transaction.atomic(using="events"):
+        _events_lock(EVENT_LOG_LOCK)
+        if Turn.objects.filter(event_id__gt=turn.event_id).exists():
+            raise TurnOrderError("Only the newest reply can be asked for again.")
+        if Turn.objects.filter(event_id=turn.event_id, status__in=ANSWERING).exists():
+            raise TurnOrderError("She is answering that message again already.")
+        again = Turn.objects.create(event_id=turn.event_id, number=turn.number, again_of=turn)
+    transaction.on_commit(
+        lambda: async_task("heart.tasks.run_turns_task", again.pk, group="turns"),
+        using="events",
+    )
+    return again
+
+
 def _events_lock(name: int) -> None:
     """Hold the lock ``name`` of the events store until the caller's transaction ends: on
     PostgreSQL an advisory lock; on SQLite the transaction holds the one write lock already (it
@@ -175,6 +201,7 @@ def _turn_claim_oldest(connection) -> int | None:
 
 
 TURN_CLAIM_LOCK = 7_351_001  # any constant: the advisory lock's name on PostgreSQL
+ASKED_AGAIN = "asked again"  # who the corrections that set the earlier replies aside name
 EVENT_LOG_LOCK = 7_351_002  # the lock a person's message is written under, on PostgreSQL
 PARTIAL_SAVE_INTERVAL = 0.1  # seconds between saves of the streamed text (each a heartbeat)
 HEARTBEAT_INTERVAL = 1.0  # seconds between heartbeats while the Claude call is silent
@@ -236,8 +263,12 @@ def turn_run(*, turn: Turn, stop: WorkerStop | None = None) -> Turn:
     event = turn.event
     attempt = turn.attempts  # what the claim made it: this attempt's writes name it
     # A turn submitted with --at keeps its distance from real time, so decay and the reply's
-    # time stay consistent with the moment it is said to happen.
-    offset = event.ts - turn.queued_at
+    # time stay consistent with the moment it is said to happen; asked again, the distance
+    # of the message's first turn.
+    first_queued = (
+        Turn.objects.filter(event_id=event.pk).order_by("pk").values_list("queued_at", flat=True)
+    )
+    offset = event.ts - (first_queued.first() if turn.again_of_id else turn.queued_at)
 
     def clock() -> datetime:
         return timezone.now() + offset
@@ -324,6 +355,8 @@ def turn_run(*, turn: Turn, stop: WorkerStop | None = None) -> Turn:
         )
         if not done:
             raise TurnTakenOver
+        if turn.again_of_id is not None:  # the new reply counts, the others set aside
+            _when_unlocked(partial(reply_choose, turn_id=turn.pk, made_by=ASKED_AGAIN))
     except TurnStopped:
         _when_unlocked(partial(_turn_requeue, turn.pk, attempt=attempt))
         raise

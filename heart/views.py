@@ -19,7 +19,7 @@ from django.contrib.staticfiles import finders
 from django.core.exceptions import PermissionDenied, ValidationError
 from django.core.files.storage import default_storage
 from django.db import transaction
-from django.db.models import Q
+from django.db.models import Max, Q
 from django.http import Http404, HttpResponse, HttpResponseRedirect
 from django.shortcuts import get_object_or_404, render
 from django.urls import reverse
@@ -38,10 +38,23 @@ from gem.selectors import Identities, identities_current
 from gem.services import IdentityRow, identities_set, time_zone_set
 from gem.state import state_get
 from gem.zone import TIME_ZONE, owner_time_zone
-from heart.corrections import CorrectionError, correction_make, event_purge, purge_reach
+from heart.corrections import (
+    CorrectionError,
+    correction_make,
+    event_purge,
+    purge_reach,
+    reply_choose,
+)
 from heart.first_run import first_run_set_aside, nothing_said
 from heart.forms import CorrectionForm, HistoryForm, IdentityFormSet, MessageForm, TimeZoneForm
-from heart.services import identity_default, turn_retry, turn_submit, user_text_compose
+from heart.services import (
+    TurnOrderError,
+    identity_default,
+    turn_again,
+    turn_retry,
+    turn_submit,
+    user_text_compose,
+)
 from mirror.models import Summary
 from mirror.selectors import summary_markers
 from silentstar.disks import DiskTrouble, data_folder_trouble, disk_said, disk_trouble
@@ -67,6 +80,12 @@ class Entry:
     message: Message | None = None
     turn: Turn | None = None
     summary: Summary | None = None  # a Mirror summary, shown collapsed after what it covers
+    # A reply among several to one message: where it stands, and the turns of its neighbours.
+    replies: int = 0
+    position: int = 0
+    previous_turn: int | None = None
+    next_turn: int | None = None
+    again: bool = False  # the newest reply, which can be asked for again
 
 
 # --- Pages and partials --------------------------------------------------------------------
@@ -155,7 +174,34 @@ def message_send(request):
 def turn_detail(request, turn_id: int):
     turn = get_object_or_404(Turn.objects.select_related("reply_event"), pk=turn_id)
     context = _turn_context(turn, who=identities_current())
-    return render(request, "heart/chat.html#turn", context)
+    response = render(request, "heart/chat.html#turn", context)
+    if turn.again_of_id is not None and turn.status == TurnStatus.DONE:
+        response["HX-Refresh"] = "true"  # the page shows the reply that counts now, alone
+    return response
+
+
+@require_POST
+def turn_again_view(request, turn_id: int):
+    """Ask again for the newest reply."""
+    get_object_or_404(Turn.objects.only("id"), pk=turn_id)
+    try:
+        turn_again(turn_id=turn_id)
+    except TurnOrderError as error:
+        return _refuse(request, str(error), status=409)
+    return _back_to_chat()
+
+
+@require_POST
+def reply_choose_view(request, turn_id: int):
+    """Make this turn's reply the one that counts among the replies to its message."""
+    turn = get_object_or_404(Turn.objects.only("id", "reply_event_id"), pk=turn_id)
+    try:
+        reply_choose(turn_id=turn.pk, made_by=request.user.get_username(), user_id=request.user.pk)
+    except CorrectionError as error:
+        return _refuse(request, str(error), status=409)
+    response = HttpResponseRedirect(f"{reverse('heart-chat')}#event-{turn.reply_event_id}")
+    response.status_code = 303
+    return response
 
 
 @require_POST
@@ -375,9 +421,20 @@ def _history(*, before: int | None, who: Identities) -> dict:
     has_earlier = len(page) > HISTORY_PAGE_SIZE
     page = page[:HISTORY_PAGE_SIZE][::-1]
     ids = [event.pk for event in page]
-    turns = list(Turn.objects.filter(Q(event_id__in=ids) | Q(reply_event_id__in=ids)))
+    turns = list(
+        Turn.objects.filter(Q(event_id__in=ids) | Q(reply_event_id__in=ids)).order_by("pk")
+    )
     replied = {turn.reply_event_id: turn for turn in turns if turn.reply_event_id}
     unanswered = {turn.event_id: turn for turn in turns if turn.status != TurnStatus.DONE}
+    asked = {turn.event_id for turn in replied.values()}
+    siblings: dict[int, list[int]] = {}
+    for event_id, turn_id in (
+        Turn.objects.filter(event_id__in=asked, reply_event__isnull=False)
+        .order_by("pk")
+        .values_list("event_id", "pk")
+    ):
+        siblings.setdefault(event_id, []).append(turn_id)
+    newest = Turn.objects.aggregate(newest=Max("event_id"))["newest"]
     markers = []
     if settings.MIRROR_HISTORY_MARKERS and page:
         markers = summary_markers(first_event_id=page[0].pk, last_event_id=page[-1].pk)
@@ -385,8 +442,9 @@ def _history(*, before: int | None, who: Identities) -> dict:
     entries = []
     for event in page:
         message = _message(event, who=who, is_reply=event.pk in replied, view=views[event.pk])
-        if not message.is_secret:
-            entries.append(Entry(message=message, turn=replied.get(event.pk)))
+        turn = replied.get(event.pk)
+        if not message.is_secret and not message.aside:
+            entries.append(_entry(message, turn, siblings, newest=newest))
         if event.pk in unanswered:
             entries.append(Entry(turn=unanswered[event.pk]))
         while markers and markers[0].last_event_id <= event.pk:
@@ -394,11 +452,51 @@ def _history(*, before: int | None, who: Identities) -> dict:
     return {"entries": entries, "earlier_before": page[0].pk if has_earlier else None}
 
 
+def _entry(
+    message: Message, turn: Turn | None, siblings: dict[int, list[int]], *, newest: int | None
+) -> Entry:
+    """A message's entry; for a reply, where it stands among the replies to its message."""
+    if turn is None:
+        return Entry(message=message)
+    others = siblings.get(turn.event_id, [turn.pk])
+    at = others.index(turn.pk) if turn.pk in others else 0
+    return Entry(
+        message=message,
+        turn=turn,
+        replies=len(others),
+        position=at + 1,
+        previous_turn=others[at - 1] if at > 0 else None,
+        next_turn=others[at + 1] if at + 1 < len(others) else None,
+        again=turn.event_id == newest,
+    )
+
+
 def _turn_context(turn: Turn, *, who: Identities) -> dict:
-    reply = None
+    reply, choice = None, {}
     if turn.status == TurnStatus.DONE and turn.reply_event is not None:
         reply = _message(turn.reply_event, who=who, is_reply=True)
-    return {"turn": turn, "reply": reply, "companion": _companion(who), **_speakers(who)}
+        others = Turn.objects.filter(event_id=turn.event_id, reply_event__isnull=False)
+        newest = Turn.objects.aggregate(newest=Max("event_id"))["newest"]
+        entry = _entry(
+            reply,
+            turn,
+            {turn.event_id: list(others.order_by("pk").values_list("pk", flat=True))},
+            newest=newest,
+        )
+        choice = {
+            "replies": entry.replies,
+            "position": entry.position,
+            "previous_turn": entry.previous_turn,
+            "next_turn": entry.next_turn,
+            "again": entry.again,
+        }
+    return {
+        "turn": turn,
+        "reply": reply,
+        "companion": _companion(who),
+        **_speakers(who),
+        **choice,
+    }
 
 
 def _image_store(upload, *, extension: str) -> str:

@@ -118,3 +118,27 @@ def test_the_owner_purges_a_message_taken_back_on_a_phone(fake_api, phone_page, 
     expect(page.locator("#composer-error")).to_contain_text("its text is gone")
     assert "Zebra-88-quartz" not in page.content()
     assert "Zebra-88-quartz" not in Event.objects.get(pk=Purge.objects.get().event_id).content
+
+
+@pytest.mark.usefixtures("worker")
+def test_a_reply_is_asked_for_again_and_the_first_chosen_back(fake_api, page, screenshot):
+    page.goto("/")
+    said(page, fake_api, "tell me a joke", "Why did the owl stay in?")
+
+    fake_api.push(FakeReply("<say>A seal walks into a club.</say>"))
+    page.locator(LATEST_COMPANION).get_by_role("button", name="again").click()
+    expect(page.locator(LATEST_COMPANION)).to_contain_text("A seal walks into a club.")
+    reply = page.locator(LATEST_COMPANION)
+    expect(reply.locator(".reply-place")).to_have_text("2 of 2")
+    expect(page.locator("#history")).not_to_contain_text("owl")
+    assert not accessibility_problems(page)
+    screenshot(page, "again-desktop")
+
+    reply.get_by_role("button", name="The reply before this one").click()
+
+    reply = page.locator(LATEST_COMPANION)
+    expect(reply).to_contain_text("Why did the owl stay in?")
+    expect(reply.locator(".reply-place")).to_have_text("1 of 2")
+    said(page, fake_api, "go on", "It was cold out.")
+    sent = sent_user_text(fake_api)
+    assert "owl" in sent and "seal" not in sent

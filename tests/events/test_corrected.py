@@ -5,7 +5,9 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from events.corrected import (
+    ASIDE,
     ATTRIBUTION,
+    CHOSEN,
     EDIT,
     RESTORATION,
     RETRACTION,
@@ -17,7 +19,7 @@ from events.corrected import (
 steps = st.one_of(
     st.builds(Step, kind=st.just(EDIT), text=st.text(max_size=20)),
     st.builds(Step, kind=st.just(ATTRIBUTION), actor=st.sampled_from(["luna", "mika", "renki"])),
-    st.builds(Step, kind=st.sampled_from([RETRACTION, RESTORATION])),
+    st.builds(Step, kind=st.sampled_from([RETRACTION, RESTORATION, ASIDE, CHOSEN])),
 )
 
 
@@ -26,7 +28,8 @@ def test_any_sequence_gives_the_view_of_the_last_correction_of_each_kind(content
     def last(*kinds):
         return next((step for step in reversed(made) if step.kind in kinds), None)
 
-    edit, attribution, retraction = last(EDIT), last(ATTRIBUTION), last(RETRACTION, RESTORATION)
+    edit, attribution = last(EDIT), last(ATTRIBUTION)
+    retraction = last(RETRACTION, RESTORATION, ASIDE, CHOSEN)
     only_the_last = [step for step in (edit, attribution, retraction) if step is not None]
 
     view = corrected(content, actor, made)
@@ -34,12 +37,13 @@ def test_any_sequence_gives_the_view_of_the_last_correction_of_each_kind(content
     assert view == corrected(content, actor, only_the_last)
     assert view.content == (edit.text if edit else content)
     assert view.actor == (attribution.actor if attribution else actor)
-    assert view.retracted == (retraction is not None and retraction.kind == RETRACTION)
+    assert view.retracted == (retraction is not None and retraction.kind in (RETRACTION, ASIDE))
+    assert view.aside == (retraction is not None and retraction.kind == ASIDE)
     assert (view.original_content, view.original_actor) == (content, actor)
 
 
 def test_an_event_without_corrections_is_as_written():
-    assert corrected("hello", "luna", []) == View("hello", "luna", False, "hello", "luna")
+    assert corrected("hello", "luna", []) == View("hello", "luna", False, "hello", "luna", False)
     assert not corrected("hello", "luna", []).corrected
 
 

@@ -10,10 +10,17 @@ from bench.fakeapi import FakeReply
 from events.models import Correction, Event, Purge, Turn
 from gem.models import WorkingMemory
 from gem.services import working_memory_update
+from gem.state import TURN_COUNTER, state_get
 from heart import corrections
-from heart.corrections import CorrectionError, correction_make, event_purge, purge_reach
+from heart.corrections import (
+    CorrectionError,
+    correction_make,
+    event_purge,
+    purge_reach,
+    reply_choose,
+)
 from heart.models import ContextSnapshot
-from heart.services import turn_submit
+from heart.services import TurnOrderError, turn_again, turn_submit
 from heart.tasks import run_turns_task
 from lens.search import search
 
@@ -333,3 +340,69 @@ def test_the_database_lets_a_row_change_only_to_nothing_and_only_once_purged(sai
         with pytest.raises(IntegrityError, match="append-only"):
             raw(sql, [said.event_id])
     assert Purge.objects.get().purged_by == "owner"
+
+
+# --- the replies to one message ----------------------------------------------------------------
+
+
+def asked_again(fake_api, turn: Turn, reply: str) -> Turn:
+    fake_api.push(FakeReply(reply))
+    again = turn_again(turn_id=turn.pk)
+    run_turns_task(again.pk)
+    again.refresh_from_db()
+    assert again.status == "done", again.error
+    return again
+
+
+def test_asked_again_the_new_reply_counts_and_the_first_is_set_aside_and_chosen_back(fake_api):
+    fake_api.push(FakeReply("<say>Why did the owl stay in?</say><feeling>playful</feeling>"))
+    first = turn_submit(text="<luna>tell me a joke</luna>", actor="luna", at=START, enqueue=False)
+    run_turns_task(first.pk)
+    first.refresh_from_db()
+    counter = state_get(TURN_COUNTER)
+
+    again = asked_again(fake_api, first, "<say>A seal walks into a club.</say>")
+
+    assert (again.event_id, again.number, again.again_of_id) == (
+        first.event_id,
+        first.number,
+        first.pk,
+    )
+    assert state_get(TURN_COUNTER) == counter  # it counts the person's messages
+    aside = Correction.objects.get(event_id=first.reply_event_id)
+    assert (aside.kind, aside.made_by) == ("aside", "asked again")
+    assert active(type="feeling") == []  # the set-aside reply's feeling went with it
+    answered(fake_api, "<luna>ha</luna>", START + timedelta(minutes=2))
+    sent = sent_user_text(fake_api)
+    assert "A seal walks into a club." in sent and "owl" not in sent
+
+    reply_choose(turn_id=first.pk, made_by="owner")
+
+    answered(fake_api, "<luna>and?</luna>", START + timedelta(minutes=4))
+    sent = sent_user_text(fake_api)
+    assert "owl" in sent and "A seal" not in sent
+    assert [feeling.content for feeling in active(type="feeling")] == ["playful"]
+    assert found("seal") == set() and first.reply_event_id in found("owl")
+
+
+def test_only_the_newest_reply_is_asked_for_again_and_once_at_a_time(fake_api, said):
+    with pytest.raises(TurnOrderError, match="Only the newest reply"):
+        turn_again(turn_id=said.pk)
+    newest = Turn.objects.order_by("-pk").first()
+    turn_again(turn_id=newest.pk)
+    with pytest.raises(TurnOrderError, match="answering that message again already"):
+        turn_again(turn_id=newest.pk)
+    with pytest.raises(TurnOrderError, match="There is no reply of turn 999999"):
+        turn_again(turn_id=999_999)
+
+
+def test_a_reply_taken_back_is_not_chosen_and_a_message_is_no_reply(fake_api, said):
+    again = asked_again(fake_api, Turn.objects.order_by("-pk").first(), "<say>Another.</say>")
+    first_reply = Turn.objects.get(pk=again.again_of_id).reply_event_id
+    with pytest.raises(CorrectionError, match="set aside for another reply: choose it instead"):
+        correction_make(event_id=first_reply, kind="restoration", made_by="owner")
+    with pytest.raises(CorrectionError, match="only a reply is chosen or not"):
+        correction_make(event_id=said.event_id, kind="aside", made_by="owner")
+    correction_make(event_id=again.reply_event_id, kind="retraction", made_by="owner")
+    with pytest.raises(CorrectionError, match="was taken back: restore it before choosing it"):
+        reply_choose(turn_id=again.pk, made_by="owner")

@@ -19,6 +19,7 @@ from events.models import Event, Turn
 from gem.access import REFUSAL
 from gem.models import (
     AmbientProse,
+    Forgotten,
     Fragment,
     FragmentEdge,
     FragmentSource,
@@ -176,6 +177,8 @@ NOT_FOUND_FOR_EVERYONE = {"admin/r/<path:content_type_id>/<path:object_id>/"}
 POSTS = {
     "messages/": {"message": "hello from the crawl", "identity": "luna"},
     "turns/<int:turn_id>/retry/": {},
+    "turns/<int:turn_id>/again/": {},
+    "turns/<int:turn_id>/choose/": {},
     "events/<int:event_id>/correct/": {"kind": "retraction"},
     "setup/skip/": {},
     "admin/compass/consultation/<int:consultation_id>/decide/": {},
@@ -287,6 +290,7 @@ def rows(settings, tmp_path):
     MiraEntry.objects.create(mira_id="mem_001", working_memory=item, entry={}, written={})
     AmbientProse.objects.create(content="Quiet evenings.")
     State.objects.get_or_create(key="crawl", defaults={"value": "1"})
+    Forgotten.objects.create(type="pin", content="an old code", source="working memory #9")
     IngestRecord.objects.get_or_create(event_id=turn.event_id)
     run = MirrorRun.objects.create(kind="manual")
     summary = Summary.objects.create(
