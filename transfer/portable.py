@@ -86,6 +86,7 @@ from transfer.limits import (
     text_problem,
 )
 from transfer.models import ImportedMemory, ImportedMessage, ImportedProposal, ImportRun
+from transfer.sharing import LeftOut, left_out_read, row_shared
 
 FORMAT = 1
 MANIFEST = "manifest.json"
@@ -490,14 +491,16 @@ def _safe_name(name: str) -> bool:
 IMAGE_HOLDERS = (Event, InboxImage, SessionImage)
 
 
-def _images_copy(folder: Path) -> tuple[list[dict], list[str]]:
-    """Copy every image a row names into the folder, under its own name."""
+def _images_copy(folder: Path, *, leaving_out: frozenset[str]) -> tuple[list[dict], list[str]]:
+    """Copy every image a row names into the folder, under its own name, but those
+    ``leaving_out`` names."""
     names = sorted(
         {
             name
             for model in IMAGE_HOLDERS
             for name in model.objects.exclude(image="").values_list("image", flat=True)
         }
+        - leaving_out
     )
     copied, missing = [], []
     for name in tqdm(names, desc="images", unit=" files", disable=None):
@@ -512,11 +515,12 @@ def _images_copy(folder: Path) -> tuple[list[dict], list[str]]:
     return copied, missing
 
 
-def portable_export(*, folder: Path, progress: Progress = print) -> dict:
+def portable_export(*, folder: Path, progress: Progress = print, for_sharing: bool = False) -> dict:
     """Write every record of the memory into ``folder`` (empty or missing): one JSONL file per
     kind, the images the rows name, and ``manifest.json`` last. Returns the manifest. An
     export that fails leaves the folder empty again; one killed leaves its ``UNFINISHED``
-    marker, and the next export into the folder removes what it left."""
+    marker, and the next export into the folder removes what it left. ``for_sharing``: what
+    was taken back or forgotten is left out (``transfer.sharing``)."""
     if (begun := _unfinished(folder)) is not None:
         _emptied(folder)
         progress(f"{folder} held an export that did not finish (begun {begun}): removed it")
@@ -525,7 +529,7 @@ def portable_export(*, folder: Path, progress: Progress = print) -> dict:
     folder.mkdir(parents=True, exist_ok=True)
     try:
         (folder / UNFINISHED).write_text(datetime.now(UTC).isoformat() + "\n", encoding="utf-8")
-        manifest = _export_into(folder, progress)
+        manifest = _export_into(folder, progress, left=left_out_read() if for_sharing else None)
         (folder / UNFINISHED).unlink()
         return manifest
     except DatabaseError as error:
@@ -551,7 +555,7 @@ def _emptied(folder: Path) -> None:
         shutil.rmtree(path) if path.is_dir() else path.unlink()
 
 
-def _export_into(folder: Path, progress: Progress) -> dict:
+def _export_into(folder: Path, progress: Progress, *, left: LeftOut | None) -> dict:
     exported_at = datetime.now(UTC).isoformat()
     files = []
     total = sum(kind.model._base_manager.count() for kind in KINDS) + len(
@@ -562,19 +566,24 @@ def _export_into(folder: Path, progress: Progress) -> dict:
             count = 0
             with (folder / kind.file).open("w", encoding="utf-8", newline="\n") as written:
                 for row in _kind_rows(kind):
+                    bar.update()
+                    if left is not None and (row := row_shared(kind.file, row, left)) is None:
+                        continue
                     written.write(_line(row))
                     count += 1
-                    bar.update()
             path = folder / kind.file
             files.append({"name": kind.file, "rows": count, "sha256": _digest(path)})
             progress(f"{kind.file}: {count} rows")
-    images, missing = _images_copy(folder)
+    images, missing = _images_copy(
+        folder, leaving_out=left.images if left is not None else frozenset()
+    )
     progress(f"images: {len(images)} files")
     if missing:
         progress(f"images named by events but missing here: {', '.join(missing)}")
     manifest = {
         "format": FORMAT,
         "exported_at": exported_at,
+        "for_sharing": left is not None,
         "files": files,
         "images": images,
         "images_missing": missing,

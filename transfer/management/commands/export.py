@@ -15,10 +15,18 @@ class Command(BaseCommand):
 
     def add_arguments(self, parser):
         parser.add_argument("dir", type=Path, help="The folder to write (empty or missing).")
+        parser.add_argument(
+            "--for-sharing",
+            action="store_true",
+            help="Leave out what was taken back or forgotten, and every context snapshot: an "
+            "export to give someone, not a copy of the installation (docs/export.md).",
+        )
 
-    def handle(self, *args, dir: Path, **options):
+    def handle(self, *args, dir: Path, for_sharing: bool, **options):
         try:
-            manifest = portable_export(folder=dir, progress=self.stdout.write)
+            manifest = portable_export(
+                folder=dir, progress=self.stdout.write, for_sharing=for_sharing
+            )
         except PortableError as error:
             raise CommandError(f"Export failed: {error}") from None
         rows = sum(entry["rows"] for entry in manifest["files"])
