@@ -188,6 +188,9 @@ def turn_again_view(request, turn_id: int):
         turn_again(turn_id=turn_id)
     except TurnOrderError as error:
         return _refuse(request, str(error), status=409)
+    state, title = _worker_state()
+    if state == "offline":  # said where the person looks, not only on the dot
+        messages.info(request, f"Asked again. {title}.")
     return _back_to_chat()
 
 

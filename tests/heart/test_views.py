@@ -933,3 +933,20 @@ def test_a_message_not_taken_back_is_not_purged(admin_client, said):
     assert response.status_code == 303
     assert "not taken back: take it back first" in admin_client.get("/").text
     assert Event.objects.get(pk=said.event_id).content == "<luna>my sister Mara phoned</luna>"
+
+
+def test_asking_again_while_the_worker_is_stopped_says_so_where_the_person_looks(
+    admin_client, said
+):
+    newest = Turn.objects.order_by("-pk").first()
+
+    response = admin_client.post(reverse("heart-turn-again", args=[newest.pk]))
+
+    assert response.status_code == 303
+    assert Turn.objects.filter(again_of=newest, status="queued").exists()
+    assert "Asked again. The worker is not running: messages wait until it starts" in (
+        admin_client.get("/").text
+    )
+    refused = admin_client.post(reverse("heart-turn-again", args=[newest.pk]))
+    assert refused.status_code == 303
+    assert "answering that message again already" in admin_client.get("/").text
