@@ -257,9 +257,25 @@ class FragmentAdmin(admin.ModelAdmin):
 
     def delete_model(self, request, obj):
         fragments_delete(keys=[obj.pk])
+        self._mentions_flagged(request, [obj.pk])
 
     def delete_queryset(self, request, queryset):
-        fragments_delete(keys=queryset.values_list("pk", flat=True))
+        keys = list(queryset.values_list("pk", flat=True))
+        fragments_delete(keys=keys)
+        self._mentions_flagged(request, keys)
+
+    def _mentions_flagged(self, request, keys: list[str]) -> None:
+        """A fragment forgotten whose ``[key]`` the ambient prose still names: said, for the
+        person to write the prose again (it is theirs: nothing rewrites it)."""
+        named = set(AMBIENT_KEY.findall(ambient_prose_current()))
+        if still := sorted(named & set(keys)):
+            self.message_user(
+                request,
+                "The ambient prose still names "
+                + ", ".join(f"[{key}]" for key in still)
+                + ": edit it so that she is not told of what is gone.",
+                messages.WARNING,
+            )
 
     def render_change_form(self, request, context, *args, obj=None, **kwargs):
         context["chars_per_token"] = chars_per_token()

@@ -663,3 +663,26 @@ def test_it_lists_case_twins_to_fold_while_both_are_here(admin_client, fragments
     Fragment.objects.filter(key="Fairy-2").delete()
     assert "Case twins to fold" not in admin_client.get(url).content.decode()
     assert state_get(CASE_TWINS)  # the record stays; the pair is no longer shown
+
+
+def test_forgetting_a_fragment_the_ambient_prose_names_says_so(admin_client):
+    Fragment.objects.create(key="lighthouse", recognition="The white tower.")
+    Fragment.objects.create(key="harbour", recognition="Boats.")
+    AmbientProse.objects.create(content="She remembers the [lighthouse] and the sea.")
+
+    done = admin_client.post(
+        reverse("admin:gem_fragment_changelist"),
+        {
+            "action": "delete_selected",
+            "_selected_action": ["lighthouse", "harbour"],
+            "post": "yes",
+        },
+        follow=True,
+    )
+
+    assert not Fragment.objects.exists()
+    said = [str(message) for message in get_messages(done.wsgi_request)]
+    assert any(
+        "The ambient prose still names [lighthouse]: edit it" in message for message in said
+    ), said
+    assert not any("[harbour]" in message for message in said)
