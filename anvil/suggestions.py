@@ -1,6 +1,7 @@
 """The Mirror's output in the Anvil: summaries, the suggestion queue (promote and reject, one by
 one or in bulk; the Compass's plans and the Loom's patterns wait there too), runs."""
 
+from django.conf import settings
 from django.contrib import admin, messages
 from django.http import HttpResponseRedirect
 from django.urls import reverse
@@ -9,12 +10,14 @@ from django.utils.safestring import mark_safe
 
 from anvil.pages import cut_text, event_list, short_when
 from events.models import Event
+from gem.state import chars_per_token
 from mirror.models import (
     MirrorRun,
     SuggestionStatus,
     Summary,
     TagSuggestion,
 )
+from mirror.selectors import summaries_stale
 from mirror.services import (
     SuggestionError,
     suggestion_edit,
@@ -22,6 +25,8 @@ from mirror.services import (
     suggestion_promote,
     suggestion_reject,
 )
+from silentstar.pricing import for_model
+from silentstar.tokens import estimate_tokens
 
 
 class TagSuggestionInline(admin.TabularInline):
@@ -38,6 +43,29 @@ class TagSuggestionInline(admin.TabularInline):
         return False
 
 
+class WaitingFilter(admin.SimpleListFilter):
+    """The current summaries written before a correction of what they cover: withheld from the
+    context until the Mirror writes them again (``mirror.rebuild.stale_rebuilt``)."""
+
+    title = "corrections"
+    parameter_name = "waiting"
+
+    def lookups(self, request, model_admin):
+        return [("yes", "waiting to be written again")]
+
+    def queryset(self, request, queryset):
+        if self.value() == "yes":
+            return queryset.filter(pk__in=_waiting())
+        return queryset
+
+
+def _waiting() -> set[int]:
+    current = Summary.objects.filter(superseded_by__isnull=True).values_list(
+        "pk", "first_event_id", "last_event_id", "created_at"
+    )
+    return summaries_stale(current)
+
+
 @admin.register(Summary)
 class SummaryAdmin(admin.ModelAdmin):
     list_display = [
@@ -48,8 +76,9 @@ class SummaryAdmin(admin.ModelAdmin):
         "tokens",
         "created_at",
         "is_current",
+        "waiting",
     ]
-    list_filter = ["level", "created_at"]
+    list_filter = [WaitingFilter, "level", "created_at"]
     search_fields = ["content"]
     inlines = [TagSuggestionInline]
     raw_id_fields = ["superseded_by"]
@@ -57,6 +86,22 @@ class SummaryAdmin(admin.ModelAdmin):
     @admin.display(boolean=True, description="current")
     def is_current(self, summary):
         return summary.superseded_by_id is None
+
+    @admin.display(description="written again")
+    def waiting(self, summary):
+        """For a summary that waits: what writing it again reads, and costs at the summarising
+        model's input price (an L1 or L2 merges its parts, which cost less)."""
+        if summary.superseded_by_id is not None or not summaries_stale(
+            [(summary.pk, summary.first_event_id, summary.last_event_id, summary.created_at)]
+        ):
+            return ""
+        said = Event.objects.filter(
+            pk__gte=summary.first_event_id, pk__lte=summary.last_event_id
+        ).values_list("content", flat=True)
+        tokens = estimate_tokens("".join(said), chars_per_token())
+        price = for_model(settings.MODEL_PRICES, settings.MIRROR_SUMMARISE_MODEL)
+        cost = f", about ${tokens * price.input / 1_000_000:.4f}" if price else ""
+        return f"waits: reads {tokens:,} tokens of the log{cost}"
 
 
 class SuggestionStatusFilter(admin.SimpleListFilter):

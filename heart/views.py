@@ -233,7 +233,7 @@ def event_correct(request, event_id: int):
     if kind == "edit" and side_of(view.actor, who.sides) == USER and view.actor:
         text = user_text_compose(message=text, identity=view.actor, knowledge_tags=[])
     try:
-        correction_make(
+        made = correction_make(
             event_id=event.pk,
             kind=kind,
             text=text,
@@ -243,6 +243,13 @@ def event_correct(request, event_id: int):
         )
     except CorrectionError as error:
         return _refuse(request, str(error), status=409)
+    if made.kept:  # never undone silently: the person decides, in the Anvil
+        messages.warning(
+            request,
+            "Working memory it wrote was changed since, so it stays as it is: "
+            + ", ".join(f"item #{item}" for item in made.kept)
+            + ". Decide on it in the Anvil.",
+        )
     response = HttpResponseRedirect(f"{reverse('heart-chat')}#event-{event.pk}")
     response.status_code = 303
     return response

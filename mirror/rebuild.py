@@ -30,7 +30,7 @@ from mirror.run import (
     usage_add,
 )
 from mirror.selectors import summaries_stale
-from mirror.services import Staged, suggestions_stage
+from mirror.services import Staged, suggestions_stage, suggestions_withdraw
 from mirror.turns import turns_before, turns_between
 from silentstar.tokens import estimate_tokens
 
@@ -136,8 +136,10 @@ def _span(summary: Summary) -> Span:
     return Span(summary.pk, summary.level, summary.first_event_id, summary.last_event_id)
 
 
-def rebuild_apply(*, plan: RebuildPlan) -> MirrorRun:
-    """Write the plan's new summaries, superseding the old ones; recorded as a rebuild run."""
+def rebuild_apply(*, plan: RebuildPlan, withdraw: bool = False) -> MirrorRun:
+    """Write the plan's new summaries, superseding the old ones; recorded as a rebuild run.
+    ``withdraw``: the suggestions still pending from the old ones are withdrawn first, in the
+    same transaction (``mirror.services.suggestions_withdraw``)."""
     if not plan.replacements:
         raise RebuildError("There is nothing to rebuild in that range.")
     olds = [r.old for r in plan.replacements]
@@ -152,6 +154,8 @@ def rebuild_apply(*, plan: RebuildPlan) -> MirrorRun:
         )
     try:
         with transaction.atomic(using="summaries"):
+            if withdraw:
+                suggestions_withdraw(summary_ids=[r.old.pk for r in plan.replacements])
             for replacement in plan.replacements:
                 new = Summary.objects.create(
                     level=replacement.old.level,
@@ -198,15 +202,16 @@ def rebuild_apply(*, plan: RebuildPlan) -> MirrorRun:
 def stale_rebuilt() -> list[MirrorRun]:
     """Write again, from the log as corrected, each current L0 summary written before a
     correction of an event it covers, with the L1 and L2 above it (``summaries_stale``): one
-    rebuild each, oldest first. A rebuild that fails changes nothing: its summaries stay
-    withheld from the context, and the next run tries again."""
+    rebuild each, oldest first. The suggestions still pending from the summaries written again
+    are withdrawn: the new summaries stage their own. A rebuild that fails changes nothing: its
+    summaries stay withheld from the context, their suggestions wait, and the next run tries
+    again."""
     current = Summary.objects.filter(superseded_by__isnull=True, level="L0").values_list(
         "id", "first_event_id", "last_event_id", "created_at"
     )
+    stale = Summary.objects.filter(pk__in=summaries_stale(current)).order_by("first_event_id")
     runs = []
-    for summary in Summary.objects.filter(pk__in=summaries_stale(current)).order_by(
-        "first_event_id"
-    ):
+    for summary in stale:
         plan = rebuild_plan(first=summary.first_event_id, last=summary.last_event_id)
-        runs.append(rebuild_apply(plan=plan))
+        runs.append(rebuild_apply(plan=plan, withdraw=True))
     return runs

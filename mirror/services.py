@@ -30,6 +30,7 @@ from gem.state import turn_counter_current
 from mirror.models import Proposer, SuggestionStatus, Summary, TagSuggestion
 from mirror.output import DUPLICATE_OVERLAP, Suggestion, suggestions_chosen
 from mirror.route import TurnEvent
+from mirror.selectors import summaries_stale
 from mirror.turns import events_between
 
 EDITABLE = ("type", "content", "subject", "due", "hidden")
@@ -162,6 +163,30 @@ def _not_forgotten(suggestions: Sequence[Staged]) -> list[Staged]:
     ]
 
 
+def _not_waiting(suggestion_id: int) -> None:
+    """Refuse a suggestion read in a summary written before a correction of what it covers: it
+    waits with its summary, which the Mirror writes again from the corrected log."""
+    summary = (
+        Summary.objects.filter(suggestions__pk=suggestion_id)
+        .values_list("pk", "first_event_id", "last_event_id", "created_at")
+        .first()
+    )
+    if summary is not None and summaries_stale([summary]):
+        raise SuggestionError(
+            f"Suggestion {suggestion_id} was read in a summary of messages corrected since: it "
+            "waits until the Mirror writes that summary again."
+        )
+
+
+def suggestions_withdraw(*, summary_ids: Sequence[int]) -> int:
+    """Reject the pending suggestions read in these summaries, written again from the corrected
+    log (``mirror.rebuild.stale_rebuilt``): the new summaries stage their own. Returns how many."""
+    with transaction.atomic(using="summaries"):
+        return TagSuggestion.objects.filter(
+            summary_id__in=list(summary_ids), status=SuggestionStatus.PENDING
+        ).update(status=SuggestionStatus.REJECTED, decided_at=timezone.now())
+
+
 def _known() -> tuple[list[str], list[str]]:
     """The words of active working memory (default store) and of pending suggestions (summaries
     store), read apart and compared in Python: no query joins the two stores."""
@@ -229,6 +254,7 @@ def suggestion_promote(
     or staged, is refused: the person gives another (a plan is never promoted overdue)."""
     edits = edits or {}
     _edits_check(edits)
+    _not_waiting(suggestion_id)
     suggestion = _claim(suggestion_id, SuggestionStatus.PROMOTED)
     fields = {name: edits.get(name, getattr(suggestion, name)) for name in EDITABLE}
     now = timezone.now()

@@ -6,7 +6,7 @@ from django.urls import reverse
 from django.utils import timezone
 
 from anvil.suggestions import TagSuggestionAdmin
-from events.models import Event
+from events.models import Correction, Event
 from gem.models import Forgotten, WorkingMemory
 from mirror.models import Summary, TagSuggestion
 from mirror.services import suggestion_reject
@@ -243,3 +243,17 @@ def test_it_forgets_the_selected_suggestions(admin_client, suggestions):
     assert "their words are never staged again" in messages_of(forgot)
     assert TagSuggestion.objects.get(pk=suggestions[0].pk).status == "rejected"
     assert Forgotten.objects.get().source == f"suggestion #{suggestions[0].pk}"
+
+
+def test_the_summaries_waiting_to_be_written_again_are_listed_with_what_it_costs(admin_client):
+    said = [Event.objects.create(actor="luna", content="x" * 400) for _ in range(3)]
+    waiting = Summary.objects.create(
+        level="L0", first_event_id=said[0].pk, last_event_id=said[2].pk, content="Talk."
+    )
+    Summary.objects.create(level="L0", first_event_id=said[2].pk + 1, last_event_id=said[2].pk + 5)
+    Correction.objects.create(event=said[1], sequence=0, kind="retraction", made_by="owner")
+
+    page = admin_client.get(reverse("admin:mirror_summary_changelist"), {"waiting": "yes"}).text
+
+    assert page.count('class="field-id"') == 1 and f">{waiting.pk}<" in page
+    assert "waits: reads 300 tokens of the log, about $0.0012" in page

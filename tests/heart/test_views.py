@@ -21,6 +21,7 @@ from PIL import Image
 
 from events.models import Correction, Event, Turn
 from gem.models import WorkingMemory
+from gem.services import working_memory_update
 from heart import services, views
 from heart.services import turn_submit
 from heart.tasks import run_turns_task
@@ -950,3 +951,18 @@ def test_asking_again_while_the_worker_is_stopped_says_so_where_the_person_looks
     refused = admin_client.post(reverse("heart-turn-again", args=[newest.pk]))
     assert refused.status_code == 303
     assert "answering that message again already" in admin_client.get("/").text
+
+
+def test_a_correction_says_which_items_it_wrote_stay_because_a_person_changed_them(admin_client):
+    turn = submit("<luna><pin>the gate code is 1234</pin></luna>")
+    answer(turn, "<say>Noted.</say>")
+    pin = WorkingMemory.objects.get(type="pin")
+    working_memory_update(item_id=pin.pk, at=timezone.now(), content="the gate code: 1234#")
+
+    correct(admin_client, turn.event_id, kind="retraction")
+
+    assert (
+        f"Working memory it wrote was changed since, so it stays as it is: item #{pin.pk}."
+        in admin_client.get("/").text
+    )
+    assert WorkingMemory.objects.get(pk=pin.pk).status == "active"

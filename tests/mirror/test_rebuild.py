@@ -10,6 +10,7 @@ from heart.corrections import correction_make
 from mirror.models import MirrorPrompt, MirrorRun, Summary, TagSuggestion
 from mirror.rebuild import RebuildError, rebuild_apply, rebuild_plan, stale_rebuilt
 from mirror.run import mirror_run
+from mirror.services import SuggestionError, suggestion_promote
 from mirror.tasks import run_mirror_task
 from tests.mirror.conftest import answer, pass_of
 
@@ -127,3 +128,23 @@ def test_a_failed_rebuild_of_a_stale_summary_changes_nothing_and_the_run_goes_on
     first.refresh_from_db()
     assert first.superseded_by_id is None
     assert "could not be written again" in caplog.text
+
+
+def test_a_suggestion_of_a_summary_waiting_to_be_written_again_waits_then_is_withdrawn(
+    summarised, admin_user
+):
+    first = Summary.objects.filter(level="L0").order_by("first_event_id").first()
+    suggestion = TagSuggestion.objects.filter(summary=first, status="pending").first()
+    correction_make(event_id=first.first_event_id, kind="retraction", made_by="owner")
+
+    with pytest.raises(SuggestionError, match="waits until the Mirror writes"):
+        suggestion_promote(suggestion_id=suggestion.pk, user_id=admin_user.pk)
+    assert TagSuggestion.objects.get(pk=suggestion.pk).status == "pending"
+
+    stale_rebuilt()
+
+    assert TagSuggestion.objects.get(pk=suggestion.pk).status == "rejected"
+    again = Summary.objects.get(
+        level="L0", first_event_id=first.first_event_id, superseded_by__isnull=True
+    )
+    assert TagSuggestion.objects.filter(summary=again, status="pending").exists()
