@@ -4,6 +4,8 @@ from collections.abc import Iterable, Sequence
 from datetime import datetime
 from typing import NamedTuple
 
+from django.db.models import Max
+
 from events.corrected import Step, View, corrected
 from events.models import Correction, Event
 
@@ -26,11 +28,15 @@ def source_events(event_ids: Iterable[int]) -> dict[int, SourceEvent]:
     return {row[0]: SourceEvent(*row) for row in rows}
 
 
-def corrections_of(event_ids: Iterable[int]) -> dict[int, list[Step]]:
-    """The corrections of each of ``event_ids`` that has any, oldest first, in one query."""
+def corrections_of(
+    event_ids: Iterable[int], *, through: int | None = None
+) -> dict[int, list[Step]]:
+    """The corrections of each of ``event_ids`` that has any, oldest first, in one query;
+    with ``through``, those made until that correction (as the log stood then)."""
     steps: dict[int, list[Step]] = {}
+    made = Correction.objects.filter(id__lte=through) if through is not None else Correction.objects
     rows = (
-        Correction.objects.filter(event_id__in=set(event_ids))
+        made.filter(event_id__in=set(event_ids))
         .order_by("id")
         .values_list("event_id", "kind", "text", "actor")
     )
@@ -49,10 +55,15 @@ def views_of(rows: Iterable[tuple[int, str, str]]) -> dict[int, View]:
 EventRow = tuple[int, datetime, str, str]  # id, ts, actor, content
 
 
-def as_corrected(rows: Sequence[EventRow]) -> list[EventRow]:
-    """``(id, ts, actor, content)`` events as their corrections leave them, the retracted left
-    out, in the order given."""
-    steps = corrections_of(row[0] for row in rows)
+def corrections_newest() -> int:
+    """The newest correction's id (0: none): how far a turn's context read them."""
+    return Correction.objects.aggregate(newest=Max("id"))["newest"] or 0
+
+
+def as_corrected(rows: Sequence[EventRow], *, through: int | None = None) -> list[EventRow]:
+    """``(id, ts, actor, content)`` events as their corrections leave them (with ``through``,
+    those made until that correction), the retracted left out, in the order given."""
+    steps = corrections_of((row[0] for row in rows), through=through)
     if not steps:
         return list(rows)
     kept = []

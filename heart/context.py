@@ -12,7 +12,7 @@ from django.db.models.functions import Length
 
 from events.models import Event
 from events.parse import MARKUP, parse, tidy
-from events.selectors import as_corrected
+from events.selectors import as_corrected, corrections_newest
 from gem.recalled import Recall
 from gem.selectors import GemNow, Identities, decay_pressure, working_memory_scores
 from gem.state import (
@@ -93,7 +93,9 @@ def _event_lines(
     return (ConversationLine(event_id, ts, actor, "user", said),) if said else ()
 
 
-def _recent_events(*, before: int, chars_wanted: int) -> list[tuple[int, datetime, str, str]]:
+def _recent_events(
+    *, before: int, chars_wanted: int, corrections_through: int | None = None
+) -> list[tuple[int, datetime, str, str]]:
     """The newest events before an id, oldest first, enough to fill the pools twice over, as
     their corrections leave them (a retracted one left out).
 
@@ -119,7 +121,7 @@ def _recent_events(*, before: int, chars_wanted: int) -> list[tuple[int, datetim
         chars += sum(len(content) for *_, content in page)
         upper = page[-1][0]
     _recent_pages_last["pages"] = max(1, math.ceil(len(events) / RECENT_PAGE))
-    return as_corrected(events[::-1])
+    return as_corrected(events[::-1], through=corrections_through)
 
 
 _recent_pages_last = {"pages": 1}  # how many pages the last read took, in this process
@@ -139,6 +141,9 @@ class ContextInputs:
     chars_per_token: float
     pending_recall: list[dict]
     recent_from: int | None  # where the last turn's Recent window started
+    # The newest correction of the log when it was read (None: a snapshot from before
+    # corrections were counted, read as the log is now).
+    corrections_through: int | None = None
 
     def as_json(self) -> dict:
         return {**asdict(self), "now": self.now.isoformat()}
@@ -168,6 +173,7 @@ def context_inputs(*, event: Event, now: datetime, current_turn: int) -> Context
         chars_per_token=state[CHARS_PER_TOKEN],
         pending_recall=state[PENDING_RECALL],
         recent_from=window.get("first_event"),
+        corrections_through=corrections_newest(),
     )
 
 
@@ -195,7 +201,11 @@ def context_assemble(
     above it, or a successor at or below it."""
     budgets = budgets_from_settings(chars_per_token=inputs.chars_per_token)
     pools = budgets.pool_user + budgets.pool_say + budgets.pool_do + budgets.pool_flex
-    earlier = _recent_events(before=event.pk, chars_wanted=2 * 4 * pools)
+    earlier = _recent_events(
+        before=event.pk,
+        chars_wanted=2 * 4 * pools,
+        corrections_through=inputs.corrections_through,
+    )
     scores = working_memory_scores(
         working_memory, now=inputs.now, current_turn=inputs.turn, pressure=inputs.pressure
     )

@@ -7,10 +7,12 @@ characters per token, the pending recall requests, where the last Recent window 
 rest is read as it stood at that moment: working memory created by then and still active then
 (an item that left later was stamped ``resolved_at``), the summaries written by then and not yet
 superseded. What nobody keeps a history of (the wake text, the ambient prose, a fragment, an
-item's words or decay anchor) is read as it is now, and so is the log as corrected (a message
-taken back since is not in the context assembled again); when the two contexts differ, the
-changes made since (the Anvil's log of every write, retags, corrections of the log) are named
-beside the sections that differ.
+item's words or decay anchor) is read as it is now. Recent reads the log with the corrections
+made by then (the snapshot keeps the newest one's id); what the search finds, and which
+summaries wait to be written again, follow the log as corrected now. The corrections made
+since are named beside the turn whatever it gives (``Travel.corrections``); when the two
+contexts differ, the changes made since (the Anvil's log of every write, retags, corrections of
+the log) are named beside the sections that differ.
 """
 
 from dataclasses import dataclass, field
@@ -50,6 +52,7 @@ class Travel:
     why_not: str = ""
     differing: list[str] = field(default_factory=list)  # "system" and user section headings
     changes: list[str] = field(default_factory=list)  # what changed since, in sentences
+    corrections: list[str] = field(default_factory=list)  # of the log, made since
 
     @property
     def agrees(self) -> bool:
@@ -73,6 +76,8 @@ def snapshot_travelled(snapshot: ContextSnapshot) -> Travel:
         return travel
     assembly = assembled_again(snapshot, event=turn.event)
     travel.system, travel.user = assembly.system_text, assembly.user_text
+    inputs = ContextInputs.from_json(snapshot.inputs)
+    travel.corrections = [_correction_said(correction) for correction in _corrections_since(inputs)]
     if travel.system != snapshot.assembled_system:
         travel.differing.append("system")
     then, now = sections_of(snapshot.assembled_user), sections_of(travel.user)
@@ -135,14 +140,28 @@ def changes_since(moment: datetime, *, parts: list[str], items: list[int]) -> li
                 "again, which moved its decay anchor"
             )
     if set(parts) & set(CORRECTED):
-        for correction in Correction.objects.filter(made_at__gt=moment).order_by("id"):
-            changes.append(
-                f"{correction.made_at:%Y-%m-%d %H:%M}: message #{correction.event_id} was "
-                f"{DONE[correction.kind]} (by {correction.made_by})"
-            )
+        changes += [
+            _correction_said(correction)
+            for correction in Correction.objects.filter(made_at__gt=moment).order_by("id")
+        ]
     if not changes:
         changes.append(
             "Nothing recorded explains it: a fragment, the wake text or the ambient prose may "
             "have changed outside the Anvil."
         )
     return changes
+
+
+def _corrections_since(inputs: ContextInputs):
+    """The corrections made after the turn read the log: by id when the snapshot kept how far
+    it read, else by time."""
+    if inputs.corrections_through is not None:
+        return Correction.objects.filter(id__gt=inputs.corrections_through).order_by("id")
+    return Correction.objects.filter(made_at__gt=inputs.now).order_by("id")
+
+
+def _correction_said(correction: Correction) -> str:
+    return (
+        f"{correction.made_at:%Y-%m-%d %H:%M}: message #{correction.event_id} was "
+        f"{DONE[correction.kind]} (by {correction.made_by})"
+    )

@@ -71,7 +71,7 @@ def test_a_snapshot_without_its_inputs_says_it_cannot_be_assembled_again():
     assert "cannot be assembled again" in travel.why_not
 
 
-def test_it_names_a_correction_of_the_log_made_since_a_turn():
+def test_it_assembles_recent_as_the_log_stood_then_and_names_a_correction_made_since():
     first = turn("<luna>the code is 4471</luna>", START)
     second = turn("<luna>and the rain</luna>", START + timedelta(minutes=3))
     said = Turn.objects.get(pk=first.turn).event_id
@@ -81,7 +81,10 @@ def test_it_names_a_correction_of_the_log_made_since_a_turn():
 
     travel = snapshot_travelled(second)
 
-    assert "Recent" in travel.differing
-    assert "1234" in sections_of(travel.user)["Recent"]
-    assert "4471" in sections_of(second.assembled_user)["Recent"]
-    assert any(change.endswith("was edited (by owner)") for change in travel.changes)
+    # Recent as the log stood then, byte for byte; the correction named beside it.
+    assert sections_of(travel.user)["Recent"] == sections_of(second.assembled_user)["Recent"]
+    assert "4471" in sections_of(travel.user)["Recent"]
+    assert [
+        line.endswith(f"message #{said} was edited (by owner)") for line in travel.corrections
+    ] == [True]
+    assert snapshot_travelled(first).corrections == travel.corrections
