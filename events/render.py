@@ -23,7 +23,7 @@ from dataclasses import dataclass
 from datetime import datetime
 
 from events.corrected import View
-from events.parse import KNOWLEDGE_TAGS, MARKUP, ParsedMessage, parse
+from events.parse import DISPLAY_TAGS, KNOWLEDGE_TAGS, MARKUP, PROCESSING, ParsedMessage, parse
 
 USER, COMPANION = "user", "companion"
 OWN_KIND_TAGS = ("do", "narrate")  # the person's text in these keeps its kind; the rest is say
@@ -88,8 +88,8 @@ class Message:
     ts: datetime | None
     segments: tuple[DisplaySegment, ...]
     has_image: bool = False
-    # The text an edit starts from: a person's message without its identity tag. A reply has
-    # none: its raw text holds what the page never shows (its thinking, its feelings).
+    # The text an edit starts from: a person's message without its identity tag; what the page
+    # shows of a reply (its raw text holds what the page never shows: ``reply_edited``).
     written: str = ""
     edited: bool = False
     was: str = ""  # who it was from, when given to another identity
@@ -220,7 +220,9 @@ def message_display(
         ts=ts,
         segments=() if corrected and view.taken_back else segments,
         has_image=has_image,
-        written=unwrapped(content, sides) if side == USER else "",
+        written=unwrapped(content, sides)
+        if side == USER
+        else "\n\n".join(segment.text for segment in segments),
         edited=corrected and view.edited,
         was=view.original_actor if corrected and view.reattributed else "",
         retracted=corrected and view.taken_back,
@@ -234,6 +236,58 @@ def message_display(
 def _segments(content: str, side: str, sides: Mapping[str, str]) -> tuple[DisplaySegment, ...]:
     parsed = parse(content, identities=list(sides))
     return companion_segments(parsed) if side == COMPANION else user_segments(parsed)
+
+
+def reply_edited(content: str, text: str, identities: Iterable[str]) -> str:
+    """A reply's raw text with what the page shows of it replaced by ``text``, said: every
+    display element (``say``, ``do``, ``narrate``) gives way to one ``<say>`` in the place of
+    the first, and all the rest (its thinking, its knowledge tags, its identity) stays as it
+    was, so a person edits what they see and nothing of what they do not."""
+    parsed = parse(content, identities=list(identities))
+    kept: list[str] = []
+    placed, open_element, open_knowledge = False, None, None
+    for span in parsed.spans:
+        if span.role in DISPLAY_TAGS or (span.role == PROCESSING and open_element is not None):
+            continue  # the text shown, and the markup stripped inside it: replaced
+        if span.role != MARKUP:
+            # A display tag left unclosed is processing: made no tag, lest the new one close it.
+            unclosed = span.role == PROCESSING and open_knowledge is None
+            kept.append(_DISPLAY_TAG_RE.sub(_untagged, span.text) if unclosed else span.text)
+            continue
+        at = 0
+        for tag in _ANY_TAG_RE.finditer(span.text):
+            kept.append(span.text[at : tag.start()])
+            at = tag.end()
+            closing, name = bool(tag[1]), tag[2].casefold()
+            if open_element is None and name in DISPLAY_TAGS and not closing:
+                open_element = name
+                if not placed:
+                    kept.append(f"<say>{text}</say>")
+                    placed = True
+            elif open_element is not None and closing and name == open_element:
+                open_element = None
+            elif name in KNOWLEDGE_TAGS or (open_element is None and name not in DISPLAY_TAGS):
+                kept.append(tag[0])
+                if open_element is None and name in KNOWLEDGE_TAGS:
+                    open_knowledge = None if closing else name
+        kept.append(span.text[at:])
+    if not placed:
+        kept.append(f"<say>{text}</say>")
+    return "".join(kept)
+
+
+_ANY_TAG_RE = re.compile(r"<(/?)([^<>/\s]+)>")
+_DISPLAY_TAG_RE = re.compile(rf"</?(?:{'|'.join(DISPLAY_TAGS)})>", re.IGNORECASE)
+
+
+def _untagged(tag: re.Match) -> str:
+    """``<say>`` as ``< say>``, which the tag language reads as text."""
+    return f"< {tag[0][1:]}"
+
+
+def _untagged(tag: re.Match) -> str:
+    """``<say>`` as ``< say>``, which the tag language reads as text."""
+    return f"< {tag[0][1:]}"
 
 
 def unwrapped(content: str, identities: Iterable[str]) -> str:

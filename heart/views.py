@@ -31,7 +31,15 @@ from django_q.status import Stat
 
 from events.corrected import View
 from events.models import Event, Turn, TurnStatus
-from events.render import USER, Message, identity_colors, identity_slug, message_display, side_of
+from events.render import (
+    USER,
+    Message,
+    identity_colors,
+    identity_slug,
+    message_display,
+    reply_edited,
+    side_of,
+)
 from events.selectors import views_of
 from gem.models import Identity, IdentitySide
 from gem.selectors import Identities, identities_current
@@ -230,8 +238,12 @@ def event_correct(request, event_id: int):
     kind, text = form.cleaned_data["kind"], form.cleaned_data["text"]
     view = views_of([(event.pk, event.actor, event.content)])[event.pk]
     who = identities_current()
-    if kind == "edit" and side_of(view.actor, who.sides) == USER and view.actor:
-        text = user_text_compose(message=text, identity=view.actor, knowledge_tags=[])
+    if kind == "edit":
+        is_reply = Turn.objects.filter(reply_event_id=event.pk).exists()
+        if side_of(view.actor, who.sides, is_reply=is_reply) != USER:
+            text = reply_edited(view.content, text, who.names)  # what she did not show stays
+        elif view.actor:
+            text = user_text_compose(message=text, identity=view.actor, knowledge_tags=[])
     try:
         made = correction_make(
             event_id=event.pk,

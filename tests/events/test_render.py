@@ -16,6 +16,7 @@ from events.render import (
     identity_colors,
     identity_slug,
     message_display,
+    reply_edited,
     side_of,
     user_segments,
 )
@@ -243,3 +244,46 @@ def test_it_never_emits_markup_of_its_own_beyond_its_tags(text):
 )
 def test_emphasis_reads_plain_as_the_chat_page_draws_it(text, plain):
     assert emphasis_plain(text) == plain
+
+
+REPLY_PIECES = st.sampled_from(
+    [
+        "<say>",
+        "</say>",
+        "<do>",
+        "</do>",
+        "<narrate>",
+        "</narrate>",
+        "<feeling>",
+        "</feeling>",
+        "<pin>",
+        "</pin>",
+        "<secret>",
+        "</secret>",
+        "<claude>",
+        "</claude>",
+        "<luna>",
+        "<b>",
+        "hello ",
+        "the rain ",
+        "calm",
+        "recall(fairy) ",
+        " ",
+        "\n",
+        "*so* ",
+        "x",
+    ]
+)
+
+
+@given(st.lists(REPLY_PIECES, max_size=20).map("".join), st.text("abc xyz.", max_size=30))
+def test_a_reply_edited_shows_the_new_words_and_keeps_all_it_did_not_show(content, text):
+    names = ["claude", "luna"]
+    before, after = (
+        parse(content, identities=names),
+        parse(reply_edited(content, text, names), identities=names),
+    )
+
+    assert after.segments == parse(f"<say>{text}</say>", identities=names).segments
+    assert after.knowledge == before.knowledge
+    assert after.identity == before.identity

@@ -902,11 +902,19 @@ def test_a_correction_that_cannot_be_made_is_said_in_the_chat(admin_client, said
     assert refused.status_code == 303
 
 
-def test_a_reply_offers_no_edit_of_its_raw_text(admin_client, said):
-    reply_id = Turn.objects.get(pk=said.pk).reply_event_id
-    shown = article_of(admin_client.get("/").text, reply_id)
-    assert 'value="attribution"' in shown and 'value="retraction"' in shown
-    assert 'value="edit"' not in shown and "<textarea" not in shown
+def test_a_reply_is_edited_in_what_it_shows_and_keeps_what_it_did_not(admin_client):
+    turn = submit()
+    reply = answer(turn, "<claude>thinking <say>How is she?</say><feeling>warm</feeling></claude>")
+    shown = article_of(admin_client.get("/").text, reply.pk)
+    assert ">How is she?</textarea>" in shown and "thinking" not in shown
+
+    correct(admin_client, reply.pk, kind="edit", text="How is your sister?")
+
+    assert Correction.objects.get().text == (
+        "<claude>thinking <say>How is your sister?</say><feeling>warm</feeling></claude>"
+    )
+    shown = article_of(admin_client.get("/").text, reply.pk)
+    assert '<div class="segment say">How is your sister?</div>' in shown and "· edited" in shown
 
 
 def test_the_owner_purges_a_message_taken_back_after_seeing_what_it_reaches(
