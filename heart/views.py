@@ -210,9 +210,7 @@ def reply_choose_view(request, turn_id: int):
         reply_choose(turn_id=turn.pk, made_by=request.user.get_username(), user_id=request.user.pk)
     except CorrectionError as error:
         return _refuse(request, str(error), status=409)
-    response = HttpResponseRedirect(f"{reverse('heart-chat')}#event-{turn.reply_event_id}")
-    response.status_code = 303
-    return response
+    return _back_to_chat(at_event=turn.reply_event_id)
 
 
 @require_POST
@@ -262,9 +260,7 @@ def event_correct(request, event_id: int):
             + ", ".join(f"item #{item}" for item in made.kept)
             + ". Decide on it in the Anvil.",
         )
-    response = HttpResponseRedirect(f"{reverse('heart-chat')}#event-{event.pk}")
-    response.status_code = 303
-    return response
+    return _back_to_chat(at_event=event.pk)
 
 
 @require_http_methods(["GET", "POST"])
@@ -588,8 +584,10 @@ def _is_page_post(request) -> bool:
     return not request.htmx and request.headers.get("Sec-Fetch-Mode", "navigate") == "navigate"
 
 
-def _back_to_chat() -> HttpResponseRedirect:
-    response = HttpResponseRedirect(reverse("heart-chat"))
+def _back_to_chat(*, at_event: int | None = None) -> HttpResponseRedirect:
+    """To the chat (at an event's message, with ``at_event``), as a page after a post."""
+    place = f"#event-{at_event}" if at_event is not None else ""
+    response = HttpResponseRedirect(reverse("heart-chat") + place)
     response.status_code = 303
     return response
 
