@@ -576,8 +576,9 @@ def test_it_claims_nothing_when_nothing_is_queued():
 
 # Every store, the Gem copy warm; the claims' locks on PostgreSQL aside. Three of them find
 # older conversation for the message when Recent has moved on (lens/found.py): its words'
-# counts, their ranking and the turns around the hits.
-TURN_STATEMENTS = 23
+# counts, their ranking and the turns around the hits; two read the log's corrections (how far
+# they go, kept for time travel, and those of the events Recent reads).
+TURN_STATEMENTS = 24
 
 
 def test_it_takes_a_bounded_number_of_statements_per_turn(settings):
