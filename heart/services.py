@@ -202,6 +202,9 @@ def _turn_claim_oldest(connection) -> int | None:
 
 TURN_CLAIM_LOCK = 7_351_001  # any constant: the advisory lock's name on PostgreSQL
 ASKED_AGAIN = "asked again"  # who the corrections that set the earlier replies aside name
+NO_MESSAGE = (
+    "This turn has no message of the person's to answer, and says no reason to write first."
+)
 EVENT_LOG_LOCK = 7_351_002  # the lock a person's message is written under, on PostgreSQL
 PARTIAL_SAVE_INTERVAL = 0.1  # seconds between saves of the streamed text (each a heartbeat)
 HEARTBEAT_INTERVAL = 1.0  # seconds between heartbeats while the Claude call is silent
@@ -262,6 +265,16 @@ def turn_run(*, turn: Turn, stop: WorkerStop | None = None) -> Turn:
     """
     event = turn.event
     attempt = turn.attempts  # what the claim made it: this attempt's writes name it
+    if event is None:  # its context would say why she writes first: no such turn is made here
+        _turn_update(
+            turn.pk,
+            attempt=attempt,
+            status=TurnStatus.ERROR,
+            error=NO_MESSAGE,
+            finished_at=timezone.now(),
+        )
+        turn.refresh_from_db()
+        return turn
     # A turn submitted with --at keeps its distance from real time, so decay and the reply's
     # time stay consistent with the moment it is said to happen; asked again, the distance
     # of the message's first turn.

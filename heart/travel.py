@@ -70,9 +70,13 @@ def snapshot_travelled(snapshot: ContextSnapshot) -> Travel:
         )
         return travel
     turn = Turn.objects.select_related("event").filter(pk=snapshot.turn).first()
-    if turn is None:
+    if turn is None or turn.event is None:
         travel.possible = False
-        travel.why_not = f"Turn {snapshot.turn} is no longer in the log."
+        travel.why_not = (
+            f"Turn {snapshot.turn} is no longer in the log."
+            if turn is None
+            else f"Turn {snapshot.turn} has no message to assemble its context for."
+        )
         return travel
     assembly = assembled_again(snapshot, event=turn.event)
     travel.system, travel.user = assembly.system_text, assembly.user_text

@@ -69,7 +69,7 @@ def _cached_prefix(turn: Turn) -> tuple[list[dict], list[dict]] | None:
     """The system blocks and the user blocks up to the last breakpoint of the turn's context,
     as they were sent; None when they can no longer be made the same (something changed)."""
     snapshot = ContextSnapshot.objects.filter(turn=turn.pk).order_by("-id").first()
-    if snapshot is None or not snapshot.inputs:
+    if snapshot is None or not snapshot.inputs or turn.event is None:
         return None
     assembly = assembled_again(snapshot, event=turn.event)
     ends = [i for i, block in enumerate(assembly.user) if "cache_control" in block]

@@ -35,7 +35,7 @@ def turn_events(rows, *, sides: dict[str, str]) -> list[TurnEvent]:
 def open_from() -> int | None:
     """The first event of a turn still being answered: it and what follows are not final yet."""
     return (
-        Turn.objects.filter(status__in=[TurnStatus.QUEUED, TurnStatus.RUNNING])
+        Turn.objects.filter(status__in=[TurnStatus.QUEUED, TurnStatus.RUNNING], event__isnull=False)
         .order_by("event_id")
         .values_list("event_id", flat=True)
         .first()

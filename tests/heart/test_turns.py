@@ -15,6 +15,7 @@ from django.core.files.storage import default_storage
 from django.db import connections
 from django.db.models import F
 from django.test.utils import CaptureQueriesContext
+from django.urls import reverse
 from django.utils import timezone
 
 from bench.fakeapi import FakeError, FakeReply
@@ -23,6 +24,8 @@ from gem.models import Fragment, FragmentEdge, WorkingMemory
 from gem.selectors import working_memory_scores
 from gem.state import PENDING_RECALL, WORKING_MEMORY_FILL, state_get, turn_counter_current
 from heart import services
+from heart.inspect import turn_inspection
+from heart.management.commands.inspect import inspection_text
 from heart.models import ContextSnapshot
 from heart.services import (
     TurnOrderError,
@@ -33,6 +36,7 @@ from heart.services import (
     turns_recover,
 )
 from heart.tasks import run_turns_task
+from mirror.turns import open_from
 from silentstar import claude
 from tests.conftest import event_log_triggers_lifted
 
@@ -617,3 +621,22 @@ def test_with_the_decay_pressure_off_nothing_is_measured_or_pressed(settings):
     settings.DECAY_PRESSURE = 0.0
     run_turns_task(submit("<luna>hi</luna>").pk)
     assert state_get(WORKING_MEMORY_FILL) is None
+
+
+def test_a_turn_with_no_message_ends_failed_in_words_and_the_readers_of_turns_follow_it(
+    admin_client,
+):
+    said = submit("<luna>hello</luna>")
+    Turn.objects.filter(pk=said.pk).update(status="done")
+    silent = Turn.objects.create(event=None, number=said.number)
+
+    answered = run_turns_task(silent.pk)
+
+    silent.refresh_from_db()
+    assert silent.pk in answered and silent.status == "error"
+    assert "no message of the person's to answer" in silent.error
+    assert open_from() is None  # the Mirror waits on no message for it
+    assert admin_client.get(reverse("heart-chat")).status_code == 200
+    inspector = admin_client.get(reverse("admin:inspector", args=[silent.pk]))
+    assert inspector.status_code == 200 and "This turn failed" in inspector.text
+    assert "Message: (none: no message)" in inspection_text(turn_inspection(turn=silent))

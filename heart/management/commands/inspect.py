@@ -37,7 +37,8 @@ class Command(BaseCommand):
 def inspection_text(inspection: Inspection, *, with_text: bool = False) -> list[str]:
     turn, lines = inspection.turn, []
     lines.append(f"Turn {turn.number} (id {turn.pk}), {turn.status}" + _model(inspection))
-    lines.append(f"Message: {_one_line(turn.event.content)}")
+    said = _one_line(turn.event.content) if turn.event is not None else "(none: no message)"
+    lines.append(f"Message: {said}")
     neighbours = [
         f"{name} turn: id {other.pk}"
         for name, other in (("previous", inspection.previous_turn), ("next", inspection.next_turn))
