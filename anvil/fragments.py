@@ -6,6 +6,8 @@ from django.contrib import admin, messages
 from django.contrib.admin.utils import quote, unquote
 from django.core.exceptions import PermissionDenied
 from django.db.models import Exists, OuterRef, Q
+from django.forms.formsets import DELETION_FIELD_NAME
+from django.forms.models import BaseInlineFormSet
 from django.http import HttpResponseRedirect
 from django.shortcuts import get_object_or_404
 from django.urls import path, reverse
@@ -62,8 +64,22 @@ from gem.state import chars_per_token, state_get
 from gem.waking import triggers_problem
 
 
+class EdgeFormSet(BaseInlineFormSet):
+    """An edge's row names its inputs for a screen reader: a table's column heading is no
+    label."""
+
+    def add_fields(self, form, index):
+        super().add_fields(form, index)
+        other = form.instance.target_id if self.fk.name == "source" else form.instance.source_id
+        about = f" ({other})" if other else ""
+        form.fields["relation"].widget.attrs["aria-label"] = f"Relation{about}"
+        if DELETION_FIELD_NAME in form.fields:
+            form.fields[DELETION_FIELD_NAME].widget.attrs["aria-label"] = f"Remove this edge{about}"
+
+
 class EdgeOutInline(admin.TabularInline):
     model = FragmentEdge
+    formset = EdgeFormSet
     fk_name = "source"
     extra = 0
     autocomplete_fields = ["target"]
@@ -74,6 +90,7 @@ class EdgeOutInline(admin.TabularInline):
 
 class EdgeInInline(admin.TabularInline):
     model = FragmentEdge
+    formset = EdgeFormSet
     fk_name = "target"
     extra = 0
     autocomplete_fields = ["source"]

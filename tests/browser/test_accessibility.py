@@ -26,6 +26,7 @@ SIGNED_IN_PAGES = [
     "/admin/gem/workingmemory/",
     "/admin/gem/fragment/",
     "/admin/gem/fragment/graph/",
+    "/admin/gem/fragment/tea/change/",
     "/admin/mirror/tagsuggestion/",
     "/lens/search/?q=tea",
 ]
