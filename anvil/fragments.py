@@ -62,6 +62,7 @@ from gem.services import (
 )
 from gem.state import chars_per_token, state_get
 from gem.waking import triggers_problem
+from silentstar.words import counted
 
 
 class EdgeFormSet(BaseInlineFormSet):
@@ -371,7 +372,8 @@ class FragmentAdmin(admin.ModelAdmin):
                     done = fragment_fold(source_key=key, into_key=into, user_id=request.user.pk)
                     self.message_user(
                         request,
-                        f"Folded “{key}” into “{into}”: {len(done.edges_moved)} edge(s) moved, "
+                        f"Folded “{key}” into “{into}”: "
+                        f"{counted(len(done.edges_moved), 'edge')} moved, "
                         f"{len(done.edges_merged)} merged with their labels kept.",
                     )
                     url = reverse("admin:gem_fragment_change", args=[quote(into)])
@@ -604,10 +606,10 @@ def _draft_done(diff: DraftDiff) -> str:
         return "Nothing changed: the Gem already holds this draft."
     changed = diff.fragments_changed()
     said = (
-        f"Applied the draft: {len(diff.fragments_created)} fragment(s) created, "
-        f"{len(changed)} changed, {len(diff.edges_added)} edge(s) added, "
+        f"Applied the draft: {counted(len(diff.fragments_created), 'fragment')} created, "
+        f"{len(changed)} changed, {counted(len(diff.edges_added), 'edge')} added, "
         f"{len(diff.edges_removed)} removed, {len(diff.edges_relabelled)} relabelled, "
-        f"{len(diff.sources_added)} source(s) recorded."
+        f"{counted(len(diff.sources_added), 'source')} recorded."
     )
     if diff.unchecked:
         said += (

@@ -11,6 +11,8 @@ import re
 from django.utils.html import escape, format_html, format_html_join
 from django.utils.safestring import SafeString, mark_safe
 
+from silentstar.words import counted
+
 # Words, runs of white space and single marks: a change of one comma marks the comma alone.
 _TOKEN_RE = re.compile(r"\w+|\s+|[^\w\s]")
 
@@ -134,4 +136,4 @@ def text_change_summary(old: str, new: str) -> str:
         removed += line.startswith("- ")
     if not added and not removed:
         return "no line changed"
-    return f"{added} line(s) added, {removed} removed"
+    return f"{counted(added, 'line')} added, {removed} removed"

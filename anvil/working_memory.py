@@ -40,6 +40,7 @@ from gem.services import (
 )
 from gem.state import ARCHIVE_WARNING, state_get, turn_counter_current
 from silentstar.admin import ReadOnlyAdmin
+from silentstar.words import counted
 
 
 class WorkingMemoryRefInline(admin.TabularInline):
@@ -319,7 +320,7 @@ class WorkingMemoryAdmin(admin.ModelAdmin):
             else:
                 self.message_user(
                     request,
-                    f"{len(changed)} item(s) now {form.cleaned_data['status']}; "
+                    f"{counted(len(changed), 'item')} now {form.cleaned_data['status']}; "
                     "the reason is in each item's history.",
                 )
                 return None

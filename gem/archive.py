@@ -47,6 +47,7 @@ from gem.prune import Candidate, Limits, Phase, prune_plan
 from gem.rows import working_memory_from_row, working_memory_row
 from gem.state import ARCHIVE_WARNING, state_set
 from gem.zone import owner_time_zone
+from silentstar.words import counted
 
 logger = logging.getLogger(__name__)
 
@@ -167,7 +168,7 @@ def archive_run(
                     row, file=name, line=number, day=day, archived_at=stamp
                 )
             report.files.append(name)
-            progress(f"{name}: {len(day_rows)} item(s)")
+            progress(f"{name}: {counted(len(day_rows), 'item')}")
         index_write(storage, entries)
         removed = _rows_remove({pk: rows[pk] for pk in plan.ids})
         for pk in plan.ids:

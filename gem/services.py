@@ -59,6 +59,7 @@ from gem.state import chars_per_token, state_set
 from gem.tier_size import tier_refusal
 from gem.waking import TRIGGERS_MAX, triggers_joined
 from gem.zone import TIME_ZONE, owner_time_zone, time_zone_known
+from silentstar.words import counted
 
 logger = logging.getLogger(__name__)
 
@@ -341,8 +342,9 @@ def fragment_fold(*, source_key: str, into_key: str, user_id: int) -> FoldPlan:
             action=CHANGE,
             message=(
                 f"Folded “{source_key}” into “{into_key}”: tiers appended, "
-                f"{len(plan.edges_moved)} edge(s) moved, {len(plan.edges_merged)} merged, "
-                f"{plan.sources_moved} source(s) and {plan.refs_moved} link(s) moved"
+                f"{counted(len(plan.edges_moved), 'edge')} moved, "
+                f"{len(plan.edges_merged)} merged, {counted(plan.sources_moved, 'source')} and "
+                f"{counted(plan.refs_moved, 'link')} moved"
                 + (f". Merged: {merged}" if merged else "")
             ),
         )

@@ -142,8 +142,8 @@ def test_it_previews_a_rename_without_changing_anything(admin_client, fragments)
     )
     page = response.content.decode()
     assert "Renaming <strong>fairy</strong> to <strong>fae</strong>" in page
-    assert "<li>1 edge(s)</li>" in page
-    assert "1 mention(s) of [fairy]" in page
+    assert "<li>1 edge</li>" in page
+    assert "1 mention of [fairy]" in page
     assert '<input type="hidden" name="new_key" value="fae">' in page
     assert '<input type="submit" name="confirm" value="Rename" class="default">' in page
     assert f'href="{reverse("admin:gem_fragment_change", args=["fairy"])}"' in page
@@ -343,7 +343,7 @@ def test_it_records_a_drafts_sources_and_shows_them_on_the_fragment(admin_client
     response = admin_client.post(url, {"text": draft, "confirm": "1"})
 
     [message] = get_messages(response.wsgi_request)
-    assert "1 source(s) recorded" in str(message)
+    assert "1 source recorded" in str(message)
     assert list(FragmentSource.objects.values_list("fragment_id", "event_id")) == [
         ("fairy", said.pk)
     ]

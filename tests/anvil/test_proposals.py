@@ -80,7 +80,7 @@ def test_a_wake_proposal_shows_the_wake_text_in_use_beside_the_proposed_one(admi
     assert newest.content.startswith(in_use.rstrip())
     assert DESCRIPTION in newest.content and newest.author.username == "admin"
     logged = LogEntry.objects.get(object_id=str(newest.pk))
-    assert logged.action_flag == ADDITION and "line(s) added" in logged.change_message
+    assert logged.action_flag == ADDITION and "added" in logged.change_message
     wake.refresh_from_db()
     assert wake.state == ProposalState.APPLIED
 

@@ -63,7 +63,7 @@ def test_with_context_every_change_is_still_shown(old, new, context):
 
 
 def test_it_says_what_changed_in_words():
-    assert text_change_summary("one\ntwo", "one\nthree\nfour") == "2 line(s) added, 1 removed"
+    assert text_change_summary("one\ntwo", "one\nthree\nfour") == "2 lines added, 1 removed"
     assert text_change_summary("same", "same") == "no line changed"
 
 

@@ -49,7 +49,7 @@ def test_it_changes_status_only_with_a_reason_and_keeps_it(admin_client, admin_u
     chosen = {"action": "status_change", "_selected_action": [item.pk]}
 
     asked = admin_client.post(url, chosen)
-    assert "Change the status of 1 item(s)" in asked.content.decode()
+    assert "Change the status of 1 item:" in asked.content.decode()
     refused = admin_client.post(url, {**chosen, "apply": "1", "status": "resolved", "reason": " "})
     assert refused.status_code == 200
     assert WorkingMemory.objects.get().status == "active"
@@ -222,7 +222,7 @@ def test_it_changes_one_items_status_from_its_page(admin_client):
     change = reverse("admin:gem_workingmemory_change", args=[item.pk])
     status = reverse("admin:gem_workingmemory_status", args=[item.pk])
     assert status in admin_client.get(change).content.decode()
-    assert "Change the status of 1 item(s)" in admin_client.get(status).content.decode()
+    assert "Change the status of 1 item:" in admin_client.get(status).content.decode()
 
     response = admin_client.post(
         status,

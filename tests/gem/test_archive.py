@@ -258,14 +258,14 @@ def test_an_emergency_archives_every_item_idle_a_month_and_says_so(settings, cap
 def test_the_command_runs_lists_and_restores(capsys):
     old = item("weeded the garden beds", idle_days=100)
     call_command("archive", "run", "--dry-run")
-    assert f"Would archive 1 item(s): {old.pk}." in capsys.readouterr().out
+    assert f"Would archive 1 item: {old.pk}." in capsys.readouterr().out
     call_command("archive", "run")
-    assert f"Archived 1 item(s): {old.pk}." in capsys.readouterr().out
+    assert f"Archived 1 item: {old.pk}." in capsys.readouterr().out
     call_command("archive", "list", "--like", "garden beds weeded")
     listed = capsys.readouterr().out
-    assert listed.startswith(f"{old.pk}\t") and "1 archived item(s)." in listed
+    assert listed.startswith(f"{old.pk}\t") and "1 archived item." in listed
     call_command("archive", "restore", str(old.pk))
-    assert f"Restored 1 item(s): {old.pk}." in capsys.readouterr().out
+    assert f"Restored 1 item: {old.pk}." in capsys.readouterr().out
     with pytest.raises(CommandError, match="Say what to restore"):
         call_command("archive", "restore")
     with pytest.raises(CommandError, match="Not in the archive"):

@@ -95,7 +95,7 @@ def test_it_counts_turns_as_well_as_hours():
 def test_it_sweeps_from_the_command_line(capsys):
     item("feeling", age_hours=500)
     call_command("decay_sweep")
-    assert "Marked 1 working-memory item(s) decayed." in capsys.readouterr().out
+    assert "Marked 1 working-memory item decayed." in capsys.readouterr().out
 
 
 # --- The Anvil: rename and fold -----------------------------------------------------------
@@ -251,7 +251,7 @@ def test_it_keeps_every_label_of_a_fold(admin_user, moon_and_fairy):
         "wardrobe → moon “wardrobe-moon” merged into wardrobe → fairy, labelled “wardrobe-moon”",
     ]
     message = LogEntry.objects.get(object_id="fairy").change_message
-    assert "1 edge(s) moved, 4 merged" in message
+    assert "1 edge moved, 4 merged" in message
     for text in texts:
         assert text in message
 

@@ -9,6 +9,7 @@ from gem.archive import archive_restore, archive_run
 from gem.archive_store import ArchiveError, archive_storage, entries_matching, index_read
 from gem.meaning import semantic_hash
 from gem.models import WorkingMemoryType
+from silentstar.words import counted
 
 
 def _day(text: str) -> date:
@@ -54,12 +55,14 @@ class Command(BaseCommand):
     def _run(self, *, dry_run: bool, **_):
         report = archive_run(now=timezone.now(), dry_run=dry_run, progress=self.stdout.write)
         if report.finished:
-            self.stdout.write(f"Finished {len(report.finished)} move(s) a stopped run left.")
+            self.stdout.write(
+                f"Finished {counted(len(report.finished), 'move')} a stopped run left."
+            )
         if report.warning:
             self.stderr.write(report.warning)
         ids = ", ".join(map(str, report.archived)) or "none"
         verb = "Would archive" if dry_run else "Archived"
-        self.stdout.write(f"{verb} {len(report.archived)} item(s): {ids}.")
+        self.stdout.write(f"{verb} {counted(len(report.archived), 'item')}: {ids}.")
 
     def _restore(self, *, ids: list[int], since, until, type, **_):
         report = archive_restore(
@@ -69,7 +72,7 @@ class Command(BaseCommand):
             already = ", ".join(map(str, report.already))
             self.stdout.write(f"Already in working memory: {already}.")
         restored = ", ".join(map(str, report.restored)) or "none"
-        self.stdout.write(f"Restored {len(report.restored)} item(s): {restored}.")
+        self.stdout.write(f"Restored {counted(len(report.restored), 'item')}: {restored}.")
 
     def _list(self, *, since, until, type, like: str | None, **_):
         entries = entries_matching(
@@ -84,4 +87,4 @@ class Command(BaseCommand):
                 f"{key}\t{entry['day']}\t{entry['type']}\t{entry['status']}\t"
                 f"{entry['file']}:{entry['line'] + 1}"
             )
-        self.stdout.write(f"{len(entries)} archived item(s).")
+        self.stdout.write(f"{counted(len(entries), 'archived item')}.")

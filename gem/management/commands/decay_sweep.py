@@ -3,6 +3,7 @@ from django.utils import timezone
 
 from gem.services import working_memory_sweep
 from gem.state import turn_counter_current
+from silentstar.words import counted
 
 
 class Command(BaseCommand):
@@ -10,4 +11,4 @@ class Command(BaseCommand):
 
     def handle(self, *args, **options):
         gone = working_memory_sweep(now=timezone.now(), current_turn=turn_counter_current())
-        self.stdout.write(f"Marked {len(gone)} working-memory item(s) decayed.")
+        self.stdout.write(f"Marked {counted(len(gone), 'working-memory item')} decayed.")
