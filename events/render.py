@@ -18,7 +18,7 @@ Within a line, ``**bold**`` and ``*italic*`` are emphasis: the chat page draws t
 """
 
 import re
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 
@@ -288,6 +288,31 @@ def _untagged(tag: re.Match) -> str:
 def _untagged(tag: re.Match) -> str:
     """``<say>`` as ``< say>``, which the tag language reads as text."""
     return f"< {tag[0][1:]}"
+
+
+# What a message said, looked for where it was copied: shorter, as a word in other text it would
+# take too much with it.
+COPY_MIN_CHARS = 4
+
+
+def copied_forms(said: Iterable[tuple[str, str]], sides: Mapping[str, str]) -> list[str]:
+    """What messages said, each ``(actor, raw text)``, in every form a copy of it may hold (raw,
+    and as the page shows it), those of ``COPY_MIN_CHARS`` or more, longest first. A purge
+    blanks them, an export for sharing leaves them out (``whole_words``)."""
+    texts = set()
+    for actor, text in said:
+        texts.add(text.strip())
+        shown = message_display(event_id=0, content=text, actor=actor, sides=sides).segments
+        texts.update(segment.text_apart.strip() for segment in shown)
+    return sorted((t for t in texts if len(t) >= COPY_MIN_CHARS), key=len, reverse=True)
+
+
+def whole_words(texts: Sequence[str]) -> re.Pattern | None:
+    """A pattern finding any of ``texts`` as whole words, the first listed first; None for
+    none."""
+    if not texts:
+        return None
+    return re.compile("|".join(rf"(?<!\w){re.escape(text)}(?!\w)" for text in texts))
 
 
 def unwrapped(content: str, identities: Iterable[str]) -> str:

@@ -15,7 +15,6 @@ what the message now says, through the Gem's services:
   listed (``CorrectionMade.kept``) for the person to decide.
 """
 
-import re
 from dataclasses import dataclass, field
 
 from django.conf import settings
@@ -39,7 +38,7 @@ from events.corrected import (
 )
 from events.models import Correction, Event, Purge, Turn, TurnStatus
 from events.parse import KnowledgeItem, parse
-from events.render import message_display
+from events.render import copied_forms, whole_words
 from events.selectors import views_of
 from gem.models import IngestRecord, WorkingMemory, WorkingMemoryStatus
 from gem.selectors import identities_current
@@ -251,15 +250,12 @@ def _refusal(view: View, event: Event, *, kind: str, text: str, actor: str) -> N
 # --- Purge ---------------------------------------------------------------------------------------
 
 PURGED = "[purged]"
-# A text shorter than this is blanked in the log alone: as a word in other text it would take
-# too much with it.
-PURGE_COPY_MIN_CHARS = 4
 
 
 def purge_reach(event_id: int) -> dict[str, int]:
     """Where purging ``event_id`` would blank its text, copies counted by place (nothing is
     written): the confirmation shows it."""
-    event, texts = _purged_texts(event_id)
+    event, texts = _purged_said(event_id)
     return _copies(event, texts, write=False)
 
 
@@ -270,7 +266,7 @@ def event_purge(*, event_id: int, purged_by: str) -> Purge:
     to the append-only log, itself recorded (``Purge``: what, when, who). Refused in words for
     an unknown message, one not taken back, or one purged already. Backups made before, and
     working memory already moved to the archive, keep the text."""
-    event, texts = _purged_texts(event_id)
+    event, texts = _purged_said(event_id)
     image = event.image.name
     with transaction.atomic(using=store_for("events")):
         copies = _copies(event, texts, write=False)
@@ -299,9 +295,9 @@ def event_purge(*, event_id: int, purged_by: str) -> Purge:
     return purge
 
 
-def _purged_texts(event_id: int) -> tuple[Event, list[str]]:
-    """The event to purge and what it said, in every form a copy may hold: raw, each edit,
-    and as the page and the context show them; longest first."""
+def _purged_said(event_id: int) -> tuple[Event, list[str]]:
+    """The event to purge, and what it said (raw and each edit) as copies of it may hold it
+    (``events.render.copied_forms``)."""
     event = Event.objects.filter(pk=event_id).first()
     if event is None:
         raise CorrectionError(f"There is no message #{event_id} in the log.")
@@ -312,28 +308,19 @@ def _purged_texts(event_id: int) -> tuple[Event, list[str]]:
         raise CorrectionError(
             f"Message #{event_id} is not taken back: take it back first, then purge it."
         )
-    sides = identities_current().sides
     said = [event.content, *(c.text for c in made if c.kind == EDIT)]
-    shown = [
-        segment.text_apart
-        for text in said
-        for segment in message_display(
-            event_id=event.pk, content=text, actor=event.actor, sides=sides
-        ).segments
-    ]
-    texts = {text.strip() for text in [*said, *shown]} - {""}
-    return event, sorted(texts, key=len, reverse=True)
+    sides = identities_current().sides
+    return event, copied_forms([(event.actor, text) for text in said], sides)
 
 
 def _copies(event: Event, texts: list[str], *, write: bool) -> dict[str, int]:
-    """Count (or, with ``write``, blank) the copies of ``texts`` outside the log."""
-    found = [text for text in texts if len(text) >= PURGE_COPY_MIN_CHARS]
-    pattern = (
-        re.compile("|".join(rf"(?<!\w){re.escape(text)}(?!\w)" for text in found))
-        if found
-        else None
-    )
-    copies = {"snapshots": 0, "summaries": 0, "working_memory": 0}
+    """Count (or, with ``write``, blank) the copies of ``texts`` outside the log, and the
+    working memory written from ``event``."""
+    items = list(WorkingMemory.objects.filter(event_id=event.pk).values_list("pk", flat=True))
+    copies = {"snapshots": 0, "summaries": 0, "working_memory": len(items)}
+    if write:
+        working_memory_blank(item_ids=items, text=PURGED)
+    pattern = whole_words(texts)
     if pattern is None:
         return copies
     for model, fields, place in (
@@ -341,7 +328,7 @@ def _copies(event: Event, texts: list[str], *, write: bool) -> dict[str, int]:
         (Summary, ("content",), "summaries"),
     ):
         words = Q()
-        for text in found:
+        for text in texts:
             for name in fields:
                 words |= Q(**{f"{name}__contains": text})
         for row in model.objects.filter(words).only("pk", *fields):
@@ -349,10 +336,6 @@ def _copies(event: Event, texts: list[str], *, write: bool) -> dict[str, int]:
             if write:
                 changed = {name: pattern.sub(PURGED, getattr(row, name)) for name in fields}
                 model.objects.filter(pk=row.pk).update(**changed)
-    items = WorkingMemory.objects.filter(event_id=event.pk).values_list("pk", flat=True)
-    copies["working_memory"] = len(items)
-    if write:
-        working_memory_blank(item_ids=list(items), text=PURGED)
     return copies
 
 

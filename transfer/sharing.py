@@ -20,16 +20,13 @@ import re
 from dataclasses import dataclass
 
 from events.models import Correction, Event
-from events.render import message_display
+from events.render import copied_forms, whole_words
 from events.selectors import views_of
 from gem.models import Forgotten
 from gem.selectors import identities_current
 
 LEFT_OUT = "[left out]"
 SOURCE_RE = re.compile(r"^(working memory|suggestion) #(\d+)$")
-# A text shorter than this is left out of its own row alone: as a word in other text it would
-# take too much with it.
-COPY_MIN_CHARS = 4
 
 
 @dataclass(frozen=True)
@@ -53,7 +50,6 @@ def left_out_read() -> LeftOut:
     images = set(
         Event.objects.filter(pk__in=taken_back).exclude(image="").values_list("image", flat=True)
     )
-    sides = identities_current().sides
     edits: dict[int, list[str]] = {}
     for pk, text in Correction.objects.filter(event_id__in=taken_back, kind="edit").values_list(
         "event_id", "text"
@@ -65,19 +61,6 @@ def left_out_read() -> LeftOut:
         if pk in taken_back
         for text in (content, *edits.get(pk, ()))
     ]
-    shown = [
-        segment.text_apart
-        for actor, text in said
-        for segment in message_display(
-            event_id=0, content=text, actor=actor, sides=sides, is_reply=actor not in sides
-        ).segments
-    ]
-    texts = [text for _, text in said] + shown
-    words = sorted(
-        {text.strip() for text in texts if len(text.strip()) >= COPY_MIN_CHARS},
-        key=len,
-        reverse=True,
-    )
     forgotten: dict[str, set[int]] = {"working memory": set(), "suggestion": set()}
     for source in Forgotten.objects.values_list("source", flat=True):
         if match := SOURCE_RE.match(source):
@@ -87,9 +70,7 @@ def left_out_read() -> LeftOut:
         images=frozenset(images),
         working_memory=frozenset(forgotten["working memory"]),
         suggestions=frozenset(forgotten["suggestion"]),
-        words=re.compile("|".join(rf"(?<!\w){re.escape(w)}(?!\w)" for w in words))
-        if words
-        else None,
+        words=whole_words(copied_forms(said, identities_current().sides)),
     )
 
 
