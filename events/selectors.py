@@ -63,6 +63,8 @@ def corrections_newest() -> int:
 def as_corrected(rows: Sequence[EventRow], *, through: int | None = None) -> list[EventRow]:
     """``(id, ts, actor, content)`` events as their corrections leave them (with ``through``,
     those made until that correction), the retracted left out, in the order given."""
+    if through == 0:  # none made by then: nothing to read
+        return list(rows)
     steps = corrections_of((row[0] for row in rows), through=through)
     if not steps:
         return list(rows)

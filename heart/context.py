@@ -245,7 +245,10 @@ def context_assemble(
     )
     # A summary written before a correction of what it covers is withheld, its events named
     # as not summarised yet, until the Mirror writes it again from the corrected log.
-    stale = summaries_stale((pk, first, last, at) for pk, _, first, last, _, at in rows)
+    stale = summaries_stale(
+        ((pk, first, last, at) for pk, _, first, last, _, at in rows),
+        through=inputs.corrections_through,
+    )
     spans = [
         Span(
             pk,

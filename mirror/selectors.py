@@ -20,13 +20,15 @@ def summary_markers(*, first_event_id: int, last_event_id: int) -> list[Summary]
     )
 
 
-def summaries_stale(summaries: Iterable[tuple[int, int, int, datetime]]) -> set[int]:
+def summaries_stale(
+    summaries: Iterable[tuple[int, int, int, datetime]], *, through: int | None = None
+) -> set[int]:
     """The ids, among ``(id, first event, last event, created at)`` summaries, of those an
     event in their range was corrected after they were written: their text may hold what was
     taken back or changed. They are withheld until the Mirror writes them again
     (``mirror.run.stale_rebuilt``)."""
     summaries = list(summaries)
-    if not summaries:
+    if not summaries or through == 0:  # ``through``: the newest correction, 0 for none
         return set()
     first = min(summary[1] for summary in summaries)
     corrected = list(

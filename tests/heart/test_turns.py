@@ -580,8 +580,8 @@ def test_it_claims_nothing_when_nothing_is_queued():
 
 # Every store, the Gem copy warm; the claims' locks on PostgreSQL aside. Three of them find
 # older conversation for the message when Recent has moved on (lens/found.py): its words'
-# counts, their ranking and the turns around the hits; two read the log's corrections (how far
-# they go, kept for time travel, and those of the events Recent reads).
+# counts, their ranking and the turns around the hits; one reads how far the log's corrections
+# go (kept for time travel): with none, nothing more of them is read.
 TURN_STATEMENTS = 24
 
 
