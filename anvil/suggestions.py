@@ -3,6 +3,7 @@ one or in bulk; the Compass's plans and the Loom's patterns wait there too), run
 
 from django.conf import settings
 from django.contrib import admin, messages
+from django.contrib.admin.views.main import ChangeList
 from django.http import HttpResponseRedirect
 from django.urls import reverse
 from django.utils.html import format_html
@@ -87,13 +88,14 @@ class SummaryAdmin(admin.ModelAdmin):
     def is_current(self, summary):
         return summary.superseded_by_id is None
 
+    def get_changelist(self, request, **kwargs):
+        return WaitingChangeList
+
     @admin.display(description="written again")
     def waiting(self, summary):
         """For a summary that waits: what writing it again reads, and costs at the summarising
         model's input price (an L1 or L2 merges its parts, which cost less)."""
-        if summary.superseded_by_id is not None or not summaries_stale(
-            [(summary.pk, summary.first_event_id, summary.last_event_id, summary.created_at)]
-        ):
+        if not getattr(summary, "waits", False):
             return ""
         said = Event.objects.filter(
             pk__gte=summary.first_event_id, pk__lte=summary.last_event_id
@@ -102,6 +104,17 @@ class SummaryAdmin(admin.ModelAdmin):
         price = for_model(settings.MODEL_PRICES, settings.MIRROR_SUMMARISE_MODEL)
         cost = f", about ${tokens * price.input / 1_000_000:.4f}" if price else ""
         return f"waits: reads {tokens:,} tokens of the log{cost}"
+
+
+class WaitingChangeList(ChangeList):
+    """The summaries' list, each of its page marked ``waits`` when it waits to be written again:
+    the corrections read once for the page, not once a row."""
+
+    def get_results(self, request):
+        super().get_results(request)
+        waiting = _waiting()
+        for summary in self.result_list:
+            summary.waits = summary.pk in waiting
 
 
 class SuggestionStatusFilter(admin.SimpleListFilter):

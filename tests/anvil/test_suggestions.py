@@ -2,6 +2,8 @@ from datetime import timedelta
 
 import pytest
 from django.contrib.admin.models import LogEntry
+from django.db import connections
+from django.test.utils import CaptureQueriesContext
 from django.urls import reverse
 from django.utils import timezone
 
@@ -257,3 +259,15 @@ def test_the_summaries_waiting_to_be_written_again_are_listed_with_what_it_costs
 
     assert page.count('class="field-id"') == 1 and f">{waiting.pk}<" in page
     assert "waits: reads 300 tokens of the log, about $0.0012" in page
+
+
+def test_the_summaries_list_reads_the_corrections_once_a_page(admin_client):
+    said = Event.objects.create(actor="luna", content="hello")
+    for n in range(5):
+        Summary.objects.create(level="L0", first_event_id=said.pk + n, last_event_id=said.pk + n)
+    Correction.objects.create(event=said, sequence=0, kind="retraction", made_by="owner")
+
+    with CaptureQueriesContext(connections["events"]) as read:
+        assert admin_client.get(reverse("admin:mirror_summary_changelist")).status_code == 200
+
+    assert sum("events_correction" in query["sql"] for query in read.captured_queries) == 1
