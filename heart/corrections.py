@@ -41,7 +41,7 @@ from events.parse import KnowledgeItem, parse
 from events.render import copied_forms, whole_words
 from events.selectors import views_of
 from gem.models import IngestRecord, WorkingMemory, WorkingMemoryStatus
-from gem.selectors import identities_current
+from gem.selectors import Identities, identities_current
 from gem.services import working_memory_blank, working_memory_status_set, working_memory_update
 from gem.state import turn_counter_current
 from heart.forms import MESSAGE_MAX_CHARS
@@ -98,7 +98,8 @@ def correction_make(
         )
     made = list(Correction.objects.filter(event_id=event_id).order_by("id"))
     view = corrected(event.content, event.actor, [correction.step for correction in made])
-    _refusal(view, event, kind=kind, text=text, actor=actor)
+    who = identities_current()  # read once for the checks and what working memory does
+    _refusal(view, event, kind=kind, text=text, actor=actor, who=who)
     try:
         with transaction.atomic(using=store_for("events")):
             correction = Correction.objects.create(
@@ -117,15 +118,21 @@ def correction_make(
     if settings.SEARCH_SEMANTIC:  # the vectors lens.reindex removed, written again
         async_task("lens.tasks.vectors_fill_range_task", *around, group="search")
     after = corrected(event.content, event.actor, [*(c.step for c in made), correction.step])
-    return _working_memory_follows(event, view, after, correction, user_id=user_id)
+    return _working_memory_follows(event, view, after, correction, user_id=user_id, who=who)
 
 
 def _working_memory_follows(
-    event: Event, before: View, after: View, correction: Correction, *, user_id: int | None
+    event: Event,
+    before: View,
+    after: View,
+    correction: Correction,
+    *,
+    user_id: int | None,
+    who: Identities,
 ) -> CorrectionMade:
     now = timezone.now()
     reason = f"message #{event.pk} {DONE[correction.kind]} (correction #{correction.pk})"
-    said, says = _knowledge(before), _knowledge(after)
+    said, says = _knowledge(before, who), _knowledge(after, who)
     gone = {(item.kind, item.text) for item in said if item not in says and not item.lifecycle}
     written_by_it = list(
         WorkingMemory.objects.filter(event_id=event.pk, status=WorkingMemoryStatus.ACTIVE)
@@ -159,7 +166,7 @@ def _working_memory_follows(
     taken = working_memory_take_up(
         new,
         event=Event(pk=event.pk, ts=event.ts, actor=after.actor, content=after.content),
-        side=_side(event),
+        side=_side(event, who),
         turn=turn_counter_current(),
     )
     return CorrectionMade(
@@ -172,11 +179,11 @@ def _working_memory_follows(
     )
 
 
-def _knowledge(view: View) -> list[KnowledgeItem]:
+def _knowledge(view: View, who: Identities) -> list[KnowledgeItem]:
     """What the message says to working memory as corrected: nothing once retracted."""
     if view.retracted:
         return []
-    return list(parse(view.content, identities=identities_current().names).knowledge)
+    return list(parse(view.content, identities=who.names).knowledge)
 
 
 def _reopened(event: Event, *, reason: str, now, user_id: int | None) -> list[int]:
@@ -194,14 +201,16 @@ def _reopened(event: Event, *, reason: str, now, user_id: int | None) -> list[in
     )
 
 
-def _side(event: Event) -> str:
+def _side(event: Event, who: Identities) -> str:
     """``companion`` for a reply or an identity of the companion's, else ``user``."""
-    if event.actor in identities_current().companions:
+    if event.actor in who.companions:
         return "companion"
     return "companion" if Turn.objects.filter(reply_event_id=event.pk).exists() else "user"
 
 
-def _refusal(view: View, event: Event, *, kind: str, text: str, actor: str) -> None:
+def _refusal(
+    view: View, event: Event, *, kind: str, text: str, actor: str, who: Identities
+) -> None:
     event_id = event.pk
     if kind in (ASIDE, CHOSEN) and not Turn.objects.filter(reply_event_id=event_id).exists():
         raise CorrectionError(f"Message #{event_id} is no reply: only a reply is chosen or not.")
@@ -233,10 +242,9 @@ def _refusal(view: View, event: Event, *, kind: str, text: str, actor: str) -> N
             raise CorrectionError(f"Message #{event_id} already says that.")
         return
     if kind == ATTRIBUTION:
-        who = identities_current()
         if actor not in who.sides:
             raise CorrectionError(f"There is no identity “{actor}”.")
-        side = _side(event)
+        side = _side(event, who)
         if who.sides[actor] != side:
             whose = "the companion's" if side == "companion" else "the person's"
             raise CorrectionError(
