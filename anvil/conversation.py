@@ -68,11 +68,18 @@ class EventAdmin(ReadOnlyAdmin):
             )
             if done
         ]
+        if view.retracted:  # no words: readers see none
+            return format_html(
+                '{}: {}. <a href="{}">Correct it in the chat</a>',
+                ", ".join(said).capitalize(),
+                view.actor,
+                link,
+            )
         return format_html(
             '{}: {} — “{}”. <a href="{}">Correct it in the chat</a>',
             ", ".join(said).capitalize(),
             view.actor,
-            "" if view.retracted else view.content[:500],
+            view.content[:500],
             link,
         )
 

@@ -43,3 +43,12 @@ def test_an_events_page_shows_it_as_written_its_corrections_and_where_to_correct
     assert "Edited, given to another identity: renki — “&lt;luna&gt;hello&lt;/luna&gt;”" in page
     assert "Corrections, oldest first" in page and page.count('<td class="field-kind">') == 2
     assert "&lt;luna&gt;helo&lt;/luna&gt;" in page  # the event as written stays
+
+
+def test_an_events_page_shows_no_words_for_it_once_taken_back(admin_client):
+    event = Event.objects.create(content="<luna>the code is 4471</luna>", actor="luna")
+    correction_make(event_id=event.pk, kind="retraction", made_by="admin")
+
+    page = admin_client.get(reverse("admin:events_event_change", args=[event.pk])).text
+
+    assert f'Taken back: luna. <a href="/#event-{event.pk}">Correct it in the chat</a>' in page
