@@ -11,6 +11,7 @@ from gem.services import TwinDecision, hidden_allowed
 from gem.state import chars_per_token
 from gem.tier_size import tier_refusal
 from gem.waking import TRIGGER_CHARS_MAX, triggers_problem
+from silentstar.forms import FirstError
 from silentstar.uploads import megabytes
 
 
@@ -238,3 +239,56 @@ class TriggerAddForm(forms.Form):
     """One more trigger for a fragment only its exact key reaches."""
 
     trigger = forms.CharField(max_length=TRIGGER_CHARS_MAX, label="Add a trigger")
+
+
+class DrawerFilterForm(FirstError):
+    """Whose memory the drawer shows: an identity, or everyone (empty)."""
+
+    identity = forms.CharField(required=False, max_length=64)
+
+    def __init__(self, *args, identities: list[str], **kwargs):
+        super().__init__(*args, **kwargs)
+        self.identities = identities
+
+    def clean_identity(self) -> str:
+        identity = self.cleaned_data["identity"].strip()
+        if identity and identity.casefold() not in {name.casefold() for name in self.identities}:
+            raise forms.ValidationError(f"Nobody called “{identity}” talks here.")
+        return identity
+
+
+class DrawerItemForm(FirstError):
+    """An edit of a lingering item from the drawer: its words, and a plan's due date."""
+
+    content = forms.CharField(
+        error_messages={"required": "Write what the item says (or forget it)."},
+    )
+    due = forms.DateTimeField(
+        required=False,
+        widget=forms.DateTimeInput(attrs={"type": "datetime-local"}, format="%Y-%m-%dT%H:%M"),
+        error_messages={"invalid": "Give the due date as a date and a time."},
+    )
+
+
+class DrawerDecisionForm(DrawerItemForm):
+    """A decision on a pending suggestion from the drawer, with the person's edits."""
+
+    PROMOTE = "promote"
+    REJECT = "reject"
+
+    decision = forms.ChoiceField(
+        choices=[(PROMOTE, "promote"), (REJECT, "reject")],
+        error_messages={"required": "Say whether to promote or reject it."},
+    )
+    content = forms.CharField(required=False)
+
+    def edits_of(self, suggestion) -> dict:
+        """What the person changed of the suggestion's words and due date."""
+        edits = {}
+        content = self.cleaned_data["content"].strip()
+        if content and content != suggestion.content:
+            edits["content"] = content
+        due = self.cleaned_data["due"]
+        if due is not None and due != suggestion.due:
+            edits["due"] = due
+        return edits

@@ -6,8 +6,9 @@ It is the project's default admin site (``anvil.apps.AnvilAdminConfig``), so ``a
 
 from django.contrib import admin
 from django.urls import path, reverse
-from django.views.decorators.http import require_GET
+from django.views.decorators.http import require_GET, require_POST
 
+from anvil import drawer
 from anvil.costs import VIEW_PERMISSION, costs_view
 from anvil.inspector import inspector_view
 from anvil.why import why_view
@@ -84,6 +85,27 @@ class AnvilSite(admin.AdminSite):
         return [
             path("costs/", self.admin_view(require_GET(self.costs_view)), name="costs"),
             path("why/", self.admin_view(require_GET(self.why_view)), name="why"),
+            path("memory/", self.admin_view(require_GET(self.drawer_view)), name="drawer"),
+            path(
+                "memory/waiting/",
+                self.admin_view(require_GET(self.drawer_badge_view)),
+                name="drawer-badge",
+            ),
+            path(
+                "memory/items/<int:item_id>/forget/",
+                self.admin_view(require_POST(self.drawer_forget_view)),
+                name="drawer-forget",
+            ),
+            path(
+                "memory/items/<int:item_id>/edit/",
+                self.admin_view(require_POST(self.drawer_edit_view)),
+                name="drawer-edit",
+            ),
+            path(
+                "memory/suggestions/<int:suggestion_id>/decide/",
+                self.admin_view(require_POST(self.drawer_decide_view)),
+                name="drawer-decide",
+            ),
             path(
                 "events/turn/<int:turn_id>/context/",
                 self.admin_view(require_GET(self.inspector_view)),
@@ -100,6 +122,21 @@ class AnvilSite(admin.AdminSite):
 
     def why_view(self, request):
         return why_view(self, request)
+
+    def drawer_view(self, request):
+        return drawer.drawer_view(self, request)
+
+    def drawer_badge_view(self, request):
+        return drawer.badge_view(self, request)
+
+    def drawer_forget_view(self, request, item_id: int):
+        return drawer.item_forget_view(self, request, item_id=item_id)
+
+    def drawer_edit_view(self, request, item_id: int):
+        return drawer.item_edit_view(self, request, item_id=item_id)
+
+    def drawer_decide_view(self, request, suggestion_id: int):
+        return drawer.suggestion_decide_view(self, request, suggestion_id=suggestion_id)
 
     def get_app_list(self, request, app_label=None):
         """An app's own page lists its models as the admin does; the index and the menu list

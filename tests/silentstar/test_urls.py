@@ -195,6 +195,9 @@ POSTS = {
     "admin/transfer/importedproposal/<int:proposal_id>/apply/": {},
     "admin/transfer/importedproposal/<int:proposal_id>/drop/": {},
     "admin/gem/fragment/<path:key>/trigger/": {"trigger": "the old well"},
+    "admin/memory/items/<int:item_id>/forget/": {},
+    "admin/memory/items/<int:item_id>/edit/": {"content": "tea at six"},
+    "admin/memory/suggestions/<int:suggestion_id>/decide/": {"decision": "reject"},
 }
 # Pages for the owner alone, whatever the memory permission grants.
 OWNER_ONLY = {"events/<int:event_id>/purge/": "purging a message taken back"}
@@ -346,6 +349,8 @@ def rows(settings, tmp_path):
         "key": fairy.key,
         "photo_id": photo.pk,
         "proposal_id": proposal.pk,
+        "item_id": item.pk,
+        "suggestion_id": TagSuggestion.objects.get().pk,
     }
 
 
