@@ -19,6 +19,7 @@ from anvil.textdiff import text_change_summary, text_diff_html
 from anvil.why import VIEW_PERMISSION, WhyForm
 from events.models import Turn
 from heart.inspect import (
+    OFFLINE_MODEL,
     Bar,
     Inspection,
     LeftOut,
@@ -89,6 +90,11 @@ def diffs_of(changes: list[SectionChange]) -> list[Diff]:
     ]
 
 
+def answered_by(turn: Turn) -> str:
+    """Who answered the turn, as the page says it: the offline companion, or the model."""
+    return "the offline companion" if turn.model == OFFLINE_MODEL else turn.model
+
+
 def inspector_view(site, request, *, turn_id: int) -> TemplateResponse:
     """The context inspector of the Anvil's ``site`` for one turn (for accounts that may view
     the context snapshots)."""
@@ -104,6 +110,7 @@ def inspector_view(site, request, *, turn_id: int) -> TemplateResponse:
             **site.each_context(request),
             "title": f"Context of turn {turn.number}",
             "inspection": inspection,
+            "answered_by": answered_by(turn),
             "meters": [Meter(bar) for bar in inspection.bars],
             "pool_meters": [Meter(bar) for bar in inspection.pools],
             "recalled": [(item, link_of(item.link)) for item in inspection.recalled],

@@ -1,5 +1,5 @@
-"""The offline Compass: a placeholder answer when no API key is set, so every flow of the
-Compass can be tried on a laptop.
+"""The offline Compass: a placeholder answer when neither an API key nor a local model server is
+set, so every flow of the Compass can be tried on a laptop.
 
 Pure and deterministic: no Django, no I/O, no clock (the moment is given). It answers in the
 Compass's own format (``compass.answer``), so the same parser and everything after it run
@@ -46,7 +46,8 @@ def consult_answer(question: str, *, now: datetime, time_zone: str) -> str:
         f"{OFFLINE_LABEL} No API key is set, so the Compass thought nothing through: these "
         f"are three placeholder plans made from the question's words (“{topic}”), due in "
         f"{', '.join(map(str, CONSULT_DAYS[:-1]))} and {CONSULT_DAYS[-1]} days. Set "
-        "ANTHROPIC_API_KEY for the Compass's own reasoning."
+        "ANTHROPIC_API_KEY (or SILENTSTAR_LOCAL_BASE_URL, for a local model) for the Compass's "
+        "own reasoning."
     )
     rows = [
         {

@@ -3,6 +3,7 @@
 import json
 from typing import Any
 
+from django.conf import settings
 from django.db import connections, router
 from django.utils import timezone
 
@@ -11,7 +12,7 @@ from silentstar.tokens import DEFAULT_CHARS_PER_TOKEN
 
 TURN_COUNTER = "turn_counter"
 PENDING_RECALL = "pending_recall"
-CHARS_PER_TOKEN = "chars_per_token"
+CHARS_PER_TOKEN = "chars_per_token"  # Claude's; a local model's is kept under its own name
 # The share of the Lingering budget the last turn's working memory took (the decay pressure).
 WORKING_MEMORY_FILL = "working_memory_fill"
 # Where the last turn's Recent window started and whether it was full: the Mirror fires before
@@ -30,7 +31,16 @@ def state_get(key: str, default: Any = None) -> Any:
 
 def chars_per_token() -> float:
     """The characters a token stands for, as calibrated from the API's usage; four until then."""
-    return state_get(CHARS_PER_TOKEN, DEFAULT_CHARS_PER_TOKEN)
+    return state_get(chars_per_token_key(), DEFAULT_CHARS_PER_TOKEN)
+
+
+def chars_per_token_key() -> str:
+    """Where the calibration of the model the Heart calls is kept: Claude's models share one,
+    each local model (``settings.LOCAL_SERVER``) has its own, so a local tokenizer's counts never
+    resize Claude's budgets."""
+    if settings.LOCAL_SERVER:
+        return f"{CHARS_PER_TOKEN}:{settings.HEART_MODEL}"
+    return CHARS_PER_TOKEN
 
 
 def state_get_many(defaults: dict[str, Any]) -> dict[str, Any]:

@@ -16,10 +16,10 @@ from events.selectors import as_corrected, corrections_newest
 from gem.recalled import Recall
 from gem.selectors import GemNow, Identities, decay_pressure, working_memory_scores
 from gem.state import (
-    CHARS_PER_TOKEN,
     PENDING_RECALL,
     RECENT_WINDOW,
     WORKING_MEMORY_FILL,
+    chars_per_token_key,
     state_get_many,
 )
 from gem.zone import owner_time_zone
@@ -155,9 +155,10 @@ class ContextInputs:
 
 def context_inputs(*, event: Event, now: datetime, current_turn: int) -> ContextInputs:
     """The inputs of the context for answering ``event`` at ``now``, read in one query."""
+    calibration = chars_per_token_key()
     state = state_get_many(
         {
-            CHARS_PER_TOKEN: DEFAULT_CHARS_PER_TOKEN,
+            calibration: DEFAULT_CHARS_PER_TOKEN,
             PENDING_RECALL: [],
             WORKING_MEMORY_FILL: 0.0,
             RECENT_WINDOW: None,
@@ -170,7 +171,7 @@ def context_inputs(*, event: Event, now: datetime, current_turn: int) -> Context
         turn=current_turn,
         zone=owner_time_zone(),
         pressure=decay_pressure(state[WORKING_MEMORY_FILL]),
-        chars_per_token=state[CHARS_PER_TOKEN],
+        chars_per_token=state[calibration],
         pending_recall=state[PENDING_RECALL],
         recent_from=window.get("first_event"),
         corrections_through=corrections_newest(),

@@ -1,11 +1,14 @@
-"""The offline companion: answers when no API key is set, so the whole loop works on a laptop.
+"""The offline companion: answers when neither an API key nor a local model server is set, so
+the whole loop works on a laptop.
 
 Pure and deterministic: no ORM, no I/O, no clock, no randomness; the same input gives the same
 reply. ``silentstar.claude.complete`` calls ``reply`` instead of the API when
 ``settings.COMPANION_OFFLINE`` is true. The reply is written in the tag language, so the page
-shows it like any other: it says plainly that it is offline, acknowledges the person's message,
-quotes what was recalled, and asks for recalls the person pointed at. It writes no knowledge tags:
-nothing of an offline reply becomes working memory.
+shows it like any other: it acknowledges the person's message, quotes what was recalled, and
+asks for recalls the person pointed at. That it is offline is said around the reply, not in it
+(the chat's badge; the inspector, from the turn's model ``offline``), so no preamble fills the
+Recent pools or pads a search hit. It writes no knowledge tags: nothing of an offline reply
+becomes working memory.
 
 What it reads: the text of the last user message in ``messages`` (a string, or the ``text``
 blocks of a content list; an ``image`` block is noticed but not looked at). That text is the
@@ -50,9 +53,6 @@ import re
 
 from gem.words import STOP_WORDS
 
-OFFLINE_NOTICE = (
-    "(offline — no API key is set, so this is Silentstar's offline companion, not Claude)"
-)
 ECHO_LIMIT = 200  # characters of the person's message quoted back
 QUOTE_LIMIT = 240  # characters of a recalled fragment's first sentence
 
@@ -78,7 +78,7 @@ def reply(*, system: list[dict], messages: list[dict]) -> str:
     recalled = recalled_entries(sections.get(RECALLED, ""))
 
     parts: list[str] = []
-    said = [OFFLINE_NOTICE]
+    said: list[str] = []
     echo = _quote(message, ECHO_LIMIT)
     if echo:
         to = f", {_quote(actor, 40)}" if actor else ""

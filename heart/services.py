@@ -20,11 +20,11 @@ from events.models import Event, Turn, TurnStatus
 from events.parse import ParsedMessage, parse
 from gem.selectors import Identities, gem_current
 from gem.state import (
-    CHARS_PER_TOKEN,
     PENDING_RECALL,
     RECENT_WINDOW,
     WORKING_MEMORY_FILL,
     chars_per_token,
+    chars_per_token_key,
     state_set,
     turn_counter_advance,
 )
@@ -410,7 +410,8 @@ def _working_memory_fill_record(assembly: Assembly) -> None:
 
 
 def _chars_per_token_calibrate(*, assembly: Assembly, usage: claude.Usage) -> None:
-    """Learn how many characters a token is from what the API counted for this context."""
+    """Learn how many characters a token is from what the API counted for this context (the
+    figure of the model the Heart calls: each local model has its own, ``chars_per_token_key``)."""
     previous = chars_per_token()
     calibrated = chars_per_token_calibrated(
         previous=previous,
@@ -418,7 +419,7 @@ def _chars_per_token_calibrate(*, assembly: Assembly, usage: claude.Usage) -> No
         tokens=usage.input_tokens + usage.cache_read_tokens + usage.cache_write_tokens,
     )
     if calibrated != previous:
-        state_set(CHARS_PER_TOKEN, calibrated)
+        state_set(chars_per_token_key(), calibrated)
 
 
 def _reply_stream(

@@ -3,8 +3,8 @@
 A call's dollars come from its tokens and its model's price (``settings.MODEL_PRICES``, the
 table of ``silentstar/pricing.py`` with ``SILENTSTAR_MODEL_PRICES`` laid over it). A model with
 no price has no cost (None, shown as "no price"), never a cost of 0; an offline call reached no
-API and costs nothing. Days are the owner's (``gem.zone.owner_time_zone``): today and the days
-before it.
+API and costs nothing, and so does a call to a local model server. Days are the owner's
+(``gem.zone.owner_time_zone``): today and the days before it.
 """
 
 from collections.abc import Mapping
@@ -22,11 +22,16 @@ from silentstar.pricing import PRICES, PRICES_DATE, TOKEN_NAMES, Price, Tokens, 
 
 
 def call_cost(
-    *, model: str, offline: bool, prices: Mapping[str, Price], tokens: Tokens
+    *,
+    model: str,
+    offline: bool,
+    local: bool = False,
+    prices: Mapping[str, Price],
+    tokens: Tokens,
 ) -> float | None:
     """US dollars for a call (or for calls of one model, their tokens summed); None when the
-    model has no price."""
-    if offline:
+    model has no price. An offline call and a local model's cost nothing."""
+    if offline or local:
         return 0.0
     price = for_model(prices, model)
     return None if price is None else cost(price, tokens)
@@ -98,7 +103,7 @@ class Costs:
 
 def costs_over(*, days: int, prices: Mapping[str, Price], now: datetime | None = None) -> Costs:
     """The calls of today and the ``days - 1`` days before it, in the owner's time zone, summed
-    per day and per component (one query, grouped by day, component, model and offline)."""
+    per day and per component (one query, grouped by day, component, model, offline and local)."""
     zone_name = owner_time_zone()
     zone = ZoneInfo(zone_name)
     last = timezone.localtime(now or timezone.now(), zone).date()
@@ -108,7 +113,7 @@ def costs_over(*, days: int, prices: Mapping[str, Price], now: datetime | None =
     groups = (
         ModelCall.objects.filter(ts__gte=start, ts__lt=end)
         .annotate(day=TruncDate("ts", tzinfo=zone))
-        .values("day", "component", "model", "offline")
+        .values("day", "component", "model", "offline", "local")
         .annotate(calls=Count("id"), **{name: Sum(name) for name in TOKEN_NAMES})
         .order_by("day", "component")
     )
@@ -118,7 +123,11 @@ def costs_over(*, days: int, prices: Mapping[str, Price], now: datetime | None =
     for group in groups:
         figures = Figures(calls=group["calls"], **{name: group[name] for name in TOKEN_NAMES})
         dollars = call_cost(
-            model=group["model"], offline=group["offline"], prices=prices, tokens=figures
+            model=group["model"],
+            offline=group["offline"],
+            local=group["local"],
+            prices=prices,
+            tokens=figures,
         )
         figures.dollars = dollars or 0.0
         figures.unpriced_calls = group["calls"] if dollars is None else 0

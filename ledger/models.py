@@ -1,4 +1,5 @@
-"""The ledger: one row per finished call to Claude, with the usage the API reported.
+"""The ledger: one row per finished call to Claude (or to a local model server in its place), with
+the usage the API reported.
 
 A row is written once, when the call finishes (``ledger.services.model_call_record``), and never
 changed: the costs are worked out from it at the prices of the day they are read
@@ -18,6 +19,9 @@ class ModelCall(models.Model):
     )
     offline = models.BooleanField(
         default=False, help_text="Answered by the offline stand-in, without the API."
+    )
+    local = models.BooleanField(
+        default=False, help_text="Answered by a local model server, which costs nothing."
     )
     input_tokens = models.PositiveIntegerField(
         help_text="Input tokens neither read from the cache nor written to it."

@@ -26,6 +26,7 @@ def model_call_record(*, component: str, reply: Reply, at: datetime) -> ModelCal
         "component": component,
         "model": reply.model,
         "offline": reply.offline,
+        "local": reply.local,
         "input_tokens": usage.input_tokens,
         "output_tokens": usage.output_tokens,
         "cache_read_tokens": usage.cache_read_tokens,

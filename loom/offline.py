@@ -1,5 +1,6 @@
-"""The offline Loom: answers a facet agent's call when no API key is set, so every flow (a
-draft's diff, apply, edit, drop; the Weaver's pattern in the queue) can be tried on a laptop.
+"""The offline Loom: answers a facet agent's call when neither an API key nor a local model
+server is set, so every flow (a draft's diff, apply, edit, drop; the Weaver's pattern in the
+queue) can be tried on a laptop.
 
 Pure and deterministic: no Django, no I/O, no clock. It invents nothing about the fragment: its
 notes say it is offline and repeat what it was asked, and its draft adds one clearly marked

@@ -1,4 +1,5 @@
-"""The offline Mirror: answers each pass when no API key is set, so the whole pipeline runs.
+"""The offline Mirror: answers each pass when neither an API key nor a local model server is set,
+so the whole pipeline runs.
 
 Pure and deterministic: no ORM, no I/O, no clock. Extractive, never inventive: it keeps and cuts
 lines of the transcript it is given, and everything it writes says it is offline. It reads the
@@ -7,8 +8,10 @@ answers in the same formats, so the output parser and everything after it run un
 
 What a summary keeps:
 
-- Not the offline companion's replies: every line of an event whose text opens with
-  "(offline" is left out (they only echo the person, and would crowd out what was said).
+- Not the offline companion's replies: every line of an event with a said line that opens the
+  way its replies do ("I got your message", "Your message came through empty.", "An image came
+  with it;", or "(offline" in the replies written before its label moved out of the text) is
+  left out (they only echo the person, and would crowd out what was said).
 - The messages that carry the most (a long one sentence by sentence), by signals in their
   words: capitalised words not at the start of a sentence (names, places; never a capitalised
   weekday, month or other word of time), numbers, dates (months, "the 14th", "5pm", noon),
@@ -55,7 +58,11 @@ FEELING_LIMIT = 5
 
 _LINE_RE = re.compile(r"^#(\d+)(?:-(\d+))?\s+([^:()]+?)(?:\s+\((say|do|narrate)\))?:\s?(.*)$")
 _SENTENCE_RE = re.compile(r"(?:(?<=[.!?…])|(?<=[.!?…][\"'”’)]))\s+")
-_OFFLINE_REPLY_RE = re.compile(r"^\(offline\b", re.IGNORECASE)
+# How the offline companion's replies (``heart.offline``) open their first ``say``.
+_OFFLINE_REPLY_RE = re.compile(
+    r"^(?:\(offline\b|I got your message\b|Your message came through empty\.|An image came with "
+    r"it;)"
+)
 _NOTE_RE = re.compile(r"^[-*•]\s+(?:([^:\s][^:]{0,39}):\s+)?(.*)$")
 
 _WORD_RE = re.compile(r"[^\W_][\w'’-]*")
@@ -373,7 +380,7 @@ def _summarise(text: str) -> str:
     lines = [m for line in text.splitlines() if (m := _LINE_RE.match(line.strip()))]
     if not lines:
         return f"## Shape\n{OFFLINE_LABEL} Nothing was shown in this stretch."
-    offline = {m[1] for m in lines if _OFFLINE_REPLY_RE.match(m[5])}
+    offline = {m[1] for m in lines if m[4] == "say" and _OFFLINE_REPLY_RE.match(m[5])}
     kept = [m for m in lines if m[1] not in offline]
     left_out = f" ({len(offline)} offline replies left out)" if offline else ""
     if not kept:

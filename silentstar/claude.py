@@ -21,10 +21,17 @@ the first request), so a caller can show it still works on the call: the Heart r
 turn's heartbeat there, and the turn is not taken for one whose worker died. A request on which
 the API sends nothing at all is cut off by the timeout.
 
-With ``settings.COMPANION_OFFLINE`` (no API key) nothing touches the network: the caller's
-``offline_answer`` answers (the offline companion for the Heart, the offline Mirror for the
-Mirror), streamed through ``on_text`` the same way. The client imports no app: each caller
-hands it the answer to give.
+Without an API key but with a local model server (``settings.LOCAL_SERVER``: Ollama, llama.cpp's
+server, vLLM or LM Studio speaking the Messages API at ``SILENTSTAR_LOCAL_BASE_URL``), the calls
+go there, the same way, with the model each role names for it (the settings put them in place
+of Claude's), a placeholder key, no web search tool (Anthropic's own server tool) and, unless
+``settings.LOCAL_CACHE_MARKERS``, no ``cache_control`` markers; its replies are ``local`` (the
+ledger prices them at nothing) and its errors name the local server, not Claude.
+
+With ``settings.COMPANION_OFFLINE`` (neither an API key nor a local server) nothing touches the
+network: the caller's ``offline_answer`` answers (the offline companion for the Heart, the
+offline Mirror for the Mirror), streamed through ``on_text`` the same way. The client imports
+no app: each caller hands it the answer to give.
 
 Every call names its ``component`` (what it is for: ``heart``, ``mirror-clean``, …). After each
 finished call, online or offline, ``model_called`` is sent with the component, the ``Reply`` and
@@ -81,18 +88,22 @@ _STATUS_OF_ERROR_TYPE = {  # for errors that arrive as an SSE event, inside a 20
     "timeout_error": 504,
     "overloaded_error": 529,
 }
+# ``{api}`` and ``{who}``: "Claude's API" and "Claude", or the local model server for both.
 _WHAT_WENT_WRONG = {
-    400: "Claude's API rejected the request",
-    401: "Claude's API did not accept the API key",
-    402: "Claude's API refused the request for billing reasons",
-    403: "Claude's API refused permission",
-    404: "Claude's API did not find what was asked for (is the model name right?)",
-    408: "Claude's API timed out the request",
-    413: "The request is too large for Claude's API",
-    429: "Claude's rate limit was reached",
-    500: "Claude's API had an internal error",
-    529: "Claude is overloaded",
+    400: "{api} rejected the request",
+    401: "{api} did not accept the API key",
+    402: "{api} refused the request for billing reasons",
+    403: "{api} refused permission",
+    404: "{api} did not find what was asked for (is the model name right?)",
+    408: "{api} timed out the request",
+    413: "The request is too large for {api}",
+    429: "{who}'s rate limit was reached",
+    500: "{api} had an internal error",
+    529: "{who} is overloaded",
 }
+CLAUDE_NAMES = {"api": "Claude's API", "who": "Claude"}
+LOCAL_NAMES = {"api": "the local model server", "who": "the local model server"}
+CACHE_MARKER = "cache_control"  # a prompt-cache breakpoint, on a block of the request
 
 
 # Sent after every finished call with ``component`` (str), ``reply`` (Reply) and ``at`` (the
@@ -125,6 +136,7 @@ class Reply:
     model: str
     stop_reason: str | None
     offline: bool
+    local: bool = False  # answered by a local model server, at no price
 
 
 class ClaudeError(Exception):
@@ -171,7 +183,8 @@ def complete(
             text=offline_answer(), system=system, messages=messages, on_text=on_text
         )
         return _announced(component, reply)
-    if not settings.ANTHROPIC_API_KEY:
+    local = settings.LOCAL_SERVER
+    if not settings.ANTHROPIC_API_KEY and not local:
         raise ClaudeError(
             "No Anthropic API key is set (ANTHROPIC_API_KEY), so Claude cannot be called",
             retryable=False,
@@ -179,8 +192,8 @@ def complete(
 
     client = _client(
         pid=os.getpid(),
-        api_key=settings.ANTHROPIC_API_KEY,
-        base_url=os.environ.get("ANTHROPIC_BASE_URL"),
+        api_key=settings.LOCAL_API_KEY if local else settings.ANTHROPIC_API_KEY,
+        base_url=settings.LOCAL_BASE_URL if local else os.environ.get("ANTHROPIC_BASE_URL"),
         timeout=settings.CLAUDE_TIMEOUT_SECONDS,
     )
     if alive is not None:  # the SDK's first import can outlast what silence recovery allows
@@ -194,6 +207,9 @@ def complete(
         request["system"] = system
     if tools:
         request["tools"] = tools
+    if local and not settings.LOCAL_CACHE_MARKERS:
+        request = without_cache_markers(request)
+    names = LOCAL_NAMES if local else CLAUDE_NAMES
     attempts = settings.CLAUDE_MAX_RETRIES + 1
     shown = [""]  # the text on_text was last given
 
@@ -204,16 +220,17 @@ def complete(
 
     for attempt in range(1, attempts + 1):
         try:
-            reply = _stream_once(client, request, grow, alive)
+            reply = _stream_once(client, request, grow, alive, local=local)
         except Exception as exc:
-            error = _as_claude_error(exc, attempts=attempt)
+            error = _as_claude_error(exc, attempts=attempt, names=names)
             if error is None:
                 raise
             if not error.retryable or attempt == attempts:
                 raise error from exc
             delay = retry_delay(retry=attempt, retry_after=_retry_after(exc))
             logger.warning(
-                "Claude call failed (%s); retry %d of %d in %.1f s",
+                "%s call failed (%s); retry %d of %d in %.1f s",
+                "Local model" if local else "Claude",
                 error,
                 attempt,
                 attempts - 1,
@@ -237,10 +254,11 @@ def _client(*, pid: int, api_key: str, base_url: str | None, timeout: float):
 
 
 def web_search_tools() -> list[dict]:
-    """The API's web search tool, when ``settings.WEB_SEARCH`` allows it (``[]`` otherwise),
-    used at most ``settings.WEB_SEARCH_MAX_USES`` times a call: for the agents that look
-    things up (the Compass and the Loom's Researcher), never for the Heart."""
-    if not settings.WEB_SEARCH:
+    """The API's web search tool, when ``settings.WEB_SEARCH`` allows it (``[]`` otherwise, and
+    with a local model server, which has no such tool), used at most
+    ``settings.WEB_SEARCH_MAX_USES`` times a call: for the agents that look things up (the
+    Compass and the Loom's Researcher), never for the Heart."""
+    if not settings.WEB_SEARCH or settings.LOCAL_SERVER:
         return []
     return [
         {"type": WEB_SEARCH_TOOL, "name": "web_search", "max_uses": settings.WEB_SEARCH_MAX_USES}
@@ -268,6 +286,20 @@ def image_block(*, data: bytes, media_type: str) -> dict:
             "data": base64.b64encode(data).decode("ascii"),
         },
     }
+
+
+def without_cache_markers(request: dict) -> dict:
+    """``request`` without its prompt-cache markers (``cache_control`` in the system blocks, the
+    messages' content blocks and the tools), for a server that does not take them."""
+
+    def plain(value):
+        if isinstance(value, dict):
+            return {key: plain(item) for key, item in value.items() if key != CACHE_MARKER}
+        if isinstance(value, list):
+            return [plain(item) for item in value]
+        return value
+
+    return plain(request)
 
 
 def retry_delay(*, retry: int, retry_after: float | None = None) -> float:
@@ -305,7 +337,12 @@ def _wait(delay: float, alive: Callable[[], None] | None) -> None:
 
 
 def _stream_once(
-    client, request: dict, grow: Callable[[str], None], alive: Callable[[], None] | None
+    client,
+    request: dict,
+    grow: Callable[[str], None],
+    alive: Callable[[], None] | None,
+    *,
+    local: bool,
 ) -> Reply:
     text = ""
     with client.messages.stream(**request) as stream:
@@ -338,6 +375,7 @@ def _stream_once(
         model=message.model,
         stop_reason=message.stop_reason,
         offline=False,
+        local=local,
     )
 
 
@@ -345,21 +383,29 @@ class _CutShort(Exception):
     """The stream ended without the message's end."""
 
 
-def _as_claude_error(exc: Exception, *, attempts: int) -> ClaudeError | None:
-    """The ClaudeError for a failure of the SDK or the network, or None for anything else."""
+def _as_claude_error(
+    exc: Exception, *, attempts: int, names: dict[str, str] = CLAUDE_NAMES
+) -> ClaudeError | None:
+    """The ClaudeError for a failure of the SDK or the network, or None for anything else;
+    ``names`` say whose (``CLAUDE_NAMES`` or ``LOCAL_NAMES``)."""
     import anthropic
     import httpx2
+
+    def said(text: str) -> str:
+        text = text.format(**names)
+        return text[0].upper() + text[1:]
 
     tried = f" — tried {attempts} time{'s' if attempts != 1 else ''}"
     if isinstance(exc, _CutShort):
         return ClaudeError(
-            f"Claude's reply stopped before it was finished{tried}",
+            said("{who}'s reply stopped before it was finished") + tried,
             retryable=True,
             attempts=attempts,
         )
     if isinstance(exc, anthropic.APITimeoutError | httpx2.TimeoutException):
         return ClaudeError(
-            f"Claude's API timed out (nothing for {settings.CLAUDE_TIMEOUT_SECONDS:g} s){tried}",
+            said("{api} timed out")
+            + f" (nothing for {settings.CLAUDE_TIMEOUT_SECONDS:g} s){tried}",
             retryable=True,
             attempts=attempts,
         )
@@ -367,15 +413,16 @@ def _as_claude_error(exc: Exception, *, attempts: int) -> ClaudeError | None:
         cause = (exc.__cause__ or exc.__context__) if isinstance(exc, anthropic.APIError) else exc
         detail = f" ({cause})" if cause and str(cause) else ""
         return ClaudeError(
-            f"Could not reach Claude's API{detail}{tried}", retryable=True, attempts=attempts
+            said("Could not reach {api}") + detail + tried, retryable=True, attempts=attempts
         )
     if isinstance(exc, anthropic.APIStatusError):
         status = exc.status_code
         if status < 400:  # an error event inside a streamed 200 response
             status = _STATUS_OF_ERROR_TYPE.get(exc.type or "", 500 if exc.type else 400)
         retryable = status in _RETRYABLE_STATUSES or status >= 500
-        what = _WHAT_WENT_WRONG.get(status) or (
-            "Claude's API failed" if status >= 500 else "Claude's API refused the request"
+        what = said(
+            _WHAT_WENT_WRONG.get(status)
+            or ("{api} failed" if status >= 500 else "{api} refused the request")
         )
         code = f"{status} {exc.type}" if exc.type else str(status)
         reason = exc.api_message or ""
@@ -388,7 +435,7 @@ def _as_claude_error(exc: Exception, *, attempts: int) -> ClaudeError | None:
             message += f": {reason}"
         return ClaudeError(message, retryable=retryable, status=status, attempts=attempts)
     if isinstance(exc, anthropic.APIError):
-        return ClaudeError(f"Claude's API failed: {exc}", retryable=False, attempts=attempts)
+        return ClaudeError(said("{api} failed") + f": {exc}", retryable=False, attempts=attempts)
     return None
 
 

@@ -275,10 +275,14 @@ LOGGING = {
 }
 
 # --- The companion (Claude) ----------------------------------------------------------------
-# Without an API key an offline companion answers, so the whole loop works on a laptop.
+# Without an API key, a local model server speaking the Messages API answers when
+# SILENTSTAR_LOCAL_BASE_URL is set (below, and docs/local-model.md); without either, an offline
+# companion answers, so the whole loop works on a laptop.
 # ANTHROPIC_BASE_URL is read by the SDK itself: any endpoint speaking the Messages API works.
 ANTHROPIC_API_KEY = env_str("ANTHROPIC_API_KEY", "")
-COMPANION_OFFLINE = not ANTHROPIC_API_KEY
+LOCAL_BASE_URL = env_str("SILENTSTAR_LOCAL_BASE_URL", "")
+LOCAL_SERVER = bool(LOCAL_BASE_URL) and not ANTHROPIC_API_KEY  # the calls go to the local server
+COMPANION_OFFLINE = not ANTHROPIC_API_KEY and not LOCAL_SERVER
 HEART_MODEL = env_str("SILENTSTAR_HEART_MODEL", "claude-opus-5-5")
 HEART_MAX_TOKENS = env_int("SILENTSTAR_HEART_MAX_TOKENS", 4096, minimum=1)
 # While a conversation pauses, read the prompt cache a few times so it outlives its 5 minutes.
@@ -331,6 +335,31 @@ LOOM_MODEL = env_str("SILENTSTAR_LOOM_MODEL", "claude-sonnet-5-5")
 AGENT_MAX_TOKENS = env_int("SILENTSTAR_AGENT_MAX_TOKENS", 8192, minimum=1)
 WEB_SEARCH = env_bool("SILENTSTAR_WEB_SEARCH", False)
 WEB_SEARCH_MAX_USES = env_int("SILENTSTAR_WEB_SEARCH_MAX_USES", 5, minimum=1)
+
+# --- A local model server (docs/local-model.md) ----------------------------------------------
+# Used when SILENTSTAR_LOCAL_BASE_URL is set and ANTHROPIC_API_KEY is not: one model for every
+# role (SILENTSTAR_LOCAL_MODEL), or one per role, and the models above are not called. Its calls
+# cost nothing in the ledger. It takes no prompt-cache markers unless told it does.
+LOCAL_API_KEY = env_str("SILENTSTAR_LOCAL_API_KEY", "local")  # a placeholder the SDK sends
+LOCAL_MODEL = env_str("SILENTSTAR_LOCAL_MODEL", "")
+LOCAL_ROLE_MODELS = {
+    role: env_str(f"SILENTSTAR_LOCAL_{role}_MODEL", "") or LOCAL_MODEL
+    for role in ("HEART", "MIRROR", "COMPASS", "LOOM")
+}
+LOCAL_CACHE_MARKERS = env_bool("SILENTSTAR_LOCAL_CACHE_MARKERS", False)
+if LOCAL_SERVER:
+    unnamed = [role for role, model in LOCAL_ROLE_MODELS.items() if not model]
+    if unnamed:
+        raise ImproperlyConfigured(
+            "SILENTSTAR_LOCAL_BASE_URL is set, so SILENTSTAR_LOCAL_MODEL must name the local "
+            "model (or SILENTSTAR_LOCAL_<ROLE>_MODEL one for each role); no model is named for "
+            + ", ".join(f"SILENTSTAR_LOCAL_{role}_MODEL" for role in unnamed)
+        )
+    HEART_MODEL = LOCAL_ROLE_MODELS["HEART"]
+    MIRROR_CLEAN_MODEL = LOCAL_ROLE_MODELS["MIRROR"]
+    MIRROR_COMPRESS_MODEL = MIRROR_SUMMARISE_MODEL = MIRROR_CLEAN_MODEL
+    COMPASS_MODEL = LOCAL_ROLE_MODELS["COMPASS"]
+    LOOM_MODEL = LOCAL_ROLE_MODELS["LOOM"]
 
 # --- The Lens: the optional semantic half of event search (lens/semantic.py) ----------------
 SEARCH_SEMANTIC = env_bool("SILENTSTAR_SEARCH_SEMANTIC", False)

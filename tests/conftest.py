@@ -254,6 +254,41 @@ def fake_api(settings, monkeypatch):
         yield api
 
 
+LOCAL_MODELS = {
+    "HEART_MODEL": "qwen3:8b",
+    "MIRROR_CLEAN_MODEL": "gemma3:4b",
+    "MIRROR_COMPRESS_MODEL": "gemma3:4b",
+    "MIRROR_SUMMARISE_MODEL": "gemma3:4b",
+    "COMPASS_MODEL": "llama-3.3-70b-instruct",
+    "LOOM_MODEL": "mistral-small3.1",
+}
+
+
+@pytest.fixture
+def local_model(settings, monkeypatch):
+    """The fake Messages API as a local model server: no API key, ``SILENTSTAR_LOCAL_BASE_URL``
+    at the fake, the models of ``LOCAL_MODELS`` (as the settings put them in place of Claude's)
+    and no cache markers. ``ANTHROPIC_BASE_URL`` points where nothing listens, so a call that
+    went to Claude's endpoint would fail."""
+    from bench.fakeapi import FakeMessagesAPI
+    from silentstar import claude
+
+    with FakeMessagesAPI() as api:
+        monkeypatch.setenv("ANTHROPIC_BASE_URL", "http://127.0.0.1:9")
+        no_proxy = ",".join(filter(None, [os.environ.get("NO_PROXY"), "127.0.0.1", "localhost"]))
+        monkeypatch.setenv("NO_PROXY", no_proxy)
+        settings.ANTHROPIC_API_KEY = ""
+        settings.COMPANION_OFFLINE = False
+        settings.LOCAL_SERVER = True
+        settings.LOCAL_BASE_URL = api.url
+        settings.LOCAL_API_KEY = "local"
+        settings.LOCAL_CACHE_MARKERS = False
+        for name, model in LOCAL_MODELS.items():
+            setattr(settings, name, model)
+        monkeypatch.setattr(claude, "RETRY_BASE_DELAY", 0.001)
+        yield api
+
+
 def sqlite_only() -> bool:
     from django.conf import settings
 

@@ -363,6 +363,7 @@ KINDS = (
             "component",
             "model",
             "offline",
+            "local",
             "input_tokens",
             "output_tokens",
             "cache_read_tokens",
@@ -370,7 +371,7 @@ KINDS = (
             "cache_write_1h_tokens",
             "web_searches",
         ),
-        later=("web_searches",),
+        later=("web_searches", "local"),
     ),
 )
 # Files of kinds added after the first exports were written: an export without one imports it

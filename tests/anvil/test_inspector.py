@@ -10,6 +10,7 @@ from gem.access import REFUSAL
 from gem.models import WorkingMemory
 from heart.models import ContextSnapshot
 from heart.services import turn_submit
+from heart.tasks import run_turns_task
 from tests.heart.test_inspect import START, answered, item
 
 pytestmark = pytest.mark.django_db(databases="__all__")
@@ -151,3 +152,14 @@ def test_it_assembles_the_turn_again_and_says_it_agrees_or_what_changed(admin_cl
     html = admin_client.get(url(second)).text
     assert "it differs from what Claude received in: <strong>Lingering</strong>" in html
     assert "<strong>Lingering</strong> changed" in html and 'class="anvil-worddiff"' in html
+
+
+def test_it_says_a_turn_was_answered_by_the_offline_companion(admin_client, settings):
+    settings.COMPANION_OFFLINE = True
+    turn = turn_submit(text="<luna>hello</luna>", actor="luna", at=START, enqueue=False)
+    run_turns_task(turn.pk)
+
+    html = admin_client.get(url(turn)).text
+
+    assert "done, answered by the offline companion</dd>" in html
+    assert "I got your message, luna" in html  # the reply, with no label of its own

@@ -14,7 +14,7 @@ def test_it_runs_a_turn_from_the_terminal_with_the_offline_companion(capsys, set
     settings.COMPANION_OFFLINE = True
     call_command("turn", "hello there", "--as", "luna")
     out = capsys.readouterr().out
-    assert "offline" in out and "hello there" in out
+    assert "I got your message, luna: “hello there”" in out
     assert list(Event.objects.values_list("actor", flat=True)) == ["luna", "claude"]
     assert Event.objects.first().content == "<luna>hello there</luna>"
     assert Turn.objects.get().status == "done"

@@ -10,7 +10,6 @@ from gem.models import WorkingMemory
 from gem.recalled import Recall
 from gem.words import STOP_WORDS
 from heart.offline import (
-    OFFLINE_NOTICE,
     first_sentence,
     message_of,
     recall_keys,
@@ -41,14 +40,14 @@ def offline_reply(text: str) -> str:
     return reply(system=SYSTEM, messages=[{"role": "user", "content": text}])
 
 
-def test_it_says_clearly_that_it_is_offline():
+def test_it_answers_without_a_preamble_saying_it_is_offline():
+    """The badge and the inspector say so: the reply's text is what it says to the message."""
     parsed = parse(
         offline_reply(user_text("<luna><say>hello?</say></luna>")), identities=IDENTITIES
     )
 
     assert not parsed.is_secret
-    assert OFFLINE_NOTICE in parsed.display_text
-    assert "not Claude" in parsed.display_text
+    assert parsed.display_text == "I got your message, luna: “hello?”"
 
 
 def test_it_writes_no_knowledge_tags():
@@ -177,7 +176,7 @@ def test_it_takes_plain_text_without_sections_as_the_message():
 def test_it_answers_even_with_no_user_message():
     parsed = parse(reply(system=[], messages=[]))
 
-    assert OFFLINE_NOTICE in parsed.display_text
+    assert parsed.display_text == "Your message came through empty."
 
 
 def test_it_reads_the_sections_by_their_headings():
@@ -252,5 +251,5 @@ def test_it_always_answers_visibly_and_the_same_way(message, recalled):
 
     assert first == offline_reply(text)
     parsed = parse(first, identities=IDENTITIES)
-    assert OFFLINE_NOTICE in parsed.display_text
     assert parsed.segments[0].kind == "say"
+    assert parsed.segments[0].text.startswith(("I got your message", "Your message came"))

@@ -46,6 +46,21 @@ def test_a_model_with_no_price_has_no_cost_and_an_offline_call_costs_nothing():
     assert call_cost(model="offline", offline=True, prices=PRICES, tokens=tokens) == 0
 
 
+def test_a_local_models_call_costs_nothing_even_under_a_priced_name():
+    tokens = Tokens(**TOKENS)
+    for model in ("claude-opus-5-5", "qwen3:8b"):
+        assert call_cost(model=model, offline=False, local=True, prices=PRICES, tokens=tokens) == 0
+
+
+def test_a_day_of_local_calls_costs_nothing_and_has_no_unpriced_calls():
+    ModelCall.objects.create(ts=NOW, component="heart", model="qwen3:8b", local=True, **TOKENS)
+
+    heart = costs_over(days=1, prices=PRICES, now=NOW).components["heart"]
+
+    assert (heart.calls, heart.dollars, heart.unpriced_calls) == (1, 0.0, 0)
+    assert heart.dollars_text == "$0.0000"
+
+
 def test_it_sums_each_day_and_component_of_the_last_days():
     made(NOW)
     made(NOW - timedelta(hours=1), input_tokens=3000)

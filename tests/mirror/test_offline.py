@@ -10,7 +10,9 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from events.models import Event
+from events.parse import parse
 from gem.due import due_from_text
+from heart import offline as heart_offline
 from mirror.models import Summary, TagSuggestion
 from mirror.offline import (
     MERGE_NOTE_LIMIT,
@@ -382,3 +384,30 @@ def test_a_capitalised_word_that_comes_back_in_many_notes_is_no_name():
     # Only the note with news is chosen: the others were chosen for "Danish" before.
     assert notes_chosen(notes, limit=1) == [notes[3]]
     assert sentence_score("We put on a slow Danish film", everyday=frozenset({"danish"})) == 0
+
+
+def test_it_leaves_out_the_offline_companions_replies_as_it_writes_them_now():
+    """Its replies open with what they say, not with a label: the Mirror knows them by that."""
+    said = [
+        "I finally booked the dentist, Okonkwo, for the 14th.",
+        "",
+        "Mina is coming over on Friday with her new dog.",
+    ]
+    lines = []
+    for number, message in enumerate(said, start=1):
+        assembled = f"## Message\nluna:\n{message}"
+        answered = parse(heart_offline.reply(system=[], messages=[user_message(assembled)]))
+        lines.append(f"#{2 * number - 1} luna: {message}")
+        lines += [f"#{2 * number} claude (say): {s.text}" for s in answered.segments]
+
+    output = output_parse(answer("summarise", [("Chunk, cleaned", "\n".join(lines))]))
+
+    assert output.shape.startswith(
+        f"{OFFLINE_LABEL} 3 lines from luna (3 offline replies left out)"
+    )
+    assert "I got your message" not in output.content
+    assert "came through empty" not in output.content
+
+
+def user_message(text: str) -> dict:
+    return {"role": "user", "content": text}

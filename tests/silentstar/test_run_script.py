@@ -28,3 +28,34 @@ def test_it_refuses_to_serve_beyond_this_machine_with_debug_on(tmp_path):
         "debug pages show this machine's settings to anyone who reaches them"
     )
     assert done.stdout == ""  # nothing installed, migrated or started
+
+
+@pytest.mark.store_free
+@pytest.mark.parametrize(
+    ("env", "said"),
+    [
+        (
+            {"ANTHROPIC_API_KEY": "", "SILENTSTAR_LOCAL_BASE_URL": "http://localhost:11434"}
+            | {"SILENTSTAR_LOCAL_MODEL": "qwen3:8b"},
+            "local (ANTHROPIC_API_KEY is not set: the local model server at "
+            "http://localhost:11434 answers, with qwen3:8b)",
+        ),
+        (
+            {"ANTHROPIC_API_KEY": "", "SILENTSTAR_LOCAL_BASE_URL": ""},
+            "offline (neither ANTHROPIC_API_KEY nor SILENTSTAR_LOCAL_BASE_URL is set: an offline "
+            "companion answers)",
+        ),
+    ],
+)
+def test_its_start_up_line_says_who_answers(env, said):
+    done = subprocess.run(
+        ["bash", "scripts/companion"],
+        cwd=REPO,
+        env={**os.environ, **env},
+        capture_output=True,
+        text=True,
+        timeout=10,
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stdout == said + "\n"
+    assert '"Companion:  $(bash scripts/companion)"' in (REPO / "scripts" / "run").read_text()

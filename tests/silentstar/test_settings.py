@@ -218,3 +218,48 @@ def test_it_gives_the_chat_pages_inline_style_the_policys_nonce(client, django_u
     html = response.content.decode()
     assert html.count(f'<style nonce="{nonce}">') == 1
     assert " style=" not in html  # style attributes are refused
+
+
+LOCAL = {
+    "ANTHROPIC_API_KEY": "",
+    "SILENTSTAR_LOCAL_BASE_URL": "http://localhost:8080",
+    "SILENTSTAR_LOCAL_MODEL": "qwen3:8b",
+    "SILENTSTAR_LOCAL_COMPASS_MODEL": "llama-3.3-70b-instruct",
+}
+
+
+@pytest.mark.store_free
+def test_a_local_server_without_a_key_names_the_model_of_each_role(manage):
+    show = (
+        "from django.conf import settings as s; print(s.LOCAL_SERVER, s.COMPANION_OFFLINE, "
+        "s.HEART_MODEL, s.MIRROR_CLEAN_MODEL, s.MIRROR_SUMMARISE_MODEL, s.COMPASS_MODEL, "
+        "s.LOOM_MODEL, s.LOCAL_CACHE_MARKERS)"
+    )
+    shown = manage("shell", "--no-imports", "-c", show, env=LOCAL)
+    assert shown.returncode == 0, shown.stderr
+    assert shown.stdout.split() == [
+        "True",
+        "False",
+        "qwen3:8b",
+        "qwen3:8b",
+        "qwen3:8b",
+        "llama-3.3-70b-instruct",
+        "qwen3:8b",
+        "False",
+    ]
+
+
+@pytest.mark.store_free
+def test_a_local_server_with_a_role_left_without_a_model_is_refused(manage):
+    checked = manage("check", env={**LOCAL, "SILENTSTAR_LOCAL_MODEL": ""})
+    assert checked.returncode != 0
+    assert "SILENTSTAR_LOCAL_BASE_URL is set, so SILENTSTAR_LOCAL_MODEL must name" in checked.stderr
+    assert "SILENTSTAR_LOCAL_HEART_MODEL, SILENTSTAR_LOCAL_MIRROR_MODEL" in checked.stderr
+
+
+@pytest.mark.store_free
+def test_an_api_key_wins_over_a_local_server(manage):
+    show = "from django.conf import settings as s; print(s.LOCAL_SERVER, s.HEART_MODEL)"
+    shown = manage("shell", "--no-imports", "-c", show, env={**LOCAL, "ANTHROPIC_API_KEY": "k"})
+    assert shown.returncode == 0, shown.stderr
+    assert shown.stdout.split() == ["False", "claude-opus-5-5"]
