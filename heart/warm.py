@@ -7,7 +7,8 @@ the last read is ``WARM_AFTER`` old and before it expires, one bounded request: 
 context up to its last breakpoint, assembled again exactly as it was sent, and a line asking for
 no answer (one token at most). It is read from the cache, which refreshes it. It happens at most
 ``SILENTSTAR_CACHE_KEEP_WARM_TIMES`` times after a turn, never while a turn is waiting, and is
-never logged as a turn; the ledger counts it under "heart-keep-warm".
+never logged as a turn; the ledger counts it under "heart-keep-warm". A local model server has
+no such cache to keep: with one, nothing is sent.
 """
 
 from datetime import datetime, timedelta
@@ -29,7 +30,7 @@ WARM_NOTE = "(A pause in the conversation: nothing needs an answer.)"
 def cache_keep_warm(*, now: datetime | None = None) -> bool:
     """Read the last turn's cached context once, if the conversation pauses and it is time;
     whether a request was sent."""
-    if not settings.CACHE_KEEP_WARM or settings.COMPANION_OFFLINE:
+    if not settings.CACHE_KEEP_WARM or settings.COMPANION_OFFLINE or settings.LOCAL_SERVER:
         return False
     now = now or timezone.now()
     if Turn.objects.filter(status__in=(TurnStatus.QUEUED, TurnStatus.RUNNING)).exists():

@@ -68,3 +68,10 @@ def test_it_lets_the_cache_go_when_it_has_expired_or_a_turn_is_waiting(fake_api,
     settings.CACHE_KEEP_WARM = False
     assert not cache_keep_warm(now=replied + timedelta(minutes=4, seconds=30))
     assert len(fake_api.requests) == 1
+
+
+def test_it_sends_nothing_to_a_local_model_server(local_model, warm):
+    done = turn(local_model, "<luna>hello there</luna>", START)
+
+    assert not cache_keep_warm(now=done.reply_event.ts + timedelta(minutes=4, seconds=30))
+    assert len(local_model.requests) == 1
