@@ -27,7 +27,6 @@ from django.utils import timezone
 from django.utils.cache import patch_vary_headers
 from django.utils.http import url_has_allowed_host_and_scheme
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
-from django_q.status import Stat
 
 from events.corrected import View
 from events.models import Event, Turn, TurnStatus
@@ -63,9 +62,10 @@ from heart.services import (
     turn_submit,
     user_text_compose,
 )
+from heart.worker_state import turn_waiting, worker_state
 from mirror.models import Summary
 from mirror.selectors import summary_markers
-from silentstar.disks import DiskTrouble, data_folder_trouble, disk_said, disk_trouble
+from silentstar.disks import DiskTrouble, disk_said, disk_trouble
 from silentstar.uploads import uploaded_file_response
 
 logger = logging.getLogger(__name__)
@@ -94,6 +94,7 @@ class Entry:
     previous_turn: int | None = None
     next_turn: int | None = None
     again: bool = False  # the newest reply, which can be asked for again
+    waiting: str = ""  # why a pending reply still waits
 
 
 # --- Pages and partials --------------------------------------------------------------------
@@ -113,14 +114,12 @@ def chat(request):
     if request.htmx:
         response = render(request, "heart/chat.html#history", context)
     else:
-        state, title = _worker_state()
         context |= {
             "identity_colors": identity_colors(Identity.objects.values_list("name", "color")),
             "user_identities": [Speaker(name, identity_slug(name)) for name in who.users],
             "identity_chosen": identity_default(who),
             "offline": settings.COMPANION_OFFLINE,
-            "worker_state": state,
-            "worker_title": title,
+            "worker": worker_state(),
         }
         response = render(request, "heart/chat.html", context)
     patch_vary_headers(response, ("HX-Request",))
@@ -196,9 +195,9 @@ def turn_again_view(request, turn_id: int):
         turn_again(turn_id=turn_id)
     except TurnOrderError as error:
         return _refuse(request, str(error), status=409)
-    state, title = _worker_state()
-    if state == "offline":  # said where the person looks, not only on the dot
-        messages.info(request, f"Asked again. {title}.")
+    worker = worker_state()
+    if worker.state == "offline":  # said where the person looks, not only on the dot
+        messages.info(request, f"Asked again. {worker.said}.")
     return _back_to_chat()
 
 
@@ -332,9 +331,7 @@ def setup_skip(request):
 
 @require_GET
 def worker_status(request):
-    state, title = _worker_state()
-    context = {"worker_state": state, "worker_title": title}
-    return render(request, "heart/chat.html#worker-status", context)
+    return render(request, "heart/chat.html#worker-status", {"worker": worker_state()})
 
 
 @require_GET
@@ -464,10 +461,18 @@ def _history(*, before: int | None, who: Identities) -> dict:
         if not message.is_secret and not message.aside:
             entries.append(_entry(message, turn, siblings, newest=newest))
         if event.pk in unanswered:
-            entries.append(Entry(turn=unanswered[event.pk]))
+            pending = unanswered[event.pk]
+            entries.append(Entry(turn=pending, waiting=_waiting(pending)))
         while markers and markers[0].last_event_id <= event.pk:
             entries.append(Entry(summary=markers.pop(0)))
     return {"entries": entries, "earlier_before": page[0].pk if has_earlier else None}
+
+
+def _waiting(turn: Turn) -> str:
+    """Why ``turn``'s reply still waits; "" when it failed (its reason is shown instead)."""
+    if turn.status not in (TurnStatus.QUEUED, TurnStatus.RUNNING):
+        return ""
+    return turn_waiting(turn, worker_state())
 
 
 def _entry(
@@ -511,6 +516,7 @@ def _turn_context(turn: Turn, *, who: Identities) -> dict:
     return {
         "turn": turn,
         "reply": reply,
+        "waiting": _waiting(turn),
         "companion": _companion(who),
         **_speakers(who),
         **choice,
@@ -542,31 +548,6 @@ def _image_discard(name: str) -> None:
     keeps its image whatever failed after it."""
     if name and not Event.objects.filter(image=name).exists():
         default_storage.delete(name)
-
-
-def _cluster_stats() -> list:
-    """django-q2's own record of the clusters that are running (empty when none is)."""
-    try:
-        return Stat.get_all()
-    except Exception:
-        logger.warning("Could not read the task cluster's status", exc_info=True)
-        return []
-
-
-def _worker_state() -> tuple[str, str]:
-    if not settings.Q_CLUSTER.get("sync") and not _cluster_stats():
-        # The worker records that it runs in the data folder (with the database broker): a full
-        # disk keeps it from saying so, and keeps it from answering.
-        if (trouble := data_folder_trouble()) is not None:
-            return "offline", disk_said(
-                trouble, stopped="The worker cannot go on", again="it carries on by itself"
-            )
-        return "offline", (
-            "The worker is not running: messages wait until it starts (manage.py qcluster)"
-        )
-    if Turn.objects.filter(status=TurnStatus.RUNNING).exists():
-        return "busy", "The worker is answering a message"
-    return "online", "The worker is ready"
 
 
 def _static_file(path: str, *, content_type: str) -> HttpResponse:

@@ -270,6 +270,31 @@
   document.addEventListener("htmx:load", (evt) => syncAnimations(evt.detail && evt.detail.elt));
   document.addEventListener("htmx:afterSettle", (evt) => syncAnimations(evt.detail && evt.detail.elt));
 
+  /* ------------------------------------------------ the server's reachability */
+
+  // The worker's dot asks the server every few seconds. When the server does not answer, the
+  // dot says so (it would otherwise keep saying the worker is ready); the next answer that
+  // arrives puts the server's word back.
+  const UNREACHABLE = "No answer from the server: your messages are kept on it, and this page carries on when it is back";
+
+  function serverUnreachable(evt) {
+    const elt = evt.detail && evt.detail.elt;
+    if (!elt || elt.id !== "worker-status") return;
+    elt.dataset.state = "unreachable";
+    elt.title = UNREACHABLE;
+    const dot = elt.querySelector(".worker-dot");
+    if (dot) dot.dataset.state = "unreachable";
+    const words = elt.querySelector(".worker-words");
+    if (words) {
+      words.textContent = "no connection";
+      words.classList.remove("visually-hidden");
+    }
+  }
+
+  document.addEventListener("htmx:sendError", serverUnreachable);
+  document.addEventListener("htmx:timeout", serverUnreachable);
+  document.addEventListener("htmx:responseError", serverUnreachable);
+
   /* ------------------------------------------------------------ the page */
 
   const form = document.getElementById("composer");

@@ -653,9 +653,11 @@ def worker_dot(client):
 
 def test_it_shows_the_worker_offline_without_a_cluster(admin_client):
     html = worker_dot(admin_client)
-    assert html.startswith('<span id="worker-status" class="worker-dot" data-state="offline"')
+    assert html.startswith('<span id="worker-status" class="worker-status" data-state="offline"')
     assert 'hx-get="/worker/" hx-trigger="every 3s" hx-swap="outerHTML"' in html
     assert "qcluster" in html
+    # Said beside the dot, not only in a tooltip a phone cannot hover.
+    assert '<span class="worker-words">worker stopped</span>' in html
 
 
 def test_it_says_the_worker_cannot_go_on_when_the_disk_is_full(admin_client, monkeypatch):
@@ -673,7 +675,9 @@ def test_it_says_the_worker_cannot_go_on_when_the_disk_is_full(admin_client, mon
 def test_it_shows_the_worker_online_with_a_cluster(admin_client):
     cluster_running()
     assert len(Stat.get_all()) == 1
-    assert 'data-state="online"' in worker_dot(admin_client)
+    html = worker_dot(admin_client)
+    assert 'data-state="online"' in html
+    assert '<span class="worker-words visually-hidden">The worker is ready</span>' in html
 
 
 def test_it_shows_the_worker_busy_while_a_turn_runs(admin_client):
