@@ -24,7 +24,7 @@ from django.utils.safestring import mark_safe
 from django.views.decorators.http import require_POST
 
 from anvil.fragments import draft_parts_chosen, draft_preview_fragments
-from anvil.pages import anvil_page, row_id, short_when
+from anvil.pages import anvil_page, row_id
 from anvil.proposals import (
     ProposalError,
     WakeConflict,
@@ -41,6 +41,7 @@ from gem.models import IdentitySide
 from gem.selectors import identities_current
 from mirror.models import Proposer
 from silentstar.uploads import megabytes, upload_max_bytes
+from silentstar.when import when_short
 from silentstar.words import counted
 from transfer.bridges import (
     ADDED_TO,
@@ -299,11 +300,11 @@ class ImportRunAdmin(admin.ModelAdmin):
 
     @admin.display(description="started", ordering="started_at")
     def started(self, run):
-        return short_when(run.started_at)
+        return when_short(run.started_at)
 
     @admin.display(description="finished", ordering="finished_at")
     def finished(self, run):
-        return short_when(run.finished_at) if run.finished_at else run.get_status_display()
+        return when_short(run.finished_at) if run.finished_at else run.get_status_display()
 
     @admin.display(description="added")
     def added(self, run):
@@ -547,7 +548,7 @@ class ImportedProposalAdmin(admin.ModelAdmin):
 
     @admin.display(description="proposed", ordering="created_at")
     def created(self, proposal):
-        return short_when(proposal.created_at)
+        return when_short(proposal.created_at)
 
     def has_add_permission(self, request):
         return False  # an import stages proposals; a person decides on them

@@ -13,6 +13,7 @@ suggestion queue too.
 """
 
 from dataclasses import dataclass
+from datetime import datetime
 
 from django import forms
 from django.contrib import admin, messages
@@ -37,6 +38,7 @@ from compass.services import (
 )
 from mirror.models import SuggestionStatus, TagSuggestion
 from mirror.services import SuggestionError, suggestion_promote, suggestion_reject
+from silentstar.when import when
 
 PAGE_TEMPLATE = "admin/compass/consultation/consultation.html"
 LIST_TEMPLATE = "admin/compass/consultation/consult.html"
@@ -54,16 +56,21 @@ class AskForm(forms.Form):
     )
 
 
+class MomentInput(forms.DateTimeInput):
+    """A moment typed as every page says one, "6 Dec 2026, 04:34", in the owner's zone: the
+    form shows it so (``silentstar.when``) and reads it back (``DATETIME_INPUT_FORMATS``)."""
+
+    def format_value(self, value):
+        return when(value) if isinstance(value, datetime) else super().format_value(value)
+
+
 class ProposalForm(forms.Form):
     """One pending proposal as a person edits it before deciding; its prefix is its
     suggestion's id, its labels carry its number."""
 
     chosen = forms.BooleanField(required=False)
     content = forms.CharField(widget=forms.Textarea(attrs={"rows": 2}))
-    due = forms.DateTimeField(
-        widget=forms.DateTimeInput(attrs={"type": "datetime-local"}, format="%Y-%m-%dT%H:%M"),
-        help_text="Your local time.",
-    )
+    due = forms.DateTimeField(widget=MomentInput)
     hidden = forms.BooleanField(required=False)
 
     def __init__(self, *args, number: int, **kwargs):

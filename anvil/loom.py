@@ -24,7 +24,7 @@ from django.views.decorators.csrf import csrf_exempt, csrf_protect
 from django.views.decorators.http import require_POST
 
 from anvil.fragments import draft_parts_chosen, draft_preview_fragments
-from anvil.pages import anvil_page, cut_text, row_id, short_when
+from anvil.pages import anvil_page, cut_text, row_id
 from anvil.proposed import ProposedText, proposed_text_page
 from anvil.versions import PromptAdmin
 from events.selectors import source_events
@@ -65,6 +65,7 @@ from loom.services import (
 )
 from mirror.models import TagSuggestion
 from silentstar.uploads import uploaded_file_response
+from silentstar.when import when_short
 from silentstar.words import counted
 
 POLL_SECONDS = 2
@@ -131,7 +132,7 @@ class SessionAdmin(admin.ModelAdmin):
 
     @admin.display(description="last worked on", ordering="updated_at")
     def updated(self, session):
-        return short_when(session.updated_at)
+        return when_short(session.updated_at)
 
     def has_delete_permission(self, request, obj=None):
         return False  # a session is closed, never deleted
@@ -293,7 +294,7 @@ class InboxImageAdmin(admin.ModelAdmin):
 
     @admin.display(description="uploaded", ordering="uploaded_at")
     def uploaded(self, image):
-        return short_when(image.uploaded_at)
+        return when_short(image.uploaded_at)
 
     def has_change_permission(self, request, obj=None):
         return False  # a photo waits as it came; a session takes it
@@ -419,7 +420,7 @@ class LoomCallAdmin(admin.ModelAdmin):
 
     @admin.display(description="called", ordering="created_at")
     def called(self, call):
-        return short_when(call.created_at)
+        return when_short(call.created_at)
 
     @admin.display(description="question")
     def asked(self, call):

@@ -6,8 +6,6 @@ from collections.abc import Iterable
 from django.http import Http404
 from django.template.loader import render_to_string
 from django.template.response import TemplateResponse
-from django.utils import timezone
-from django.utils.dateformat import format as date_format
 from django.utils.html import format_html
 
 from events.render import identity_slug
@@ -73,16 +71,6 @@ def identity_name(name: str) -> str:
     return format_html(
         '<span class="anvil-identity" data-identity-slug="{}">{}</span>', identity_slug(name), name
     )
-
-
-def short_when(moment) -> str:
-    """A moment as a list column shows it, short enough to stay on one line: "29 Nov 19:04",
-    with the year when it is not this one."""
-    if moment is None:
-        return "—"
-    local = timezone.localtime(moment)
-    same_year = local.year == timezone.localtime().year
-    return date_format(local, "j M H:i" if same_year else "j M Y H:i")
 
 
 def row_id(object_id: str) -> int:

@@ -24,6 +24,7 @@ from gem.draft import DraftDiff, DraftError, part_digest
 from gem.drafts import draft_apply
 from gem.models import AmbientProse, WakeText
 from gem.services import text_version_add
+from silentstar.when import when
 from transfer.bridges import ADDED_TO, text_added
 from transfer.models import ImportedProposal, ProposalKind, ProposalState
 
@@ -157,9 +158,5 @@ def _claim(proposal: ImportedProposal, *, user, state: str, applied_text: str) -
 
 def _decided(proposal: ImportedProposal) -> ProposalError:
     who = f" by {proposal.decided_by}" if proposal.decided_by else ""
-    when = (
-        f" on {timezone.localtime(proposal.decided_at):%Y-%m-%d %H:%M}"
-        if proposal.decided_at
-        else ""
-    )
-    return ProposalError(f"“{proposal.title}” was already {proposal.state}{who}{when}.")
+    on = f" on {when(proposal.decided_at)}" if proposal.decided_at else ""
+    return ProposalError(f"“{proposal.title}” was already {proposal.state}{who}{on}.")

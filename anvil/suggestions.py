@@ -9,7 +9,7 @@ from django.urls import reverse
 from django.utils.html import format_html
 from django.utils.safestring import mark_safe
 
-from anvil.pages import cut_text, event_list, short_when
+from anvil.pages import cut_text, event_list
 from events.models import Event
 from gem.state import chars_per_token
 from mirror.models import (
@@ -28,6 +28,7 @@ from mirror.services import (
 )
 from silentstar.pricing import for_model
 from silentstar.tokens import estimate_tokens
+from silentstar.when import when_short
 
 
 class TagSuggestionInline(admin.TabularInline):
@@ -201,7 +202,7 @@ class TagSuggestionAdmin(admin.ModelAdmin):
 
     @admin.display(description="made", ordering="created_at")
     def created(self, suggestion):
-        return short_when(suggestion.created_at)
+        return when_short(suggestion.created_at)
 
     @admin.display(description="content")
     def content_excerpt(self, suggestion):
@@ -214,7 +215,7 @@ class TagSuggestionAdmin(admin.ModelAdmin):
         return format_html(
             '{}<span class="anvil-event-meta">due {}{}</span>',
             text,
-            short_when(suggestion.due),
+            when_short(suggestion.due),
             hidden,
         )
 

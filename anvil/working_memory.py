@@ -18,7 +18,7 @@ from anvil.forms import (
     TwinReviewForm,
     WorkingMemoryForm,
 )
-from anvil.pages import anvil_page, cut_text, event_list, identity_name, short_when
+from anvil.pages import anvil_page, cut_text, event_list, identity_name
 from gem.models import (
     Forgotten,
     MiraEntry,
@@ -40,6 +40,7 @@ from gem.services import (
 )
 from gem.state import ARCHIVE_WARNING, state_get, turn_counter_current
 from silentstar.admin import ReadOnlyAdmin
+from silentstar.when import when_short
 from silentstar.words import counted
 
 
@@ -198,7 +199,7 @@ class WorkingMemoryAdmin(admin.ModelAdmin):
 
     @admin.display(description="due", ordering="due")
     def due_date(self, item):
-        return short_when(item.due)
+        return when_short(item.due)
 
     @admin.display(description="actor", ordering="actor")
     def actor_name(self, item):

@@ -28,6 +28,7 @@ from datetime import datetime
 from zoneinfo import ZoneInfo
 
 from gem.due import due_from_text
+from silentstar.words import moment_said
 
 PROPOSALS_MAX = 12  # more than a person can weigh at once: the answer is refused
 PLAN_CHARS_MAX = 500
@@ -121,8 +122,8 @@ def _proposal(row: object, number: int, *, now: datetime, time_zone: str) -> Pro
     if due <= now:
         zone = ZoneInfo(time_zone)
         raise AnswerError(
-            f"{named} is due {due.astimezone(zone):%Y-%m-%d %H:%M}, which is not after "
-            f"{now.astimezone(zone):%Y-%m-%d %H:%M} ({time_zone}), the consultation's moment."
+            f"{named} is due {moment_said(due.astimezone(zone))}, which is not after "
+            f"{moment_said(now.astimezone(zone))} ({time_zone}), the consultation's moment."
         )
     return Proposed(plan=plan, due=due, why=row["why"].strip(), hidden=hidden)
 

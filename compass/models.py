@@ -10,6 +10,7 @@ from django.utils.text import Truncator
 
 from gem.models import VersionedText
 from mirror.models import TagSuggestion
+from silentstar.when import when
 
 
 class ConsultationKind(models.TextChoices):
@@ -86,7 +87,7 @@ class Consultation(models.Model):
 
     def __str__(self):
         if self.kind == ConsultationKind.REVIEW:
-            return f"Review of working memory, {timezone.localtime(self.created_at):%Y-%m-%d}"
+            return f"Review of working memory, {when(self.created_at)}"
         return Truncator(" ".join(self.question.split())).chars(60)
 
     @property

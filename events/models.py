@@ -10,6 +10,7 @@ from django.db import models
 from django.utils import timezone
 
 from events import corrected
+from silentstar.when import when
 
 
 class AppendOnlyError(Exception):
@@ -61,7 +62,7 @@ class Event(AppendOnlyModel):
         ordering = ["ts", "id"]
 
     def __str__(self):
-        return f"#{self.pk} {self.actor or '—'} {self.ts:%Y-%m-%d %H:%M}"
+        return f"#{self.pk} {self.actor or '—'} {when(self.ts)}"
 
 
 class EventTag(AppendOnlyModel):

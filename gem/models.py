@@ -10,6 +10,8 @@ from django.core.validators import RegexValidator
 from django.db import models
 from django.utils import timezone
 
+from silentstar.when import when
+
 KEY_VALIDATOR = RegexValidator(
     r"^[\w][\w'-]*$",
     "A key is one word: letters, digits, hyphens, underscores or apostrophes, no spaces.",
@@ -293,7 +295,7 @@ class AmbientProse(VersionedText):
         ordering = ["-created_at", "-id"]
 
     def __str__(self):
-        return f"ambient prose of {self.created_at:%Y-%m-%d %H:%M}"
+        return f"ambient prose of {when(self.created_at)}"
 
 
 class WakeTextKind(models.TextChoices):
@@ -323,7 +325,7 @@ class WakeText(VersionedText):
     text_fields = ("kind",)
 
     def __str__(self):
-        return f"{self.get_kind_display()} of {self.created_at:%Y-%m-%d %H:%M}"
+        return f"{self.get_kind_display()} of {when(self.created_at)}"
 
 
 class IdentitySide(models.TextChoices):

@@ -59,6 +59,7 @@ from gem.state import chars_per_token, state_set
 from gem.tier_size import tier_refusal
 from gem.waking import TRIGGERS_MAX, triggers_joined
 from gem.zone import TIME_ZONE, owner_time_zone, time_zone_known
+from silentstar.when import when
 from silentstar.words import counted
 
 logger = logging.getLogger(__name__)
@@ -683,7 +684,7 @@ def working_memory_update(
             said = due_from_text(item.content, written_at=at, time_zone=owner_time_zone())
             if said is not None and said != item.due:
                 item.due = said
-                notes.append(f"due date read from the new words: {said:%Y-%m-%d %H:%M}")
+                notes.append(f"due date read from the new words: {when(said)}")
         item.hidden = item.hidden if hidden is None else hidden
         item.actor = item.actor if actor is None else actor
         if item.hidden and not hidden_allowed(item.type, item.due):

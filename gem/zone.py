@@ -2,7 +2,8 @@
 
 The choice is kept in the Gem's ``State`` under ``TIME_ZONE`` (written by
 ``gem.services.time_zone_set``); the Heart reads it for "Now" and the chat page's times, the
-Gem for the due dates it reads in a plan's words.
+Gem for the due dates it reads in a plan's words. Every moment a person reads is said in that
+zone by ``silentstar.when`` (``{{ moment|when }}`` in a template, ``{% load clock %}``).
 """
 
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError

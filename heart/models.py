@@ -4,6 +4,8 @@
 from django.db import models
 from django.utils import timezone
 
+from silentstar.when import when
+
 
 class ContextSnapshot(models.Model):
     """Exactly what Claude received for a turn, and why. Kept for a number of days."""
@@ -24,7 +26,7 @@ class ContextSnapshot(models.Model):
         ordering = ["-ts", "-id"]
 
     def __str__(self):
-        return f"snapshot of turn {self.turn} at {self.ts:%Y-%m-%d %H:%M}"
+        return f"snapshot of turn {self.turn} at {when(self.ts)}"
 
     def working_memory_active(self) -> list[int]:
         """The ids of the working memory active at the turn: every active item was a candidate,

@@ -29,6 +29,7 @@ from heart.assemble import Assembly
 from heart.context import ContextInputs, context_assemble
 from heart.inspect import sections_of
 from heart.models import ContextSnapshot
+from silentstar.when import when
 
 # The admin log's entries that can change each part of a context, by model.
 CHANGES_OF = {
@@ -132,7 +133,7 @@ def changes_since(moment: datetime, *, parts: list[str], items: list[int]) -> li
     for entry in entries:
         what = entry.get_change_message() or entry.get_action_flag_display()
         changes.append(
-            f"{entry.action_time:%Y-%m-%d %H:%M}: {entry.content_type.name} "
+            f"{when(entry.action_time)}: {entry.content_type.name} "
             f"“{entry.object_repr}” — {what} (in the Anvil, by {entry.user})"
         )
     if "Lingering" in parts:
@@ -140,7 +141,7 @@ def changes_since(moment: datetime, *, parts: list[str], items: list[int]) -> li
             "refreshed_at"
         ):
             changes.append(
-                f"{item.refreshed_at:%Y-%m-%d %H:%M}: working memory #{item.pk} was written "
+                f"{when(item.refreshed_at)}: working memory #{item.pk} was written "
                 "again, which moved its decay anchor"
             )
     if set(parts) & set(CORRECTED):
@@ -166,6 +167,6 @@ def _corrections_since(inputs: ContextInputs):
 
 def _correction_said(correction: Correction) -> str:
     return (
-        f"{correction.made_at:%Y-%m-%d %H:%M}: message #{correction.event_id} was "
+        f"{when(correction.made_at)}: message #{correction.event_id} was "
         f"{DONE[correction.kind]} (by {correction.made_by})"
     )

@@ -8,6 +8,8 @@ changed: the costs are worked out from it at the prices of the day they are read
 
 from django.db import models
 
+from silentstar.when import when
+
 
 class ModelCall(models.Model):
     ts = models.DateTimeField(db_index=True, help_text="When the call finished.")
@@ -38,4 +40,4 @@ class ModelCall(models.Model):
         verbose_name = "model call"
 
     def __str__(self) -> str:
-        return f"{self.component} {self.model} at {self.ts:%Y-%m-%d %H:%M:%S}"
+        return f"{self.component} {self.model} at {when(self.ts)}"

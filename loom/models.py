@@ -12,6 +12,7 @@ from django.db import models
 from django.utils import timezone
 
 from gem.models import Fragment, VersionedText
+from silentstar.when import when
 
 
 class SessionStatus(models.TextChoices):
@@ -209,4 +210,4 @@ class LoomPrompt(VersionedText):
     text_fields = ("kind",)
 
     def __str__(self):
-        return f"{self.get_kind_display()} of {self.created_at:%Y-%m-%d %H:%M}"
+        return f"{self.get_kind_display()} of {when(self.created_at)}"

@@ -215,6 +215,8 @@ LANGUAGE_CODE = "en-gb"
 TIME_ZONE = env_time_zone("SILENTSTAR_TIME_ZONE", "UTC")
 USE_I18N = True
 USE_TZ = True
+# One format for every moment a person reads (silentstar/formats/en/formats.py).
+FORMAT_MODULE_PATH = ["silentstar.formats"]
 
 # --- Static and uploaded files -----------------------------------------------------------
 STATIC_URL = "static/"

@@ -23,6 +23,7 @@ from gem.keys import CASE_TWINS
 from gem.models import AmbientProse, Fragment, FragmentEdge, FragmentSource
 from gem.state import CHARS_PER_TOKEN, state_get, state_set
 from lens.extract import fragment_markdown
+from silentstar.words import moment_said
 from tests.anvil.conftest import log_messages
 from tests.silentstar.test_disks import as_django_wraps, store_read_only
 from tests.silentstar.test_uploads import count_kept_bytes
@@ -348,7 +349,7 @@ def test_it_records_a_drafts_sources_and_shows_them_on_the_fragment(admin_client
         ("fairy", said.pk)
     ]
     page = admin_client.get(reverse("admin:gem_fragment_change", args=["fairy"])).content
-    assert f"{said.ts:%Y-%m-%d %H:%M} luna</span> The fairy lives in the well." in page.decode()
+    assert f"{moment_said(said.ts)} luna</span> The fairy lives in the well." in page.decode()
 
 
 def test_a_drafts_preview_reads_the_sources_of_all_its_fragments_in_one_query(

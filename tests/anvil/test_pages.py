@@ -1,5 +1,7 @@
 """What the Anvil's pages share (``anvil.pages``): a source event is shown one way everywhere."""
 
+from datetime import UTC, datetime
+
 import pytest
 from django.urls import reverse
 
@@ -7,6 +9,7 @@ from anvil.pages import event_line, event_list
 from events.models import Event
 from events.selectors import source_events
 from gem.models import Fragment, FragmentSource, WorkingMemory, WorkingMemorySource
+from gem.services import time_zone_set
 from mirror.models import Summary, TagSuggestion
 
 pytestmark = pytest.mark.django_db(databases="__all__")
@@ -56,3 +59,18 @@ def test_every_page_shows_a_source_event_as_the_same_line(admin_client, said):
     assert {name: line in page.content.decode() for name, page in pages.items()} == {
         name: True for name in pages
     }
+
+
+def test_a_source_events_line_says_its_moment_in_the_owners_zone(admin_client):
+    time_zone_set(name="Europe/Berlin")
+    said = Event.objects.create(
+        content="The fairy lives in the well.",
+        actor="luna",
+        ts=datetime(2026, 12, 6, 3, 34, tzinfo=UTC),
+    )
+    fairy = Fragment.objects.create(key="fairy", ambient="White softness.")
+    FragmentSource.objects.create(fragment=fairy, event_id=said.pk)
+
+    page = admin_client.get(reverse("admin:gem_fragment_change", args=["fairy"])).text
+
+    assert "6 Dec 2026, 04:34 luna</span> The fairy lives in the well." in page

@@ -2,15 +2,19 @@
 the pass prompts. Saving adds a version, and any two can be compared."""
 
 import re
+from datetime import UTC, datetime
+from zoneinfo import ZoneInfo
 
 import pytest
 from django.contrib.admin.models import ADDITION, LogEntry
 from django.db import connections
 from django.test.utils import CaptureQueriesContext
 from django.urls import reverse
+from django.utils import timezone
 
 from gem.models import AmbientProse, WakeText
 from gem.selectors import ambient_prose_current, newest_version
+from gem.services import time_zone_set
 from mirror.models import MirrorPrompt, MirrorPromptKind
 from mirror.passes import prompt_current
 
@@ -190,3 +194,47 @@ def test_every_version_saved_in_the_anvil_is_written_by_the_gem_s_service(
     [given] = written
     given.pop("model", None)
     assert given == {**post, "author": admin_user}
+
+
+# --- One clock ----------------------------------------------------------------------------
+
+
+@pytest.fixture
+def in_tokyo():
+    """The owner's zone nine hours ahead of UTC, and two wake context versions of 6 Dec 2026,
+    03:34 and 03:50 UTC (12:34 and 12:50 in Tokyo)."""
+    time_zone_set(name="Asia/Tokyo")
+    old, new = (WakeText.objects.create(kind="wake", content=text) for text in ("Wake.", "Up."))
+    WakeText.objects.filter(pk=old.pk).update(created_at=datetime(2026, 12, 6, 3, 34, tzinfo=UTC))
+    WakeText.objects.filter(pk=new.pk).update(created_at=datetime(2026, 12, 6, 3, 50, tzinfo=UTC))
+    return old, new
+
+
+def test_a_versions_name_says_its_moment_in_the_owners_zone(admin_client, in_tokyo):
+    old, new = in_tokyo
+    page = admin_client.get(reverse("admin:gem_waketext_change", args=[old.pk])).text
+    assert "wake context of 6 Dec 2026, 12:34" in page
+    assert "03:34" not in page
+    diff = admin_client.get(reverse("admin:gem_waketext_diff"), {"old": old.pk, "new": new.pk})
+    assert "wake context of 6 Dec 2026, 12:34" in diff.text
+    assert "wake context of 6 Dec 2026, 12:50" in diff.text
+
+
+def test_the_versions_list_says_each_moment_in_the_owners_zone(admin_client, in_tokyo):
+    page = admin_client.get(reverse("admin:gem_waketext_changelist"), {"kind": "wake"}).text
+    assert "6 Dec 2026, 12:34" in page and "6 Dec 2026, 12:50" in page
+    assert "p.m." not in page
+
+
+def test_saving_names_the_new_version_in_the_owners_zone(admin_client, in_tokyo):
+    old, _ = in_tokyo
+    response = admin_client.post(
+        reverse("admin:gem_waketext_change", args=[old.pk]),
+        {"kind": "wake", "content": "Awake."},
+        follow=True,
+    )
+    newest = WakeText.objects.order_by("-pk").first()
+    shown = timezone.localtime(newest.created_at, ZoneInfo("Asia/Tokyo"))
+    said = f"wake context of {shown.day} {shown:%b %Y, %H:%M}"
+    assert f"Saved as a new version: {said}." in response.text
+    assert LogEntry.objects.get(object_id=str(newest.pk)).object_repr == said

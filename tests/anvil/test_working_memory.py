@@ -2,7 +2,7 @@
 by the Gem's rules, status changes with a reason, near duplicates beside their twins, Mira's
 entries."""
 
-from datetime import timedelta
+from datetime import UTC, datetime, timedelta
 
 import pytest
 from django.contrib.admin.models import ADDITION, CHANGE, LogEntry
@@ -15,8 +15,9 @@ from django.utils.html import escape
 
 from events.models import Event
 from gem.models import Forgotten, Fragment, MiraEntry, WorkingMemory, WorkingMemorySource
-from gem.services import working_memory_create
+from gem.services import time_zone_set, working_memory_create
 from gem.state import state_set
+from silentstar.words import moment_said
 from tests.anvil.conftest import log_messages
 
 pytestmark = pytest.mark.django_db(databases="__all__")
@@ -175,7 +176,7 @@ def test_it_shows_the_events_an_item_came_from(admin_client, django_assert_num_q
     for event in (said, again):
         url = reverse("admin:events_event_change", args=[event.pk])
         assert f'<a href="{url}">#{event.pk}</a>' in page
-        assert f"{event.ts:%Y-%m-%d %H:%M} {event.actor}" in page
+        assert f"{moment_said(event.ts)} {event.actor}" in page
     assert escape("I only drink <say>tea</say> without sugar") in page
     assert "#999</a> (not in the event log)" in page
 
@@ -550,3 +551,12 @@ def test_it_forgets_the_selected_items(admin_client):
     assert "Forgot 1 item: dropped, and their words are never staged again." in done.text
     assert WorkingMemory.objects.get().status == "dropped"
     assert Forgotten.objects.get().content == "my old address"
+
+
+def test_the_list_says_a_plans_due_in_the_owners_zone(admin_client):
+    time_zone_set(name="Asia/Tokyo")
+    WorkingMemory.objects.create(
+        type="plan", content="the dentist", due=datetime(2031, 12, 6, 3, 34, tzinfo=UTC)
+    )
+    page = admin_client.get(reverse("admin:gem_workingmemory_changelist")).text
+    assert 'class="field-due_date">6 Dec 2031, 12:34</td>' in page

@@ -14,12 +14,12 @@ from django.db import connections
 from django.utils import timezone
 from playwright.sync_api import BrowserContext, Page, expect
 
-from anvil.pages import short_when
 from compass import services
 from compass.models import Consultation
 from compass.tasks import run_consultation_task
 from gem.models import WorkingMemory
 from gem.services import time_zone_set, working_memory_create
+from silentstar.when import when_short
 from tests.browser.conftest import (
     BROWSER_DB,
     DESKTOP,
@@ -123,7 +123,7 @@ def test_it_consults_the_compass_and_promotes_two_of_three_plans(
     page.goto("/admin/gem/workingmemory/")
     with timezone.override(ZONE):
         dues = {
-            first.content: short_when(first.due),
+            first.content: when_short(first.due),
             "Keep going: three easy runs": "15 Jan 2031 18:30",
         }
     for content, due in dues.items():

@@ -80,10 +80,10 @@ def test_the_last_fenced_block_is_the_list_and_an_empty_list_proposes_nothing():
         (answer(row(plan="Swim", due="someday")), "Proposal 1 \\(“Swim”\\): its due “someday”"),
         (
             answer(row(), row(plan="Swim", due="2026-11-20T09:00")),
-            "Proposal 2 \\(“Swim”\\) is due 2026-11-20 09:00, which is not after "
-            "2026-11-24 10:00 \\(Europe/Amsterdam\\)",
+            "Proposal 2 \\(“Swim”\\) is due 20 Nov 2026, 09:00, which is not after "
+            "24 Nov 2026, 10:00 \\(Europe/Amsterdam\\)",
         ),
-        (answer(row(due="2026-11-24T10:00")), "is due 2026-11-24 10:00, which is not after"),
+        (answer(row(due="2026-11-24T10:00")), "is due 24 Nov 2026, 10:00, which is not after"),
         (answer(*[row()] * (PROPOSALS_MAX + 1)), f"at most {PROPOSALS_MAX} are taken"),
     ],
 )
@@ -93,7 +93,7 @@ def test_it_refuses_an_answer_whole_naming_what_is_wrong(text, says):
 
 
 def test_a_plan_in_words_that_have_passed_is_refused():
-    with pytest.raises(AnswerError, match=r"Proposal 1 .* is due 2026-11-24 10:00"):
+    with pytest.raises(AnswerError, match=r"Proposal 1 .* is due 24 Nov 2026, 10:00"):
         parse(answer(row(due="yesterday at 9am")))
 
 

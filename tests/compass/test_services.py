@@ -154,7 +154,7 @@ def answer_with_due(due: str) -> str:
         (FakeReply("I think you should run more."), "no fenced JSON list of proposals"),
         (
             FakeReply(answer_with_due("2027-02-27T09:00")),
-            "Proposal 2 (“Swim”) is due 2027-02-27 09:00, which is not after 2027-03-01 09:00",
+            "Proposal 2 (“Swim”) is due 27 Feb 2027, 09:00, which is not after 1 Mar 2027, 09:00",
         ),
         (FakeReply(answer_with_due("when the water is warm")), "Proposal 2 (“Swim”): its due"),
         (FakeError(400, "max_tokens is too large"), "The call to Claude failed: Claude's API"),

@@ -1,8 +1,11 @@
+from datetime import UTC, datetime
+from zoneinfo import ZoneInfo
+
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from silentstar.words import counted
+from silentstar.words import counted, moment_said
 
 pytestmark = pytest.mark.store_free
 
@@ -26,3 +29,17 @@ def test_it_always_starts_with_the_number_as_written_with_thousands(number, noun
     said = counted(number, noun)
     assert said.startswith(f"{number:,} ")
     assert said.endswith(noun) == (number == 1)
+
+
+def test_it_says_a_moment_in_the_one_format_in_the_zone_it_carries():
+    moment = datetime(2026, 12, 6, 3, 34, tzinfo=UTC)
+    assert moment_said(moment) == "6 Dec 2026, 03:34"
+    assert moment_said(moment.astimezone(ZoneInfo("Asia/Tokyo"))) == "6 Dec 2026, 12:34"
+    assert moment_said(moment, year=False) == "6 Dec, 03:34"
+
+
+@given(st.datetimes(timezones=st.just(UTC)))
+def test_it_says_every_moment_as_its_day_month_year_and_minute(moment):
+    day, month, year, time = moment_said(moment).replace(",", "").split(" ")
+    assert (int(day), month, int(year)) == (moment.day, f"{moment:%b}", moment.year)
+    assert time == f"{moment.hour:02}:{moment.minute:02}"
