@@ -11,6 +11,7 @@ from django.views.decorators.http import require_GET, require_POST
 from anvil import drawer
 from anvil.costs import VIEW_PERMISSION, costs_view
 from anvil.inspector import inspector_view
+from anvil.waiting import waiting_for
 from anvil.why import why_view
 from events.render import identity_colors
 from gem.models import Identity
@@ -80,6 +81,12 @@ class AnvilSite(admin.AdminSite):
             **super().each_context(request),
             "identity_colors": identity_colors(Identity.objects.values_list("name", "color")),
         }
+
+    def index(self, request, extra_context=None):
+        """The index leads with what waits for a person: suggestions, drafts, proposals."""
+        return super().index(
+            request, {"waiting": waiting_for(request.user), **(extra_context or {})}
+        )
 
     def get_urls(self):
         return [

@@ -261,6 +261,8 @@ def test_the_anvil_wears_the_apps_colours_and_icon_and_leads_with_curation(
             ]
         )
         machinery = page.locator("#content-main .module", has_text="Machinery")
+        expect(machinery).to_be_hidden()  # folded behind one line
+        page.locator("#content-main .anvil-machinery > summary").click()
         for name in ("Access attempts", "Failed tasks", "Ingest records", "States", "Users"):
             expect(machinery.get_by_role("link", name=name, exact=True)).to_be_visible()
         assert captions.last.inner_text().casefold() == "machinery"
