@@ -283,7 +283,7 @@ def archive_restore(
             del entries[key]
         index_write(storage, entries)
         report.restored = sorted(chosen)
-        progress(f"Restored {len(chosen)} item(s).")
+        progress(f"Restored {counted(len(chosen), 'item')}.")
         return report
 
 

@@ -99,7 +99,9 @@ def working_memory_from_row(row: dict, *, keep_id: bool = True) -> WorkingMemory
     """
     missing = [name for name in ROW_FIELDS if name not in row and name not in LATER_FIELDS]
     if missing:
-        raise RowError(f"missing field(s): {', '.join(missing)}")
+        raise RowError(
+            f"missing {'field' if len(missing) == 1 else 'fields'}: {', '.join(missing)}"
+        )
     return working_memory_create(
         type=row["type"],
         content=row["content"],

@@ -58,6 +58,7 @@ from gem.services import (
 from gem.state import PENDING_RECALL, TURN_COUNTER, state_get_many, state_set
 from mirror.models import MirrorRun, MirrorRunStatus
 from silentstar.router import ID_MAX, sequences_reset
+from silentstar.words import counted
 from transfer.limits import TEXT_MAX_CHARS, text_max, text_problem
 
 VERSIONS = range(1, 6)
@@ -726,8 +727,9 @@ def _gem_read(legacy: Legacy, report: LegacyReport) -> Gem:
             (count,) = next(legacy.rows(legacy.gem, f'SELECT count(*) FROM "{table}"'))
             if count:
                 report.notes.append(
-                    f"{count} rows of {table} not imported: schema v{legacy.version} keeps "
-                    "plans in working memory (the v2 migration moved them there)"
+                    f"{counted(count, 'row')} of {table} not imported: schema "
+                    f"v{legacy.version} keeps plans in working memory (the v2 migration moved "
+                    "them there)"
                 )
     return gem
 

@@ -75,6 +75,7 @@ from lens.reindex import event_rows_rewritten
 from loom.models import InboxImage, LoomCall, LoomPrompt, Session, SessionImage
 from mirror.models import MirrorPrompt, MirrorRun, Summary, TagSuggestion
 from silentstar.router import ID_MAX, sequences_reset
+from silentstar.words import counted
 from transfer.backup import Progress, installation_rows, linked
 from transfer.limits import (
     LINE_MAX_CHARS,
@@ -574,7 +575,7 @@ def _export_into(folder: Path, progress: Progress, *, left: LeftOut | None) -> d
                     count += 1
             path = folder / kind.file
             files.append({"name": kind.file, "rows": count, "sha256": _digest(path)})
-            progress(f"{kind.file}: {count} rows")
+            progress(f"{kind.file}: {counted(count, 'row')}")
     images, missing = _images_copy(
         folder, leaving_out=left.images if left is not None else frozenset()
     )
@@ -1000,7 +1001,7 @@ def portable_import(
         shown = "\n".join(checked.problems[:ERRORS_SHOWN])
         more = len(checked.problems) - ERRORS_SHOWN
         raise PortableError(
-            f"nothing was imported: {len(checked.problems)} problem(s)\n{shown}"
+            f"nothing was imported: {counted(len(checked.problems), 'problem')}\n{shown}"
             + (f"\n… and {more} more" if more > 0 else "")
         )
     authors = _authors(checked.usernames, unknown_blank=unknown_authors_blank)
@@ -1015,7 +1016,7 @@ def portable_import(
             with tqdm(total=sum(rows.values()), desc="import", unit=" rows", disable=None) as bar:
                 for kind in KINDS:
                     _write(folder, kind, authors, bar)
-                    progress(f"{kind.file}: {rows[kind.file]} rows")
+                    progress(f"{kind.file}: {counted(rows[kind.file], 'row')}")
             sequences_reset([*KIND_OF_MODEL, *INSIDE])
     except (DatabaseError, PortableError) as error:
         for name in saved:

@@ -35,8 +35,10 @@ def test_an_item_written_out_and_read_back_is_the_same_item():
 
 def test_a_row_missing_a_field_or_with_a_bare_time_is_refused():
     row = {name: None for name in ROW_FIELDS} | {"type": "pin", "content": "x", "subject": ""}
-    with pytest.raises(RowError, match="missing field"):
+    with pytest.raises(RowError, match="missing fields: "):
         working_memory_from_row({"type": "pin"})
+    with pytest.raises(RowError, match="missing field: content$"):
+        working_memory_from_row({name: value for name, value in row.items() if name != "content"})
     with pytest.raises(
         RowError,
         match="created_at: “2026-01-01T00:00:00” is not an ISO 8601 time with a time zone offset",

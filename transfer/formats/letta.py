@@ -28,6 +28,7 @@ import hashlib
 import re
 from datetime import UTC
 
+from silentstar.words import counted
 from transfer.bundle import BridgeError, Bundle, LoreEntry, Memory, Message, WakePart
 from transfer.formats.dates import moment_read
 from transfer.formats.reading import (
@@ -244,9 +245,7 @@ class _Reading:
 
     def done(self) -> Bundle:
         self.checks.refuse()
-        self.bundle.skipped = [
-            f"{count} {what}{'s' * (count != 1)}" for what, count in self.left_out.items()
-        ]
+        self.bundle.skipped = [counted(count, what) for what, count in self.left_out.items()]
         return self.bundle
 
 

@@ -2,6 +2,7 @@ from pathlib import Path
 
 from django.core.management.base import BaseCommand, CommandError
 
+from silentstar.words import counted
 from transfer.portable import PortableError, portable_export
 
 
@@ -32,6 +33,7 @@ class Command(BaseCommand):
         rows = sum(entry["rows"] for entry in manifest["files"])
         self.stdout.write(
             self.style.SUCCESS(
-                f"Exported {rows} rows and {len(manifest['images'])} images to {dir}"
+                f"Exported {counted(rows, 'row')} and {counted(len(manifest['images']), 'image')} "
+                f"to {dir}"
             )
         )

@@ -2,6 +2,7 @@ from pathlib import Path
 
 from django.core.management.base import BaseCommand, CommandError
 
+from silentstar.words import counted
 from transfer.backup import BackupError
 from transfer.lock import one_at_a_time
 from transfer.portable import PortableError, portable_import
@@ -44,10 +45,11 @@ class Command(BaseCommand):
         except (BackupError, PortableError) as error:
             raise CommandError(f"Import refused: {error}") from None
         for name, count in imported.replaced.items():
-            self.stdout.write(f"Replaced this installation's {count} rows of {name}")
+            self.stdout.write(f"Replaced this installation's {counted(count, 'row')} of {name}")
         self.stdout.write(
             self.style.SUCCESS(
-                f"Imported {sum(imported.rows.values())} rows and {imported.images} images "
+                f"Imported {counted(sum(imported.rows.values()), 'row')} and "
+                f"{counted(imported.images, 'image')} "
                 f"from {dir}"
             )
         )
