@@ -378,7 +378,7 @@ def test_it_answers_the_turn_after_the_request(admin_client, django_capture_on_c
     detail = admin_client.get(reverse("heart-turn-detail", args=[turn.pk]), headers=HTMX)
     assert f'id="event-{turn.reply_event_id}"' in detail.text
     assert "hx-trigger" not in detail.text
-    assert "offline" in detail.text.lower()
+    assert "I got your message, renki: “hello there”" in detail.text  # the offline companion
 
 
 def test_it_redirects_a_plain_form_post_back_to_the_page(admin_client):
