@@ -25,6 +25,13 @@ def test_it_runs_by_hand_only_when_the_trigger_fires_unless_forced(log, mirror_a
     assert MirrorRun.objects.get().kind == "manual"
 
 
+def test_a_forced_run_with_nothing_pending_does_not_ask_to_be_forced(log, mirror_api):
+    said = run("run", "--force")
+    assert said.startswith("The Mirror did not run: nothing is pending, or another run")
+    assert "--force" not in said
+    assert "use --force to run anyway" in run("run")
+
+
 def test_it_rebuilds_with_a_dry_run_that_changes_nothing(log, mirror_api):
     log.turns(3)
     run("run", "--force")

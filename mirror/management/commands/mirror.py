@@ -33,9 +33,9 @@ class Command(BaseCommand):
     def _run(self, *, force: bool) -> None:
         run = mirror_run(kind=MANUAL, force=force)
         if run is None:
+            held = "" if force else ", or the trigger holds (use --force to run anyway)"
             self.stdout.write(
-                "The Mirror did not run: nothing pending, or the trigger holds "
-                "(use --force to run anyway), or another run is under way."
+                f"The Mirror did not run: nothing is pending{held}, or another run is under way."
             )
             return
         summaries = run.summaries.order_by("first_event_id", "level")
