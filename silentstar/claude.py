@@ -42,7 +42,8 @@ The SDK is imported inside the functions that use it: the import takes over a se
 Django start-up should not pay it. A process keeps one client (``_client``), so its connections
 stay open from call to call and its TLS set-up (about 40 ms) is paid once; it is built again
 when the key, the timeout, ``ANTHROPIC_BASE_URL`` (which can point the whole project at another
-endpoint, such as the fake Messages API the tests run) or the process (a forked worker) change.
+endpoint, such as the fake Messages API the tests run) or the local server's address, or the
+process (a forked worker) change.
 """
 
 import base64
@@ -166,6 +167,7 @@ def complete(
     max_tokens: int | None = None,
     on_text: Callable[[str], None] | None = None,
     alive: Callable[[], None] | None = None,
+    on_retry: Callable[[str], None] | None = None,
     tools: list[dict] | None = None,
 ) -> Reply:
     """Stream Claude's reply to ``messages``, retrying what is worth retrying.
@@ -176,7 +178,8 @@ def complete(
     the reply is still one message whose text blocks are the answer).
     ``offline_answer`` gives the reply when the companion is offline. ``on_text`` receives the
     whole text so far each time it grows; ``alive`` is called while the call goes on without new
-    text (see the module's docstring). Raises ``ClaudeError``.
+    text (see the module's docstring); ``on_retry`` is told, in words, what failed and when the
+    next try is, before each wait between attempts. Raises ``ClaudeError``.
     """
     if settings.COMPANION_OFFLINE:
         reply = _complete_offline(
@@ -238,6 +241,10 @@ def complete(
             )
             if shown[0]:
                 grow("")  # the next attempt starts the text again
+            if on_retry is not None:
+                on_retry(
+                    f"{error}; trying again in {delay:.0f} s (retry {attempt} of {attempts - 1})"
+                )
             _wait(delay, alive)
         else:
             return _announced(component, reply)
