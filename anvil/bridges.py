@@ -42,7 +42,7 @@ from gem.selectors import identities_current
 from mirror.models import Proposer
 from silentstar.uploads import megabytes, upload_max_bytes
 from silentstar.when import when_short
-from silentstar.words import counted
+from silentstar.words import counted, quoted
 from transfer.bridges import (
     ADDED_TO,
     FORMAT_NAMES,
@@ -644,7 +644,7 @@ class ImportedProposalAdmin(admin.ModelAdmin):
         return proposed_text_page(
             self,
             request,
-            title=f"Edit “{proposal.title}”",
+            title=f"Edit {quoted(proposal.title)}",
             original=proposal,
             text=text,
             words=PROPOSAL_WORDS[proposal.kind],
@@ -667,21 +667,23 @@ class ImportedProposalAdmin(admin.ModelAdmin):
         except ProposalError as error:
             self.message_user(request, str(error), messages.ERROR)
         else:
-            self.message_user(request, f"Dropped “{proposal.title}”: nothing of it was written.")
+            self.message_user(
+                request, f"Dropped {quoted(proposal.title)}: nothing of it was written."
+            )
         return _back(request, self._page_url(proposal.pk))
 
 
 def _applied_said(applied) -> str:
     proposal = applied.proposal
-    title = proposal.title
+    title = quoted(proposal.title)
     if proposal.kind in ADDED_TO:
         if applied.wake is None:
             what = ADDED_TO[proposal.kind].what
-            return f"Applied “{title}”: the {what} in use held it already, nothing changed."
+            return f"Applied {title}: the {what} in use held it already, nothing changed."
         # Its kind's name: "the wake context", "the ambient prose".
         what = proposal.get_kind_display()
-        return f"Applied “{title}”: the {what} has a new version, {applied.wake}."
+        return f"Applied {title}: the {what} has a new version, {applied.wake}."
     changed = [*applied.diff.fragments_created, *applied.diff.fragments_changed()]
     if not changed:
-        return f"Applied “{title}”: the Gem already held it, nothing changed."
-    return f"Applied “{title}”: {', '.join(changed)} changed."
+        return f"Applied {title}: the Gem already held it, nothing changed."
+    return f"Applied {title}: {', '.join(changed)} changed."

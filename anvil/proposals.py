@@ -25,6 +25,7 @@ from gem.drafts import draft_apply
 from gem.models import AmbientProse, WakeText
 from gem.services import text_version_add
 from silentstar.when import when
+from silentstar.words import quoted
 from transfer.bridges import ADDED_TO, text_added
 from transfer.models import ImportedProposal, ProposalKind, ProposalState
 
@@ -159,4 +160,4 @@ def _claim(proposal: ImportedProposal, *, user, state: str, applied_text: str) -
 def _decided(proposal: ImportedProposal) -> ProposalError:
     who = f" by {proposal.decided_by}" if proposal.decided_by else ""
     on = f" on {when(proposal.decided_at)}" if proposal.decided_at else ""
-    return ProposalError(f"“{proposal.title}” was already {proposal.state}{who}{on}.")
+    return ProposalError(f"{quoted(proposal.title)} was already {proposal.state}{who}{on}.")

@@ -24,3 +24,9 @@ def moment_said(moment: datetime, *, year: bool = True) -> str:
     moment in the owner's zone first."""
     day = f"{moment.day} {MONTHS[moment.month - 1]}"
     return f"{day} {moment.year}, {moment:%H:%M}" if year else f"{day}, {moment:%H:%M}"
+
+
+def quoted(text: str) -> str:
+    """``text`` in quotation marks, the quotation marks inside it made single so that none is
+    nested in its like: “3 fragments from the character card ‘Sable’”."""
+    return f"“{text.replace('“', '‘').replace('”', '’')}”"

@@ -313,3 +313,12 @@ def test_an_ambient_prose_addition_is_refused_after_the_prose_changed(admin_clie
         proposal_apply(proposal_id=prose.pk, user=User.objects.get(username="admin"))
     assert AmbientProse.objects.count() == 2
     assert "The ambient prose in use changed since" in admin_client.get(page_of(prose)).text
+
+
+def test_applying_names_the_proposal_with_no_quotation_nested_in_its_like(admin_client, draft):
+    assert "“" in draft.title  # "1 fragment from the character card “…”"
+    response = admin_client.post(url("apply", draft), follow=True)
+    (said,) = (str(message) for message in response.context["messages"])
+    inner = draft.title.replace("“", "‘").replace("”", "’")
+    assert said.startswith(f"Applied “{inner}”: ")
+    assert said.count("“") == 1

@@ -5,7 +5,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from silentstar.words import counted, moment_said
+from silentstar.words import counted, moment_said, quoted
 
 pytestmark = pytest.mark.store_free
 
@@ -43,3 +43,9 @@ def test_it_says_every_moment_as_its_day_month_year_and_minute(moment):
     day, month, year, time = moment_said(moment).replace(",", "").split(" ")
     assert (int(day), month, int(year)) == (moment.day, f"{moment:%b}", moment.year)
     assert time == f"{moment.hour:02}:{moment.minute:02}"
+
+
+def test_it_quotes_a_text_with_the_quotation_marks_inside_it_made_single():
+    assert quoted("Sable") == "“Sable”"
+    said = quoted("3 fragments from the character card “Sable”")
+    assert said == "“3 fragments from the character card ‘Sable’”"
