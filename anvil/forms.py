@@ -217,6 +217,9 @@ class FragmentForm(forms.ModelForm):
     class Meta:
         model = Fragment
         fields = ["key", *TIERS, "triggers"]
+        error_messages = {
+            "key": {"unique": "Another fragment has this key: choose another, or edit that one."}
+        }
 
     def clean_key(self):
         key = self.cleaned_data["key"]

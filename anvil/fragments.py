@@ -85,7 +85,7 @@ class EdgeOutInline(admin.TabularInline):
     extra = 0
     autocomplete_fields = ["target"]
     fields = ["relation", "target"]
-    verbose_name = "edge to"
+    verbose_name = "edge to a fragment"
     verbose_name_plural = "edges to other fragments"
 
 
@@ -96,7 +96,7 @@ class EdgeInInline(admin.TabularInline):
     extra = 0
     autocomplete_fields = ["source"]
     fields = ["source", "relation"]
-    verbose_name = "edge from"
+    verbose_name = "edge from a fragment"
     verbose_name_plural = "edges from other fragments"
 
 

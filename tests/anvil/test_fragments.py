@@ -687,3 +687,20 @@ def test_forgetting_a_fragment_the_ambient_prose_names_says_so(admin_client):
         "The ambient prose still names [lighthouse]: edit it" in message for message in said
     ), said
     assert not any("[harbour]" in message for message in said)
+
+
+def test_a_key_another_fragment_has_is_refused_in_words(admin_client, fragments):
+    response = admin_client.post(
+        reverse("admin:gem_fragment_add"), add_form(key="fairy", ambient="Another fairy.")
+    )
+    assert response.status_code == 200
+    assert response.context["adminform"].form.errors["key"] == [
+        "Another fragment has this key: choose another, or edit that one."
+    ]
+    assert Fragment.objects.get(key="fairy").ambient == "White softness."
+
+
+def test_the_edge_rows_are_added_in_words(admin_client, fragments):
+    page = admin_client.get(reverse("admin:gem_fragment_change", args=["fairy"])).text
+    assert "Add another Edge to a fragment" in page
+    assert "Add another Edge from a fragment" in page
