@@ -183,6 +183,11 @@ class Turn(models.Model):
         blank=True, help_text="Reply text received so far while streaming."
     )
     error = models.TextField(blank=True)
+    retrying = models.CharField(
+        max_length=300,
+        blank=True,
+        help_text="While Claude's API is tried again: what went wrong, and when the next try is.",
+    )
     attempts = models.PositiveSmallIntegerField(default=0)
     model = models.CharField(max_length=100, blank=True)
     queued_at = models.DateTimeField(default=timezone.now)

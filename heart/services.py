@@ -463,7 +463,7 @@ def _reply_stream(
             return
         last_save = time.monotonic()
         shown = parse(text_so_far, identities=identities, partial=True).display_text
-        changes = {"partial_text": shown}
+        changes = {"partial_text": shown, "retrying": ""}
         if not first_token_saved:
             changes["first_token_at"] = timezone.now()
         if save(**changes) and not first_token_saved:
@@ -472,6 +472,9 @@ def _reply_stream(
     def alive() -> None:
         if time.monotonic() - last_beat >= HEARTBEAT_INTERVAL:
             save()
+
+    def on_retry(said: str) -> None:
+        save(retrying=said[: Turn._meta.get_field("retrying").max_length])
 
     content = list(assembly.user)
     if event.image:
@@ -488,6 +491,7 @@ def _reply_stream(
             offline_answer=partial(offline.reply, system=assembly.system, messages=messages),
             on_text=on_text,
             alive=alive,
+            on_retry=on_retry,
         )
 
 

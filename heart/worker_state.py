@@ -47,6 +47,8 @@ def turn_waiting(turn: Turn, worker: WorkerState) -> str:
     if turn.status == TurnStatus.RUNNING:
         if turn.partial_text:
             return ""
+        if turn.retrying:
+            return turn.retrying
         if turn.attempts > 1:
             return f"Claude is answering again (attempt {turn.attempts}): the first try stopped."
         return "Claude is reading what she knows and answering…"

@@ -242,9 +242,8 @@ def complete(
             if shown[0]:
                 grow("")  # the next attempt starts the text again
             if on_retry is not None:
-                on_retry(
-                    f"{error}; trying again in {delay:.0f} s (retry {attempt} of {attempts - 1})"
-                )
+                when = f"in {delay:.0f} s" if delay >= 1 else "now"
+                on_retry(f"{error}. Trying again {when} (retry {attempt} of {attempts - 1}).")
             _wait(delay, alive)
         else:
             return _announced(component, reply)

@@ -234,6 +234,26 @@ def test_a_stop_while_the_reply_streams_puts_the_turn_back_in_the_queue(fake_api
     assert Event.objects.count() == 2 and ContextSnapshot.objects.count() == 1
 
 
+def test_while_the_api_is_tried_again_the_turn_says_why_and_stops_saying_it_once_answered(
+    fake_api, monkeypatch
+):
+    fake_api.push(FakeError(529, "Overloaded"), FakeReply("<say>there you are</say>"))
+    turn = submit()
+    seen = []
+    wait = services.claude._wait
+
+    def watched(delay, alive):
+        seen.append(Turn.objects.values_list("retrying", flat=True).get(pk=turn.pk))
+        wait(delay, alive)
+
+    monkeypatch.setattr(services.claude, "_wait", watched)
+    run_turns_task(turn.pk)
+    assert len(seen) == 1 and seen[0].startswith("Claude is overloaded (529")
+    assert seen[0].endswith("(retry 1 of 4).")
+    turn.refresh_from_db()
+    assert (turn.status, turn.retrying) == ("done", "")
+
+
 def test_it_rides_out_an_overloaded_api(fake_api):
     fake_api.push(FakeError(529, "Overloaded"), FakeReply("<say>there you are</say>"))
     turn = submit()

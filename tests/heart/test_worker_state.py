@@ -61,6 +61,14 @@ def test_a_reply_being_answered_again_says_the_first_try_stopped():
     )
 
 
+def test_a_reply_whose_call_is_tried_again_says_why():
+    turn = submit()
+    said = "Claude is overloaded (529 overloaded_error). Trying again in 4 s (retry 1 of 4)."
+    Turn.objects.filter(pk=turn.pk).update(status="running", attempts=1, retrying=said)
+    turn.refresh_from_db()
+    assert turn_waiting(turn, READY) == said
+
+
 def test_a_reply_whose_text_grows_needs_no_words():
     turn = submit()
     Turn.objects.filter(pk=turn.pk).update(status="running", attempts=1, partial_text="Hel")

@@ -348,6 +348,24 @@ def test_it_retries_overload_rate_limits_and_outages_then_succeeds(fake_api, wai
     assert len(waits) == 2
 
 
+def test_it_says_what_failed_and_when_it_tries_again_before_each_wait(fake_api, waits):
+    fake_api.push(FakeError(529), FakeError(529), FakeReply("<say>made it</say>"))
+    said = []
+
+    complete(
+        component="heart",
+        offline_answer=never_offline,
+        system=SYSTEM,
+        messages=MESSAGES,
+        on_retry=said.append,
+    )
+
+    assert len(said) == 2 == len(waits)
+    assert said[0].startswith("Claude is overloaded (529 overloaded_error) — tried 1 time")
+    assert said[0].endswith(". Trying again now (retry 1 of 4).")
+    assert said[1].endswith("(retry 2 of 4).")
+
+
 def test_it_backs_off_exponentially_with_jitter(monkeypatch):
     monkeypatch.setattr(claude, "RETRY_BASE_DELAY", 1.0)
     for retry, ceiling in [(1, 1.0), (2, 2.0), (3, 4.0), (4, 8.0)]:
