@@ -301,10 +301,12 @@ class AmbientProse(VersionedText):
 class WakeTextKind(models.TextChoices):
     WAKE = "wake", "wake context"
     IMAGE = "image", "image context"
+    GREETING = "greeting", "greeting"
 
 
 class WakeText(VersionedText):
-    """One saved version of a wake text (the wake context or the image context)."""
+    """One saved version of a wake text (the wake context, the image context, or the greeting
+    the companion opens a new installation's chat with)."""
 
     kind = models.CharField(max_length=8, choices=WakeTextKind)
     content = models.TextField(blank=True)

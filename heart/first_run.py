@@ -1,10 +1,17 @@
 """The first run: while nothing has been said, the chat page and the Anvil offer the set-up
-(who talks here, and the time zone) until the person saves it or puts it off."""
+(who talks here, the companion's name, and the time zone) until the person saves it or puts it
+off; saving it opens the chat with the companion's greeting (``heart.services.greeting_record``)."""
 
 from events.models import Event
+from events.parse import parse
+from gem.models import WakeTextKind
+from gem.selectors import wake_text_current
 
 # Kept in the session: the person saved the set-up or said "not now" on this device.
 OFFER_SET_ASIDE = "first_run_set_aside"
+
+# In the greeting's text: the companion's name.
+NAME = "{name}"
 
 
 def nothing_said() -> bool:
@@ -19,3 +26,20 @@ def first_run_offered(session) -> bool:
 
 def first_run_set_aside(session) -> None:
     session[OFFER_SET_ASIDE] = True
+
+
+def greeting_text(*, companion: str) -> str:
+    """The companion's first message: the greeting in use (a wake text the person writes in
+    the Anvil) as ``companion`` says it (``greeting_compose``)."""
+    return greeting_compose(wake_text_current(WakeTextKind.GREETING), companion=companion)
+
+
+def greeting_compose(words: str, *, companion: str) -> str:
+    """``words`` as ``companion``'s message: ``{name}`` is her name, and words with no display
+    tag are spoken (``<say>``), as a reply's would be. Empty words are no greeting ("")."""
+    words = words.replace(NAME, companion).strip()
+    if not words:
+        return ""
+    if not parse(words, identities=[companion]).segments:
+        words = f"<say>{words}</say>"
+    return f"<{companion}>{words}</{companion}>"

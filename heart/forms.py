@@ -1,5 +1,5 @@
 """Forms of the chat page (what a message post, a correction and a history request may contain)
-and of the set-up (who talks here, and the time zone)."""
+and of the set-up (who talks here, the companion's name, and the time zone)."""
 
 from zoneinfo import available_timezones
 
@@ -152,6 +152,13 @@ def _too_many_pixels(found: str, max_pixels: int) -> forms.ValidationError:
 # --- The set-up ---------------------------------------------------------------------------
 
 NEW_IDENTITY_COLOR = "#c4a882"
+NEW_COMPANION_COLOR = "#8b8ec8"
+# What a new installation's set-up starts with: a row for the person, one for the companion.
+FIRST_ROWS = [
+    {"side": "user", "color": NEW_IDENTITY_COLOR},
+    {"side": "companion", "color": NEW_COMPANION_COLOR},
+]
+NAME_PLACEHOLDERS = {"user": "your name", "companion": "the companion's name"}
 
 
 class IdentityForm(forms.Form):
@@ -169,6 +176,12 @@ class IdentityForm(forms.Form):
     color = forms.CharField(
         max_length=7, initial=NEW_IDENTITY_COLOR, widget=forms.TextInput(attrs={"type": "color"})
     )
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        if not self.initial.get("name") and self.initial.get("side") in NAME_PLACEHOLDERS:
+            placeholder = NAME_PLACEHOLDERS[self.initial["side"]]
+            self.fields["name"].widget.attrs["placeholder"] = placeholder
 
 
 IdentityFormSet = forms.formset_factory(IdentityForm, extra=1, can_delete=True, max_num=40)

@@ -128,6 +128,21 @@ def turn_submit(
     return turn
 
 
+def greeting_record(*, companion: str, text: str) -> Event | None:
+    """Write the companion's greeting (``text``, tagged, said by ``companion``) as the first
+    event of the log: only while nothing has been said, under the lock a message is written
+    under, so a greeting is given once. None when something was said before, or ``text`` is
+    empty. It answers no message: no turn is queued."""
+    if not text:
+        return None
+    with transaction.atomic(using="events"):
+        _events_lock(EVENT_LOG_LOCK)
+        if Event.objects.exists():
+            return None
+        event, _ = event_record(text=text, actor=companion, ts=timezone.now())
+    return event
+
+
 def turn_again(*, turn_id: int) -> Turn:
     """Ask again for the newest reply: a new turn for the same message (the turn counter does
     not move, it counts the person's messages), queued as any. Its reply, once logged, is the

@@ -52,10 +52,18 @@ from heart.corrections import (
     purge_reach,
     reply_choose,
 )
-from heart.first_run import first_run_set_aside, nothing_said
-from heart.forms import CorrectionForm, HistoryForm, IdentityFormSet, MessageForm, TimeZoneForm
+from heart.first_run import first_run_set_aside, greeting_text, nothing_said
+from heart.forms import (
+    FIRST_ROWS,
+    CorrectionForm,
+    HistoryForm,
+    IdentityFormSet,
+    MessageForm,
+    TimeZoneForm,
+)
 from heart.services import (
     TurnOrderError,
+    greeting_record,
     identity_default,
     turn_again,
     turn_retry,
@@ -299,6 +307,8 @@ def setup(request):
                 problems = error.messages
             else:
                 first_run_set_aside(request.session)
+                companion = identities_current().default_companion
+                greeting_record(companion=companion, text=greeting_text(companion=companion))
                 return _back_to_chat()
         else:
             problems = _form_problems(identities, zone)
@@ -377,9 +387,11 @@ def _speakers(who: Identities) -> dict:
 
 
 def _identity_initial() -> list[dict]:
-    """The identities as the set-up shows them: the person's first, then the companion's."""
+    """The identities as the set-up shows them: the person's first, then the companion's; on a
+    new installation, with none, a row for the person and one for the companion."""
     rows = Identity.objects.order_by("id").values("id", "name", "side", "color")
-    return sorted(rows, key=lambda row: row["side"] != IdentitySide.USER)
+    shown = sorted(rows, key=lambda row: row["side"] != IdentitySide.USER)
+    return shown or [dict(row) for row in FIRST_ROWS]
 
 
 def _identity_rows(identities) -> list[IdentityRow]:

@@ -221,6 +221,42 @@ def fresh_gem_copy():
     gem_copy.clear()
 
 
+DATABASE_FIXTURES = {
+    "db",
+    "transactional_db",
+    "django_db_reset_sequences",
+    "django_db_serialized_rollback",
+    "live_server",
+}
+
+
+@pytest.fixture(autouse=True)
+def source_identities(request) -> None:
+    """The source documents' seven identities (``gem.source_identities``) in the Gem of every
+    test that uses it: most tests speak as luna to claude. A new installation has none; a test
+    of one is marked ``fresh_install``. Made at the start of each test, after pytest-django has
+    rolled back, emptied or restored the databases, so no test depends on what another left."""
+    if request.node.get_closest_marker("fresh_install") or not _default_store_used(request):
+        return
+    request.getfixturevalue("_django_db_helper")
+    from gem.models import Identity
+    from gem.source_identities import SOURCE_IDENTITIES
+
+    Identity.objects.bulk_create(
+        [Identity(name=name, side=side, color=color) for name, side, color in SOURCE_IDENTITIES],
+        ignore_conflicts=True,
+    )
+
+
+def _default_store_used(request) -> bool:
+    """Whether the test may use the default store, where the Gem's identities are."""
+    marker = request.node.get_closest_marker("django_db")
+    if marker is None:
+        return bool(DATABASE_FIXTURES & set(request.fixturenames))
+    databases = marker.kwargs.get("databases")
+    return databases is None or databases == "__all__" or "default" in databases
+
+
 @pytest.fixture(autouse=True)
 def archive_folder(settings, tmp_path):
     """The working-memory archive's storage in the test's own folder, never the data folder."""

@@ -1,4 +1,4 @@
-"""The Gem's migrations on a store that already holds working memory."""
+"""The Gem's migrations on a new store and on one that already holds working memory."""
 
 import json
 import sqlite3
@@ -6,6 +6,7 @@ import sqlite3
 import pytest
 
 from gem.meaning import semantic_hash
+from tests.conftest import REPO
 from tests.heart.test_worker import SQLITE_ONLY
 
 
@@ -201,3 +202,74 @@ def test_case_twins_are_renamed_apart_with_everything_that_names_them(
         {"kept": "biscuit", "renamed": "BISCUIT-3", "was": "BISCUIT"},
         {"kept": "biscuit", "renamed": "Biscuit-4", "was": "Biscuit"},
     ]
+
+
+IDENTITIES = "SELECT name, side, color FROM gem_identity ORDER BY id"
+WAKE_TEXT_TRIGGERS = (
+    "SELECT name FROM sqlite_master WHERE type = 'trigger' AND tbl_name = 'gem_waketext' "
+    "ORDER BY name"
+)
+
+
+@pytest.mark.store_free
+def test_a_new_installation_starts_with_no_identities_and_the_shipped_greeting(
+    tmp_path, sqlite_stores_copy
+):
+    sqlite_stores_copy(tmp_path / "data")
+    with sqlite3.connect(tmp_path / "data" / "silentstar.sqlite3") as gem:
+        assert gem.execute(IDENTITIES).fetchall() == []
+        greetings = gem.execute("SELECT content FROM gem_waketext WHERE kind = 'greeting'")
+        assert [row[0] for row in greetings] == [
+            (REPO / "gem" / "defaults" / "greeting.md").read_text(encoding="utf-8").strip()
+        ]
+        assert len(gem.execute(WAKE_TEXT_TRIGGERS).fetchall()) == 3
+
+
+@pytest.mark.store_free
+def test_an_installation_from_before_keeps_its_own_identities(manage, tmp_path, sqlite_stores_copy):
+    """Its identities were made by the seed once; migrating again (even through the seed's
+    migration) neither adds the source documents' back nor touches those it has."""
+    sqlite_stores_copy(tmp_path / "data")
+    store = tmp_path / "data" / "silentstar.sqlite3"
+    own = [
+        ("moon", "user", "#223344"),
+        ("hasuki", "user", "#c4a0d4"),
+        ("sable", "companion", "#8b8ec8"),
+    ]
+    assert manage("migrate", "gem", "0001", env=SQLITE_ONLY).returncode == 0
+    with sqlite3.connect(store) as gem:
+        gem.executemany("INSERT INTO gem_identity (name, side, color) VALUES (?, ?, ?)", own)
+
+    migrated = manage("migrate", env=SQLITE_ONLY)
+
+    assert migrated.returncode == 0, migrated.stderr
+    with sqlite3.connect(store) as gem:
+        assert gem.execute(IDENTITIES).fetchall() == own
+        assert len(gem.execute(WAKE_TEXT_TRIGGERS).fetchall()) == 3
+
+
+@pytest.mark.store_free
+def test_the_greeting_comes_and_goes_keeping_the_wake_texts_change_marks(
+    manage, tmp_path, sqlite_stores_copy
+):
+    sqlite_stores_copy(tmp_path / "data")
+    store = tmp_path / "data" / "silentstar.sqlite3"
+    with sqlite3.connect(store) as gem:
+        triggers = gem.execute(WAKE_TEXT_TRIGGERS).fetchall()
+
+    assert manage("migrate", "gem", "0018", env=SQLITE_ONLY).returncode == 0
+    with sqlite3.connect(store) as gem:
+        assert gem.execute(WAKE_TEXT_TRIGGERS).fetchall() == triggers
+        kinds = gem.execute("SELECT DISTINCT kind FROM gem_waketext ORDER BY kind").fetchall()
+        assert kinds == [("image",), ("wake",)]
+        seq = gem.execute("SELECT seq FROM gem_change WHERE source = 'gem_waketext'").fetchone()
+        gem.execute("UPDATE gem_waketext SET content = content || '.' WHERE kind = 'wake'")
+        assert (
+            gem.execute("SELECT seq FROM gem_change WHERE source = 'gem_waketext'").fetchone() > seq
+        )
+    assert manage("migrate", "gem", env=SQLITE_ONLY).returncode == 0
+    with sqlite3.connect(store) as gem:
+        assert gem.execute(WAKE_TEXT_TRIGGERS).fetchall() == triggers and len(triggers) == 3
+        assert gem.execute(
+            "SELECT count(*) FROM gem_waketext WHERE kind = 'greeting'"
+        ).fetchone() == (1,)

@@ -30,10 +30,12 @@ MIGRATE = "\n".join(
         *(f"call_command('migrate', database={alias!r}, verbosity=0)" for alias in STORES),
     ]
 )
+# The source documents' identities too: the tests' conversations are luna's, with claude.
 OWNER_AND_SCHEDULES = """
 from django.core.management import call_command
 call_command('ensure_owner')
 call_command('ensure_schedules')
+call_command('source_identities')
 """
 FILL = """
 from django.core.files.base import ContentFile
