@@ -70,8 +70,8 @@ WORKER_JOIN_SECONDS = 15
 PAGE_SETTLE_SECONDS = 30
 
 # Every browser test: the live server needs committed data, so a transactional database, and
-# `serialized_rollback` brings back what the migrations put in (the identities, the wake
-# texts) after each test's flush.
+# `serialized_rollback` brings back what the migrations put in (the wake texts) after each
+# test's flush; the identities come from tests/conftest.py's `source_identities`.
 BROWSER_DB = pytest.mark.django_db(transaction=True, serialized_rollback=True, databases="__all__")
 
 
@@ -92,7 +92,7 @@ def browser_type_launch_args(browser_type_launch_args: dict) -> dict:
 
 @pytest.fixture(scope="session")
 def migrated_contents(django_db_setup) -> dict[str, str]:
-    """What the test databases held after migrating (identities, wake texts), as pytest-django
+    """What the test databases held after migrating (the wake texts), as pytest-django
     saved it for ``serialized_rollback``, read before Playwright starts (see below)."""
     return {
         alias: connections[alias]._test_serialized_contents
@@ -214,7 +214,7 @@ def migrated_contents_restored(migrated_contents, playwright, async_unsafe_allow
     Playwright's sync API keeps an event loop running in the test's thread, and Django then
     hands out database connections of that async context: new connection objects, without the
     contents pytest-django saved on the old ones. Without them every test after the first
-    would find the tables the migrations fill (identities, wake texts) empty.
+    would find the tables the migrations fill (the wake texts) empty.
     """
     for alias in connections:
         # An alias pytest-django saved nothing for shares its database with one it did (all
