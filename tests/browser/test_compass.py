@@ -104,7 +104,7 @@ def test_it_consults_the_compass_and_promotes_two_of_three_plans(
     page.get_by_label("Choose plan 1").check()
     page.get_by_label("Choose plan 2").check()
     page.get_by_label("Plan 2", exact=True).fill("Keep going: three easy runs")
-    page.get_by_label("Due 2").fill("2031-01-15T18:30")
+    page.get_by_label("Due 2").fill("15 Jan 2031, 18:30")
     page.get_by_role("button", name="Promote selected").click()
 
     expect(page.locator(".messagelist")).to_contain_text("Promoted plan 1 → working memory item")
@@ -124,7 +124,7 @@ def test_it_consults_the_compass_and_promotes_two_of_three_plans(
     with timezone.override(ZONE):
         dues = {
             first.content: when_short(first.due),
-            "Keep going: three easy runs": "15 Jan 2031 18:30",
+            "Keep going: three easy runs": "15 Jan 2031, 18:30",
         }
     for content, due in dues.items():
         row = page.locator("#result_list tbody tr", has_text=content)
