@@ -280,7 +280,7 @@ class ConsultationAdmin(admin.ModelAdmin):
                         user_id=request.user.pk,
                         edits=row.form.edits_of(row.suggestion),
                     )
-                    done.append(f"plan {row.number} → working memory item {item.pk}")
+                    done.append(f"plan {row.number} into working memory (item {item.pk})")
                 else:
                     suggestion_reject(suggestion_id=row.suggestion.pk, user_id=request.user.pk)
                     done.append(f"plan {row.number}")

@@ -35,6 +35,7 @@ from gem.services import WorkingMemoryError, working_memory_forget, working_memo
 from gem.state import turn_counter_current
 from mirror.models import SuggestionStatus, TagSuggestion
 from mirror.services import SuggestionError, suggestion_promote, suggestion_reject
+from silentstar.words import cut_words
 
 PLAN_DAYS = 7  # plans due within this many days are listed on their own
 LINGERING_SHOWN = 40  # the strongest items; the rest are in the Anvil's list
@@ -176,12 +177,12 @@ def item_forget_view(site, request, item_id: int):
         now=timezone.now(),
     )
     if forgotten:
-        said = (
-            f"Forgot “{_short(item.content)}”: it is dropped, and its words are never staged again."
+        words = cut_words(item.content)
+        messages.success(
+            request, f"Forgot “{words}”: it is dropped, and its words are never staged again."
         )
-        messages.success(request, said)
     else:
-        messages.warning(request, f"“{_short(item.content)}” was no longer lingering.")
+        messages.warning(request, f"“{cut_words(item.content)}” was no longer lingering.")
     return _after(site, request)
 
 
@@ -203,7 +204,7 @@ def item_edit_view(site, request, item_id: int):
     except WorkingMemoryError as error:
         messages.error(request, f"Not saved: {error}")
     else:
-        messages.success(request, f"Saved: “{_short(written.item.content)}”.")
+        messages.success(request, f"Saved: “{cut_words(written.item.content)}”.")
     return _after(site, request)
 
 
@@ -223,10 +224,10 @@ def suggestion_decide_view(site, request, suggestion_id: int):
                 user_id=request.user.pk,
                 edits=form.edits_of(suggestion),
             )
-            messages.success(request, f"Now in working memory: “{_short(item.content)}”.")
+            messages.success(request, f"Now in working memory: “{cut_words(item.content)}”.")
         else:
             suggestion_reject(suggestion_id=suggestion.pk, user_id=request.user.pk)
-            messages.success(request, f"Rejected: “{_short(suggestion.content)}”.")
+            messages.success(request, f"Rejected: “{cut_words(suggestion.content)}”.")
     except SuggestionError as error:
         messages.error(request, f"Not decided: {error}")
     return _after(site, request)
@@ -259,8 +260,3 @@ def _after(site, request):
 def _may(request, permission: str) -> None:
     if not request.user.has_perm(permission):
         raise PermissionDenied
-
-
-def _short(text: str, limit: int = 60) -> str:
-    text = " ".join(text.split())
-    return text if len(text) <= limit else text[: limit - 1].rstrip() + "…"

@@ -10,6 +10,7 @@ from django.utils.html import format_html
 from django.utils.safestring import mark_safe
 
 from anvil.pages import cut_text, event_list
+from anvil.waiting import summaries_waiting
 from events.models import Event
 from gem.state import chars_per_token
 from mirror.models import (
@@ -18,7 +19,6 @@ from mirror.models import (
     Summary,
     TagSuggestion,
 )
-from mirror.selectors import summaries_stale
 from mirror.services import (
     SuggestionError,
     suggestion_edit,
@@ -29,6 +29,7 @@ from mirror.services import (
 from silentstar.pricing import for_model
 from silentstar.tokens import estimate_tokens
 from silentstar.when import when_short
+from silentstar.words import counted, cut_words, quoted
 
 
 class TagSuggestionInline(admin.TabularInline):
@@ -57,15 +58,8 @@ class WaitingFilter(admin.SimpleListFilter):
 
     def queryset(self, request, queryset):
         if self.value() == "yes":
-            return queryset.filter(pk__in=_waiting())
+            return queryset.filter(pk__in=summaries_waiting())
         return queryset
-
-
-def _waiting() -> set[int]:
-    current = Summary.objects.filter(superseded_by__isnull=True).values_list(
-        "pk", "first_event_id", "last_event_id", "created_at"
-    )
-    return summaries_stale(current)
 
 
 @admin.register(Summary)
@@ -113,7 +107,7 @@ class WaitingChangeList(ChangeList):
 
     def get_results(self, request):
         super().get_results(request)
-        waiting = _waiting()
+        waiting = summaries_waiting()
         for summary in self.result_list:
             summary.waits = summary.pk in waiting
 
@@ -344,15 +338,18 @@ class TagSuggestionAdmin(admin.ModelAdmin):
             try:
                 if promote:
                     item = suggestion_promote(suggestion_id=suggestion_id, user_id=request.user.pk)
-                    done.append(f"{suggestion_id} → working memory item {item.pk}")
+                    done.append(f"{quoted(cut_words(item.content))} (item {item.pk})")
                 else:
-                    suggestion_reject(suggestion_id=suggestion_id, user_id=request.user.pk)
-                    done.append(str(suggestion_id))
+                    suggestion = suggestion_reject(
+                        suggestion_id=suggestion_id, user_id=request.user.pk
+                    )
+                    done.append(quoted(cut_words(suggestion.content)))
             except SuggestionError as error:
                 refused.append(str(error))
-        verb = "Promoted" if promote else "Rejected"
         if done:
-            self.message_user(request, f"{verb} {len(done)}: {', '.join(done)}.")
+            what = counted(len(done), "suggestion") if len(done) > 1 else ""
+            verb = f"Promoted {what} into working memory" if promote else f"Rejected {what}"
+            self.message_user(request, f"{' '.join(verb.split())}: {', '.join(done)}.")
         if refused:
             self.message_user(request, f"Not acted on: {' '.join(refused)}", messages.WARNING)
 

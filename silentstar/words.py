@@ -30,3 +30,15 @@ def quoted(text: str) -> str:
     """``text`` in quotation marks, the quotation marks inside it made single so that none is
     nested in its like: “3 fragments from the character card ‘Sable’”."""
     return f"“{text.replace('“', '‘').replace('”', '’')}”"
+
+
+def cut_words(text: str, limit: int = 60) -> str:
+    """``text`` on one line, cut to at most ``limit`` characters at a word's end with "…":
+    how a message names something a person wrote ("Forgot “the blue kettle…”")."""
+    text = " ".join(text.split())
+    if len(text) <= limit:
+        return text
+    cut = text[: limit - 1]
+    if " " in cut and not text[limit - 1].isspace():
+        cut = cut[: cut.rindex(" ")]
+    return cut.rstrip(" ,;:.") + "…"

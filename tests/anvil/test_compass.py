@@ -121,7 +121,7 @@ def test_promoting_two_of_three_with_an_edit_writes_two_plans_linked_from_the_pa
         (first.content, first.due, False, "active"),
         ("Keep going, gently", datetime(2031, 5, 2, 18, 30, tzinfo=AMSTERDAM), True, "active"),
     ]
-    assert f"Promoted plan 1 → working memory item {items[0].pk}" in messages_of(response)
+    assert f"Promoted plan 1 into working memory (item {items[0].pk})" in messages_of(response)
     for item in items:
         url = reverse("admin:gem_workingmemory_change", args=[item.pk])
         assert f'<a href="{url}">working memory item {item.pk}</a>' in response.text

@@ -98,7 +98,8 @@ def test_it_promotes_with_edits_from_the_suggestions_page(admin_client, suggesti
     suggestion.refresh_from_db()
     assert (suggestion.status, suggestion.promoted_wm_id) == ("promoted", item.pk)
     assert item.suggestion_id == suggestion.pk
-    assert f"Promoted 1: {suggestion.pk} → working memory item {item.pk}" in messages_of(response)
+    said = f"Promoted into working memory: “{item.content}” (item {item.pk})."
+    assert said in messages_of(response)
 
 
 def test_another_agents_plan_shows_its_due_and_reason_and_is_promoted_hidden(admin_client):
@@ -132,7 +133,8 @@ def test_another_agents_plan_shows_its_due_and_reason_and_is_promoted_hidden(adm
 
     item = WorkingMemory.objects.get()
     assert (item.hidden, item.actor, item.due) == (True, "compass", due)
-    assert f"Promoted 1: {plan.pk} → working memory item {item.pk}" in messages_of(response)
+    said = f"Promoted into working memory: “{item.content}” (item {item.pk})."
+    assert said in messages_of(response)
 
 
 def test_it_links_a_promoted_item_and_its_suggestion_both_ways(admin_client, suggestions):
@@ -151,7 +153,7 @@ def test_it_links_a_promoted_item_and_its_suggestion_both_ways(admin_client, sug
 
 def test_it_promotes_in_bulk_once(admin_client, suggestions):
     first = decide(admin_client, "promote_selected", suggestions[:2])
-    assert "Promoted 2" in messages_of(first)
+    assert "Promoted 2 suggestions into working memory: “tea, no sugar” (item" in messages_of(first)
     assert WorkingMemory.objects.count() == 2
 
     again = decide(admin_client, "promote_selected", suggestions)
@@ -165,7 +167,7 @@ def test_it_promotes_in_bulk_once(admin_client, suggestions):
 
 def test_it_rejects_in_bulk_once_and_never_promotes_a_rejected_one(admin_client, suggestions):
     rejected = decide(admin_client, "reject_selected", suggestions[:2])
-    assert "Rejected 2" in messages_of(rejected)
+    assert "Rejected 2 suggestions: “tea, no sugar”, “buy tea friday”." in messages_of(rejected)
     assert set(TagSuggestion.objects.values_list("status", flat=True)) == {"rejected"}
 
     again = decide(admin_client, "promote_selected", suggestions[:1])

@@ -72,3 +72,17 @@ def test_the_anvils_index_leads_with_what_waits_and_folds_the_machinery(admin_cl
 def test_the_index_says_when_nothing_waits(admin_client):
     page = admin_client.get(reverse("admin:index")).text
     assert "Nothing waits for you" in page
+
+
+@pytest.mark.parametrize(
+    ("list_name", "title"),
+    [
+        ("admin:mirror_tagsuggestion_changelist", "Tag suggestions"),
+        ("admin:gem_workingmemory_changelist", "Working memory"),
+        ("admin:events_turn_changelist", "Turns"),
+    ],
+)
+def test_a_list_is_titled_by_what_it_lists(admin_client, list_name, title):
+    page = admin_client.get(reverse(list_name)).text
+    assert f"<h1>{title}</h1>" in page and f"<title>{title} | " in page
+    assert "to change" not in page and "to view" not in page

@@ -107,7 +107,9 @@ def test_it_consults_the_compass_and_promotes_two_of_three_plans(
     page.get_by_label("Due 2").fill("15 Jan 2031, 18:30")
     page.get_by_role("button", name="Promote selected").click()
 
-    expect(page.locator(".messagelist")).to_contain_text("Promoted plan 1 → working memory item")
+    expect(page.locator(".messagelist")).to_contain_text(
+        "Promoted plan 1 into working memory (item"
+    )
     expect(page.locator(".compass-promoted")).to_have_count(2)
     expect(page.get_by_label("Due 3")).to_be_visible()
     assert accessibility_problems(page) == []

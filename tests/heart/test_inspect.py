@@ -456,7 +456,7 @@ def test_the_command_prints_sections_included_left_out_and_cache(fake_api, setti
     turn = answered(fake_api, "<luna>hello</luna>", START)
     call_command("inspect", str(turn.pk))
     out = capsys.readouterr().out
-    assert f"Turn {turn.number} (id {turn.pk}), done" in out
+    assert f"Turn {turn.number}, done" in out and "(record" not in out
     assert "Lingering" in out and "/ 20 tokens" in out
     assert "[pin] tea without sugar, always" in out
     assert f"#{feeling.pk} feeling — restless: under the 0.01 floor (score 0.0039)" in out

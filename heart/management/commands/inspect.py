@@ -36,7 +36,8 @@ class Command(BaseCommand):
 
 def inspection_text(inspection: Inspection, *, with_text: bool = False) -> list[str]:
     turn, lines = inspection.turn, []
-    lines.append(f"Turn {turn.number} (id {turn.pk}), {turn.status}" + _model(inspection))
+    record = f" (record {turn.pk})" if turn.number != turn.pk else ""
+    lines.append(f"Turn {turn.number}{record}, {turn.status}" + _model(inspection))
     said = _one_line(turn.event.content) if turn.event is not None else "(none: no message)"
     lines.append(f"Message: {said}")
     neighbours = [
