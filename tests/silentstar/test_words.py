@@ -5,7 +5,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from silentstar.words import counted, moment_said, quoted
+from silentstar.words import counted, cut_words, moment_said, quoted
 
 pytestmark = pytest.mark.store_free
 
@@ -49,3 +49,19 @@ def test_it_quotes_a_text_with_the_quotation_marks_inside_it_made_single():
     assert quoted("Sable") == "“Sable”"
     said = quoted("3 fragments from the character card “Sable”")
     assert said == "“3 fragments from the character card ‘Sable’”"
+
+
+def test_cut_words_keeps_a_short_text_whole_on_one_line():
+    assert cut_words("the blue\n kettle") == "the blue kettle"
+
+
+def test_cut_words_cuts_at_a_words_end():
+    assert cut_words("the blue kettle whistles at dawn", limit=20) == "the blue kettle…"
+
+
+@given(st.text(), st.integers(min_value=8, max_value=80))
+def test_cut_words_is_never_longer_than_its_limit_and_begins_as_the_text(text, limit):
+    said = cut_words(text, limit=limit)
+    assert len(said) <= limit
+    one_line = " ".join(text.split())
+    assert one_line.startswith(said.removesuffix("…").rstrip(" ,;:."))
