@@ -127,6 +127,7 @@ def chat(request):
             "user_identities": [Speaker(name, identity_slug(name)) for name in who.users],
             "identity_chosen": identity_default(who),
             "offline": settings.COMPANION_OFFLINE,
+            "local_model": settings.HEART_MODEL if settings.LOCAL_SERVER else "",
             "worker": worker_state(),
         }
         response = render(request, "heart/chat.html", context)

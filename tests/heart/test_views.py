@@ -221,6 +221,14 @@ def test_it_labels_the_offline_companion(admin_client, settings):
     assert 'data-offline="false"' in html
 
 
+def test_it_labels_a_local_model(admin_client, settings):
+    settings.COMPANION_OFFLINE = False
+    settings.LOCAL_SERVER = True
+    settings.HEART_MODEL = "qwen3:8b"
+    html = admin_client.get(reverse("heart-chat")).text
+    assert 'title="No ANTHROPIC_API_KEY is set: a local model (qwen3:8b) answers">local' in html
+
+
 def test_it_answers_htmx_with_the_history_partial(admin_client):
     turn = submit("<luna>hello *you*</luna>")
     response = admin_client.get(reverse("heart-chat"), headers=HTMX)
