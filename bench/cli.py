@@ -15,6 +15,7 @@ pipeline against the fake API's prompt cache, in a new process for each cache mi
 
 import argparse
 import importlib.util
+import io
 import itertools
 import json
 import os
@@ -1350,8 +1351,11 @@ def _migrate_throwaway_stores() -> None:
 
 
 def _stores_migrate() -> None:
+    """Migrate the stores, and give them the source documents' identities, whose names the
+    benchmarks' conversations speak in (luna, claude)."""
     for alias in ("default", "events", "summaries", "snapshots"):
         call_command("migrate", database=alias, verbosity=0)
+    call_command("source_identities", stdout=io.StringIO())
 
 
 def _inside_command(arguments: list[str]) -> list[str]:

@@ -936,6 +936,7 @@ class _Transfers:
                 "from django.core.management import call_command",
                 *migrations,
                 "call_command('ensure_owner')",
+                "call_command('source_identities')",
             ]
         )
         done = _manage(["shell", "--no-imports", "-c", set_up], env=self._env(template))
