@@ -13,10 +13,30 @@ DEPTH_MAX = 4
 
 
 @dataclass
+class Listed:
+    """One fragment of the graph as its list reads: the edges leaving it and those reaching it,
+    each as (relation, the other key)."""
+
+    key: str
+    out: list[tuple[str, str]] = field(default_factory=list)
+    into: list[tuple[str, str]] = field(default_factory=list)
+
+
+@dataclass
 class Graph:
     keys: list[str] = field(default_factory=list)
     edges: list[tuple[str, str, str]] = field(default_factory=list)  # source, target, relation
     truncated: bool = False  # the neighbourhood reached NEIGHBOURHOOD_LIMIT before its depth
+
+    @property
+    def listed(self) -> list[Listed]:
+        """Every fragment with its edges out and in, in the keys' order: the picture in words,
+        read where a picture is too small to (a phone) or cannot be seen."""
+        by_key = {key: Listed(key) for key in self.keys}
+        for source, target, relation in sorted(self.edges):
+            by_key[source].out.append((relation, target))
+            by_key[target].into.append((relation, source))
+        return list(by_key.values())
 
 
 def graph_whole() -> Graph | None:
