@@ -67,3 +67,10 @@ def test_it_cuts_a_neighbourhood_that_grows_too_large(chain, monkeypatch):
 def test_it_keeps_the_depth_within_bounds(chain):
     assert graph_around("a", depth=0).keys == ["a", "b"]
     assert graph_around("a", depth=99).keys == graph_around("a", depth=graph.DEPTH_MAX).keys
+
+
+def test_it_lists_each_fragment_with_its_edges_out_and_in(chain):
+    listed = {entry.key: (entry.out, entry.into) for entry in graph_whole().listed}
+    assert list(listed) == ["a", "b", "c", "d", "e", "f"]
+    assert listed["b"] == ([("bc", "c")], [("ab", "a"), ("eb", "e")])
+    assert listed["f"] == ([], [])
