@@ -11,6 +11,7 @@ from anvil import (  # noqa: F401  (each module registers its models' pages)
     conversation,
     fragments,
     loom,
+    push,
     records,
     suggestions,
     versions,

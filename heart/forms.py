@@ -1,6 +1,7 @@
 """Forms of the chat page (what a message post, a correction and a history request may contain)
 and of the set-up (who talks here, the companion's name, and the time zone)."""
 
+import base64
 from zoneinfo import available_timezones
 
 from django import forms
@@ -202,3 +203,43 @@ class TimeZoneForm(forms.Form):
         choices=time_zone_choices,
         error_messages={"invalid_choice": "“%(value)s” is not a time zone this machine knows."},
     )
+
+
+def _base64url_bytes(text: str) -> bytes:
+    try:
+        return base64.urlsafe_b64decode(text + "=" * (-len(text) % 4))
+    except ValueError:
+        return b""
+
+
+class PushSubscriptionForm(forms.Form):
+    """A device's push subscription, as its browser's ``PushSubscription.toJSON()`` gives it,
+    and the person's choice of words. A push service's address is HTTPS."""
+
+    endpoint = forms.URLField(max_length=2000, assume_scheme="https")
+    p256dh = forms.CharField(max_length=100)
+    auth = forms.CharField(max_length=50)
+    show_words = forms.BooleanField(required=False)
+
+    def clean_endpoint(self):
+        endpoint = self.cleaned_data["endpoint"]
+        if not endpoint.startswith("https://"):
+            raise forms.ValidationError("A push service's address begins with https://.")
+        return endpoint
+
+    def clean_p256dh(self):
+        key = _base64url_bytes(self.cleaned_data["p256dh"])
+        if len(key) != 65 or key[0] != 4:  # an uncompressed point of P-256
+            raise forms.ValidationError("This is not a device's public key for push.")
+        return self.cleaned_data["p256dh"]
+
+    def clean_auth(self):
+        if len(_base64url_bytes(self.cleaned_data["auth"])) != 16:
+            raise forms.ValidationError("This is not a device's auth secret for push.")
+        return self.cleaned_data["auth"]
+
+
+class PushDeviceForm(forms.Form):
+    """Which device to remove from the notifications page's list."""
+
+    device = forms.IntegerField(min_value=1)

@@ -10,6 +10,7 @@ from django.conf import settings
 from django.utils import timezone
 from django_q.tasks import async_task
 
+from heart.push import push_send
 from heart.services import (
     TurnStopped,
     WorkerStop,
@@ -94,3 +95,8 @@ def prune_snapshots_task() -> int:
     return snapshots_prune(
         older_than=timezone.now() - timedelta(days=settings.SNAPSHOT_RETENTION_DAYS)
     )
+
+
+def push_send_task(delivery_id: int) -> str:
+    """Send one notification to one device (``heart.push``), unless it was sent already."""
+    return push_send(delivery_id=delivery_id)

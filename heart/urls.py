@@ -16,6 +16,13 @@ urlpatterns = [
     path("setup/skip/", views.setup_skip, name="heart-setup-skip"),
     path("worker/", views.worker_status, name="heart-worker-status"),
     path("images/<int:event_id>/", views.image, name="heart-image"),
+    path("notifications/", views.notifications, name="heart-notifications"),
+    path(
+        "notifications/subscribe/",
+        views.notifications_subscribe,
+        name="heart-notifications-subscribe",
+    ),
+    path("notifications/remove/", views.notifications_remove, name="heart-notifications-remove"),
     path("manifest.webmanifest", views.manifest, name="heart-manifest"),
     path("sw.js", views.service_worker, name="heart-service-worker"),
 ]

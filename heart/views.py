@@ -59,8 +59,12 @@ from heart.forms import (
     HistoryForm,
     IdentityFormSet,
     MessageForm,
+    PushDeviceForm,
+    PushSubscriptionForm,
     TimeZoneForm,
 )
+from heart.models import PushSubscription
+from heart.push import push_public_key, subscription_remove, subscription_save
 from heart.services import (
     TurnOrderError,
     greeting_record,
@@ -595,3 +599,39 @@ def _refuse(request, reason: str, *, status: int):
 
 def _error(request, reason: str, *, status: int):
     return render(request, "heart/chat.html#composer-error", {"reason": reason}, status=status)
+
+
+# --- Notifications on the devices that opted in (heart/push.py) ------------------------------
+
+
+@require_GET
+def notifications(request):
+    """What a notification sends and to whom, turning them on on this device, and the devices
+    that have them on."""
+    context = {"devices": PushSubscription.objects.all(), "public_key": push_public_key()}
+    return render(request, "heart/notifications.html", context)
+
+
+@require_POST
+def notifications_subscribe(request):
+    """Keep this device's subscription, posted by the page's script; answers the devices' list."""
+    form = PushSubscriptionForm(request.POST)
+    if not form.is_valid():
+        context = {"devices": PushSubscription.objects.all(), "problems": _form_problems(form)}
+        return render(request, "heart/notifications.html#devices", context, status=400)
+    subscription_save(**form.cleaned_data, device=request.headers.get("User-Agent", ""))
+    context = {"devices": PushSubscription.objects.all()}
+    return render(request, "heart/notifications.html#devices", context)
+
+
+@require_POST
+def notifications_remove(request):
+    """Remove a device from those notified (one removed already is simply not there)."""
+    form = PushDeviceForm(request.POST)
+    if form.is_valid():
+        device = PushSubscription.objects.filter(pk=form.cleaned_data["device"]).first()
+        if device is not None:
+            subscription_remove(endpoint=device.endpoint)
+    response = HttpResponseRedirect(reverse("heart-notifications"))
+    response.status_code = 303
+    return response

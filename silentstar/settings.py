@@ -460,3 +460,16 @@ LOOM_INBOX_MAX_PHOTOS = env_int("SILENTSTAR_LOOM_INBOX_MAX_PHOTOS", 200, minimum
 # --- A full disk (silentstar/disks.py) ---------------------------------------------------------
 # manage.py check warns when the disk holding the data folder has less free than this (0: never).
 DISK_FREE_MIN_MB = env_int("SILENTSTAR_DISK_FREE_MIN_MB", 100, minimum=0)
+
+# --- Notifications on the devices that opted in (heart/push.py, docs/nudges.md) --------------
+# The contact the push services are given with each push (VAPID's "sub": a mailto: or https:
+# address), so they can reach whoever runs the installation; the default reaches nobody.
+PUSH_CONTACT = env_str("SILENTSTAR_PUSH_CONTACT", "mailto:nobody@silentstar.invalid")
+if not PUSH_CONTACT.startswith(("mailto:", "https://")):
+    raise ImproperlyConfigured(
+        f"SILENTSTAR_PUSH_CONTACT must be a mailto: or https: address, not {PUSH_CONTACT!r}"
+    )
+# How long a push service keeps a notification for a device that is off before dropping it.
+PUSH_TTL_HOURS = env_int("SILENTSTAR_PUSH_TTL_HOURS", 24, minimum=0)
+# How many times a notification is tried before it is marked failed (gone devices are removed).
+PUSH_ATTEMPTS = env_int("SILENTSTAR_PUSH_ATTEMPTS", 3, minimum=1)

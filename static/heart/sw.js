@@ -78,3 +78,49 @@ self.addEventListener("fetch", (event) => {
     )
   );
 });
+
+/*
+ * A notification pushed when she writes first (heart/push.py): its JSON is {title, body, url,
+ * tag}, the body empty unless the person chose to see her first words. A tap on it brings
+ * the chat forward at her message, in a window already open if there is one.
+ */
+self.addEventListener("push", (event) => {
+  let said = {};
+  try {
+    said = event.data ? event.data.json() : {};
+  } catch (error) {
+    said = {};
+  }
+  const title = said.title || "silentstar";
+  event.waitUntil(
+    self.registration.showNotification(title, {
+      body: said.body || "A new message in silentstar.",
+      tag: said.tag || "silentstar",
+      icon: "/static/icons/icon-192.png",
+      badge: "/static/icons/icon-192.png",
+      data: { url: said.url || "/" },
+    })
+  );
+});
+
+function chatAt(url) {
+  const target = new URL(url || "/", self.location.origin);
+  // Only this installation's own pages: a notification never opens another site.
+  return target.origin === self.location.origin ? target : new URL("/", self.location.origin);
+}
+
+self.addEventListener("notificationclick", (event) => {
+  event.notification.close();
+  const target = chatAt(event.notification.data && event.notification.data.url);
+  event.waitUntil(
+    self.clients.matchAll({ type: "window", includeUncontrolled: true }).then((windows) => {
+      const chat = windows.find((client) => new URL(client.url).pathname === target.pathname);
+      if (!chat) return self.clients.openWindow(target.href);
+      // A window this worker does not control cannot be navigated: one is opened instead.
+      return chat
+        .focus()
+        .then((client) => client.navigate(target.href))
+        .catch(() => self.clients.openWindow(target.href));
+    })
+  );
+});

@@ -30,7 +30,7 @@ from gem.models import (
     WorkingMemoryRef,
     WorkingMemorySource,
 )
-from heart.models import ContextSnapshot
+from heart.models import ContextSnapshot, PushDelivery, PushSubscription
 from heart.services import turn_submit
 from ledger.models import ModelCall
 from loom.models import InboxImage, LoomCall, LoomPrompt, Session, SessionImage
@@ -195,6 +195,12 @@ POSTS = {
     "admin/transfer/importedproposal/<int:proposal_id>/apply/": {},
     "admin/transfer/importedproposal/<int:proposal_id>/drop/": {},
     "admin/gem/fragment/<path:key>/trigger/": {"trigger": "the old well"},
+    "notifications/subscribe/": {
+        "endpoint": "https://push.example.invalid/send/crawl",
+        "p256dh": "BA" + "A" * 85,
+        "auth": "A" * 22,
+    },
+    "notifications/remove/": {"device": "1"},
     "admin/memory/items/<int:item_id>/forget/": {},
     "admin/memory/items/<int:item_id>/edit/": {"content": "tea at six"},
     "admin/memory/suggestions/<int:suggestion_id>/decide/": {"decision": "reject"},
@@ -327,6 +333,10 @@ def rows(settings, tmp_path):
         cache_write_5m_tokens=300,
         cache_write_1h_tokens=0,
     )
+    device = PushSubscription.objects.create(
+        endpoint="https://push.example.invalid/send/1", p256dh="B", auth="A", device="crawl"
+    )
+    PushDelivery.objects.create(subscription=device, ref="nudge:1")
     Group.objects.create(name="readers")
     Schedule.objects.create(name="crawl", func="math.floor", schedule_type=Schedule.ONCE)
     for success in (True, False):
