@@ -7,7 +7,7 @@ from django.urls import reverse
 from django.utils.html import format_html
 
 from events.corrected import DONE
-from events.models import Correction, Event, EventTag, Turn
+from events.models import Correction, Event, EventTag, Nudge, Turn
 from events.selectors import views_of
 from heart.models import ContextSnapshot
 from silentstar.admin import ReadOnlyAdmin
@@ -140,6 +140,21 @@ class TurnAdmin(ReadOnlyAdmin):
     @admin.display(description="context")
     def context(self, turn):
         return context_link(turn.pk)
+
+
+@admin.register(Nudge)
+class NudgeAdmin(ReadOnlyAdmin):
+    """Each reason found for her to write first: sent, waiting (and what holds it), or
+    cancelled; turned on and off in the memory drawer."""
+
+    list_display = ["found_at", "reason", "said", "status", "held", "decided_at", "context"]
+    list_filter = ["reason", "status", "found_at"]
+    search_fields = ["said", "thing"]
+    readonly_fields = ["context"]
+
+    @admin.display(description="context")
+    def context(self, nudge):
+        return context_link(nudge.turn_id) if nudge.turn_id else "—"
 
 
 @admin.register(ContextSnapshot)

@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
 
+from django.conf import settings
 from django.contrib import messages
 from django.core.exceptions import PermissionDenied
 from django.db.models import Q
@@ -27,15 +28,16 @@ from django.utils.http import urlencode
 
 from anvil.forms import DrawerDecisionForm, DrawerFilterForm, DrawerItemForm
 from anvil.waiting import Waiting, decisions_waiting, waiting_for
-from events.models import Turn, TurnStatus
+from events.models import Nudge, NudgeReason, NudgeStatus, Turn, TurnStatus
 from gem import decay
 from gem.models import WorkingMemory, WorkingMemoryStatus, WorkingMemoryType
 from gem.selectors import identities_current, working_memory_scores
 from gem.services import WorkingMemoryError, working_memory_forget, working_memory_update
 from gem.state import turn_counter_current
+from heart.nudges import nudge_reasons_on, nudge_reasons_set
 from mirror.models import SuggestionStatus, TagSuggestion
 from mirror.services import SuggestionError, suggestion_promote, suggestion_reject
-from silentstar.words import cut_words
+from silentstar.words import counted, cut_words
 
 PLAN_DAYS = 7  # plans due within this many days are listed on their own
 LINGERING_SHOWN = 40  # the strongest items; the rest are in the Anvil's list
@@ -73,6 +75,17 @@ class Drawer:
     last_turn: int | None  # the newest answered turn, whose context the inspector shows
     may_change_items: bool
     may_decide: bool
+    writing_first: "WritingFirst | None" = None  # None: the account may not set it
+
+
+@dataclass(frozen=True)
+class WritingFirst:
+    """The reasons she may write first (each with whether it is on), the rules in words, and
+    the nudges waiting with what holds them."""
+
+    reasons: list[tuple[str, str, bool]]  # (value, words, on)
+    rules: list[str]
+    waiting: list[Nudge]
 
 
 def drawer_read(user, *, identity: str = "", now: datetime | None = None) -> Drawer:
@@ -119,6 +132,46 @@ def drawer_read(user, *, identity: str = "", now: datetime | None = None) -> Dra
         last_turn=last_turn,
         may_change_items=user.has_perm("gem.change_workingmemory"),
         may_decide=user.has_perm("mirror.change_tagsuggestion"),
+        writing_first=_writing_first() if user.has_perm(NUDGE_PERMISSION) else None,
+    )
+
+
+NUDGE_PERMISSION = "events.change_nudge"
+
+
+def _writing_first() -> WritingFirst:
+    on = nudge_reasons_on()
+    start, end = settings.NUDGE_QUIET_HOURS
+    quiet = (
+        f"never between {start // 60:02d}:{start % 60:02d} and {end // 60:02d}:{end % 60:02d}"
+        if start != end
+        else "at any hour"
+    )
+    rules = [
+        f"{quiet}, at most {counted(settings.NUDGE_DAILY_MAX, 'time')} a day;",
+        "never while a reply is on its way, nor within "
+        f"{counted(settings.NUDGE_AFTER_MESSAGE_MINUTES, 'minute')} of your last message;",
+        f"none after {counted(settings.NUDGE_UNANSWERED_MAX, 'message')} of hers in a row went "
+        "unanswered, until you write.",
+    ]
+    reasons = [
+        (NudgeReason.PLAN.value, "when a plan comes due and nothing lately mentions it", False),
+        (
+            NudgeReason.SILENCE.value,
+            f"after {counted(settings.NUDGE_SILENCE_DAYS, 'day')} without a word from you",
+            False,
+        ),
+        (
+            NudgeReason.PROPOSALS.value,
+            "when the Compass's proposals have waited more than "
+            f"{counted(settings.NUDGE_PROPOSALS_AFTER_HOURS, 'hour')}",
+            False,
+        ),
+    ]
+    return WritingFirst(
+        reasons=[(value, words, value in on) for value, words, _ in reasons],
+        rules=rules,
+        waiting=list(Nudge.objects.filter(status=NudgeStatus.WAITING).order_by("found_at")),
     )
 
 
@@ -230,6 +283,19 @@ def suggestion_decide_view(site, request, suggestion_id: int):
             messages.success(request, f"Rejected: “{cut_words(suggestion.content)}”.")
     except SuggestionError as error:
         messages.error(request, f"Not decided: {error}")
+    return _after(site, request)
+
+
+def writing_first_view(site, request):
+    """Turn on exactly the reasons ticked for her to write first."""
+    _may(request, NUDGE_PERMISSION)
+    chosen = set(request.POST.getlist("reasons")) & set(NudgeReason.values)
+    nudge_reasons_set(chosen)
+    if chosen:
+        named = ", ".join(NudgeReason(value).label for value in sorted(chosen))
+        messages.success(request, f"She may write first for {named}.")
+    else:
+        messages.success(request, "She writes only when written to.")
     return _after(site, request)
 
 

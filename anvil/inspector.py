@@ -17,7 +17,7 @@ from django.utils.safestring import SafeString
 
 from anvil.textdiff import text_change_summary, text_diff_html
 from anvil.why import VIEW_PERMISSION, WhyForm
-from events.models import Turn
+from events.models import Nudge, Turn
 from heart.inspect import (
     OFFLINE_MODEL,
     Bar,
@@ -111,6 +111,7 @@ def inspector_view(site, request, *, turn_id: int) -> TemplateResponse:
             "title": f"Context of turn {turn.number}",
             "inspection": inspection,
             "answered_by": answered_by(turn),
+            "wrote_first": Nudge.objects.filter(turn=turn).values_list("said", flat=True).first(),
             "meters": [Meter(bar) for bar in inspection.bars],
             "pool_meters": [Meter(bar) for bar in inspection.pools],
             "recalled": [(item, link_of(item.link)) for item in inspection.recalled],

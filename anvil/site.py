@@ -36,6 +36,7 @@ IMPORT_PERMISSION = "transfer.add_importrun"
 RECORDED = [
     "events.Event",
     "events.Turn",
+    "events.Nudge",
     "heart.ContextSnapshot",
     "mirror.Summary",
     "mirror.MirrorRun",
@@ -109,6 +110,11 @@ class AnvilSite(admin.AdminSite):
                 name="drawer-edit",
             ),
             path(
+                "memory/writing-first/",
+                self.admin_view(require_POST(self.drawer_writing_first_view)),
+                name="drawer-writing-first",
+            ),
+            path(
                 "memory/suggestions/<int:suggestion_id>/decide/",
                 self.admin_view(require_POST(self.drawer_decide_view)),
                 name="drawer-decide",
@@ -141,6 +147,9 @@ class AnvilSite(admin.AdminSite):
 
     def drawer_edit_view(self, request, item_id: int):
         return drawer.item_edit_view(self, request, item_id=item_id)
+
+    def drawer_writing_first_view(self, request):
+        return drawer.writing_first_view(self, request)
 
     def drawer_decide_view(self, request, suggestion_id: int):
         return drawer.suggestion_decide_view(self, request, suggestion_id=suggestion_id)

@@ -216,3 +216,58 @@ class Turn(models.Model):
 
     def __str__(self):
         return f"turn {self.number} ({self.status})"
+
+
+class NudgeReason(models.TextChoices):
+    """Why the companion may write first: each off until the person turns it on."""
+
+    PLAN = "plan", "a plan coming due"
+    SILENCE = "silence", "a long silence"
+    PROPOSALS = "proposals", "the Compass's proposals waiting"
+
+
+class NudgeStatus(models.TextChoices):
+    WAITING = "waiting"  # held back (quiet hours, the day's cap…): sent later if it still holds
+    SENT = "sent"  # its turn is queued or answered
+    CANCELLED = "cancelled"  # the person wrote first, or the reason no longer holds
+
+
+class Nudge(models.Model):
+    """A reason for the companion to write first, about one thing, decided once.
+
+    ``thing`` names what the reason is about (a plan and its due date, the person's last message
+    before a silence, the newest of a batch of proposals): one row per reason and thing, so a
+    reason fires at most once for the same thing, whichever worker decides it. ``said`` is the
+    reason in words, as her context gives it. Sent, it is a turn without a message (``turn``)."""
+
+    reason = models.CharField(max_length=10, choices=NudgeReason)
+    thing = models.CharField(max_length=100)
+    said = models.TextField(help_text="The reason in words, as her context says it.")
+    status = models.CharField(
+        max_length=9, choices=NudgeStatus, default=NudgeStatus.WAITING, db_index=True
+    )
+    held = models.CharField(
+        max_length=200, blank=True, help_text="Why it waits, while it waits: the rule holding it."
+    )
+    found_at = models.DateTimeField(default=timezone.now)
+    decided_at = models.DateTimeField(null=True, blank=True)
+    turn = models.OneToOneField(
+        Turn, on_delete=models.PROTECT, null=True, blank=True, related_name="nudge"
+    )
+
+    class Meta:
+        db_table = "heart_nudge"
+        ordering = ["found_at", "id"]
+        constraints = [
+            models.UniqueConstraint(
+                fields=["reason", "thing"],
+                name="heart_nudge_once_per_thing",
+                violation_error_message="This reason was already found for this.",
+            ),
+            models.CheckConstraint(
+                condition=models.Q(status__in=NudgeStatus.values), name="heart_nudge_status_valid"
+            ),
+        ]
+
+    def __str__(self):
+        return f"nudge {self.pk}: {self.get_reason_display()} ({self.status})"

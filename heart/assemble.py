@@ -24,6 +24,7 @@ order that lets consecutive turns share the longest prefix (see "Prompt caching"
     ## Found         old conversation found for the message (budget ``found``)
     ## Now           the time in words
     ## Message       the person's message, verbatim, always last
+                     (or ``## Writing first``: why she writes when nobody has, on her own turn)
 
     Sections are separated by a blank line. One with nothing in it is left out, except Now and
     Message, which are always there. Text inside a section never looks like a heading: a content
@@ -180,6 +181,7 @@ TYPE_ORDER = ("feeling", "thought", "pattern", "desc", "plan", "pin", "secret")
 LINGERING, SUMMARIES, RECALLED = "## Lingering", "## Summaries", "## Recalled"
 FOUND = "## Found"
 RECENT, NOW, MESSAGE = "## Recent", "## Now", "## Message"
+WRITING_FIRST = "## Writing first"
 SECTION_GAP = "\n\n"
 ELLIPSIS = " …"
 UNKNOWN_ACTOR = "unknown"
@@ -292,8 +294,12 @@ def assemble(
     actor: str,
     budgets: Budgets,
     recent_from: int | None = None,
+    writing_first: str | None = None,
 ) -> Assembly:
-    """Everything Claude receives for one turn; see the module docstring for the rules."""
+    """Everything Claude receives for one turn; see the module docstring for the rules.
+
+    With ``writing_first`` (a reason in words) nobody has written: the turn is the companion's
+    own, and its last section says why she writes first in place of a message."""
     system_parts = {
         "wake": wake.strip(),
         "image": image_text.strip() if image_text is not None else "",
@@ -321,7 +327,10 @@ def assemble(
     )
     recent = _recent(conversation, budgets, truncated, held_from=recent_from)
     now_text = f"{NOW}\n{now_in_words(now, last_message_at)}"
-    message_text = f"{MESSAGE}\n{_one_line(actor) or UNKNOWN_ACTOR}:\n{message}"
+    if writing_first is None:
+        message_text = f"{MESSAGE}\n{_one_line(actor) or UNKNOWN_ACTOR}:\n{message}"
+    else:
+        message_text = f"{WRITING_FIRST}\n{writing_first_said(writing_first)}"
 
     # Summaries, then the conversation a block per event, then what changes every turn.
     held = ([summaries_text] if summaries_text else []) + recent.event_texts
@@ -378,6 +387,8 @@ def assemble(
         },
         "cache": _breakpoints_described(system, user, cpt),
     }
+    if writing_first is not None:
+        items_included["writing_first"] = writing_first
     return Assembly(
         system=system,
         user=user,
@@ -385,6 +396,15 @@ def assemble(
         user_text=user_text,
         token_counts=token_counts,
         items_included=items_included,
+    )
+
+
+def writing_first_said(reason: str) -> str:
+    """What the last section says when the companion writes first: no message came, and why."""
+    return (
+        "No message has come since the last one above: you are writing first, because "
+        f"{_guard(reason.strip())} Write to them as yourself, briefly; say why you write if "
+        "it helps."
     )
 
 

@@ -133,7 +133,7 @@ class ContextInputs:
     and the small values kept between turns. Kept with the snapshot, so the context of any past
     turn can be assembled again (``heart.travel``)."""
 
-    event_id: int
+    event_id: int | None  # None: the companion writes first (``writing_first`` says why)
     now: datetime
     turn: int
     zone: str
@@ -144,6 +144,16 @@ class ContextInputs:
     # The newest correction of the log when it was read (None: a snapshot from before
     # corrections were counted, read as the log is now).
     corrections_through: int | None = None
+    # Writing first: why, and the newest event of the log then (Recent ends with it).
+    writing_first: str = ""
+    through_event: int | None = None
+
+    @property
+    def before(self) -> int:
+        """The context reads the log before this id: the message's, or after the newest event."""
+        if self.event_id is not None:
+            return self.event_id
+        return (self.through_event or 0) + 1
 
     def as_json(self) -> dict:
         return {**asdict(self), "now": self.now.isoformat()}
@@ -153,8 +163,11 @@ class ContextInputs:
         return cls(**{**data, "now": datetime.fromisoformat(data["now"])})
 
 
-def context_inputs(*, event: Event, now: datetime, current_turn: int) -> ContextInputs:
-    """The inputs of the context for answering ``event`` at ``now``, read in one query."""
+def context_inputs(
+    *, event: Event | None, now: datetime, current_turn: int, writing_first: str = ""
+) -> ContextInputs:
+    """The inputs of the context for answering ``event`` at ``now``, read in one query; with no
+    event, for writing first (``writing_first`` saying why) after the newest event."""
     calibration = chars_per_token_key()
     state = state_get_many(
         {
@@ -166,7 +179,7 @@ def context_inputs(*, event: Event, now: datetime, current_turn: int) -> Context
     )
     window = state[RECENT_WINDOW] or {}
     return ContextInputs(
-        event_id=event.pk,
+        event_id=event.pk if event is not None else None,
         now=now,
         turn=current_turn,
         zone=owner_time_zone(),
@@ -175,6 +188,12 @@ def context_inputs(*, event: Event, now: datetime, current_turn: int) -> Context
         pending_recall=state[PENDING_RECALL],
         recent_from=window.get("first_event"),
         corrections_through=corrections_newest(),
+        writing_first=writing_first,
+        through_event=(
+            None
+            if event is not None
+            else Event.objects.order_by("-pk").values_list("pk", flat=True).first()
+        ),
     )
 
 
@@ -186,7 +205,7 @@ def context_for_event(*, event: Event, now: datetime, current_turn: int, gem: Ge
 
 def context_assemble(
     *,
-    event: Event,
+    event: Event | None,
     inputs: ContextInputs,
     gem: GemNow,
     working_memory: Sequence,
@@ -202,8 +221,9 @@ def context_assemble(
     above it, or a successor at or below it."""
     budgets = budgets_from_settings(chars_per_token=inputs.chars_per_token)
     pools = budgets.pool_user + budgets.pool_say + budgets.pool_do + budgets.pool_flex
+    before = inputs.before
     earlier = _recent_events(
-        before=event.pk,
+        before=before,
         chars_wanted=2 * 4 * pools,
         corrections_through=inputs.corrections_through,
     )
@@ -219,20 +239,23 @@ def context_assemble(
     searches = [r["search"] for r in pending if "search" in r]
     # What the message says (its tags are no words of the person's) names fragments that wake
     # in this very turn, before what was asked for last turn, and finds older conversation.
-    said = " ".join(
-        line.text
-        for line in conversation_lines(
-            [(event.pk, event.ts, event.actor, event.content)], who=gem.identities
+    if event is None:  # writing first: the reason names what wakes and what is found
+        said = inputs.writing_first
+    else:
+        said = " ".join(
+            line.text
+            for line in conversation_lines(
+                [(event.pk, event.ts, event.actor, event.content)], who=gem.identities
+            )
         )
-    )
     named, woken = gem.woken(said)
     awake = {item.key for item in woken}
-    asked = gem.recalled(recalls) + search_recalled(searches, before_event=event.pk)
+    asked = gem.recalled(recalls) + search_recalled(searches, before_event=before)
     recalled = woken + [item for item in asked if item.key not in awake]
     conversation = conversation_lines(earlier, who=gem.identities)
     local_now = inputs.now.astimezone(ZoneInfo(inputs.zone))
     cpt = budgets.chars_per_token
-    current = Summary.objects.filter(first_event_id__lt=event.pk)
+    current = Summary.objects.filter(first_event_id__lt=before)
     if summaries_through is None:
         current = current.filter(superseded_by__isnull=True)
     else:
@@ -264,7 +287,7 @@ def context_assemble(
     # Summaries stand for what is older than the Recent window; the window does not depend on
     # the summaries, so it is found first and the summaries are chosen behind it.
     window_first = (
-        recent_window(conversation, budgets, held_from=inputs.recent_from).first_event or event.pk
+        recent_window(conversation, budgets, held_from=inputs.recent_from).first_event or before
     )
     chosen, unsummarised = summaries_behind(
         spans,
@@ -282,7 +305,7 @@ def context_assemble(
     ]
     assembly = assemble(
         wake=gem.wake_text,
-        image_text=gem.image_text if event.image else None,
+        image_text=gem.image_text if event is not None and event.image else None,
         ambient=gem.ambient_prose,
         lingering=lingering,
         summaries=summaries,
@@ -292,10 +315,11 @@ def context_assemble(
         conversation=conversation,
         now=local_now,
         last_message_at=earlier[-1][1].astimezone(local_now.tzinfo) if earlier else None,
-        message=event.content,
-        actor=event.actor,
+        message=event.content if event is not None else "",
+        actor=event.actor if event is not None else "",
         budgets=budgets,
         recent_from=inputs.recent_from,
+        writing_first=inputs.writing_first if event is None else None,
     )
     assembly.items_included["summaries_through"] = max((s.id for s in spans), default=0)
     assembly.items_included["woken"] = [{"key": name.key, "said": name.said} for name in named]

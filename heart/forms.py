@@ -134,9 +134,11 @@ class CorrectionForm(forms.Form):
 
 
 class HistoryForm(forms.Form):
-    """Which page of the log: the events before ``before`` (an event id)."""
+    """Which page of the log: the events before ``before`` (an event id); for the worker's
+    dot, what was written after ``after`` (the newest event the page shows)."""
 
     before = forms.IntegerField(min_value=1)
+    after = forms.IntegerField(min_value=0, required=False)
 
     def __init__(self, *args, required: bool = True, **kwargs):
         super().__init__(*args, **kwargs)

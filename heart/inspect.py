@@ -571,12 +571,16 @@ def _corrections_shown(inspection: Inspection) -> list[CorrectionShown]:
     reply, and those of earlier events made since the turn before (a message taken back then
     is in no window), oldest first."""
     turn, recent, previous = inspection.turn, inspection.recent, inspection.previous_snapshot
-    first = recent.first_event_id if recent and recent.first_event_id else turn.event_id
+    # A turn she wrote first answers no message: Recent runs up to her reply.
+    last = turn.event_id if turn.event_id is not None else turn.reply_event_id
+    if last is None:
+        return []
+    first = recent.first_event_id if recent and recent.first_event_id else last
     since_previous = Q(event_id__lt=first, made_at__lte=inspection.snapshot.ts)
     if previous is not None:
         since_previous &= Q(made_at__gt=previous.ts)
     rows = Correction.objects.filter(
-        Q(event_id__gte=first, event_id__lte=turn.event_id)
+        Q(event_id__gte=first, event_id__lte=last)
         | Q(event_id=turn.reply_event_id)
         | since_previous
     ).order_by("id")
@@ -732,6 +736,15 @@ def _dropped_only(
     return out
 
 
+def _read_before(inspection: Inspection) -> int:
+    """The turn's context read the log before this id: its message's, or, when she wrote first,
+    the one after the newest event then (kept with the snapshot's inputs)."""
+    if inspection.turn.event_id is not None:
+        return inspection.turn.event_id
+    inputs = inspection.snapshot.inputs or {}
+    return (inputs.get("through_event") or 0) + 1
+
+
 def _summary_label(summary_id: int, row: Summary | None) -> str:
     if row is None:
         return f"summary #{summary_id} (no longer kept)"
@@ -768,11 +781,11 @@ def _summaries_left_out(inspection: Inspection, included: dict) -> list[LeftOut]
         )
         for item in left
     ]
-    turn = inspection.turn
-    current, superseded = _summaries_then(inspection.snapshot, turn.event_id)
+    before = _read_before(inspection)
+    current, superseded = _summaries_then(inspection.snapshot, before)
     shown = [summary for summary in inspection.summaries if summary.found]
     considered = {summary.id for summary in shown} | {item["id"] for item in left}
-    window_first = (included.get("recent_window") or {}).get("first_event") or turn.event_id
+    window_first = (included.get("recent_window") or {}).get("first_event") or before
     by_kind: dict[str, list[tuple[Summary, str]]] = {}
     for row in current.exclude(pk__in=considered).order_by("-last_event_id", "-pk"):
         kind, reason = _summary_not_chosen(row, shown, window_first)
@@ -879,7 +892,7 @@ def _outside_recent(inspection: Inspection) -> str:
     recent = inspection.recent
     if recent is None:
         return ""
-    window_first = recent.window_first or inspection.turn.event_id
+    window_first = recent.window_first or _read_before(inspection)
     before = Event.objects.filter(pk__lt=window_first).aggregate(
         first=Min("pk"), last=Max("pk"), count=Count("pk")
     )

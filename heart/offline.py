@@ -56,8 +56,9 @@ from gem.words import STOP_WORDS
 ECHO_LIMIT = 200  # characters of the person's message quoted back
 QUOTE_LIMIT = 240  # characters of a recalled fragment's first sentence
 
-SECTIONS = ("Lingering", "Summaries", "Recalled", "Recent", "Now", "Message")
-MESSAGE, RECALLED = "Message", "Recalled"
+SECTIONS = ("Lingering", "Summaries", "Recalled", "Recent", "Now", "Message", "Writing first")
+MESSAGE, RECALLED, WRITING_FIRST = "Message", "Recalled", "Writing first"
+_BECAUSE_RE = re.compile(r"because (.+?) Write to them", re.DOTALL)
 
 _SECTION_RE = re.compile(rf"^##[ \t]+({'|'.join(SECTIONS)})[ \t]*$", re.MULTILINE)
 _ENTRY_RE = re.compile(r"^###[ \t]+(.+?)[ \t]+\(([^()\n]*)\)[ \t]*$", re.MULTILINE)
@@ -74,6 +75,10 @@ def reply(*, system: list[dict], messages: list[dict]) -> str:
     del system  # the wake text is for Claude; the offline companion has nothing to wake up to
     text, has_image = _last_user_text(messages)
     sections = sections_of(text)
+    if WRITING_FIRST in sections:  # her own turn: nobody wrote, and she says why she writes
+        because = _BECAUSE_RE.search(sections[WRITING_FIRST])
+        reason = " ".join((because[1] if because else sections[WRITING_FIRST]).split())
+        return f"<say>I wanted to write first: {_safe(reason)}</say>"
     actor, message = message_of(sections.get(MESSAGE, text if not sections else ""))
     recalled = recalled_entries(sections.get(RECALLED, ""))
 
@@ -103,10 +108,10 @@ def sections_of(text: str) -> dict[str, str]:
     headings = list(_SECTION_RE.finditer(text))
     sections: dict[str, str] = {}
     for index, heading in enumerate(headings):
-        last = heading[1] == MESSAGE or index + 1 == len(headings)
+        last = heading[1] in (MESSAGE, WRITING_FIRST) or index + 1 == len(headings)
         end = len(text) if last else headings[index + 1].start()
         sections.setdefault(heading[1], text[heading.end() : end].strip("\n"))
-        if heading[1] == MESSAGE:
+        if heading[1] in (MESSAGE, WRITING_FIRST):
             break
     return sections
 

@@ -16,7 +16,7 @@ from django.db.models import Q
 from django.utils import timezone
 from django_q.tasks import async_task
 
-from events.models import Event, Turn, TurnStatus
+from events.models import Event, Nudge, NudgeStatus, Turn, TurnStatus
 from events.parse import ParsedMessage, parse
 from gem.selectors import Identities, gem_current
 from gem.state import (
@@ -27,6 +27,7 @@ from gem.state import (
     chars_per_token_key,
     state_set,
     turn_counter_advance,
+    turn_counter_current,
 )
 from heart import offline
 from heart.assemble import Assembly, working_memory_fill
@@ -34,6 +35,7 @@ from heart.context import context_assemble, context_inputs
 from heart.corrections import ANSWERING, reply_choose
 from heart.ingest import COMPANION, USER, event_record, working_memory_ingest
 from heart.models import ContextSnapshot
+from heart.push import push_notify
 from silentstar import claude
 from silentstar.claude import ClaudeError
 from silentstar.disks import disk_said, disk_trouble
@@ -107,7 +109,7 @@ def turn_submit(
     names = gem_current().identities.names
     parsed = parse(text, identities=names)
     with transaction.atomic(using="events"):
-        _events_lock(EVENT_LOG_LOCK)
+        events_lock(EVENT_LOG_LOCK)
         last = Event.objects.order_by("-ts").values_list("ts", flat=True).first()
         now = timezone.now()
         ts = at or (max(now, last) if last else now)
@@ -117,6 +119,7 @@ def turn_submit(
                 f"({last.isoformat()}); turns happen in order."
             )
         event, _ = event_record(text=text, actor=actor, ts=ts, image=image, parsed=parsed)
+        _nudges_unstarted_cancel()
     number = turn_counter_advance()
     working_memory_ingest(parsed=parsed, event=event, side=USER, turn=number)
     turn = Turn.objects.create(event=event, number=number)
@@ -136,11 +139,37 @@ def greeting_record(*, companion: str, text: str) -> Event | None:
     if not text:
         return None
     with transaction.atomic(using="events"):
-        _events_lock(EVENT_LOG_LOCK)
+        events_lock(EVENT_LOG_LOCK)
         if Event.objects.exists():
             return None
         event, _ = event_record(text=text, actor=companion, ts=timezone.now())
     return event
+
+
+def turn_first_queue(*, nudge_id: int) -> Turn:
+    """Queue the companion's own turn for a nudge: a turn without a message, numbered with the
+    turn counter as it stands (it counts the person's messages only). Called inside the
+    caller's transaction on the events store, which it queues the turn after."""
+    turn = Turn.objects.create(event=None, number=turn_counter_current())
+    Nudge.objects.filter(pk=nudge_id).update(turn=turn)
+    transaction.on_commit(
+        lambda: async_task("heart.tasks.run_turns_task", turn.pk, group="turns"), using="events"
+    )
+    return turn
+
+
+NOT_STARTED = "Not written: you wrote first."
+
+
+def _nudges_unstarted_cancel() -> None:
+    """A nudge whose turn has not started when the person writes is not written (its turn
+    ends with the reason, unseen in the chat)."""
+    waiting = Turn.objects.filter(event__isnull=True, status=TurnStatus.QUEUED)
+    cancelled = Nudge.objects.filter(turn__in=waiting).update(
+        status=NudgeStatus.CANCELLED, held=NOT_STARTED
+    )
+    if cancelled:
+        waiting.update(status=TurnStatus.ERROR, error=NOT_STARTED, finished_at=timezone.now())
 
 
 def turn_again(*, turn_id: int) -> Turn:
@@ -155,7 +184,7 @@ def turn_again(*, turn_id: int) -> Turn:
     if turn.status != TurnStatus.DONE:
         raise TurnOrderError("Only a reply that is in can be asked for again.")
     with transaction.atomic(using="events"):
-        _events_lock(EVENT_LOG_LOCK)
+        events_lock(EVENT_LOG_LOCK)
         if Turn.objects.filter(event_id__gt=turn.event_id).exists():
             raise TurnOrderError("Only the newest reply can be asked for again.")
         if Turn.objects.filter(event_id=turn.event_id, status__in=ANSWERING).exists():
@@ -168,7 +197,7 @@ def turn_again(*, turn_id: int) -> Turn:
     return again
 
 
-def _events_lock(name: int) -> None:
+def events_lock(name: int) -> None:
     """Hold the lock ``name`` of the events store until the caller's transaction ends: on
     PostgreSQL an advisory lock; on SQLite the transaction holds the one write lock already (it
     begins IMMEDIATE)."""
@@ -183,7 +212,7 @@ def turn_claim_next() -> Turn | None:
     connection = connections["events"]
     if connection.vendor == "postgresql":
         with transaction.atomic(using="events"):
-            _events_lock(TURN_CLAIM_LOCK)  # serialise claims across workers
+            events_lock(TURN_CLAIM_LOCK)  # serialise claims across workers
             claimed = _turn_claim_oldest(connection)
     else:  # one statement is atomic alone, and SQLite has one writer at a time
         claimed = _turn_claim_oldest(connection)
@@ -280,23 +309,30 @@ def turn_run(*, turn: Turn, stop: WorkerStop | None = None) -> Turn:
     """
     event = turn.event
     attempt = turn.attempts  # what the claim made it: this attempt's writes name it
-    if event is None:  # its context would say why she writes first: no such turn is made here
-        _turn_update(
-            turn.pk,
-            attempt=attempt,
-            status=TurnStatus.ERROR,
-            error=NO_MESSAGE,
-            finished_at=timezone.now(),
+    nudge = None
+    if event is None:  # the companion's own turn: its nudge says why she writes first
+        nudge = Nudge.objects.filter(turn=turn).first()
+        if nudge is None:
+            _turn_update(
+                turn.pk,
+                attempt=attempt,
+                status=TurnStatus.ERROR,
+                error=NO_MESSAGE,
+                finished_at=timezone.now(),
+            )
+            turn.refresh_from_db()
+            return turn
+        offset = timedelta(0)
+    else:
+        # A turn submitted with --at keeps its distance from real time, so decay and the
+        # reply's time stay consistent with the moment it is said to happen; asked again, the
+        # distance of the message's first turn.
+        first_queued = (
+            Turn.objects.filter(event_id=event.pk)
+            .order_by("pk")
+            .values_list("queued_at", flat=True)
         )
-        turn.refresh_from_db()
-        return turn
-    # A turn submitted with --at keeps its distance from real time, so decay and the reply's
-    # time stay consistent with the moment it is said to happen; asked again, the distance
-    # of the message's first turn.
-    first_queued = (
-        Turn.objects.filter(event_id=event.pk).order_by("pk").values_list("queued_at", flat=True)
-    )
-    offset = event.ts - (first_queued.first() if turn.again_of_id else turn.queued_at)
+        offset = event.ts - (first_queued.first() if turn.again_of_id else turn.queued_at)
 
     def clock() -> datetime:
         return timezone.now() + offset
@@ -304,7 +340,12 @@ def turn_run(*, turn: Turn, stop: WorkerStop | None = None) -> Turn:
     gem = gem_current()
     who = gem.identities
     try:
-        inputs = context_inputs(event=event, now=clock(), current_turn=turn.number)
+        inputs = context_inputs(
+            event=event,
+            now=clock(),
+            current_turn=turn.number,
+            writing_first=nudge.said if nudge is not None else "",
+        )
         assembly = context_assemble(
             event=event, inputs=inputs, gem=gem, working_memory=gem.working_memory
         )
@@ -336,7 +377,7 @@ def turn_run(*, turn: Turn, stop: WorkerStop | None = None) -> Turn:
                 ),
                 until=patience,
             )
-            if not reply.offline and not event.image:  # image tokens are not text
+            if not reply.offline and not (event and event.image):  # image tokens are not text
                 _when_unlocked(
                     partial(_chars_per_token_calibrate, assembly=assembly, usage=reply.usage),
                     until=patience,
@@ -385,6 +426,13 @@ def turn_run(*, turn: Turn, stop: WorkerStop | None = None) -> Turn:
             raise TurnTakenOver
         if turn.again_of_id is not None:  # the new reply counts, the others set aside
             _when_unlocked(partial(reply_choose, turn_id=turn.pk, made_by=ASKED_AGAIN))
+        if nudge is not None:  # she wrote first: to the devices that asked, once
+            push_notify(
+                ref=f"nudge:{nudge.pk}",
+                who=reply_event.actor or who.default_companion,
+                first_words=parsed.display_text,
+                url=f"/#event-{reply_event.pk}",
+            )
     except TurnStopped:
         _when_unlocked(partial(_turn_requeue, turn.pk, attempt=attempt))
         raise
@@ -492,7 +540,7 @@ def _reply_stream(
         save(retrying=said[: Turn._meta.get_field("retrying").max_length])
 
     content = list(assembly.user)
-    if event.image:
+    if event is not None and event.image:
         with event.image.open("rb") as image_file:
             data = image_file.read()
         media_type = mimetypes.guess_type(event.image.name)[0] or "image/jpeg"
@@ -500,7 +548,7 @@ def _reply_stream(
     messages = [{"role": "user", "content": content}]
     with stop.streaming() if stop is not None else nullcontext():
         return claude.complete(
-            component="heart",
+            component="heart" if event is not None else "nudge",
             system=assembly.system,
             messages=messages,
             offline_answer=partial(offline.reply, system=assembly.system, messages=messages),

@@ -10,6 +10,7 @@ from django.conf import settings
 from django.utils import timezone
 from django_q.tasks import async_task
 
+from heart.nudges import nudges_decide
 from heart.push import push_send
 from heart.services import (
     TurnStopped,
@@ -88,6 +89,13 @@ def keep_cache_warm_task() -> bool:
     """Read the last turn's cached context if the conversation pauses (a schedule runs this every
     minute; it does nothing unless ``SILENTSTAR_CACHE_KEEP_WARM`` is on)."""
     return cache_keep_warm()
+
+
+def decide_nudges_task() -> int | None:
+    """Write first when a reason the person turned on holds and the rules let it (a schedule
+    runs this every ``SILENTSTAR_NUDGE_CHECK_MINUTES``). The nudge's id, if one was sent."""
+    nudge = nudges_decide()
+    return nudge.pk if nudge is not None else None
 
 
 def prune_snapshots_task() -> int:

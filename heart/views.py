@@ -8,7 +8,7 @@ which installers fetch before anyone signs in. Partials live in
 
 import logging
 import uuid
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import datetime
 from pathlib import Path
 
@@ -29,7 +29,7 @@ from django.utils.http import url_has_allowed_host_and_scheme
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
 from events.corrected import View
-from events.models import Event, Turn, TurnStatus
+from events.models import Event, Nudge, Turn, TurnStatus
 from events.render import (
     USER,
     Message,
@@ -107,6 +107,7 @@ class Entry:
     next_turn: int | None = None
     again: bool = False  # the newest reply, which can be asked for again
     waiting: str = ""  # why a pending reply still waits
+    wrote_first: str = ""  # why she wrote first, for a reply to no message
 
 
 # --- Pages and partials --------------------------------------------------------------------
@@ -133,6 +134,7 @@ def chat(request):
             "offline": settings.COMPANION_OFFLINE,
             "local_model": settings.HEART_MODEL if settings.LOCAL_SERVER else "",
             "worker": worker_state(),
+            "after": context["newest_shown"],
         }
         response = render(request, "heart/chat.html", context)
     patch_vary_headers(response, ("HX-Request",))
@@ -346,7 +348,22 @@ def setup_skip(request):
 
 @require_GET
 def worker_status(request):
-    return render(request, "heart/chat.html#worker-status", {"worker": worker_state()})
+    """The worker's dot and words; with ``after`` (the newest event the page shows), also what
+    she wrote first since, added to the conversation."""
+    form = HistoryForm(request.GET, required=False)
+    after = form.cleaned_data.get("after") if form.is_valid() else None
+    context = {"worker": worker_state(), "after": after}
+    if after is not None:
+        who = identities_current()
+        arrived = _written_first_since(after, who=who)
+        if arrived:
+            context |= {
+                "arrived": arrived,
+                "after": arrived[-1].message.event_id,
+                "companion": _companion(who),
+                **_speakers(who),
+            }
+    return render(request, "heart/chat.html#worker-status-polled", context)
 
 
 @require_GET
@@ -471,18 +488,51 @@ def _history(*, before: int | None, who: Identities) -> dict:
     if settings.MIRROR_HISTORY_MARKERS and page:
         markers = summary_markers(first_event_id=page[0].pk, last_event_id=page[-1].pk)
     views = views_of((event.pk, event.actor, event.content) for event in page)
+    first = [turn.pk for turn in replied.values() if turn.event_id is None]
+    wrote_first = (
+        dict(Nudge.objects.filter(turn_id__in=first).values_list("turn_id", "said"))
+        if first
+        else {}
+    )
     entries = []
     for event in page:
         message = _message(event, who=who, is_reply=event.pk in replied, view=views[event.pk])
         turn = replied.get(event.pk)
         if not message.is_secret and not message.aside:
-            entries.append(_entry(message, turn, siblings, newest=newest))
+            entry = _entry(message, turn, siblings, newest=newest)
+            if turn is not None and turn.pk in wrote_first:
+                entry = replace(entry, wrote_first=wrote_first[turn.pk])
+            entries.append(entry)
         if event.pk in unanswered:
             pending = unanswered[event.pk]
             entries.append(Entry(turn=pending, waiting=_waiting(pending)))
         while markers and markers[0].last_event_id <= event.pk:
             entries.append(Entry(summary=markers.pop(0)))
-    return {"entries": entries, "earlier_before": page[0].pk if has_earlier else None}
+    return {
+        "entries": entries,
+        "earlier_before": page[0].pk if has_earlier else None,
+        "newest_shown": page[-1].pk if page else 0,
+    }
+
+
+def _written_first_since(after: int, *, who: Identities) -> list[Entry]:
+    """Her replies to no message (she wrote first) logged after the event ``after``."""
+    turns = list(
+        Turn.objects.filter(
+            event__isnull=True, status=TurnStatus.DONE, reply_event_id__gt=after
+        ).select_related("reply_event", "nudge")
+    )
+    return [
+        Entry(
+            message=_message(turn.reply_event, who=who, is_reply=True),
+            turn=turn,
+            replies=1,
+            position=1,
+            wrote_first=turn.nudge.said,
+        )
+        for turn in sorted(turns, key=lambda turn: turn.reply_event_id)
+        if hasattr(turn, "nudge")
+    ]
 
 
 def _waiting(turn: Turn) -> str:

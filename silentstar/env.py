@@ -84,6 +84,29 @@ def env_time_zone(name: str, default: str) -> str:
     return zone
 
 
+def env_hours(name: str, default: str) -> tuple[int, int]:
+    """A stretch of the day such as ``22:00-08:00`` (it may run past midnight), as the minutes
+    after midnight where it starts and where it ends; ``""`` or ``off`` for none, ``(0, 0)``."""
+    raw = env_str(name, default)
+    if raw.lower() in ("", "off", "none"):
+        return (0, 0)
+    try:
+        start, end = (_minute_of_day(part) for part in raw.split("-"))
+    except ValueError:
+        raise ImproperlyConfigured(
+            f"{name} must be two times of day such as '22:00-08:00', or 'off', got {raw!r}"
+        ) from None
+    return (start, end)
+
+
+def _minute_of_day(text: str) -> int:
+    hours, _, minutes = text.strip().partition(":")
+    hour, minute = int(hours), int(minutes or 0)
+    if not (0 <= hour <= 23 and 0 <= minute <= 59):
+        raise ValueError(text)
+    return hour * 60 + minute
+
+
 POSTGRES_SCHEMES = frozenset({"postgres", "postgresql"})
 
 

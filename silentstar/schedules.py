@@ -8,6 +8,10 @@ SCHEDULES = {
     "transfer: recover imports left running": ("transfer.tasks.recover_imports_task", 1),
     "heart: keep the prompt cache warm in a pause": ("heart.tasks.keep_cache_warm_task", 1),
     "heart: prune old context snapshots": ("heart.tasks.prune_snapshots_task", 24 * 60),
+    "heart: write first when a reason holds": (
+        "heart.tasks.decide_nudges_task",
+        settings.NUDGE_CHECK_MINUTES,
+    ),
     "gem: decay sweep": ("gem.tasks.sweep_decay_task", 60),
     "gem: archive old working memory": ("gem.tasks.archive_working_memory_task", 24 * 60),
     "mirror: check the trigger and run": (

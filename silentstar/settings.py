@@ -11,6 +11,7 @@ from silentstar.env import (
     database_from_url,
     env_bool,
     env_float,
+    env_hours,
     env_int,
     env_list,
     env_str,
@@ -337,6 +338,19 @@ LOOM_MODEL = env_str("SILENTSTAR_LOOM_MODEL", "claude-sonnet-5-5")
 AGENT_MAX_TOKENS = env_int("SILENTSTAR_AGENT_MAX_TOKENS", 8192, minimum=1)
 WEB_SEARCH = env_bool("SILENTSTAR_WEB_SEARCH", False)
 WEB_SEARCH_MAX_USES = env_int("SILENTSTAR_WEB_SEARCH_MAX_USES", 5, minimum=1)
+
+# --- Writing first (heart/nudges.py, docs/nudges.md) -------------------------------------------
+# The companion may write first only for the reasons the person turned on (each off at first),
+# never in the quiet hours (the owner's time zone), at most SILENTSTAR_NUDGE_DAILY_MAX times a day,
+# never while a reply waits or within SILENTSTAR_NUDGE_AFTER_MESSAGE_MINUTES of the person's last
+# message, and not again after SILENTSTAR_NUDGE_UNANSWERED_MAX nudges in a row went unanswered.
+NUDGE_CHECK_MINUTES = env_int("SILENTSTAR_NUDGE_CHECK_MINUTES", 10, minimum=1)
+NUDGE_QUIET_HOURS = env_hours("SILENTSTAR_NUDGE_QUIET_HOURS", "22:00-09:00")
+NUDGE_DAILY_MAX = env_int("SILENTSTAR_NUDGE_DAILY_MAX", 1, minimum=0)
+NUDGE_UNANSWERED_MAX = env_int("SILENTSTAR_NUDGE_UNANSWERED_MAX", 2, minimum=1)
+NUDGE_AFTER_MESSAGE_MINUTES = env_int("SILENTSTAR_NUDGE_AFTER_MESSAGE_MINUTES", 60, minimum=0)
+NUDGE_SILENCE_DAYS = env_int("SILENTSTAR_NUDGE_SILENCE_DAYS", 3, minimum=1)
+NUDGE_PROPOSALS_AFTER_HOURS = env_int("SILENTSTAR_NUDGE_PROPOSALS_AFTER_HOURS", 24, minimum=1)
 
 # --- A local model server (docs/local-model.md) ----------------------------------------------
 # Used when SILENTSTAR_LOCAL_BASE_URL is set and ANTHROPIC_API_KEY is not: one model for every

@@ -34,7 +34,7 @@ from django.db import DatabaseError, models, transaction
 from tqdm import tqdm
 
 from compass.models import CompassPrompt, Consultation, Proposal
-from events.models import Correction, Event, EventTag, Purge, Turn
+from events.models import Correction, Event, EventTag, Nudge, Purge, Turn
 from gem.archive_store import archive_read, archive_storage, index_read
 from gem.models import (
     AmbientProse,
@@ -147,6 +147,11 @@ KINDS = (
             "again_of",
         ),
         later=("again_of",),
+    ),
+    Kind(
+        "nudges.jsonl",
+        Nudge,
+        ("id", "reason", "thing", "said", "status", "held", "found_at", "decided_at", "turn"),
     ),
     Kind(
         "snapshots.jsonl",
@@ -397,6 +402,7 @@ ADDED_LATER = frozenset(
         "corrections.jsonl",
         "purges.jsonl",
         "forgotten.jsonl",
+        "nudges.jsonl",
     }
 )
 # Models whose rows are written inside another file's rows, without ids of their own.

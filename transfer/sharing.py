@@ -10,7 +10,8 @@ installation whole. One made to share with someone leaves out what was taken bac
 - the working memory written from such a message, and every item and suggestion forgotten
   (``gem.models.Forgotten``): their words, and what Mira's import kept of them;
 - the words kept as forgotten;
-- every context snapshot: they hold what was sent to Claude then, taken-back words included.
+- every context snapshot: they hold what was sent to Claude then, taken-back words included;
+- in the reasons she wrote first, the words of messages taken back.
 
 A purged message's text is gone from the log already. The rows stay (their ids, times and
 speakers), so the export imports as any, with the words left out.
@@ -101,4 +102,6 @@ def row_shared(file: str, row: dict, left: LeftOut) -> dict | None:
             return {**row, "content": left.text(row["content"])}
         case "summaries.jsonl":
             return {**row, "content": left.text(row["content"])}
+        case "nudges.jsonl":  # the reason quotes a plan or proposals, whose words may be gone
+            return {**row, "said": left.text(row["said"])}
     return row

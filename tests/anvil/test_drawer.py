@@ -200,3 +200,21 @@ def test_someone_not_staff_is_sent_to_sign_in(client, memory):
     client.force_login(user)
     response = client.get(reverse(DRAWER))
     assert response.status_code == 302
+
+
+def test_she_writes_first_only_for_the_reasons_turned_on_in_the_drawer(admin_client):
+    from heart.nudges import nudge_reasons_on
+
+    page = admin_client.get(reverse(DRAWER), headers={"HX-Request": "true"}).text
+    assert "She may write first" in page
+    assert 'name="reasons" value="silence">' in page  # each off at first
+    response = admin_client.post(
+        reverse("admin:drawer-writing-first"),
+        {"reasons": ["silence", "plan", "moon"]},
+        headers={"HX-Request": "true"},
+    )
+    assert nudge_reasons_on() == {"silence", "plan"}
+    assert "She may write first for a plan coming due, a long silence." in response.text
+    assert 'name="reasons" value="silence" checked>' in response.text
+    admin_client.post(reverse("admin:drawer-writing-first"), {})
+    assert nudge_reasons_on() == set()

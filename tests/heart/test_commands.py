@@ -87,11 +87,12 @@ def test_it_declares_the_schedules_once(capsys):
         "heart.tasks.recover_turns_task",
         "heart.tasks.keep_cache_warm_task",
         "heart.tasks.prune_snapshots_task",
+        "heart.tasks.decide_nudges_task",
         "gem.tasks.sweep_decay_task",
         "gem.tasks.archive_working_memory_task",
         "mirror.tasks.run_mirror_task",
         "compass.tasks.review_task",
         "transfer.tasks.recover_imports_task",
     }
-    assert Schedule.objects.count() == 8
+    assert Schedule.objects.count() == 9
     assert "Scheduled: gem: decay sweep" in capsys.readouterr().out

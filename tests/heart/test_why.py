@@ -160,7 +160,7 @@ def test_words_the_lens_finds_are_never_never_stored(settings):
     settings.BUDGET_FOUND = 0
     at = START
     turn("<renki>work tomorrow is the big presentation</renki>", at)
-    for n in range(4):
+    for n in range(8):  # the offline replies are short: it takes more to pass the presentation
         turn(f"<luna>small talk number {n}</luna>", at := at + timedelta(minutes=2))
 
     [(answer, reason)] = answers("the presentation at work")

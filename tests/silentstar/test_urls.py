@@ -15,7 +15,7 @@ from django.utils import timezone
 from django_q.models import OrmQ, Schedule, Task
 
 from compass.models import Consultation
-from events.models import Event, Turn
+from events.models import Event, Nudge, Turn
 from gem.access import REFUSAL
 from gem.models import (
     AmbientProse,
@@ -204,6 +204,7 @@ POSTS = {
     "admin/memory/items/<int:item_id>/forget/": {},
     "admin/memory/items/<int:item_id>/edit/": {"content": "tea at six"},
     "admin/memory/suggestions/<int:suggestion_id>/decide/": {"decision": "reject"},
+    "admin/memory/writing-first/": {"reasons": ["silence"]},
 }
 # Pages for the owner alone, whatever the memory permission grants.
 OWNER_ONLY = {"events/<int:event_id>/purge/": "purging a message taken back"}
@@ -306,6 +307,7 @@ def rows(settings, tmp_path):
         level="L0", first_event_id=turn.event_id, last_event_id=turn.event_id, content="…", run=run
     )
     TagSuggestion.objects.create(summary=summary, type="pin", content="tea")
+    Nudge.objects.create(reason="silence", thing="silence after event 1", said="a long silence")
     Consultation.objects.create(question="what should this week hold", status="failed")
     session = Session.objects.create(topic="the crawl")
     session.fragments.add(fairy)

@@ -69,7 +69,7 @@ ids = sorted(Event.objects.values_list('id', flat=True))
 from events.models import Nudge
 from heart.services import turn_first_queue
 nudge = Nudge.objects.create(reason='silence', thing=f'silence after event {ids[1]}',
-                             said='they have not written for 3 days.', status='sent',
+                             said='luna has not written for 3 days.', status='sent',
                              decided_at=datetime(2026, 11, 21, 9, tzinfo=UTC))
 turn_first_queue(nudge_id=nudge.pk)
 assert EventTag.objects.exists() and Turn.objects.exists() and ContextSnapshot.objects.exists()
