@@ -1,5 +1,5 @@
 """Backup and restore of a whole installation: the four stores, the uploaded images and the
-secret key kept in the data folder.
+keys kept in the data folder.
 
 ``backup_create`` copies every distinct database (SQLite's backup API per store file,
 ``pg_dump`` per PostgreSQL database) and every file under MEDIA_ROOT into one folder, with a
@@ -34,12 +34,21 @@ from filelock import FileLock, Timeout
 
 from events.models import Event
 from gem.models import Fragment, WorkingMemory
+from heart.push import PUSH_KEY_FILE
 from mirror.models import Summary
 from silentstar.router import store_of
 from silentstar.secret_key import KEY_FILE
 
 if TYPE_CHECKING:
     import psycopg
+
+# The keys the installation generated and keeps in its data folder, by their field in the
+# manifest, each with what it is: copied last, readable by their owner alone, and put back by a
+# restore.
+KEPT_KEYS = {
+    "secret_key": (KEY_FILE, "the secret key of the data folder"),
+    "push_key": (PUSH_KEY_FILE, "the key that signs the notifications to devices"),
+}
 
 FORMAT = 1
 MANIFEST = "manifest.json"
@@ -419,20 +428,21 @@ def _files_copy(folder: Path, progress: Progress) -> list[dict]:
     return entries
 
 
-def _key_copy(folder: Path, progress: Progress) -> dict | None:
-    """A copy of the secret key the installation generated and keeps in its data folder
-    (``silentstar/secret_key.py``), readable by its owner alone; None when it keeps none (its
-    key is given by ``SILENTSTAR_SECRET_KEY``)."""
+def _key_copy(folder: Path, field: str, progress: Progress) -> dict | None:
+    """A copy of a key the installation generated and keeps in its data folder (``KEPT_KEYS``:
+    ``silentstar/secret_key.py``, ``heart/push.py``), readable by its owner alone; None when it
+    keeps none (the secret key given by ``SILENTSTAR_SECRET_KEY``, no notification sent yet)."""
+    name, what = KEPT_KEYS[field]
     try:
-        key = (settings.DATA_DIR / KEY_FILE).read_bytes()
+        key = (settings.DATA_DIR / name).read_bytes()
     except FileNotFoundError:
         return None
     with os.fdopen(
-        os.open(folder / KEY_FILE, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600), "wb"
+        os.open(folder / name, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600), "wb"
     ) as copy:
         copy.write(key)
-    progress(f"{KEY_FILE}: the secret key of the data folder")
-    return _file_entry(folder, KEY_FILE)
+    progress(f"{name}: {what}")
+    return _file_entry(folder, name)
 
 
 def _folder_new(into: Path, now: datetime) -> Path:
@@ -481,7 +491,8 @@ def _unfinished_here_empty(into: Path, progress: Progress) -> None:
     except Timeout:
         raise BackupError(f"another backup is being written into {into}") from None
     try:
-        for name in ("databases", *file_storages().values(), KEY_FILE, f"{MANIFEST}.partial"):
+        keys = [name for name, _ in KEPT_KEYS.values()]
+        for name in ("databases", *file_storages().values(), *keys, f"{MANIFEST}.partial"):
             path = into / name
             if path.is_dir() and not path.is_symlink():
                 shutil.rmtree(path)
@@ -596,7 +607,7 @@ def _backup_write(folder: Path, *, now: datetime, progress: Progress) -> None:
     # an image whose event came later, which nothing reads. Likewise an item the archive takes
     # from working memory meanwhile is in both copies, rather than in neither.
     stored = _files_copy(folder, progress)
-    key = _key_copy(folder, progress)
+    keys = {field: _key_copy(folder, field, progress) for field in KEPT_KEYS}
     backends = sorted({entry["backend"] for entry in dumped})
     manifest = {
         "format": FORMAT,
@@ -606,7 +617,7 @@ def _backup_write(folder: Path, *, now: datetime, progress: Progress) -> None:
         "rows": rows,
         "databases": dumped,
         "files": stored,
-        "secret_key": key,
+        **keys,
     }
     written = folder / f"{MANIFEST}.partial"
     written.write_text(json.dumps(manifest, indent=2) + "\n")
@@ -656,13 +667,14 @@ def manifest_read(folder: Path) -> dict:
         raise BackupError(f"{path} is damaged: {error!r}") from None
     if not isinstance(fields[0], int) or fields[0] > FORMAT:
         raise BackupError(f"{path} has format {fields[0]!r}; this code reads up to {FORMAT}")
-    key = manifest.get("secret_key")  # absent from backups made before it was carried
-    if key is not None and (
-        not isinstance(key, dict)
-        or {"name", "size", "sha256"} - key.keys()
-        or key["name"] != KEY_FILE
-    ):
-        raise BackupError(f"{path} is damaged: its secret_key is not as written")
+    for field, (name, _) in KEPT_KEYS.items():
+        key = manifest.get(field)  # absent from backups made before it was carried
+        if key is not None and (
+            not isinstance(key, dict)
+            or {"name", "size", "sha256"} - key.keys()
+            or key["name"] != name
+        ):
+            raise BackupError(f"{path} is damaged: its {field} is not as written")
     for entry in files:
         name = PurePosixPath(str(entry.get("name", "")))
         if name.is_absolute() or ".." in name.parts or len(name.parts) < 2:
@@ -694,8 +706,8 @@ def backup_verify(folder: Path) -> dict:
     if linked(folder, MANIFEST):
         raise BackupError(f"{folder / MANIFEST} is a symbolic link: a backup holds its own files")
     manifest = manifest_read(folder)
-    key = [manifest["secret_key"]] if manifest.get("secret_key") else []
-    for entry in manifest["databases"] + manifest["files"] + key:
+    keys = [manifest[field] for field in KEPT_KEYS if manifest.get(field)]
+    for entry in manifest["databases"] + manifest["files"] + keys:
         path = folder / entry["name"]
         if linked(folder, entry["name"]):
             raise BackupError(

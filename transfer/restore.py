@@ -16,8 +16,9 @@ from django.conf import settings
 from django.db.migrations.loader import MigrationLoader
 
 from silentstar.router import store_of
-from silentstar.secret_key import KEY_FILE, secret_key_write
+from silentstar.secret_key import secret_key_write
 from transfer.backup import (
+    KEPT_KEYS,
     MAIN_TABLES,
     BackupError,
     Progress,
@@ -73,16 +74,18 @@ def _rows_check(counted: dict[str, int], manifest: dict, *, where: str) -> None:
         raise BackupError(f"the rows {where} differ from the manifest's: {differ}")
 
 
-def _key_put(folder: Path, manifest: dict, progress: Progress) -> None:
-    """The backup's secret key in place of this installation's, so the sessions and the
-    worker's queued tasks it signed carry on; done last, being the one change the undo does not
-    put back. A backup without one (its installation's key was given by SILENTSTAR_SECRET_KEY)
-    leaves this installation's."""
-    if not manifest.get("secret_key"):
-        return
-    key = (folder / KEY_FILE).read_text().strip()
-    secret_key_write(settings.DATA_DIR / KEY_FILE, key, replace=True)
-    progress(f"{KEY_FILE}: the secret key restored into the data folder")
+def _keys_put(folder: Path, manifest: dict, progress: Progress) -> None:
+    """The backup's keys in place of this installation's: the secret key, so the sessions and
+    the worker's queued tasks it signed carry on, and the key that signs notifications, which
+    the devices' subscriptions restored name. Done last, being the one change the undo does not
+    put back. A key the backup lacks (the secret key given by SILENTSTAR_SECRET_KEY, no
+    notification ever sent) leaves this installation's."""
+    for field, (name, what) in KEPT_KEYS.items():
+        if not manifest.get(field):
+            continue
+        key = (folder / name).read_text().strip()
+        secret_key_write(settings.DATA_DIR / name, key, replace=True)
+        progress(f"{name}: {what}, restored into the data folder")
 
 
 @dataclass(frozen=True)
@@ -108,7 +111,7 @@ def backup_restore(*, folder: Path, progress: Progress = print) -> Restored:
         with undone_on_failure(what="restore", source=folder, progress=progress):
             backup_put(folder=folder, manifest=manifest, progress=progress)
             _rows_check(installation_rows(), manifest, where="restored")
-            _key_put(folder, manifest, progress)
+            _keys_put(folder, manifest, progress)
     return Restored(manifest=manifest, behind=behind, undone=undone)
 
 

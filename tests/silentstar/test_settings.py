@@ -133,6 +133,13 @@ def test_it_refuses_an_unknown_time_zone(manage):
 
 
 @pytest.mark.store_free
+def test_it_refuses_a_push_contact_that_is_no_address(manage):
+    result = manage("check", env={"SILENTSTAR_PUSH_CONTACT": "owner@example.org"})
+    assert result.returncode != 0
+    assert "SILENTSTAR_PUSH_CONTACT must be a mailto: or https: address" in result.stderr
+
+
+@pytest.mark.store_free
 def test_it_bounds_background_tasks():
     cluster = settings.Q_CLUSTER
     assert cluster["timeout"] < cluster["retry"]

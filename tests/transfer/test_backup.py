@@ -165,6 +165,27 @@ def test_a_backup_carries_the_secret_key_kept_in_the_data_folder(filled):
     assert stat.S_IMODE((folder / "secret_key").stat().st_mode) == 0o600
 
 
+def test_a_backup_carries_the_key_that_signs_notifications_once_there_is_one(
+    installation, tmp_path
+):
+    source = installation("source")
+    before = source.backup(tmp_path / "before")
+    source.shell("from heart.push import push_public_key; push_public_key()")
+
+    folder = source.backup(tmp_path / "after")
+
+    manifest = checksums_hold(folder)
+    key = (folder / "push_key.pem").read_bytes()
+    assert key == (source.data / "push_key.pem").read_bytes()
+    assert manifest["push_key"] == {
+        "name": "push_key.pem",
+        "size": len(key),
+        "sha256": hashlib.sha256(key).hexdigest(),
+    }
+    assert stat.S_IMODE((folder / "push_key.pem").stat().st_mode) == 0o600
+    assert checksums_hold(before)["push_key"] is None and not (before / "push_key.pem").exists()
+
+
 @pytest.fixture
 def backup_copy(filled, tmp_path) -> Path:
     """A copy of the filled installation's backup, to damage."""

@@ -56,6 +56,22 @@ def test_it_puts_back_the_secret_key_the_backup_carries(installation, filled):
     assert stat.S_IMODE(kept.stat().st_mode) == 0o600
 
 
+def test_it_puts_back_the_key_that_signs_notifications(installation, tmp_path):
+    """The devices' subscriptions restored name the source's public key: a target's own key,
+    made before, would have every notification refused."""
+    source, target = installation("source"), installation("target")
+    made = "from heart.push import push_public_key; print(push_public_key())"
+    source_key = source.shell(made)
+    assert target.shell(made) != source_key
+
+    restored = target.restore(source.backup(tmp_path / "backups"))
+
+    assert restored.returncode == 0, restored.stderr
+    assert "push_key.pem: the key that signs the notifications" in restored.stdout
+    assert target.shell(made) == source_key
+    assert stat.S_IMODE((target.data / "push_key.pem").stat().st_mode) == 0o600
+
+
 def test_it_restores_only_into_an_empty_installation(installation, filled):
     _, folder = filled
     other = installation("other")
