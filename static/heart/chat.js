@@ -295,6 +295,26 @@
   document.addEventListener("htmx:timeout", serverUnreachable);
   document.addEventListener("htmx:responseError", serverUnreachable);
 
+  /* ------------------------------------------------------------ the header's menu */
+
+  // The other pages' links: always open on a wide screen (its "menu" line hidden), folded on
+  // a phone, where "menu" opens them and a tap elsewhere or Escape closes them.
+  const menu = document.querySelector(".chat-menu");
+  if (menu && window.matchMedia) {
+    const narrow = window.matchMedia("(max-width: 600px)");
+    const fit = () => {
+      menu.open = !narrow.matches;
+    };
+    fit();
+    narrow.addEventListener("change", fit);
+    document.addEventListener("click", (evt) => {
+      if (narrow.matches && menu.open && !menu.contains(evt.target)) menu.open = false;
+    });
+    document.addEventListener("keydown", (evt) => {
+      if (evt.key === "Escape" && narrow.matches && menu.open) menu.open = false;
+    });
+  }
+
   /* ------------------------------------------------------------ the page */
 
   const form = document.getElementById("composer");
@@ -1022,17 +1042,6 @@
       }
     }
 
-    function resetComposer() {
-      input.replaceChildren();
-      if (messageField) messageField.value = "";
-      clearImage();
-      showError(null);
-      errorShownFor = null;
-      savedRange = null;
-      setButtons(PLAIN);
-      updateEmpty();
-    }
-
     function appendToHistory(html) {
       const history = document.getElementById("history");
       if (!history) return;
@@ -1072,6 +1081,22 @@
       form.setAttribute("aria-busy", "true");
       showError(null);
       errorShownFor = null;
+      // The input empties as the message goes, so what the person types next is theirs: it is
+      // never wiped when the answer comes. Refused, the message comes back (see putBack).
+      const sentNodes = Array.from(input.childNodes, (node) => node.cloneNode(true));
+      const sentImage = image;
+      input.replaceChildren();
+      if (messageField) messageField.value = "";
+      savedRange = null;
+      setButtons(PLAIN);
+      updateEmpty();
+
+      function putBack() {
+        const typedSince = Array.from(input.childNodes);
+        input.replaceChildren(...sentNodes);
+        if (typedSince.length) input.append(document.createElement("br"), ...typedSince);
+        updateEmpty();
+      }
 
       try {
         let response;
@@ -1083,17 +1108,21 @@
             headers: { "X-CSRFToken": csrfToken(), "HX-Request": "true" },
           });
         } catch (_) {
+          putBack();
           showError("Could not reach Silentstar — check the connection. Your message is still here.");
-          errorShownFor = message;
+          errorShownFor = serialise(input);
           return;
         }
         const text = await response.text().catch(() => "");
         if (response.redirected) {
           // POST /messages/ never redirects on success: this is the login page.
+          putBack();
           showError("You have been logged out. Reload the page to log in again — your message is still here.");
-          errorShownFor = message;
+          errorShownFor = serialise(input);
         } else if (response.status === 201 || response.ok) {
-          resetComposer();
+          if (image === sentImage) clearImage();
+          showError(null);
+          errorShownFor = null;
           appendToHistory(text);
           // Something has now been said: the set-up offer is for an installation without it.
           const offer = document.querySelector(".first-run-offer");
@@ -1102,8 +1131,9 @@
             input.focus({ preventScroll: true });
           }
         } else {
+          putBack();
           showResponseError(text, response.status);
-          errorShownFor = message;
+          errorShownFor = serialise(input);
         }
       } finally {
         sending = false;

@@ -114,7 +114,7 @@ def test_a_letta_agents_speakers_are_chosen_its_memory_promoted_and_its_chat_rea
     page.get_by_role("link", name="Memories imported, waiting in the suggestion queue").click()
     page.locator("#result_list tbody tr", has_text="Lives by the harbour").locator("th a").click()
     page.get_by_role("button", name="Save and promote").click()
-    expect(page.locator(".messagelist")).to_contain_text("→ working memory")
+    expect(page.locator(".messagelist")).to_contain_text("Promoted into working memory: “")
 
     page.goto(f"/admin/transfer/importrun/{run.pk}/change/")
     page.get_by_role("link", name="The imported conversation on the chat page").click()

@@ -320,12 +320,12 @@ def test_it_keeps_the_phone_header_to_one_row_over_a_compact_composer(
     # One row, and nothing cut: every part of the header sits on one line inside the window.
     parts = phone_page.locator(
         ".chat-header h1, .chat-header .worker-dot, .chat-header .offline-badge, "
-        ".chat-header nav a, .chat-header nav button"
+        ".chat-header .memory-link, .chat-header .chat-menu > summary"
     )
     # Read in one go in the page: the worker dot is swapped for a fresh one every 3 s, and one
     # read per part could catch it between the two.
     boxes = parts.evaluate_all("parts => parts.map(part => part.getBoundingClientRect().toJSON())")
-    assert len(boxes) == 6
+    assert len(boxes) == 5
     middles = [box["y"] + box["height"] / 2 for box in boxes]
     assert max(middles) - min(middles) < 8, boxes
     assert all(box["x"] >= 0 and box["x"] + box["width"] <= 390 for box in boxes), boxes
@@ -333,8 +333,18 @@ def test_it_keeps_the_phone_header_to_one_row_over_a_compact_composer(
         box = phone_page.locator(button).bounding_box()
         assert box["x"] + box["width"] <= 390 and box["y"] + box["height"] <= 844, button
     expect(phone_page.get_by_label("Enter sends")).to_be_visible()
+    # The other pages fold behind "menu", a tap away, and fold again on a tap elsewhere.
+    expect(phone_page.get_by_role("link", name="Anvil")).to_be_hidden()
+    phone_page.locator(".chat-menu > summary").tap()
+    for name in ("set-up", "notifications", "Lens", "Anvil"):
+        link = phone_page.get_by_role("link", name=name, exact=True)
+        expect(link).to_be_visible()
+        box = link.bounding_box()
+        assert box["height"] >= 44 and box["x"] + box["width"] <= 390, (name, box)
     screenshot(phone_page, "phone")
     assert accessibility_problems(phone_page) == []
+    phone_page.locator("#conversation").tap()
+    expect(phone_page.get_by_role("link", name="Anvil")).to_be_hidden()
 
 
 # --- History ----------------------------------------------------------------------------------

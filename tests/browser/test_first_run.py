@@ -120,6 +120,7 @@ def test_a_new_installation_set_up_opens_the_chat_with_the_companions_greeting(
     phone.goto("/")
     chat_open(phone)
     expect(phone.locator("#history article.message.companion")).to_contain_text(said)
+    phone.locator(".chat-menu > summary").tap()  # the other pages, folded on a phone
     set_up = phone.locator("nav.chat-nav").get_by_role("link", name="set-up")
     expect(set_up).to_be_in_viewport()
     box = set_up.bounding_box()

@@ -10,15 +10,13 @@ from playwright.sync_api import BrowserContext, Page, expect
 
 from events.models import Event
 from gem.models import WorkingMemory
-from tests.browser.conftest import BROWSER_DB, PHONE, page_settled
+from tests.browser.conftest import BROWSER_DB, PHONE, SCREENSHOTS, page_settled
 from tests.browser.every_page import a_lived_in_installation, anvil_pages
-from tests.conftest import REPO
 
 pytestmark = BROWSER_DB
 
 WIDTH = PHONE["viewport"]["width"]
 FINGER = 44  # px, the least a target a finger taps is on each side
-IMAGES = REPO / "docs" / "images"
 
 # The width of the page and of each list, less the window's: more than a pixel is cut off.
 OVERFLOW = """() => {
@@ -85,7 +83,8 @@ def test_a_list_on_a_phone_is_cards_with_each_value_named(new_context, owner: Us
     expect(page.locator("#id_content")).to_have_value(plan.content)
 
     page.goto("/admin/gem/workingmemory/")
-    page.screenshot(path=IMAGES / "anvil-phone-table.png", animations="disabled", caret="hide")
+    SCREENSHOTS.mkdir(parents=True, exist_ok=True)
+    page.screenshot(path=SCREENSHOTS / "anvil-phone-table.png", animations="disabled", caret="hide")
 
 
 def test_the_graph_on_a_phone_reads_as_a_list_above_its_picture(
@@ -115,8 +114,12 @@ def test_the_graph_on_a_phone_reads_as_a_list_above_its_picture(
 
     page.goto("/admin/gem/fragment/graph/")
     expect(page.locator("#anvil-graph[data-ready=true]")).to_be_attached()
+    SCREENSHOTS.mkdir(parents=True, exist_ok=True)
     page.screenshot(
-        path=IMAGES / "anvil-phone-graph.png", full_page=True, animations="disabled", caret="hide"
+        path=SCREENSHOTS / "anvil-phone-graph.png",
+        full_page=True,
+        animations="disabled",
+        caret="hide",
     )
 
 

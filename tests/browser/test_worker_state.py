@@ -1,12 +1,16 @@
 """The worker's state in words on the chat page, in a real browser on a desktop and a phone: a
 reply waiting on a stopped worker says why, and the dot says when the server does not answer."""
 
+import re
+
 from playwright.sync_api import expect
 
 from heart import services
 from tests.browser.conftest import BROWSER_DB, accessibility_problems
 
 pytestmark = BROWSER_DB
+
+WORKER = re.compile(r"/worker/(\?|$)")  # the dot's look at the worker, whatever it asks after
 
 
 def test_a_reply_waiting_on_a_stopped_worker_explains_itself_on_a_phone(
@@ -36,7 +40,7 @@ def test_the_dot_says_when_the_server_does_not_answer_and_recovers(page):
     status = page.locator("#worker-status")
     before = status.get_attribute("data-state")
     assert before in ("online", "busy", "offline")
-    page.route("**/worker/", lambda route: route.abort())
+    page.route(WORKER, lambda route: route.abort())
     words = status.locator(".worker-words")
     expect(words).to_have_text("no connection", timeout=10_000)
     expect(words).to_be_visible()
@@ -45,6 +49,6 @@ def test_the_dot_says_when_the_server_does_not_answer_and_recovers(page):
         "No answer from the server: your messages are kept on it, "
         "and this page carries on when it is back",
     )
-    page.unroute("**/worker/")
+    page.unroute(WORKER)
     expect(status).to_have_attribute("data-state", before, timeout=10_000)
     expect(words).not_to_have_text("no connection")
