@@ -480,3 +480,41 @@ def test_it_refuses_an_inline_script_and_style_attribute_on_the_chat_page(page, 
     assert "'directive': 'script-src-elem'" in refused
     assert "'directive': 'style-src-attr'" in refused
     csp_refusals.clear()
+
+
+# --- Nothing typed is lost --------------------------------------------------------------------
+
+
+def test_what_is_typed_while_a_message_is_on_its_way_is_kept(page):
+    held = []
+    page.route(re.compile(r"/messages/$"), lambda route: held.append(route))
+    page.locator("#input").click()
+    page.keyboard.type("the first thought")
+    page.keyboard.press("Enter")
+    page.wait_for_function("() => document.querySelector('#composer').ariaBusy === 'true'")
+    expect(page.locator("#input")).to_have_text("")  # it went: the input is the next one's
+    page.keyboard.type("and a second one")
+    assert len(held) == 1
+    held[0].continue_()
+    expect(page.locator("#history article.message.user")).to_contain_text("the first thought")
+    expect(page.locator("#input")).to_have_text("and a second one")
+    assert [e.content for e in Event.objects.filter(actor__in=["hasuki", "luna"])] == [
+        "<hasuki>the first thought</hasuki>"
+    ]
+
+
+def test_a_message_the_server_never_got_comes_back_with_what_was_typed_since(page):
+    held = []
+    page.route(re.compile(r"/messages/$"), lambda route: held.append(route))
+    page.locator("#input").click()
+    page.keyboard.type("keep me")
+    page.keyboard.press("Enter")
+    page.wait_for_function("() => document.querySelector('#composer').ariaBusy === 'true'")
+    page.keyboard.type("and me")
+    held[0].abort()
+    expect(page.locator("#composer-error")).to_contain_text("Your message is still here.")
+    assert (
+        page.evaluate("() => window.silentstar.serialise(document.getElementById('input'))")
+        == "keep me\nand me"
+    )
+    assert Event.objects.count() == 0
