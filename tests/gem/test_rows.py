@@ -37,7 +37,7 @@ def test_a_row_missing_a_field_or_with_a_bare_time_is_refused():
     row = {name: None for name in ROW_FIELDS} | {"type": "pin", "content": "x", "subject": ""}
     with pytest.raises(RowError, match="missing fields: "):
         working_memory_from_row({"type": "pin"})
-    with pytest.raises(RowError, match="missing field: content$"):
+    with pytest.raises(RowError, match=r"missing field: content$"):
         working_memory_from_row({name: value for name, value in row.items() if name != "content"})
     with pytest.raises(
         RowError,
