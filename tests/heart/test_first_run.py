@@ -263,7 +263,7 @@ def test_the_chat_reaches_the_set_up_after_the_first_run(admin_client):
     turn_submit(text="<luna>hello</luna>", actor="luna", enqueue=False)
     chat = admin_client.get(reverse("heart-chat")).text
     assert OFFER not in chat
-    nav = chat[chat.index('<nav class="chat-nav">') : chat.index("</nav>")]
+    nav = chat[chat.index('<nav class="chat-nav"') : chat.index("</nav>")]
     assert f'href="{reverse("heart-setup")}">set-up</a>' in nav
 
 
