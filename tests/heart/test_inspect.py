@@ -456,7 +456,8 @@ def test_the_command_prints_sections_included_left_out_and_cache(fake_api, setti
     turn = answered(fake_api, "<luna>hello</luna>", START)
     call_command("inspect", str(turn.pk))
     out = capsys.readouterr().out
-    assert f"Turn {turn.number}, done" in out and "(record" not in out
+    record = f" (record {turn.pk})" if turn.pk != turn.number else ""
+    assert f"Turn {turn.number}{record}, done" in out
     assert "Lingering" in out and "/ 20 tokens" in out
     assert "[pin] tea without sugar, always" in out
     assert f"#{feeling.pk} feeling — restless: under the 0.01 floor (score 0.0039)" in out
