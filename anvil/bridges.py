@@ -313,7 +313,7 @@ class ImportRunAdmin(admin.ModelAdmin):
             return "—"
         return (
             f"{c.get('events', 0):,} messages, {c.get('suggestions', 0):,} memories, "
-            f"{sum(c.get(n, 0) for n in ('drafts', 'wakes', 'prose_additions'))} proposals"
+            f"{sum(c.get(n, 0) for n in ('drafts', 'wakes', 'prose_additions', 'greetings'))} proposals"
         )
 
     def has_add_permission(self, request):

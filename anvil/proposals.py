@@ -34,6 +34,7 @@ PERMISSIONS = {
     ProposalKind.DRAFT: ("gem.add_fragment", "gem.change_fragment"),
     ProposalKind.WAKE: ("gem.add_waketext",),
     ProposalKind.PROSE: ("gem.add_ambientprose",),
+    ProposalKind.GREETING: ("gem.add_waketext",),
 }
 
 
@@ -109,7 +110,7 @@ def proposal_apply(
             )
         added = ADDED_TO[proposal.kind]
         before = added.current()
-        after = text_added(before, chosen)
+        after = text_added(before, chosen, replaces=added.replaces)
         if after == before:  # the text in use holds it already: no second copy of it
             return ProposalApplied(proposal)
         if against:

@@ -5,13 +5,14 @@ off; saving it opens the chat with the companion's greeting (``heart.services.gr
 from events.models import Event
 from events.parse import parse
 from gem.models import WakeTextKind
-from gem.selectors import wake_text_current
+from gem.selectors import identities_current, wake_text_current
 
 # Kept in the session: the person saved the set-up or said "not now" on this device.
 OFFER_SET_ASIDE = "first_run_set_aside"
 
-# In the greeting's text: the companion's name.
+# In the greeting's text: the companion's name, and the person's (their first identity).
 NAME = "{name}"
+YOU = "{you}"
 
 
 def nothing_said() -> bool:
@@ -30,14 +31,21 @@ def first_run_set_aside(session) -> None:
 
 def greeting_text(*, companion: str) -> str:
     """The companion's first message: the greeting in use (a wake text the person writes in
-    the Anvil) as ``companion`` says it (``greeting_compose``)."""
-    return greeting_compose(wake_text_current(WakeTextKind.GREETING), companion=companion)
+    the Anvil, or a card's first message an import proposed) as ``companion`` says it to the
+    person's first identity (``greeting_compose``)."""
+    users = identities_current().users
+    return greeting_compose(
+        wake_text_current(WakeTextKind.GREETING),
+        companion=companion,
+        person=users[0] if users else "you",
+    )
 
 
-def greeting_compose(words: str, *, companion: str) -> str:
-    """``words`` as ``companion``'s message: ``{name}`` is her name, and words with no display
-    tag are spoken (``<say>``), as a reply's would be. Empty words are no greeting ("")."""
-    words = words.replace(NAME, companion).strip()
+def greeting_compose(words: str, *, companion: str, person: str = "you") -> str:
+    """``words`` as ``companion``'s message: ``{name}`` is her name, ``{you}`` the person's, and
+    words with no display tag are spoken (``<say>``), as a reply's would be. Empty words are no
+    greeting ("")."""
+    words = words.replace(NAME, companion).replace(YOU, person).strip()
     if not words:
         return ""
     if not parse(words, identities=[companion]).segments:

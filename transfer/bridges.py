@@ -216,6 +216,11 @@ class BridgePlan:
     prose_section: str = ""
     prose_here: bool = False
     prose_base: str = ""
+    # A card's first message, proposed as the greeting a new installation opens with ("" when
+    # the card has none), whether an earlier import proposed it, and the greeting in use.
+    greeting: str = ""
+    greeting_here: bool = False
+    greeting_base: str = ""
 
     @cached_property
     def left_out(self) -> list[LoreEntry]:
@@ -263,6 +268,7 @@ class BridgePlan:
             (not self.draft_text or self.draft_here)
             and (not self.wake_section or self.wake_here)
             and (not self.prose_section or self.prose_here)
+            and (not self.greeting or self.greeting_here)
             and not self.suggestions_new
             and not self.messages_new
         )
@@ -313,6 +319,7 @@ class AddedTo:
     current: Callable[[], str]  # the text in use
     model: type[VersionedText]
     text: dict[str, str]  # which text of ``model`` it is (``gem.services.text_version_add``)
+    replaces: bool = False  # the proposal is the whole text (a greeting), not an addition
 
 
 ADDED_TO = {
@@ -323,6 +330,13 @@ ADDED_TO = {
         {"kind": WakeTextKind.WAKE},
     ),
     ProposalKind.PROSE: AddedTo("ambient prose", ambient_prose_current, AmbientProse, {}),
+    ProposalKind.GREETING: AddedTo(
+        "greeting",
+        lambda: wake_text_current(WakeTextKind.GREETING),
+        WakeText,
+        {"kind": WakeTextKind.GREETING},
+        replaces=True,
+    ),
 }
 
 
@@ -332,9 +346,11 @@ def text_current(kind: str) -> str:
     return ADDED_TO[kind].current()
 
 
-def text_added(current: str, section: str) -> str:
+def text_added(current: str, section: str, *, replaces: bool = False) -> str:
     """The text a proposal adds to, ``current`` (``text_current``), with ``section`` after it
-    (unchanged when it is there already)."""
+    (unchanged when it is there already); with ``replaces``, ``section`` itself."""
+    if replaces:
+        return section or current
     if not section or section in current:
         return current
     return f"{current.rstrip()}\n\n{section}\n"
@@ -365,6 +381,7 @@ def bridge_plan(
     wake_section = _wake_section(bundle, macros)
     prose = ambient_prose_current() if any(f.constant for f in fragments) else ""
     prose_section = _prose_section(bundle, fragments, prose=prose)
+    greeting = _greeting(bundle)
     plan = BridgePlan(
         bundle=bundle,
         file_name=file_name,
@@ -382,6 +399,9 @@ def bridge_plan(
         prose_section=prose_section,
         prose_here=bool(prose_section) and _proposal_here(ProposalKind.PROSE, prose_section),
         prose_base=prose if prose_section else "",
+        greeting=greeting,
+        greeting_here=bool(greeting) and _proposal_here(ProposalKind.GREETING, greeting),
+        greeting_base=wake_text_current(WakeTextKind.GREETING) if greeting else "",
     )
     plan.speakers = _speakers_mapped(bundle.messages, speakers or {}, identities, plan.problems)
     return plan
@@ -534,6 +554,15 @@ def _wake_section(bundle: Bundle, macros: dict[str, str]) -> str:
     return "\n\n".join(parts)
 
 
+def _greeting(bundle: Bundle) -> str:
+    """A card's first message as the greeting: ``{{char}}`` and ``{{user}}`` as the greeting's
+    ``{name}`` and ``{you}``, the names the companion and the person have here when it is said."""
+    first = (bundle.greetings.get("first_mes") or "").strip()
+    if not first:
+        return ""
+    return macros_replaced(first, {"char": "{name}", "user": "{you}"})
+
+
 def _suggestions_planned(bundle: Bundle) -> list[SuggestionPlan]:
     here = _origins_here(ImportedMemory, [memory.origin for memory in bundle.memories])
     zone = owner_time_zone()
@@ -622,6 +651,7 @@ COUNT_WORDS = [  # what a run's counts say, one and many
     ("drafts", "draft proposed", "drafts proposed"),
     ("wakes", "wake text proposed", "wake texts proposed"),
     ("prose_additions", "ambient prose addition proposed", "ambient prose additions proposed"),
+    ("greetings", "greeting proposed", "greetings proposed"),
     ("proposals_here", "proposal already here", "proposals already here"),
 ]
 
@@ -667,6 +697,7 @@ def bridge_import(
         "drafts": 0,
         "wakes": 0,
         "prose_additions": 0,
+        "greetings": 0,
         "proposals_here": 0,
         "suggestions": 0,
         "suggestions_here": 0,
@@ -997,6 +1028,18 @@ def _proposals_stage(plan: BridgePlan, run: ImportRun, counts: dict[str, int]) -
                 file,
                 "prose_additions",
                 plan.prose_base,
+            )
+        )
+    if plan.greeting:
+        staged.append(
+            (
+                ProposalKind.GREETING,
+                _proposal_digest(ProposalKind.GREETING, plan.greeting),
+                f"How {bundle.name or 'the companion'} greets you, from the {what}",
+                plan.greeting,
+                file,
+                "greetings",
+                plan.greeting_base,
             )
         )
     for kind, digest, title, text, kept, counter, base in staged:

@@ -100,6 +100,7 @@ class ProposalKind(models.TextChoices):
     DRAFT = "draft", "draft of fragments"
     WAKE = "wake", "wake context"
     PROSE = "prose", "ambient prose"
+    GREETING = "greet", "greeting"
 
 
 class ProposalState(models.TextChoices):

@@ -520,3 +520,38 @@ def test_a_cards_greetings_are_kept_on_its_proposals_and_shown():
 
     bridge_import(plan, file_sha256="0" * 64)
     assert ImportedProposal.objects.get(kind="wake").kept["greetings"] == greetings
+
+
+@pytest.mark.fresh_install
+def test_a_cards_first_message_is_proposed_as_the_greeting_the_set_up_opens_with(
+    admin_client, admin_user
+):
+    from django.urls import reverse
+
+    from anvil.proposals import proposal_apply
+    from tests.heart.test_first_run import first_rows
+
+    card = {
+        "spec": "chara_card_v2",
+        "spec_version": "2.0",
+        "data": {
+            "name": "Seraphina",
+            "description": "A guardian.",
+            "first_mes": "*{{char}} looks up from the fire.* Welcome, {{user}}.",
+        },
+    }
+    plan = planned("card", json.dumps(card).encode())
+    assert plan.greeting == "*{name} looks up from the fire.* Welcome, {you}."
+    report = bridge_import(plan, file_sha256="0" * 64)
+    assert "1 greeting proposed" in str(report)
+    proposal = ImportedProposal.objects.get(kind="greet")
+    assert proposal.title == "How Seraphina greets you, from the character card"
+    proposal_apply(proposal_id=proposal.pk, user=admin_user)
+    assert wake_text_current("greeting") == plan.greeting  # the greeting in use, replaced
+
+    admin_client.post(reverse("heart-setup"), first_rows(person="wren", companion="sable"))
+    assert Event.objects.get().content == (
+        "<sable><say>*sable looks up from the fire.* Welcome, wren.</say></sable>"
+    )
+    again = planned("card", json.dumps(card).encode())
+    assert again.greeting_here  # an import of the same card proposes it no second time

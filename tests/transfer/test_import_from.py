@@ -164,7 +164,8 @@ def test_each_fixture_imports_and_a_second_import_adds_nothing(format, name, opt
         **{key: 0 for key in counts},
         "messages": counts["messages"],
         "proposals_here": sum(
-            counts[name] for name in ("drafts", "wakes", "prose_additions", "proposals_here")
+            counts[name]
+            for name in ("drafts", "wakes", "prose_additions", "greetings", "proposals_here")
         ),
         "suggestions_here": counts["suggestions"] + counts["suggestions_here"],
         "events_here": counts["events"] + counts["events_here"],

@@ -127,6 +127,9 @@ def plan_said(plan: BridgePlan) -> str:
     if plan.prose_section:
         state = " (already proposed)" if plan.prose_here else ""
         lines.append(f"A proposed addition to the ambient prose{state}:\n{plan.prose_section}")
+    if plan.greeting:
+        state = " (already proposed)" if plan.greeting_here else ""
+        lines.append(f"A proposed greeting{state}:\n{plan.greeting}")
     if plan.suggestions:
         lines.append(
             f"{len(plan.suggestions_new)} memories to stage as suggestions "
