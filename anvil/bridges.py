@@ -311,9 +311,10 @@ class ImportRunAdmin(admin.ModelAdmin):
         c = run.counts
         if not c:
             return "—"
+        proposed = sum(c.get(n, 0) for n in ("drafts", "wakes", "prose_additions", "greetings"))
         return (
             f"{c.get('events', 0):,} messages, {c.get('suggestions', 0):,} memories, "
-            f"{sum(c.get(n, 0) for n in ('drafts', 'wakes', 'prose_additions', 'greetings'))} proposals"
+            f"{proposed} proposals"
         )
 
     def has_add_permission(self, request):
