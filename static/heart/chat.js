@@ -295,6 +295,24 @@
   document.addEventListener("htmx:timeout", serverUnreachable);
   document.addEventListener("htmx:responseError", serverUnreachable);
 
+  /* ------------------------------------------------ "again" on the newest reply only */
+
+  // "again" asks for the newest reply again: when a newer one arrives on the open page, the
+  // older replies' "again" goes (the server would refuse it, saying so).
+  function againOnNewestOnly() {
+    const history = document.getElementById("history");
+    if (!history) return;
+    const forms = Array.from(history.querySelectorAll('form[action$="/again/"]'));
+    for (const form of forms.slice(0, -1)) {
+      const group = form.closest(".reply-choice");
+      form.remove();
+      if (group && !group.querySelector("form, .reply-place")) group.remove();
+    }
+  }
+
+  document.addEventListener("htmx:afterSettle", againOnNewestOnly);
+  silentstar.againOnNewestOnly = againOnNewestOnly;
+
   /* ------------------------------------------------------------ the header's menu */
 
   // The other pages' links: always open on a wide screen (its "menu" line hidden), folded on
@@ -1054,6 +1072,7 @@
         if (window.htmx) window.htmx.process(node);
         syncAnimations(node);
       }
+      againOnNewestOnly();
       if (silentstar.scrollToBottom) silentstar.scrollToBottom();
     }
 

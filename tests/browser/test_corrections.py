@@ -142,3 +142,7 @@ def test_a_reply_is_asked_for_again_and_the_first_chosen_back(fake_api, page, sc
     said(page, fake_api, "go on", "It was cold out.")
     sent = sent_user_text(fake_api)
     assert "owl" in sent and "seal" not in sent
+    # Only the newest reply can be asked for again: the older one's "again" went as it came.
+    expect(page.get_by_role("button", name="again")).to_have_count(1)
+    expect(page.locator(LATEST_COMPANION).get_by_role("button", name="again")).to_be_visible()
+    expect(page.locator(".reply-choice", has_text="1 of 2")).to_be_visible()
