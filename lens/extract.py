@@ -113,6 +113,11 @@ def fragment_markdown(key: str) -> str:
     return draft_render(draft_written(Draft(fragments=fragment_drafts(keys_checked([key])))))
 
 
+def fragments_listed():
+    """Every fragment's key and ambient tier, by key regardless of case: the Lens's index."""
+    return Fragment.objects.order_by("key_folded", "key").values_list("key", "ambient")
+
+
 def one_line(text: str) -> str:
     """Text on one line (a list item cannot hold a line break)."""
     return " ".join(text.split())

@@ -18,6 +18,7 @@ from lens.display import hits_display
 from lens.extract import (
     LensError,
     fragment_drafts,
+    fragments_listed,
     intersection,
     keys_checked,
     neighbours,
@@ -29,6 +30,7 @@ from lens.query import QueryError, memory_query, query_from_params
 from lens.search import DEFAULT_KINDS, MARK_OPEN, MAX_LIMIT, SearchError, search
 
 SEARCH_PAGE_HITS = 10
+INDEX_PAGE = 100  # fragments listed on a page of the Lens's index
 
 # --- Reading: a fragment, what connects several, working memory, summaries ------------------
 
@@ -37,7 +39,8 @@ SEARCH_PAGE_HITS = 10
 def lens_index(request):
     """The key box: one key opens the fragment, several what connects them."""
     if "keys" not in request.GET:
-        return render(request, "lens/index.html", {"form": KeysForm()})
+        page = Paginator(fragments_listed(), INDEX_PAGE).get_page(request.GET.get("page"))
+        return render(request, "lens/index.html", {"form": KeysForm(), "fragments": page})
     form = KeysForm(request.GET)
     if not form.is_valid():
         return _refuse(request, form.first_error(), form=form, status=400)

@@ -1,5 +1,6 @@
 """The Lens pages: a fragment, an intersection, working memory, summaries; owner only, GET only."""
 
+import re
 from contextlib import ExitStack
 from urllib.parse import quote
 
@@ -187,3 +188,27 @@ def test_any_valid_key_has_a_page(client, owner, key):
     url = reverse("lens-fragment-detail", args=[key])
     assert f"<h1>{key}</h1>".replace("'", "&#x27;") in client.get(url).content.decode()
     assert client.get(reverse("lens-index"), {"keys": key})["Location"] == url
+
+
+def test_the_index_lists_every_fragment_and_the_key_box_completes_keys(client, owner, gem):
+    page = client.get(reverse("lens-index")).text
+    assert "4 fragments" in page
+    keys = re.findall(r'<li><a href="/lens/fragments/([^/"]+)/">', page)
+    assert keys == ["fairy", "lake", "moon", "well"]
+    assert '<span class="muted">A small light.</span>' in page
+    assert '<datalist id="lens-key-list"><option value="fairy"><option value="lake">' in page
+    assert 'list="lens-key-list"' in page
+
+
+def test_the_index_pages_through_many_fragments(client, owner, monkeypatch):
+    from lens import views
+
+    monkeypatch.setattr(views, "INDEX_PAGE", 2)
+    for key in ("a1", "b2", "c3"):
+        Fragment.objects.create(key=key)
+    first = client.get(reverse("lens-index")).text
+    assert (
+        "page 1 of 2" in first and 'rel="next"' in first and "c3" not in first.split("<section")[1]
+    )
+    second = client.get(reverse("lens-index"), {"page": 2}).text
+    assert ">c3</a>" in second and 'rel="prev"' in second
