@@ -26,7 +26,7 @@ from django.urls import reverse
 from django.utils import timezone
 from django.utils.http import urlencode
 
-from anvil.forms import DrawerDecisionForm, DrawerFilterForm, DrawerItemForm
+from anvil.forms import DrawerDecisionForm, DrawerFilterForm, DrawerItemForm, due_changed
 from anvil.waiting import Waiting, decisions_waiting, waiting_for
 from events.models import Nudge, NudgeReason, NudgeStatus, Turn, TurnStatus
 from gem import decay
@@ -34,7 +34,7 @@ from gem.models import WorkingMemory, WorkingMemoryStatus, WorkingMemoryType
 from gem.selectors import identities_current, working_memory_scores
 from gem.services import WorkingMemoryError, working_memory_forget, working_memory_update
 from gem.state import turn_counter_current
-from heart.nudges import nudge_reasons_on, nudge_reasons_set
+from heart.nudges import nudge_reasons_on, nudge_reasons_set, quiet_hours_said
 from mirror.models import SuggestionStatus, TagSuggestion
 from mirror.services import SuggestionError, suggestion_promote, suggestion_reject
 from silentstar.words import counted, cut_words
@@ -141,12 +141,8 @@ NUDGE_PERMISSION = "events.change_nudge"
 
 def _writing_first() -> WritingFirst:
     on = nudge_reasons_on()
-    start, end = settings.NUDGE_QUIET_HOURS
-    quiet = (
-        f"never between {start // 60:02d}:{start % 60:02d} and {end // 60:02d}:{end % 60:02d}"
-        if start != end
-        else "at any hour"
-    )
+    hours = quiet_hours_said()
+    quiet = f"never in the quiet hours ({hours})" if hours else "at any hour"
     rules = [
         f"{quiet}, at most {counted(settings.NUDGE_DAILY_MAX, 'time')} a day;",
         "never while a reply is on its way, nor within "
@@ -248,7 +244,7 @@ def item_edit_view(site, request, item_id: int):
         messages.error(request, f"Not saved: {form.first_error()}")
         return _after(site, request)
     changes: dict[str, Any] = {"content": form.cleaned_data["content"]}
-    if item.type == WorkingMemoryType.PLAN and form.cleaned_data["due"] is not None:
+    if item.type == WorkingMemoryType.PLAN and due_changed(form.cleaned_data["due"], item.due):
         changes["due"] = form.cleaned_data["due"]
     try:
         written = working_memory_update(
@@ -290,7 +286,7 @@ def writing_first_view(site, request):
     """Turn on exactly the reasons ticked for her to write first."""
     _may(request, NUDGE_PERMISSION)
     chosen = set(request.POST.getlist("reasons")) & set(NudgeReason.values)
-    nudge_reasons_set(chosen)
+    nudge_reasons_set(chosen, user_id=request.user.pk)
     if chosen:
         named = ", ".join(NudgeReason(value).label for value in sorted(chosen))
         messages.success(request, f"She may write first for {named}.")

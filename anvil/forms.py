@@ -291,7 +291,13 @@ class DrawerDecisionForm(DrawerItemForm):
         content = self.cleaned_data["content"].strip()
         if content and content != suggestion.content:
             edits["content"] = content
-        due = self.cleaned_data["due"]
-        if due is not None and due != suggestion.due:
-            edits["due"] = due
+        if due_changed(self.cleaned_data["due"], suggestion.due):
+            edits["due"] = self.cleaned_data["due"]
         return edits
+
+
+def due_changed(given, due) -> bool:
+    """Whether a due date typed in a form (to the minute, as the form shows it) moves ``due``."""
+    if given is None:
+        return False
+    return due is None or given != due.replace(second=0, microsecond=0)

@@ -2,6 +2,7 @@
 and of the set-up (who talks here, the companion's name, and the time zone)."""
 
 import base64
+from urllib.parse import urlsplit
 from zoneinfo import available_timezones
 
 from django import forms
@@ -9,6 +10,7 @@ from django.conf import settings
 from PIL import Image
 
 from silentstar import claude
+from silentstar.forms import FirstError
 from silentstar.uploads import megabytes
 
 MESSAGE_MAX_CHARS = 20_000
@@ -21,13 +23,15 @@ def image_max_bytes() -> int:
     return min(settings.IMAGE_MAX_BYTES, claude.IMAGE_MAX_BYTES)
 
 
-class MessageForm(forms.Form):
+class MessageForm(FirstError):
     """A message from the composer: tagged text without the identity, who speaks, an image.
 
     ``identities`` are the names of the person's identities; ``identity`` must be one of them
     or empty. After validation ``image_extension`` holds the file extension that matches the
     image's real format (not its name).
     """
+
+    refused = "The message could not be sent."
 
     message = forms.CharField(
         required=False,
@@ -100,18 +104,13 @@ class MessageForm(forms.Form):
             raise forms.ValidationError("Write a message or attach an image.", code="empty")
         return cleaned
 
-    def first_error(self) -> str:
-        """One readable reason for the composer."""
-        for errors in self.errors.values():
-            if errors:
-                return errors[0]
-        return "The message could not be sent."
 
-
-class CorrectionForm(forms.Form):
+class CorrectionForm(FirstError):
     """A correction from the chat: its kind, an edit's text (as the person sees it: without
     the identity tag), a re-attribution's identity. The rest is checked where corrections are
     made (``heart.corrections``)."""
+
+    refused = "The correction could not be made."
 
     kind = forms.ChoiceField(
         choices=[(kind, kind) for kind in ("edit", "attribution", "retraction", "restoration")],
@@ -125,12 +124,6 @@ class CorrectionForm(forms.Form):
 
     def clean_text(self):
         return self.cleaned_data["text"].replace("\r\n", "\n").replace("\r", "\n")
-
-    def first_error(self) -> str:
-        for errors in self.errors.values():
-            if errors:
-                return errors[0]
-        return "The correction could not be made."
 
 
 class HistoryForm(forms.Form):
@@ -227,6 +220,12 @@ class PushSubscriptionForm(forms.Form):
         endpoint = self.cleaned_data["endpoint"]
         if not endpoint.startswith("https://"):
             raise forms.ValidationError("A push service's address begins with https://.")
+        host = (urlsplit(endpoint).hostname or "").casefold()
+        if not any(host == known or host.endswith(f".{known}") for known in settings.PUSH_SERVICES):
+            raise forms.ValidationError(
+                f"“{host}” is not a browser's push service this installation sends to "
+                "(SILENTSTAR_PUSH_SERVICES)."
+            )
         return endpoint
 
     def clean_p256dh(self):

@@ -57,7 +57,7 @@ from heart.assemble import (
     SUMMARIES,
     due_in_words,
 )
-from heart.context import budgets_from_settings
+from heart.context import ContextInputs, budgets_from_settings
 from heart.models import ContextSnapshot
 from mirror.models import Summary
 from silentstar.pricing import cache_minimum
@@ -739,10 +739,9 @@ def _dropped_only(
 def _read_before(inspection: Inspection) -> int:
     """The turn's context read the log before this id: its message's, or, when she wrote first,
     the one after the newest event then (kept with the snapshot's inputs)."""
-    if inspection.turn.event_id is not None:
-        return inspection.turn.event_id
-    inputs = inspection.snapshot.inputs or {}
-    return (inputs.get("through_event") or 0) + 1
+    if inspection.turn.event_id is not None or not inspection.snapshot.inputs:
+        return inspection.turn.event_id or 0
+    return ContextInputs.from_json(inspection.snapshot.inputs).before
 
 
 def _summary_label(summary_id: int, row: Summary | None) -> str:

@@ -23,12 +23,13 @@ from datetime import datetime, timedelta
 from zoneinfo import ZoneInfo
 
 from django.conf import settings
+from django.contrib.admin.models import CHANGE, LogEntry
 from django.db import IntegrityError, transaction
 from django.utils import timezone
 
 from events.models import Event, Nudge, NudgeReason, NudgeStatus, Turn, TurnStatus
 from gem import decay
-from gem.models import WorkingMemory, WorkingMemoryStatus, WorkingMemoryType
+from gem.models import State, WorkingMemory, WorkingMemoryStatus, WorkingMemoryType
 from gem.selectors import identities_current
 from gem.state import RECENT_WINDOW, state_get, state_set
 from gem.zone import owner_time_zone
@@ -57,12 +58,21 @@ def nudge_reasons_on() -> set[str]:
     return set(state_get(REASONS_ON, [])) & set(NudgeReason.values)
 
 
-def nudge_reasons_set(reasons: set[str]) -> None:
-    """Turn on exactly ``reasons``; a waiting nudge of a reason turned off is cancelled."""
+def nudge_reasons_set(reasons: set[str], *, user_id: int | None = None) -> None:
+    """Turn on exactly ``reasons``; a waiting nudge of a reason turned off is cancelled. A
+    person's choice (``user_id``) is written in the admin log."""
     unknown = set(reasons) - set(NudgeReason.values)
     if unknown:
         raise ValueError(f"No such reason to write first: {', '.join(sorted(unknown))}.")
     state_set(REASONS_ON, sorted(reasons))
+    if user_id is not None:
+        named = ", ".join(NudgeReason(value).label for value in sorted(reasons)) or "none"
+        LogEntry.objects.log_actions(
+            user_id,
+            [State.objects.get(key=REASONS_ON)],
+            CHANGE,
+            f"Reasons she may write first: {named}",
+        )
     Nudge.objects.filter(status=NudgeStatus.WAITING).exclude(reason__in=reasons).update(
         status=NudgeStatus.CANCELLED, held="Its reason was turned off."
     )
@@ -76,7 +86,7 @@ def nudges_decide(*, now: datetime | None = None) -> Nudge | None:
     found = reasons_found(on=on, now=now) if on else []
     for reason in found:
         _found_record(reason, now=now)
-    holding = {(reason.reason, reason.thing) for reason in found}
+    holding = {(reason.reason, reason.thing): reason.said for reason in found}
     for nudge in Nudge.objects.filter(status=NudgeStatus.WAITING):
         if (nudge.reason, nudge.thing) not in holding:
             Nudge.objects.filter(pk=nudge.pk, status=NudgeStatus.WAITING).update(
@@ -92,7 +102,11 @@ def nudges_decide(*, now: datetime | None = None) -> Nudge | None:
         if held:
             waiting.update(held=held)
             return None
-        Nudge.objects.filter(pk=nudge.pk).update(status=NudgeStatus.SENT, decided_at=now, held="")
+        # Said as it holds now: a silence held back overnight has grown by then.
+        said = holding.get((nudge.reason, nudge.thing), nudge.said)
+        Nudge.objects.filter(pk=nudge.pk).update(
+            status=NudgeStatus.SENT, decided_at=now, held="", said=said
+        )
         turn_first_queue(nudge_id=nudge.pk)
     nudge.refresh_from_db()
     logger.info("Writing first (nudge %s): %s", nudge.pk, nudge.said)
@@ -120,8 +134,7 @@ def nudge_held(*, now: datetime) -> str:
     zone = ZoneInfo(owner_time_zone())
     local = now.astimezone(zone)
     if in_quiet_hours(local, settings.NUDGE_QUIET_HOURS):
-        start, end = settings.NUDGE_QUIET_HOURS
-        return f"The quiet hours ({_clock(start)}–{_clock(end)})."
+        return f"The quiet hours ({quiet_hours_said()})."
     if Turn.objects.filter(status__in=(TurnStatus.QUEUED, TurnStatus.RUNNING)).exists():
         return "A reply is on its way."
     last_said = _last_message_at()
@@ -159,8 +172,12 @@ def _them(most: int) -> str:
     return "none to give" if most == 0 else "it" if most == 1 else "them"
 
 
-def _clock(minute: int) -> str:
-    return f"{minute // 60:02d}:{minute % 60:02d}"
+def quiet_hours_said() -> str:
+    """The quiet hours as a person reads them: "22:00–09:00" ("" when there are none)."""
+    start, end = settings.NUDGE_QUIET_HOURS
+    if start == end:
+        return ""
+    return f"{start // 60:02d}:{start % 60:02d}–{end // 60:02d}:{end % 60:02d}"
 
 
 def _last_message_at() -> datetime | None:

@@ -13,6 +13,7 @@ from django.conf import settings
 from django.contrib.auth import get_user_model
 from django.db import OperationalError, connections, router, transaction
 from django.db.models import Q
+from django.urls import reverse
 from django.utils import timezone
 from django_q.tasks import async_task
 
@@ -427,12 +428,7 @@ def turn_run(*, turn: Turn, stop: WorkerStop | None = None) -> Turn:
         if turn.again_of_id is not None:  # the new reply counts, the others set aside
             _when_unlocked(partial(reply_choose, turn_id=turn.pk, made_by=ASKED_AGAIN))
         if nudge is not None:  # she wrote first: to the devices that asked, once
-            push_notify(
-                ref=f"nudge:{nudge.pk}",
-                who=reply_event.actor or who.default_companion,
-                first_words=parsed.display_text,
-                url=f"/#event-{reply_event.pk}",
-            )
+            _nudge_pushed(nudge, reply_event=reply_event, parsed=parsed, who=who)
     except TurnStopped:
         _when_unlocked(partial(_turn_requeue, turn.pk, attempt=attempt))
         raise
@@ -450,6 +446,22 @@ def turn_run(*, turn: Turn, stop: WorkerStop | None = None) -> Turn:
             reason = f"Something went wrong while answering: {type(error).__name__}: {error}"
         _turn_fail(turn.pk, attempt, reason)
     return Turn.objects.get(pk=turn.pk)
+
+
+def _nudge_pushed(nudge: Nudge, *, reply_event: Event, parsed: ParsedMessage, who) -> None:
+    """Tell the devices that asked that she wrote first. Her message is written whatever
+    happens here: a notification that cannot be queued is said in the log, not a failed turn."""
+    try:
+        push_notify(
+            ref=f"nudge:{nudge.pk}",
+            who=reply_event.actor or who.default_companion,
+            first_words=parsed.display_text,
+            url=f"{reverse('heart-chat')}#event-{reply_event.pk}",
+        )
+    except Exception:
+        logger.exception(
+            "Nudge %s was written, but its notifications could not be queued", nudge.pk
+        )
 
 
 def _patience() -> float:

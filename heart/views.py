@@ -557,7 +557,7 @@ def _entry(
         position=at + 1,
         previous_turn=others[at - 1] if at > 0 else None,
         next_turn=others[at + 1] if at + 1 < len(others) else None,
-        again=turn.event_id == newest,
+        again=turn.event_id is not None and turn.event_id == newest,
     )
 
 

@@ -3,11 +3,12 @@
 from django import forms
 
 from lens.extract import DEPTH_DEFAULT
+from silentstar.forms import FirstError
 
 DEPTH_MAX = 8
 
 
-class KeysForm(forms.Form):
+class KeysForm(FirstError):
     """One or more fragment keys, separated by spaces or commas, and the longest path."""
 
     keys = forms.CharField(max_length=2000, error_messages={"required": "Name a fragment key."})
@@ -18,6 +19,3 @@ class KeysForm(forms.Form):
 
     def clean_depth(self) -> int:
         return self.cleaned_data["depth"] or DEPTH_DEFAULT
-
-    def first_error(self) -> str:
-        return next(iter(self.errors.values()))[0]

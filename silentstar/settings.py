@@ -487,3 +487,14 @@ if not PUSH_CONTACT.startswith(("mailto:", "https://")):
 PUSH_TTL_HOURS = env_int("SILENTSTAR_PUSH_TTL_HOURS", 24, minimum=0)
 # How many times a notification is tried before it is marked failed (gone devices are removed).
 PUSH_ATTEMPTS = env_int("SILENTSTAR_PUSH_ATTEMPTS", 3, minimum=1)
+# The push services a device's subscription may name (a host, or a domain and its hosts): the
+# browsers' own. Nothing else is ever posted to.
+PUSH_SERVICES = env_list(
+    "SILENTSTAR_PUSH_SERVICES",
+    [
+        "fcm.googleapis.com",
+        "updates.push.services.mozilla.com",
+        "notify.windows.com",
+        "push.apple.com",
+    ],
+)

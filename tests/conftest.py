@@ -230,6 +230,16 @@ DATABASE_FIXTURES = {
 }
 
 
+# The push service the tests' devices name: a host no browser's, reached by no test.
+TEST_PUSH_SERVICE = "push.example.invalid"
+
+
+@pytest.fixture(autouse=True)
+def test_push_service(settings) -> None:
+    """The tests' devices subscribe at ``TEST_PUSH_SERVICE``, beside the browsers' own."""
+    settings.PUSH_SERVICES = [*settings.PUSH_SERVICES, TEST_PUSH_SERVICE]
+
+
 @pytest.fixture(autouse=True)
 def source_identities(request) -> None:
     """The source documents' seven identities (``gem.source_identities``) in the Gem of every

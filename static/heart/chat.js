@@ -311,7 +311,6 @@
   }
 
   document.addEventListener("htmx:afterSettle", againOnNewestOnly);
-  silentstar.againOnNewestOnly = againOnNewestOnly;
 
   /* ------------------------------------------------------------ the header's menu */
 

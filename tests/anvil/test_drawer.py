@@ -218,3 +218,21 @@ def test_she_writes_first_only_for_the_reasons_turned_on_in_the_drawer(admin_cli
     assert 'name="reasons" value="silence" checked>' in response.text
     admin_client.post(reverse("admin:drawer-writing-first"), {})
     assert nudge_reasons_on() == set()
+
+
+def test_a_due_date_left_as_shown_is_no_edit(admin_client):
+    due = timezone.now().replace(microsecond=0) + timedelta(days=3, seconds=17)
+    plan = TagSuggestion.objects.create(
+        proposer="compass", type="plan", content="call mara", due=due
+    )
+    shown = timezone.localtime(due).strftime("%Y-%m-%dT%H:%M")  # as the drawer's box shows it
+    admin_client.post(
+        reverse("admin:drawer-decide", args=[plan.pk]),
+        {"decision": "promote", "content": "call mara", "due": shown},
+    )
+    plan.refresh_from_db()
+    assert WorkingMemory.objects.get(pk=plan.promoted_wm_id).due == due  # not cut to the minute
+    logged = LogEntry.objects.filter(change_message__startswith="Promoted to working memory")
+    assert [entry.change_message for entry in logged] == [
+        f"Promoted to working memory item {plan.promoted_wm_id}"  # no ", with due edited"
+    ]

@@ -119,7 +119,13 @@ def test_quiet_hours_hold_a_nudge_which_is_sent_after_them_if_it_still_holds():
     assert nudges_decide(now=at(23)) is None
     waiting = Nudge.objects.get()
     assert (waiting.status, waiting.held) == ("waiting", "The quiet hours (22:00–09:00).")
-    assert nudges_decide(now=at(10, days=2)).pk == waiting.pk
+    sent = nudges_decide(now=at(10, days=3))
+    assert sent.pk == waiting.pk
+    # Said as it holds when sent: the silence grew while it waited.
+    assert (waiting.said, sent.said) == (
+        "luna has not written for 5 days.",
+        "luna has not written for 6 days.",
+    )
 
 
 def test_quiet_hours_run_past_midnight():
@@ -275,3 +281,41 @@ def test_her_first_words_go_to_each_device_that_asked_once(settings):
     delivery = PushDelivery.objects.get()
     assert delivery.ref == f"nudge:{nudge.pk}"
     assert delivery.payload["title"] == "claude"
+
+
+def test_a_notification_that_cannot_be_queued_leaves_her_message_written(settings, monkeypatch):
+    from heart import services
+
+    settings.COMPANION_OFFLINE = True
+    said_long_ago()
+    nudge_reasons_set({"silence"})
+    nudge = nudges_decide(now=at(12))
+
+    def broken(**kwargs):
+        raise RuntimeError("the queue is down")
+
+    monkeypatch.setattr(services, "push_notify", broken)
+    run_turns_task(nudge.turn_id)
+    turn = Turn.objects.get(pk=nudge.turn_id)
+    assert (turn.status, turn.error) == ("done", "")
+    assert turn.reply_event.content.startswith("<say>I wanted to write first")
+
+
+def test_turning_reasons_on_is_written_in_the_admin_log(admin_user):
+    from django.contrib.admin.models import LogEntry
+
+    nudge_reasons_set({"plan", "silence"}, user_id=admin_user.pk)
+    assert LogEntry.objects.get().change_message == (
+        "Reasons she may write first: a plan coming due, a long silence"
+    )
+
+
+def test_a_reply_she_wrote_first_offers_no_again(admin_client, settings):
+    settings.COMPANION_OFFLINE = True
+    said_long_ago()
+    nudge_reasons_set({"silence"})
+    nudge = nudges_decide(now=at(12))
+    run_turns_task(nudge.turn_id)
+    Turn.objects.exclude(pk=nudge.turn_id).delete()  # only her own turn is left
+    page = admin_client.get(reverse("heart-chat")).text
+    assert "/again/" not in page

@@ -71,11 +71,26 @@ def test_it_keeps_the_device_with_its_browsers_name_and_answers_the_list(admin_c
     ("changed", "said"),
     [
         ({"endpoint": "http://push.example.invalid/send/phone"}, "begins with https://"),
+        (
+            {"endpoint": "https://192.168.1.1/admin"},
+            "“192.168.1.1” is not a browser&#x27;s push service this installation sends to",
+        ),
+        (
+            {"endpoint": "https://fcm.googleapis.com.evil.example/x"},
+            "is not a browser&#x27;s push service",
+        ),
         ({"p256dh": b64url(b"\x02" + os.urandom(64))}, "public key for push"),
         ({"auth": b64url(os.urandom(12))}, "auth secret for push"),
         ({"auth": "not base64 at all!"}, "auth secret for push"),
     ],
-    ids=["plain-http", "not-a-point", "short-secret", "not-base64"],
+    ids=[
+        "plain-http",
+        "private-address",
+        "lookalike-host",
+        "not-a-point",
+        "short-secret",
+        "not-base64",
+    ],
 )
 def test_it_refuses_a_subscription_that_is_not_one(admin_client, changed, said):
     response = admin_client.post(reverse("heart-notifications-subscribe"), subscription(**changed))
