@@ -83,7 +83,9 @@ def test_the_drawer_decides_suggestions_and_forgets_what_the_next_turn_no_longer
     assert "the blue kettle whistles at dawn\nnot active: dropped" in left_out
 
 
-def test_on_a_phone_the_drawer_fills_the_screen_and_filters_by_identity(phone_page, screenshot):
+def test_on_a_phone_the_drawer_fills_the_screen_filters_by_identity_promotes_and_forgets(
+    phone_page, screenshot
+):
     page = phone_page
     lingering("luna keeps a blue notebook")
     lingering("renki collects river stones", actor="renki")
@@ -103,6 +105,13 @@ def test_on_a_phone_the_drawer_fills_the_screen_and_filters_by_identity(phone_pa
             assert button.bounding_box()["height"] >= 44, button.inner_text()
     assert not accessibility_problems(page)
     screenshot(page, "phone")
+    rain = drawer.locator("article.drawer-card", has_text="likes the smell of rain")
+    rain.get_by_role("button", name="Promote").tap()
+    expect(drawer.locator(".drawer-notes")).to_contain_text("Now in working memory")
+    notebook = drawer.locator("article.drawer-card", has_text="luna keeps a blue notebook")
+    notebook.get_by_role("button", name="Forget “luna keeps a blue notebook”").tap()
+    expect(drawer.locator(".drawer-notes")).to_contain_text("Forgot “luna keeps a blue notebook”")
+    expect(drawer.locator("article.drawer-card", has_text="blue notebook")).to_have_count(0)
     drawer.get_by_role("button", name="Close the memory drawer").tap()
     expect(drawer).to_be_hidden()
     expect(page.locator("#memory-link")).to_be_focused()

@@ -20,7 +20,7 @@ from django.utils import timezone
 
 from bench.fakeapi import FakeError, FakeReply
 from events.models import Event, EventTag, Turn
-from gem.models import Fragment, FragmentEdge, WorkingMemory
+from gem.models import Fragment, FragmentEdge, WakeText, WorkingMemory
 from gem.selectors import working_memory_scores
 from gem.state import PENDING_RECALL, WORKING_MEMORY_FILL, state_get, turn_counter_current
 from heart import services
@@ -533,6 +533,10 @@ def test_it_prunes_old_snapshots():
 
 
 def test_it_calibrates_characters_per_token_from_reported_usage(fake_api):
+    # A context of a few thousand characters, whatever an earlier test's flush left of the
+    # wake text the migrations wrote: a hundred characters counted as 1,000 tokens would be out
+    # of the calibration's range, and ignored.
+    WakeText.objects.create(kind="wake", content="Waking up beside the lake. " * 150)
     fake_api.push(
         FakeReply("<say>one</say>", input_tokens=700, cache_read_input_tokens=300),
         FakeReply("<say>two</say>", input_tokens=None),
