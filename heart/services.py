@@ -120,7 +120,6 @@ def turn_submit(
                 f"({last.isoformat()}); turns happen in order."
             )
         event, _ = event_record(text=text, actor=actor, ts=ts, image=image, parsed=parsed)
-        _nudges_unstarted_cancel()
     number = turn_counter_advance()
     working_memory_ingest(parsed=parsed, event=event, side=USER, turn=number)
     turn = Turn.objects.create(event=event, number=number)
@@ -160,17 +159,6 @@ def turn_first_queue(*, nudge_id: int) -> Turn:
 
 
 NOT_STARTED = "Not written: you wrote first."
-
-
-def _nudges_unstarted_cancel() -> None:
-    """A nudge whose turn has not started when the person writes is not written (its turn
-    ends with the reason, unseen in the chat)."""
-    waiting = Turn.objects.filter(event__isnull=True, status=TurnStatus.QUEUED)
-    cancelled = Nudge.objects.filter(turn__in=waiting).update(
-        status=NudgeStatus.CANCELLED, held=NOT_STARTED
-    )
-    if cancelled:
-        waiting.update(status=TurnStatus.ERROR, error=NOT_STARTED, finished_at=timezone.now())
 
 
 def turn_again(*, turn_id: int) -> Turn:
@@ -313,12 +301,21 @@ def turn_run(*, turn: Turn, stop: WorkerStop | None = None) -> Turn:
     nudge = None
     if event is None:  # the companion's own turn: its nudge says why she writes first
         nudge = Nudge.objects.filter(turn=turn).first()
-        if nudge is None:
+        # A nudge the person wrote before it was started is not written: it is looked at here,
+        # when the worker takes it, not on every message the person sends.
+        written_since = turn.reply_event_id is None and (
+            Turn.objects.filter(event__isnull=False, queued_at__gt=turn.queued_at).exists()
+        )
+        if nudge is None or written_since:
+            if nudge is not None:
+                Nudge.objects.filter(pk=nudge.pk).update(
+                    status=NudgeStatus.CANCELLED, held=NOT_STARTED
+                )
             _turn_update(
                 turn.pk,
                 attempt=attempt,
                 status=TurnStatus.ERROR,
-                error=NO_MESSAGE,
+                error=NO_MESSAGE if nudge is None else NOT_STARTED,
                 finished_at=timezone.now(),
             )
             turn.refresh_from_db()

@@ -207,6 +207,7 @@ def test_a_nudge_not_started_when_the_person_writes_is_cancelled():
     nudge_reasons_set({"silence"})
     nudge = nudges_decide(now=at(12))
     turn_submit(text="<luna>hello</luna>", actor="luna", enqueue=False)
+    run_turns_task(nudge.turn_id)  # the worker takes her turn after the person wrote
     nudge.refresh_from_db()
     assert (nudge.status, nudge.held) == ("cancelled", "Not written: you wrote first.")
     assert Turn.objects.get(pk=nudge.turn_id).status == "error"
