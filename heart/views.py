@@ -6,6 +6,7 @@ which installers fetch before anyone signs in. Partials live in
 ``templates/heart/chat.html``; htmx requests get them, page requests get the whole page.
 """
 
+import functools
 import logging
 import uuid
 from dataclasses import dataclass, replace
@@ -495,6 +496,7 @@ def _history(*, before: int | None, who: Identities) -> dict:
         else {}
     )
     entries = []
+    worker = functools.cache(worker_state)  # read once a page, and only for a reply waiting
     for event in page:
         message = _message(event, who=who, is_reply=event.pk in replied, view=views[event.pk])
         turn = replied.get(event.pk)
@@ -505,7 +507,7 @@ def _history(*, before: int | None, who: Identities) -> dict:
             entries.append(entry)
         if event.pk in unanswered:
             pending = unanswered[event.pk]
-            entries.append(Entry(turn=pending, waiting=_waiting(pending)))
+            entries.append(Entry(turn=pending, waiting=_waiting(pending, worker=worker)))
         while markers and markers[0].last_event_id <= event.pk:
             entries.append(Entry(summary=markers.pop(0)))
     return {
@@ -535,11 +537,12 @@ def _written_first_since(after: int, *, who: Identities) -> list[Entry]:
     ]
 
 
-def _waiting(turn: Turn) -> str:
-    """Why ``turn``'s reply still waits; "" when it failed (its reason is shown instead)."""
+def _waiting(turn: Turn, *, worker=worker_state) -> str:
+    """Why ``turn``'s reply still waits; "" when it failed (its reason is shown instead).
+    ``worker`` gives the worker's state (a page of several waiting replies reads it once)."""
     if turn.status not in (TurnStatus.QUEUED, TurnStatus.RUNNING):
         return ""
-    return turn_waiting(turn, worker_state())
+    return turn_waiting(turn, worker())
 
 
 def _entry(

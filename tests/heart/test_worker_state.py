@@ -83,3 +83,15 @@ def test_the_pending_reply_shows_why_it_waits_in_the_chat_and_its_polls(admin_cl
     assert why in page
     poll = admin_client.get(reverse("heart-turn-detail", args=[turn.pk]), headers=HTMX).text
     assert why in poll
+
+
+def test_a_page_of_several_waiting_replies_reads_the_worker_once(admin_client, monkeypatch):
+    from heart import worker_state as module
+
+    for text in ("<luna>one</luna>", "<luna>two</luna>", "<luna>three</luna>"):
+        submit(text)
+    looks = []
+    monkeypatch.setattr(module, "_cluster_stats", lambda: looks.append(1) or [])
+    page = admin_client.get(reverse("heart-chat"), headers={"HX-Request": "true"}).text
+    assert page.count('<p class="waiting-why">') == 3
+    assert len(looks) == 1
