@@ -399,13 +399,16 @@ def assemble(
     )
 
 
+# What the last section says when the companion writes first, around the reason.
+WRITING_FIRST_BEFORE = (
+    "No message has come since the last one above: you are writing first, because "
+)
+WRITING_FIRST_AFTER = " Write to them as yourself, briefly; say why you write if it helps."
+
+
 def writing_first_said(reason: str) -> str:
     """What the last section says when the companion writes first: no message came, and why."""
-    return (
-        "No message has come since the last one above: you are writing first, because "
-        f"{_guard(reason.strip())} Write to them as yourself, briefly; say why you write if "
-        "it helps."
-    )
+    return f"{WRITING_FIRST_BEFORE}{_guard(reason.strip())}{WRITING_FIRST_AFTER}"
 
 
 def now_in_words(now: datetime, last_message_at: datetime | None) -> str:

@@ -52,13 +52,13 @@ something to be kept, not looked up, and look up nothing.
 import re
 
 from gem.words import STOP_WORDS
+from heart.assemble import WRITING_FIRST_AFTER, WRITING_FIRST_BEFORE
 
 ECHO_LIMIT = 200  # characters of the person's message quoted back
 QUOTE_LIMIT = 240  # characters of a recalled fragment's first sentence
 
 SECTIONS = ("Lingering", "Summaries", "Recalled", "Recent", "Now", "Message", "Writing first")
 MESSAGE, RECALLED, WRITING_FIRST = "Message", "Recalled", "Writing first"
-_BECAUSE_RE = re.compile(r"because (.+?) Write to them", re.DOTALL)
 
 _SECTION_RE = re.compile(rf"^##[ \t]+({'|'.join(SECTIONS)})[ \t]*$", re.MULTILINE)
 _ENTRY_RE = re.compile(r"^###[ \t]+(.+?)[ \t]+\(([^()\n]*)\)[ \t]*$", re.MULTILINE)
@@ -76,8 +76,10 @@ def reply(*, system: list[dict], messages: list[dict]) -> str:
     text, has_image = _last_user_text(messages)
     sections = sections_of(text)
     if WRITING_FIRST in sections:  # her own turn: nobody wrote, and she says why she writes
-        because = _BECAUSE_RE.search(sections[WRITING_FIRST])
-        reason = " ".join((because[1] if because else sections[WRITING_FIRST]).split())
+        said = sections[WRITING_FIRST]
+        reason = " ".join(
+            said.removeprefix(WRITING_FIRST_BEFORE).removesuffix(WRITING_FIRST_AFTER).split()
+        )
         return f"<say>I wanted to write first: {_safe(reason)}</say>"
     actor, message = message_of(sections.get(MESSAGE, text if not sections else ""))
     recalled = recalled_entries(sections.get(RECALLED, ""))
