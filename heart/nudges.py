@@ -180,11 +180,17 @@ def quiet_hours_said() -> str:
     return f"{start // 60:02d}:{start % 60:02d}–{end // 60:02d}:{end % 60:02d}"
 
 
-def _last_message_at() -> datetime | None:
-    """When the person last wrote: their newest event's time."""
+def _last_message():
+    """The person's newest event (``pk``, ``ts``, ``actor``), or None when they never wrote."""
     users = identities_current().users
     said = Event.objects.filter(actor__in=users) if users else Event.objects.none()
-    return said.order_by("-pk").values_list("ts", flat=True).first()
+    return said.order_by("-pk").values_list("pk", "ts", "actor", named=True).first()
+
+
+def _last_message_at() -> datetime | None:
+    """When the person last wrote."""
+    last = _last_message()
+    return last.ts if last is not None else None
 
 
 # --- The reasons -------------------------------------------------------------------------------
@@ -243,18 +249,11 @@ def _mentioned(content: str, event_id: int | None, recent: dict[int, str]) -> bo
 
 def _silence(now: datetime) -> list[Found]:
     """The person's last message, when it is older than the silence the person set."""
-    last = _last_message_at()
-    if last is None or now - last < timedelta(days=settings.NUDGE_SILENCE_DAYS):
+    last = _last_message()
+    if last is None or now - last.ts < timedelta(days=settings.NUDGE_SILENCE_DAYS):
         return []
-    event_id, actor = (
-        Event.objects.filter(ts=last, actor__in=identities_current().users)
-        .order_by("-pk")
-        .values_list("pk", "actor")
-        .first()
-    )
-    days = (now - last).days
-    said = f"{actor} has not written for {counted(days, 'day')}."
-    return [Found(NudgeReason.SILENCE, f"silence after event {event_id}", said)]
+    said = f"{last.actor} has not written for {counted((now - last.ts).days, 'day')}."
+    return [Found(NudgeReason.SILENCE, f"silence after event {last.pk}", said)]
 
 
 def _proposals_waiting(now: datetime) -> list[Found]:
